@@ -1,0 +1,162 @@
+"""Batched, KV-cached generation that hands each step's per-block residuals to a callback.
+
+At step ``t`` the callback receives the residual stream after every block at the
+position that predicts generated token ``t`` (shape ``[B, L, d]``), the model's own
+next-token logits there (``[B, V]``) and which rows are still generating.  Prompts
+are token ids, left padded with an attention mask; positions follow the mask, so a
+padded row computes what it would alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from entropy_lens.models import LensModel
+
+# End-of-turn markers that chat templates close a reply with; used only when the
+# tokenizer actually has them as tokens.
+_END_OF_TURN = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>", "<|endoftext|>")
+
+StepCallback = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], None]
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How tokens are chosen.
+
+    Attributes:
+        max_new_tokens: Token slots per prompt (> 0).
+        do_sample: Sample from ``softmax(logits / temperature)`` instead of greedy.
+        temperature: Sampling temperature (> 0).
+        seed: Base seed; prompt ``i`` of a call samples with its own generator seeded by
+            ``(seed, i)``, so results do not depend on batching.
+    """
+
+    max_new_tokens: int
+    do_sample: bool = False
+    temperature: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens <= 0:
+            raise ValueError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+
+
+def stop_token_ids(lm: LensModel) -> list[int]:
+    """EOS ids from the generation config and tokenizer, plus end-of-turn tokens it has."""
+    ids: set[int] = set()
+    gen_eos = getattr(getattr(lm.model, "generation_config", None), "eos_token_id", None)
+    for value in (gen_eos, lm.tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    vocab = lm.tokenizer.get_vocab()
+    ids.update(vocab[t] for t in _END_OF_TURN if t in vocab)
+    return sorted(ids)
+
+
+def left_pad(batch: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(input_ids, attention_mask)``, both ``[B, S]`` int64, padded on the left."""
+    width = max(len(ids) for ids in batch)
+    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, ids in enumerate(batch):
+        input_ids[row, width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
+        mask[row, width - len(ids) :] = 1
+    return input_ids.to(device), mask.to(device)
+
+
+@contextlib.contextmanager
+def record_residuals(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
+    """Hook every block to keep its output at the last position (``[B, d]`` each).
+
+    The hooks are removed when the context exits, also on error.
+    """
+    slots: list[torch.Tensor | None] = [None] * lm.n_layers
+
+    def make_hook(index: int):
+        def hook(_module, _args, output):
+            hidden = output[0] if isinstance(output, (tuple, list)) else output
+            slots[index] = hidden[:, -1, :].detach()
+
+        return hook
+
+    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(lm.blocks)]
+    try:
+        yield slots
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _generators(settings: GenerationSettings, row_ids: Sequence[int], device: torch.device) -> list[torch.Generator]:
+    gens = []
+    for row in row_ids:
+        gen = torch.Generator(device=device)
+        gen.manual_seed(settings.seed * 1_000_003 + int(row))
+        gens.append(gen)
+    return gens
+
+
+def _choose(logits: torch.Tensor, settings: GenerationSettings, gens: list[torch.Generator]) -> torch.Tensor:
+    if not settings.do_sample:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / settings.temperature, dim=-1)
+    return torch.cat([torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(gens)])
+
+
+@torch.inference_mode()
+def generate(
+    lm: LensModel,
+    batch: Sequence[Sequence[int]],
+    settings: GenerationSettings,
+    on_step: StepCallback,
+    *,
+    row_ids: Sequence[int] | None = None,
+) -> torch.Tensor:
+    """Generate up to ``max_new_tokens`` for a batch of token-id prompts.
+
+    Args:
+        lm: The model.
+        batch: ``B`` prompts as token-id lists (each non-empty).
+        settings: Token choice.
+        on_step: Called as ``on_step(t, residuals [B, L, d], logits [B, V], alive [B])``.
+        row_ids: Stable ids of the rows (default ``0..B-1``) that seed sampling.
+
+    Returns:
+        ``[B, T]`` int64 generated ids, ``-1`` after a row's stop token.
+    """
+    device = lm.device
+    input_ids, mask = left_pad(batch, lm.tokenizer.pad_token_id, device)
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)
+    stops = torch.as_tensor(stop_token_ids(lm), dtype=torch.long, device=device)
+    gens = _generators(settings, row_ids if row_ids is not None else range(len(batch)), device)
+    tokens = torch.full((len(batch), settings.max_new_tokens), -1, dtype=torch.long, device=device)
+    alive = torch.ones(len(batch), dtype=torch.bool, device=device)
+    with record_residuals(lm) as slots:
+        out = lm.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        for step in range(settings.max_new_tokens):
+            logits = out.logits[:, -1, :].float()  # [B, V]
+            on_step(step, torch.stack(slots, dim=1), logits, alive.clone())  # type: ignore[arg-type]
+            chosen = torch.where(alive, _choose(logits, settings, gens), lm.tokenizer.pad_token_id)
+            tokens[:, step] = torch.where(alive, chosen, -1)
+            alive &= ~torch.isin(chosen, stops)
+            if step + 1 == settings.max_new_tokens or not bool(alive.any()):
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+            positions = positions[:, -1:] + 1
+            out = lm.model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=positions,
+                cache=out.cache,
+                use_cache=True,
+            )
+    return tokens

