@@ -9,7 +9,7 @@ The public API::
 
 __version__ = "0.1.0"
 
-from entropy_lens.lens import extract_profiles  # noqa: E402
-from entropy_lens.models import REGISTRY, LensModel, load_model, materialize_model  # noqa: E402
+from entropy_lens.lens import extract_profiles
+from entropy_lens.models import REGISTRY, LensModel, load_model, materialize_model
 
-__all__ = ["REGISTRY", "LensModel", "extract_profiles", "load_model", "materialize_model", "__version__"]
+__all__ = ["REGISTRY", "LensModel", "__version__", "extract_profiles", "load_model", "materialize_model"]

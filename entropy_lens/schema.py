@@ -70,15 +70,9 @@ class VariableSpec:
 
 
 VARIABLES: dict[str, VariableSpec] = {
-    ENTROPY: VariableSpec(
-        (PROMPT, TOKEN, LAYER), "float32", "nat", "Shannon entropy of the logit-lens distribution"
-    ),
-    RENYI: VariableSpec(
-        (PROMPT, TOKEN, LAYER, ALPHA), "float32", "nat", "Renyi entropy of order alpha"
-    ),
-    NUCLEUS_SIZE: VariableSpec(
-        (PROMPT, TOKEN, LAYER), "int32", "tokens", "size of the smallest top-p token set"
-    ),
+    ENTROPY: VariableSpec((PROMPT, TOKEN, LAYER), "float32", "nat", "Shannon entropy of the logit-lens distribution"),
+    RENYI: VariableSpec((PROMPT, TOKEN, LAYER, ALPHA), "float32", "nat", "Renyi entropy of order alpha"),
+    NUCLEUS_SIZE: VariableSpec((PROMPT, TOKEN, LAYER), "int32", "tokens", "size of the smallest top-p token set"),
     NUCLEUS_JACCARD: VariableSpec(
         (PROMPT, TOKEN, LAYER), "float32", "1", "Jaccard overlap of top-p sets of layers l, l+1"
     ),
@@ -183,9 +177,7 @@ def git_sha() -> str:
     """The git commit of the installed source tree, or ``"unknown"`` outside a checkout."""
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
-        )
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 else "unknown"

@@ -54,22 +54,41 @@ def _common(tok) -> dict:
 def tiny_config(arch: str, tok) -> transformers.PretrainedConfig:
     """Config for ``arch`` in {llama, gemma2, gemma3, qwen2, gpt2, gpt_neox}."""
     c = _common(tok)
-    decoder = dict(hidden_size=HIDDEN, intermediate_size=64, num_hidden_layers=N_LAYERS,
-                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, **c)
+    decoder = dict(
+        hidden_size=HIDDEN,
+        intermediate_size=64,
+        num_hidden_layers=N_LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        **c,
+    )
     if arch == "llama":
         return transformers.LlamaConfig(**decoder, tie_word_embeddings=False)
     if arch == "qwen2":
         return transformers.Qwen2Config(**decoder, tie_word_embeddings=True)
     if arch == "gemma2":
-        return transformers.Gemma2Config(**decoder, head_dim=8, final_logit_softcapping=2.0,
-                                         attn_logit_softcapping=50.0, sliding_window=4, query_pre_attn_scalar=8)
+        return transformers.Gemma2Config(
+            **decoder,
+            head_dim=8,
+            final_logit_softcapping=2.0,
+            attn_logit_softcapping=50.0,
+            sliding_window=4,
+            query_pre_attn_scalar=8,
+        )
     if arch == "gemma3":
         return transformers.Gemma3TextConfig(**decoder, head_dim=8, sliding_window=4, query_pre_attn_scalar=8)
     if arch == "gpt2":
         return transformers.GPT2Config(n_embd=HIDDEN, n_layer=N_LAYERS, n_head=4, n_positions=256, **c)
     if arch == "gpt_neox":
-        return transformers.GPTNeoXConfig(hidden_size=HIDDEN, intermediate_size=64, num_hidden_layers=N_LAYERS,
-                                          num_attention_heads=4, max_position_embeddings=256, **c)
+        return transformers.GPTNeoXConfig(
+            hidden_size=HIDDEN,
+            intermediate_size=64,
+            num_hidden_layers=N_LAYERS,
+            num_attention_heads=4,
+            max_position_embeddings=256,
+            **c,
+        )
     raise ValueError(f"unknown tiny architecture {arch!r}")
 
 

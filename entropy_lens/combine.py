@@ -1,0 +1,131 @@
+"""Concatenate per-model profile datasets along ``model`` (NaN-padding shorter models).
+
+Models differ in depth, so the combined ``layer`` axis is as long as the deepest
+model; a shallower model's extra layers hold NaN (floats) or -1 (ints), and its
+``depth`` coordinate ``(layer + 1) / n_layers`` is NaN there.  Profiles of models
+of different depths are compared on ``depth``, not on ``layer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from entropy_lens import schema
+
+MODEL_ATTRS = ("model_source", "model_sha256", "dtype", "device", "chat_template", "vocab_size")
+
+
+def _pad_layers(ds: xr.Dataset, n_max: int) -> xr.Dataset:
+    """Reindex ``layer`` to ``0..n_max-1`` with NaN/-1 fills per dtype."""
+    layers = np.arange(n_max, dtype=np.int32)
+    floats = {n: v for n, v in ds.data_vars.items() if v.dtype.kind == "f"}
+    ints = {n: v for n, v in ds.data_vars.items() if v.dtype.kind in "iu"}
+    padded = xr.merge(
+        [
+            xr.Dataset(floats).reindex(layer=layers, fill_value=np.nan),
+            xr.Dataset(ints).reindex(layer=layers, fill_value=schema.MASKED_INT),
+        ],
+        combine_attrs="override",
+    )
+    return padded.drop_vars(schema.DEPTH, errors="ignore")
+
+
+def combine_models(
+    stores: Mapping[str, xr.Dataset],
+    *,
+    families: Mapping[str, str],
+    n_params: Mapping[str, int],
+    labels: Mapping[str, Sequence] | None = None,
+) -> xr.Dataset:
+    """Stack per-model datasets into one with a leading ``model`` dim.
+
+    Args:
+        stores: ``{model name: per-model dataset}`` over the same prompt ids, in order.
+        families: Family label per model.
+        n_params: Parameter count per model.
+        labels: Extra per-prompt label coordinates (``{name: values}``, prompt order).
+
+    Returns:
+        A dataset valid under ``schema.validate_profiles(..., combined=True)``.
+
+    Raises:
+        ValueError: when the models were run on different prompts or alphas.
+    """
+    names = list(stores)
+    first = stores[names[0]]
+    for name in names[1:]:
+        _check_same_axes(first, stores[name], names[0], name)
+    n_layers = {m: int(stores[m].sizes[schema.LAYER]) for m in names}
+    n_max = max(n_layers.values())
+    texts = [stores[m][schema.PROMPT_TEXT].values for m in names]
+    body = [_pad_layers(stores[m].drop_vars(schema.PROMPT_TEXT), n_max) for m in names]
+    combined = xr.concat(body, dim=schema.MODEL, combine_attrs="drop_conflicts")
+    combined = combined.assign_coords(_model_coords(names, n_layers, n_max, families, n_params))
+    combined = combined.assign_coords({schema.PROMPT_TEXT: ((schema.MODEL, schema.PROMPT), np.stack(texts))})
+    combined = combined.assign_coords({k: (schema.PROMPT, np.asarray(v)) for k, v in (labels or {}).items()})
+    for var, spec in schema.VARIABLES.items():
+        combined[var].attrs = {"units": spec.units, "long_name": spec.description}
+    combined.attrs = {k: v for k, v in first.attrs.items() if k not in (*MODEL_ATTRS, "model_name", "n_layers")}
+    combined.attrs["models"] = ",".join(names)
+    schema.validate_profiles(combined, combined=True)
+    return combined
+
+
+def _model_coords(names, n_layers, n_max, families, n_params) -> dict:
+    depth = np.full((len(names), n_max), np.nan, dtype=np.float32)
+    for i, m in enumerate(names):
+        depth[i, : n_layers[m]] = schema.depth_of(np.arange(n_layers[m]), n_layers[m])
+    return {
+        schema.MODEL: np.asarray(names, dtype=object),
+        schema.N_LAYERS: (schema.MODEL, np.asarray([n_layers[m] for m in names], dtype=np.int32)),
+        schema.FAMILY: (schema.MODEL, np.asarray([families[m] for m in names], dtype=object)),
+        "n_params": (schema.MODEL, np.asarray([int(n_params[m]) for m in names], dtype=np.int64)),
+        schema.DEPTH: ((schema.MODEL, schema.LAYER), depth),
+    }
+
+
+def _check_same_axes(a: xr.Dataset, b: xr.Dataset, name_a: str, name_b: str) -> None:
+    for dim in (schema.PROMPT, schema.ALPHA, schema.TOKEN):
+        if not np.array_equal(np.asarray(a[dim].values, dtype=object), np.asarray(b[dim].values, dtype=object)):
+            raise ValueError(f"models {name_a!r} and {name_b!r} were profiled on different {dim} values")
+
+
+def attach_mmlu_scores(combined: xr.Dataset, scores) -> xr.Dataset:
+    """Add ``correct_ll`` and ``correct_parsed`` (model, prompt) int8 from a scores table.
+
+    Args:
+        combined: A combined MMLU dataset.
+        scores: DataFrame with ``model, prompt_id, answer, ll_letter, parsed_letter``
+            (``parsed_letter`` is ``"unparsed"`` when no letter was found).
+
+    Returns:
+        ``combined`` with the two variables (1 correct, 0 wrong, -1 unparsed).
+    """
+    table = scores.set_index(["model", "prompt_id"])
+    models = [str(m) for m in combined[schema.MODEL].values]
+    prompts = [str(p) for p in combined[schema.PROMPT].values]
+    index = [(m, p) for m in models for p in prompts]
+    missing = [i for i in index if i not in table.index]
+    if missing:
+        raise ValueError(f"scores lack {len(missing)} (model, prompt) pairs, e.g. {missing[0]}")
+    rows = table.loc[index]
+    ll = (rows["ll_letter"] == rows["answer"]).to_numpy().astype(np.int8)
+    parsed = np.where(rows["parsed_letter"] == "unparsed", -1, rows["parsed_letter"] == rows["answer"]).astype(np.int8)
+    shape = (len(models), len(prompts))
+    return combined.assign(
+        correct_ll=((schema.MODEL, schema.PROMPT), ll.reshape(shape), {"units": "1", "long_name": SCORE_DOC["ll"]}),
+        correct_parsed=(
+            (schema.MODEL, schema.PROMPT),
+            parsed.reshape(shape),
+            {"units": "1", "long_name": SCORE_DOC["parsed"]},
+        ),
+    )
+
+
+SCORE_DOC = {
+    "ll": "1 if the answer letter has the highest log-likelihood at the answer position, else 0",
+    "parsed": "1/0 for the letter parsed from the completion alone, -1 when none was found",
+}

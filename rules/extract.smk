@@ -1,0 +1,58 @@
+# One extraction job per (model, dataset); each writes its own store, atomically.
+
+
+rule extract_profiles:
+    input:
+        model="resources/models/{model}",
+        table="results/datasets/{dataset}.parquet",
+    output:
+        directory("results/profiles/{model}/{dataset}.zarr"),
+    params:
+        generation=extract_params,
+        lens=lens_params,
+        compute=compute_params,
+        storage=storage_params,
+    log:
+        "logs/extract_profiles/{model}/{dataset}.log",
+    threads: 2
+    resources:
+        mem_mb=config["compute"]["mem_mb"],
+        gpu=1 if GPU else 0,
+    script:
+        "../workflow_scripts/extract_profiles.py"
+
+
+rule score_mmlu:
+    input:
+        model="resources/models/{model}",
+        table="results/datasets/mmlu.parquet",
+        profiles="results/profiles/{model}/mmlu.zarr",
+    output:
+        "results/scores/{model}/mmlu.parquet",
+    params:
+        scoring=score_params,
+        compute=compute_params,
+    log:
+        "logs/score_mmlu/{model}.log",
+    threads: 2
+    resources:
+        mem_mb=config["compute"]["mem_mb"],
+        gpu=1 if GPU else 0,
+    script:
+        "../workflow_scripts/score_mmlu.py"
+
+
+rule combine_profiles:
+    input:
+        stores=per_model_stores,
+        scores=per_model_scores,
+    output:
+        directory("results/profiles/{dataset}.zarr"),
+    params:
+        models=MODELS,
+        labels=model_labels,
+        storage=storage_params,
+    log:
+        "logs/combine_profiles/{dataset}.log",
+    script:
+        "../workflow_scripts/combine_profiles.py"

@@ -1,0 +1,15 @@
+# Each configured model, materialized once as safetensors + tokenizer: extraction jobs
+# never parse a GGUF or reach the hub again, and the folder can be versioned.
+
+
+rule materialize_model:
+    output:
+        directory("resources/models/{model}"),
+    params:
+        model=model_params,
+    log:
+        "logs/materialize_model/{model}.log",
+    resources:
+        mem_mb=8000,
+    script:
+        "../workflow_scripts/materialize_model.py"

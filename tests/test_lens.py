@@ -1,0 +1,175 @@
+"""The extractor on tiny random models of six architectures against hand-decoded references."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+from tiny import ARCHS, VOCAB_SIZE, tiny_model
+
+from entropy_lens import extract_profiles, lens, schema
+from entropy_lens.generation import GenerationSettings, generate
+
+PROMPTS = ["once upon a time there was a little girl", "the cat", "how many words are in the story"]
+TOKENS = 5
+TOP_P = 0.6
+ALPHAS = (0.5, 1.0, 5.0, math.inf)
+
+
+@pytest.fixture(scope="module", params=ARCHS)
+def arch_run(request):
+    lm = tiny_model(request.param)
+    ds = extract_profiles(lm, PROMPTS, max_new_tokens=TOKENS, top_p=TOP_P, alphas=ALPHAS, batch_size=3)
+    return lm, ds
+
+
+def reference(lm, prompt: str, generated: list[int]) -> dict[str, np.ndarray]:
+    """Float64 metrics decoded by hand from ``output_hidden_states`` of a no-cache forward."""
+    model = copy.deepcopy(lm.model).double()
+    ids = lm.tokenizer(prompt)["input_ids"]
+    full = torch.tensor([ids + generated[:-1]])
+    with torch.no_grad():
+        out = model(input_ids=full, output_hidden_states=True)
+    norm = model.get_decoder().norm if hasattr(model.get_decoder(), "norm") else None
+    norm = norm or getattr(model.get_decoder(), "ln_f", None) or model.get_decoder().final_layer_norm
+    head = model.get_output_embeddings()
+    positions = torch.arange(len(ids) - 1, len(ids) - 1 + len(generated))
+    rows = []
+    for layer in range(lm.n_layers):
+        if layer < lm.n_layers - 1:
+            logits = head(norm(out.hidden_states[layer + 1][0, positions]))
+            if lm.softcap:
+                logits = lm.softcap * torch.tanh(logits / lm.softcap)
+        else:  # Hugging Face's last hidden state is already normed: use the real logits
+            logits = out.logits[0, positions]
+        rows.append(logits)
+    logits = torch.stack(rows, dim=1)  # [T, L, V]
+    probs = torch.softmax(logits, -1)
+    sorted_p, order = probs.sort(-1, descending=True)
+    size = (sorted_p.cumsum(-1) < TOP_P - 1e-6).sum(-1) + 1
+    member = torch.zeros_like(probs, dtype=torch.bool).scatter_(
+        -1, order, torch.arange(probs.shape[-1]) < size[..., None]
+    )
+    inter = (member[:, :-1] & member[:, 1:]).sum(-1).double()
+    union = (member[:, :-1] | member[:, 1:]).sum(-1).double()
+    jac = torch.cat([inter / union, torch.full((len(generated), 1), math.nan, dtype=torch.float64)], 1)
+    renyi = [torch.log((probs**a).sum(-1)) / (1 - a) for a in ALPHAS if a not in (1.0, math.inf)]
+    return {
+        "entropy": (-(probs * probs.log()).sum(-1)).numpy(),
+        "renyi_half": renyi[0].numpy(),
+        "renyi_five": renyi[1].numpy(),
+        "min_entropy": (-probs.max(-1).values.log()).numpy(),
+        "nucleus_size": size.numpy(),
+        "jaccard": jac.numpy(),
+        "top1": probs.argmax(-1).numpy(),
+    }
+
+
+def test_every_metric_matches_float64_reference(arch_run):
+    lm, ds = arch_run
+    for i, prompt in enumerate(PROMPTS):
+        generated = [t for t in ds.token_id.values[i].tolist() if t >= 0]
+        ref = reference(lm, prompt, generated)
+        row = ds.isel(prompt=i, token=slice(0, len(generated)))
+        np.testing.assert_allclose(row.entropy.values, ref["entropy"], atol=1e-4)
+        np.testing.assert_allclose(row.renyi.sel(alpha=1.0).values, ref["entropy"], atol=1e-4)
+        np.testing.assert_allclose(row.renyi.sel(alpha=0.5).values, ref["renyi_half"], atol=1e-4)
+        np.testing.assert_allclose(row.renyi.sel(alpha=5.0).values, ref["renyi_five"], atol=1e-4)
+        np.testing.assert_allclose(row.renyi.sel(alpha=math.inf).values, ref["min_entropy"], atol=1e-4)
+        np.testing.assert_array_equal(row.nucleus_size.values, ref["nucleus_size"])
+        np.testing.assert_allclose(row.nucleus_jaccard.values, ref["jaccard"], atol=1e-6)
+        np.testing.assert_array_equal(row.top1_id.values, ref["top1"])
+        # greedy: the generated token is the last layer's top-1
+        np.testing.assert_array_equal(row.top1_id.values[:, -1], generated)
+
+
+def test_dataset_follows_schema(arch_run):
+    lm, ds = arch_run
+    schema.validate_profiles(ds)
+    assert dict(ds.sizes) == {"prompt": 3, "token": TOKENS, "layer": lm.n_layers, "alpha": len(ALPHAS)}
+    assert ds.attrs["n_layers"] == lm.n_layers and ds.attrs["vocab_size"] == VOCAB_SIZE
+    assert ds.depth.values[-1] == 1.0
+    assert float(ds.entropy.max()) <= math.log(VOCAB_SIZE) + 1e-4
+
+
+def test_last_layer_equals_model_logits():
+    lm = tiny_model("gemma2")  # soft-capped: the cap must be applied to match
+    ids = lm.tokenizer(PROMPTS[0])["input_ids"]
+    seen = []
+
+    def on_step(step, resid, logits, alive):
+        seen.append((lens.lens_logits(lm, resid[:, -1]), logits))
+
+    generate(lm, [ids], GenerationSettings(3), on_step)
+    for lens_last, real in seen:
+        torch.testing.assert_close(lens_last, real, atol=1e-5, rtol=1e-5)
+
+
+def test_batched_equals_one_by_one():
+    lm = tiny_model("qwen2")
+    together = extract_profiles(lm, PROMPTS, max_new_tokens=TOKENS, batch_size=3)
+    alone = [
+        extract_profiles(lm, [p], max_new_tokens=TOKENS, batch_size=1, prompt_ids=[pid])
+        for p, pid in zip(PROMPTS, together.prompt.values, strict=True)
+    ]
+    merged = xr.concat(alone, dim="prompt")
+    np.testing.assert_array_equal(together.token_id.values, merged.token_id.values)
+    for var in ("entropy", "renyi", "nucleus_jaccard"):
+        np.testing.assert_allclose(together[var].values, merged[var].values, atol=1e-4)
+    np.testing.assert_array_equal(together.nucleus_size.values, merged.nucleus_size.values)
+
+
+def test_eos_masks_later_slots():
+    lm = tiny_model("llama")
+    first = extract_profiles(lm, PROMPTS[:1], max_new_tokens=1).token_id.values[0, 0]
+    lm.model.generation_config.eos_token_id = int(first)
+    ds = extract_profiles(lm, PROMPTS[:2], max_new_tokens=4, batch_size=2)
+    assert ds.token_id.values[0].tolist() == [first, -1, -1, -1]
+    assert np.isfinite(ds.entropy.values[0, 0]).all()
+    assert np.isnan(ds.entropy.values[0, 1:]).all() and np.isnan(ds.renyi.values[0, 1:]).all()
+    assert (ds.nucleus_size.values[0, 1:] == -1).all() and (ds.top1_id.values[0, 1:] == -1).all()
+    assert (ds.token_id.values[1] >= 0).sum() >= 1
+
+
+def test_sampling_is_reproducible_and_batch_independent():
+    lm = tiny_model("gpt2")
+    kwargs = dict(max_new_tokens=6, do_sample=True, temperature=1.5)
+    a = extract_profiles(lm, PROMPTS, seed=11, batch_size=3, **kwargs)
+    b = extract_profiles(lm, PROMPTS, seed=11, batch_size=1, **kwargs)
+    c = extract_profiles(lm, PROMPTS, seed=12, batch_size=3, **kwargs)
+    np.testing.assert_array_equal(a.token_id.values, b.token_id.values)
+    assert not np.array_equal(a.token_id.values, c.token_id.values)
+
+
+def test_chat_template_is_rendered_and_recorded():
+    lm = tiny_model("llama")
+    ds = extract_profiles(lm, ["the cat"], max_new_tokens=2, chat_template=True)
+    assert ds.prompt_text.values[0] == "<bos>user the cat<eos><bos>assistant"
+    assert ds.attrs["chat_template"] is True
+
+
+def test_blank_prompt_is_bos_alone():
+    lm = tiny_model("llama")
+    ids, _ = lens.encode_prompts(lm, [""], chat_template=False)
+    assert ids == [[lm.tokenizer.bos_token_id]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(prompts=[]), "non-empty list"),
+        (dict(max_new_tokens=0), "max_new_tokens must be a positive integer, got 0"),
+        (dict(top_p=1.2), r"top_p must lie in \(0, 1\], got 1.2"),
+        (dict(alphas=(0.5, -1.0)), "alpha must be >= 0"),
+        (dict(batch_size=0), "batch_size must be a positive integer"),
+        (dict(budget_bytes=100), "chunk budget of 100 bytes is below one row"),
+        (dict(prompt_ids=["a", "a"]), "distinct ids"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs, message):
+    lm = tiny_model("llama")
+    args = dict(prompts=["the cat", "a dog"], max_new_tokens=2) | kwargs
+    with pytest.raises(ValueError, match=message):
+        extract_profiles(lm, **args)

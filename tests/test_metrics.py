@@ -1,0 +1,119 @@
+"""Metric properties against float64 references (pure tensor functions, no models)."""
+
+import math
+
+import pytest
+import torch
+
+from entropy_lens import metrics
+
+
+def ref_probs(logits: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(logits.double(), dim=-1)
+
+
+def ref_nucleus_size(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    probs, _ = ref_probs(logits).sort(dim=-1, descending=True)
+    return (probs.cumsum(-1) < top_p - metrics.MASS_TOL).sum(-1) + 1
+
+
+@pytest.fixture(params=[0.3, 2.0, 15.0], ids=["flat", "medium", "peaked"])
+def logits(request) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(7)
+    return torch.randn(24, 5000, generator=gen) * request.param
+
+
+def test_entropy_matches_float64_and_is_bounded(logits):
+    probs = ref_probs(logits)
+    ref = -(probs * probs.log()).sum(-1)
+    got = metrics.shannon_entropy(logits)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), ref, atol=1e-4, rtol=0)
+    assert bool((got >= 0).all()) and bool((got <= math.log(logits.shape[-1]) + 1e-5).all())
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 2.0, 5.0, math.inf])
+def test_renyi_matches_definition(logits, alpha):
+    probs = ref_probs(logits)
+    if math.isinf(alpha):
+        ref = -probs.max(-1).values.log()
+    elif alpha == 0:
+        ref = torch.log((probs > 0).sum(-1).double())
+    else:
+        ref = torch.log((probs**alpha).sum(-1)) / (1 - alpha)
+    torch.testing.assert_close(metrics.renyi_entropy(logits, alpha).double(), ref, atol=2e-4, rtol=1e-5)
+
+
+def test_renyi_orders_are_monotone_and_bounded(logits):
+    values = torch.stack([metrics.renyi_entropy(logits, a) for a in (0.0, 0.5, 1.0, 5.0, math.inf)])
+    assert bool((values[:-1] + 1e-4 >= values[1:]).all()), "Renyi entropy must not increase with alpha"
+    assert bool((values <= math.log(logits.shape[-1]) + 1e-4).all())
+
+
+def test_renyi_near_one_approaches_shannon(logits):
+    shannon = metrics.shannon_entropy(logits)
+    for alpha in (1 - 1e-3, 1 + 1e-3):
+        torch.testing.assert_close(metrics.renyi_entropy(logits, alpha), shannon, atol=5e-3, rtol=0)
+    torch.testing.assert_close(metrics.renyi_entropy(logits, 1.0), shannon)
+
+
+@pytest.mark.parametrize("top_p", [0.1, 0.6, 0.95, 1.0])
+def test_nucleus_size_matches_sorted_reference(logits, top_p):
+    size, mask = metrics.nucleus(logits, top_p)
+    ref = ref_nucleus_size(logits, top_p)
+    # Allow a one-token difference only where float32 and float64 sums straddle top_p.
+    probs, _ = ref_probs(logits).sort(dim=-1, descending=True)
+    cum = probs.cumsum(-1)
+    boundary = (cum.gather(1, (ref - 1)[:, None]).squeeze(1) - top_p).abs() < 1e-5
+    assert bool(((size == ref) | boundary).all())
+    assert bool((mask.sum(-1) == size).all())
+    # The set is the top of the distribution: every member outranks every non-member.
+    lowest_in = torch.where(mask, logits, math.inf).min(-1).values
+    highest_out = torch.where(mask, -math.inf, logits).max(-1).values
+    assert bool((lowest_in >= highest_out).all())
+
+
+def test_nucleus_large_vocab_exercises_histogram_refinement():
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(6, 120_000, generator=gen) * 0.5  # thousands of tokens per nucleus
+    size, _ = metrics.nucleus(logits, 0.6)
+    ref = ref_nucleus_size(logits, 0.6)
+    assert int(size.min()) > metrics._MAX_CANDIDATES
+    assert bool(((size - ref).abs() <= 1).all())
+
+
+def test_nucleus_edge_cases():
+    uniform = torch.zeros(1, 8)
+    assert metrics.nucleus(uniform, 1.0)[0].item() == 8
+    assert metrics.nucleus(uniform, 0.5)[0].item() == 4  # ties: exactly half the mass
+    assert metrics.nucleus(uniform, 0.3)[0].item() == 3
+    one_hot = torch.full((1, 8), -1e4)
+    one_hot[0, 5] = 0.0
+    size, mask = metrics.nucleus(one_hot, 1.0)
+    assert size.item() == 1 and mask[0, 5]
+
+
+def test_one_hot_entropy_is_zero():
+    one_hot = torch.full((2, 50), -1e4)
+    one_hot[:, 3] = 0.0
+    assert metrics.shannon_entropy(one_hot).abs().max().item() < 1e-6
+    assert metrics.nucleus(one_hot, 0.6)[0].tolist() == [1, 1]
+
+
+def test_jaccard():
+    a = torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.bool)
+    b = torch.tensor([[0, 1, 1, 0], [1, 0, 0, 0]], dtype=torch.bool)
+    torch.testing.assert_close(metrics.jaccard(a, b), torch.tensor([1 / 3, 1.0]))
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, float("nan")])
+def test_bad_top_p_is_refused(bad):
+    with pytest.raises(ValueError, match="top_p must lie in"):
+        metrics.nucleus(torch.zeros(1, 4), bad)
+
+
+def test_bad_alpha_is_refused():
+    with pytest.raises(ValueError, match=r"alpha must be >= 0.*-0.5"):
+        metrics.renyi_entropy(torch.zeros(1, 4), -0.5)
+    with pytest.raises(ValueError, match="at least one"):
+        metrics.check_alphas([])

@@ -1,0 +1,94 @@
+"""Model loading, lens-part discovery and the real embedded SmolLM2."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from tiny import tiny_model
+from torch import nn
+
+from entropy_lens import REGISTRY, extract_profiles, load_model, models
+from entropy_lens.generation import GenerationSettings, generate
+from entropy_lens.lens import lens_logits
+
+
+def test_unknown_model_lists_the_registry():
+    with pytest.raises(ValueError, match=r"unknown model 'smolm2'.*smollm2-135m"):
+        load_model("smolm2")
+
+
+def test_missing_gguf_is_named(tmp_path):
+    with pytest.raises(ValueError, match=r"GGUF file .*nothing\.gguf.* does not exist"):
+        load_model(tmp_path / "nothing.gguf")
+
+
+def test_architecture_without_final_norm_is_named():
+    class Headless(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(2, 2)])
+
+        def get_output_embeddings(self):
+            return nn.Linear(2, 4)
+
+    with pytest.raises(ValueError, match=r"architecture 'Headless' .*final norm"):
+        models.find_lens_parts(Headless())
+
+
+def test_softcap_is_found_only_where_configured():
+    assert tiny_model("gemma2").softcap == 2.0
+    assert tiny_model("llama").softcap is None
+
+
+def test_materialized_copy_reloads_identically(tmp_path):
+    lm = tiny_model("qwen2")
+    folder = tmp_path / "m"
+    models._save_plain(lm, folder)
+    again = load_model(folder, device="cpu", family="qwen")
+    ids = torch.tensor([[1, 5, 9, 12]])
+    torch.testing.assert_close(again.model(ids).logits, lm.model(ids).logits)
+    assert again.family == "qwen" and again.n_layers == lm.n_layers
+
+
+def test_bad_dtype_is_refused():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        models.resolve_dtype("float8", "cpu")
+
+
+def test_registry_entries_are_complete():
+    assert {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"} <= set(REGISTRY)
+    for spec in REGISTRY.values():
+        assert spec.family in {"llama", "gemma", "qwen"}
+        assert spec.install.startswith("pip install")
+
+
+@pytest.mark.slow
+def test_real_smollm2_profile(smollm2):
+    lm = smollm2
+    assert (lm.n_layers, lm.vocab_size, lm.family) == (30, 49152, "llama")
+    assert len(lm.sha256) == 64
+    ds = extract_profiles(
+        lm, ["The capital of France is", "Once upon a time, there was a little"], max_new_tokens=4, batch_size=2
+    )
+    text = lm.tokenizer.decode([t for t in ds.token_id.values[0] if t >= 0])
+    assert "Paris" in text
+    H = ds.entropy.values
+    assert np.isfinite(H).all() and (H >= 0).all() and (math.log(lm.vocab_size) >= H).all()
+    # the last layer reads the model's real next-token distribution
+    ids = lm.tokenizer("The capital of France is")["input_ids"]
+    pairs = []
+    generate(
+        lm, [ids], GenerationSettings(2), lambda s, r, logits, a: pairs.append((lens_logits(lm, r[:, -1]), logits))
+    )
+    for lens_last, real in pairs:
+        torch.testing.assert_close(lens_last, real, atol=1e-4, rtol=1e-4)
+    # an intermediate layer decoded by hand in float64 from output_hidden_states
+    with torch.no_grad():
+        out = lm.model(torch.tensor([ids]), output_hidden_states=True)
+    hidden = out.hidden_states[11][0, -1].double()  # residual after block 10
+    norm = lm.final_norm
+    normed = hidden * torch.rsqrt(hidden.pow(2).mean() + norm.variance_epsilon) * norm.weight.double()
+    probs = torch.softmax(normed @ lm.unembed.weight.double().T, -1)
+    ref = float(-(probs * probs.log()).sum())
+    assert abs(float(ds.entropy.values[0, 0, 10]) - ref) < 1e-4
