@@ -433,3 +433,9 @@ def _save_plain(lm: LensModel, folder: Path) -> None:
         del model.config.quantization_config
     model.save_pretrained(folder)
     lm.tokenizer.save_pretrained(folder)
+
+
+def load_tokenizer(name_or_path: str | os.PathLike):
+    """The tokenizer of a model folder or hub id (e.g. to decode token ids of a store)."""
+    _, auto_tok = _auto_classes()
+    return auto_tok.from_pretrained(name_or_path)

@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -105,7 +106,9 @@ def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Data
     target = Path(path)
     if not (target / "zarr.json").exists():
         raise FileNotFoundError(f"no profile store at {target} (missing zarr.json)")
-    ds = xr.open_zarr(target, consolidated=False, zarr_format=3)
+    with warnings.catch_warnings():  # Snakemake leaves a timestamp file inside directory outputs
+        warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
+        ds = xr.open_zarr(target, consolidated=False, zarr_format=3)
     schema.validate_profiles(ds, combined=combined)
     return ds
 

@@ -32,3 +32,114 @@ rule mmlu_accuracy:
         "logs/mmlu_accuracy.log",
     script:
         "../workflow_scripts/mmlu_accuracy.py"
+
+
+rule knn_auc:
+    input:
+        unpack(combined_stores),
+    output:
+        csv=report("results/tables/knn_auc.csv", caption="../report/knn_auc.rst", category="kNN separability"),
+        md="results/tables/knn_auc.md",
+        png=report("results/figures/knn_auc.png", caption="../report/knn_auc.rst", category="kNN separability"),
+    params:
+        knn=knn_params,
+    log:
+        "logs/knn_auc.log",
+    script:
+        "../workflow_scripts/knn_auc.py"
+
+
+rule expansion_stats:
+    input:
+        "results/profiles/{dataset}.zarr",
+    output:
+        spearman="results/tables/expansion_{dataset}.csv",
+        spearman_md="results/tables/expansion_{dataset}.md",
+        overlap="results/tables/overlap_{dataset}.csv",
+        overlap_md="results/tables/overlap_{dataset}.md",
+        png=report(
+            "results/figures/expansion_{dataset}.png",
+            caption="../report/expansion.rst",
+            category="Expansion and pruning",
+            labels={"dataset": "{dataset}"},
+        ),
+    params:
+        seed=config["analysis"]["knn"]["seed"],
+    log:
+        "logs/expansion_stats/{dataset}.log",
+    script:
+        "../workflow_scripts/expansion_stats.py"
+
+
+rule family_fingerprints:
+    input:
+        "results/profiles/blank.zarr",
+    output:
+        distances="results/tables/family_distances.csv",
+        clustering=report(
+            "results/tables/family_clustering.csv", caption="../report/families.rst", category="Family fingerprints"
+        ),
+        clustering_md="results/tables/family_clustering.md",
+        size_pairs="results/tables/family_size_pairs.csv",
+        shapes="results/tables/profile_shapes.csv",
+        dendrogram=report(
+            "results/figures/dendrogram.png", caption="../report/families.rst", category="Family fingerprints"
+        ),
+        pca=report("results/figures/embedding_pca.png", caption="../report/families.rst", category="Family fingerprints"),
+        tsne=report(
+            "results/figures/embedding_tsne.png", caption="../report/families.rst", category="Family fingerprints"
+        ),
+    params:
+        grid_points=config["analysis"]["depth_grid"],
+        seed=config["analysis"]["knn"]["seed"],
+    log:
+        "logs/family_fingerprints.log",
+    script:
+        "../workflow_scripts/family_fingerprints.py"
+
+
+rule plot_profile_bands:
+    input:
+        "results/profiles/{dataset}.zarr",
+    output:
+        report(
+            "results/figures/profile_bands_{dataset}.png",
+            caption="../report/profile_bands.rst",
+            category="Entropy profiles",
+            labels={"dataset": "{dataset}", "figure": "bands"},
+        ),
+    params:
+        label=band_label,
+    log:
+        "logs/plot_profile_bands/{dataset}.log",
+    script:
+        "../workflow_scripts/plot_profile_bands.py"
+
+
+rule plot_heatmap:
+    input:
+        store="results/profiles/{model}/{dataset}.zarr",
+        model="resources/models/{model}",
+    output:
+        report(
+            "results/figures/heatmap_{model}_{dataset}.png",
+            caption="../report/heatmap.rst",
+            category="Entropy profiles",
+            labels={"model": "{model}", "dataset": "{dataset}", "figure": "heatmap"},
+        ),
+    log:
+        "logs/plot_heatmap/{model}_{dataset}.log",
+    script:
+        "../workflow_scripts/plot_heatmap.py"
+
+
+rule paper_table:
+    input:
+        unpack(paper_inputs),
+    output:
+        md=report("results/tables/paper_comparison.md", caption="../report/paper.rst", category="Paper comparison"),
+        csv="results/tables/paper_comparison.csv",
+    log:
+        "logs/paper_table.log",
+    script:
+        "../workflow_scripts/paper_table.py"

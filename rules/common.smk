@@ -26,7 +26,7 @@ def final_outputs():
     out += expand("results/figures/mean_profiles_{dataset}.png", dataset=DATASETS)
     if MMLU:
         out.append("results/tables/mmlu_accuracy.csv")
-    return out
+    return out + analysis_outputs()
 
 
 def model_params(wildcards):
@@ -102,3 +102,42 @@ def score_params(wildcards):
         "batch_size": config["generation"]["batch_size"],
         "chat_template": config["models"][wildcards.model]["chat_template"],
     }
+
+
+BAND_LABELS = {"tasks": "task", "formats": "format", "mmlu": "style"}
+
+
+def combined_stores(wildcards=None):
+    """The combined store of every enabled dataset, by dataset name."""
+    return {d: f"results/profiles/{d}.zarr" for d in DATASETS}
+
+
+def knn_params(wildcards):
+    return {**config["analysis"]["knn"], "alphas": config["lens"]["alphas"]}
+
+
+def analysis_outputs():
+    """Tables and figures of the analyses (kNN, expansion, families, paper table)."""
+    out = ["results/tables/knn_auc.csv", "results/figures/knn_auc.png", "results/tables/paper_comparison.md"]
+    out += expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS)
+    out += expand("results/figures/profile_bands_{dataset}.png", dataset=[d for d in DATASETS if d in BAND_LABELS])
+    out += expand("results/figures/heatmap_{model}_{dataset}.png", model=MODELS, dataset=DATASETS[:1])
+    if "blank" in DATASETS:
+        out += ["results/tables/family_clustering.csv", "results/figures/dendrogram.png"]
+    return out
+
+
+def paper_inputs(wildcards):
+    """What the paper comparison table draws on, given the enabled datasets."""
+    expansion = "tasks" if "tasks" in DATASETS else DATASETS[0]
+    inputs = {"knn": "results/tables/knn_auc.csv", "expansion": f"results/tables/expansion_{expansion}.csv",
+              "overlap": f"results/tables/overlap_{expansion}.csv"}
+    if MMLU:
+        inputs["mmlu_store"] = "results/profiles/mmlu.zarr"
+    if "blank" in DATASETS:
+        inputs["clustering"] = "results/tables/family_clustering.csv"
+    return inputs
+
+
+def band_label(wildcards):
+    return BAND_LABELS[wildcards.dataset]

@@ -14,7 +14,7 @@ WORDS = (
     "the a an once upon time there was little girl boy cat dog who loved to play in park "
     "and sun moon story happy sad big small red blue green tree house ran jumped saw said "
     "one two three four five how many words are is what main idea of question answer "
-    "continue count subject write poem about science chat log france paris capital"
+    "continue count subject write poem about science chat log france paris capital A B C D Answer:"
 ).split()
 VOCAB_SIZE = 96  # > len(SPECIALS) + len(WORDS); unused ids still get logits
 HIDDEN = 32

@@ -2,9 +2,8 @@
 
 import logging
 
-from entropy_lens.datasets import write_table
 from entropy_lens.models import load_model
-from entropy_lens.stories import generate_stories
+from entropy_lens.stories import generate_stories, write_stories
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 model_dir = snakemake.input.model
@@ -20,4 +19,4 @@ stories, provenance = generate_stories(
     max_new_tokens=settings["max_new_tokens"],
     temperature=settings["temperature"],
 )
-write_table(stories, out_path, "stories", attrs=provenance)
+write_stories(stories, out_path, provenance)

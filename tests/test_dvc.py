@@ -1,0 +1,256 @@
+"""DVC versioning of the workflow's artifacts: push, pull in a fresh clone, and Snakemake agrees.
+
+The workflow runs once (module fixture) in a git + DVC repository and its artifacts go to a local
+remote through `dvc_sync.sh push`. Each test clones that repository afresh and pulls, from the
+local remote or from an S3 remote served by moto's standalone server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from workflow_under_test import (
+    DVC_SYNC,
+    SNAKEMAKE,
+    VENV_BIN,
+    WORKFLOW,
+    file_contents,
+    jobs_in,
+    new_workdir,
+    nothing_to_do,
+    run,
+    tool_env,
+)
+
+pytestmark = pytest.mark.slow
+
+logger = logging.getLogger(__name__)
+
+DVC = str(VENV_BIN / "dvc")
+MOTO_SERVER = VENV_BIN / "moto_server"
+SYNC = ("bash", str(DVC_SYNC))  # bash: works without the executable bit
+LOCAL_REMOTE = "store"
+S3_REMOTE = "s3"
+S3_BUCKET = "team-artifacts"
+# moto accepts any credentials; the AWS SDK only needs some to sign requests.
+S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+# Without this botocore retries a refused connection for about 10 s before DVC reports it.
+NO_RETRY_ENV = {"AWS_MAX_ATTEMPTS": "1"}
+STEP_TIMEOUT = 180
+SERVER_START_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class PushedRepo:
+    """A repository whose workflow ran and whose artifacts are on a local DVC remote."""
+
+    path: Path
+    remote: Path
+    contents: dict[str, bytes]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _timed(label: str, cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    start = time.perf_counter()
+    result = run(cmd, cwd=cwd, env=env, timeout=STEP_TIMEOUT)
+    logger.warning("%s took %.1f s", label, time.perf_counter() - start)
+    return result
+
+
+def _remote_object(remote_root: Path, digest: str) -> Path:
+    """Where DVC 3 keeps the object with MD5 `digest` on a local remote."""
+    return remote_root / "files" / "md5" / digest[:2] / digest[2:]
+
+
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def _clone(origin: Path, dest: Path, env: dict[str, str]) -> Path:
+    run(["git", "clone", "--quiet", str(origin), str(dest)], cwd=origin.parent, env=env, timeout=60)
+    return dest
+
+
+def _pull(clone: Path, env: dict[str, str], *dvc_args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [*SYNC, "pull", *dvc_args, "--", *WORKFLOW.snakemake_args()]
+    return run(cmd, cwd=clone, env=env, timeout=STEP_TIMEOUT, check=check)
+
+
+@pytest.fixture(scope="module")
+def env() -> dict[str, str]:
+    return tool_env(DVC_ARTIFACTS=" ".join(WORKFLOW.artifacts))
+
+
+@pytest.fixture(scope="module")
+def pushed(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> PushedRepo:
+    """Run the workflow in a new git + DVC repository, push its artifacts and commit the .dvc files."""
+    root = tmp_path_factory.mktemp("dvc")
+    repo = new_workdir(WORKFLOW, root / "origin")
+    remote = root / "remote"
+    (repo / ".gitignore").write_text(".snakemake/\nlogs/\n")
+    run(["git", "init", "--quiet"], cwd=repo, env=env, timeout=60)
+    run([DVC, "init", "--quiet"], cwd=repo, env=env, timeout=60)
+    run([DVC, "remote", "add", "--default", LOCAL_REMOTE, str(remote)], cwd=repo, env=env, timeout=60)
+    run([SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args()], cwd=repo, env=env, timeout=STEP_TIMEOUT)
+    _timed("dvc add + push (local remote)", [*SYNC, "push"], repo, env)
+    run(["git", "add", "--all"], cwd=repo, env=env, timeout=60)
+    run(["git", "commit", "--quiet", "-m", "workflow results"], cwd=repo, env=env, timeout=60)
+    return PushedRepo(path=repo, remote=remote, contents=file_contents(repo, WORKFLOW.artifacts))
+
+
+@pytest.fixture
+def moto_endpoint(tmp_path: Path) -> Iterator[str]:
+    """moto's standalone S3 server on a free loopback port, with one empty bucket."""
+    if not MOTO_SERVER.exists():
+        pytest.skip(f"moto_server not found next to {VENV_BIN / 'python'}; pip install 'moto[server]'")
+    boto3 = pytest.importorskip("boto3")
+    port = _free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "moto.log").open("w")
+    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
+    try:
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id=S3_ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=S3_ENV["AWS_SECRET_ACCESS_KEY"],
+            region_name=S3_ENV["AWS_DEFAULT_REGION"],
+        )
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while True:
+            try:
+                client.create_bucket(Bucket=S3_BUCKET)
+                break
+            except Exception:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()
+
+
+def test_local_round_trip_leaves_nothing_to_do(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
+    clone = _clone(pushed.path, tmp_path / "clone", env)
+    assert file_contents(clone, WORKFLOW.artifacts) == {}, "artifacts must come from DVC, not git"
+    _timed("dvc pull + snakemake --touch (local remote)", [*SYNC, "pull", "--", *WORKFLOW.snakemake_args()], clone, env)
+    assert file_contents(clone, WORKFLOW.artifacts) == pushed.contents
+    assert nothing_to_do(clone, WORKFLOW, env)
+    status = run([DVC, "status"], cwd=clone, env=env, timeout=60)
+    assert "up to date" in status.stdout
+
+
+def test_pull_without_touch_would_rerun(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
+    """Why the touch step exists: mtimes after a plain `dvc pull` do not follow the DAG."""
+    clone = _clone(pushed.path, tmp_path / "clone", env)
+    run([DVC, "pull", "--quiet"], cwd=clone, env=env, timeout=STEP_TIMEOUT)
+    # Make the restore order adversarial and deterministic: the first artifact becomes the newest.
+    first = clone / WORKFLOW.artifacts[0]
+    now = time.time() + 5
+    for path in [first, *first.rglob("*")]:
+        os.utime(path, (now, now))
+    assert not nothing_to_do(clone, WORKFLOW, env)
+    run(
+        [SNAKEMAKE, "--touch", "--forceall", "--cores", "1", *WORKFLOW.snakemake_args()],
+        cwd=clone,
+        env=env,
+        timeout=120,
+    )
+    assert nothing_to_do(clone, WORKFLOW, env)
+
+
+def test_config_change_reruns_only_affected_rules(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
+    clone = _clone(pushed.path, tmp_path / "clone", env)
+    _pull(clone, env)
+    dry = run([SNAKEMAKE, "-n", *WORKFLOW.snakemake_args(WORKFLOW.change)], cwd=clone, env=env, timeout=120)
+    assert jobs_in(dry.stdout) == WORKFLOW.change_reruns
+    before = {p: (clone / p).stat().st_mtime_ns for p in file_contents(clone, WORKFLOW.artifacts)}
+    real = run(
+        [SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args(WORKFLOW.change)], cwd=clone, env=env, timeout=STEP_TIMEOUT
+    )
+    assert jobs_in(real.stdout) == WORKFLOW.change_reruns
+    after = file_contents(clone, WORKFLOW.artifacts)
+    changed = {p for p in before if (clone / p).stat().st_mtime_ns != before[p]}
+    assert changed, "the affected rules must rewrite their outputs"
+    assert all(pushed.contents[p] == after[p] for p in before if p not in changed)
+
+
+def test_missing_object_is_named_and_fixed_pull_completes(
+    pushed: PushedRepo, tmp_path: Path, env: dict[str, str]
+) -> None:
+    remote = tmp_path / "damaged_remote"
+    shutil.copytree(pushed.remote, remote)
+    lost = _remote_object(remote, _md5(pushed.path / WORKFLOW.missing_object))
+    saved = tmp_path / "saved_object"
+    shutil.move(lost, saved)
+    clone = _clone(pushed.path, tmp_path / "clone", env)
+    run([DVC, "remote", "modify", "--local", LOCAL_REMOTE, "url", str(remote)], cwd=clone, env=env, timeout=60)
+
+    failed = _pull(clone, env, check=False)
+    assert failed.returncode != 0
+    assert WORKFLOW.missing_object in failed.stdout
+    lost_artifact = next(a for a in WORKFLOW.artifacts if WORKFLOW.missing_object.startswith(a + "/"))
+    arrived = {p: c for p, c in pushed.contents.items() if not p.startswith(lost_artifact + "/")}
+    assert file_contents(clone, WORKFLOW.artifacts) == arrived, "the other artifacts must be checked out"
+
+    shutil.move(saved, lost)
+    _pull(clone, env)
+    assert file_contents(clone, WORKFLOW.artifacts) == pushed.contents
+    assert nothing_to_do(clone, WORKFLOW, env)
+
+
+def test_s3_round_trip(pushed: PushedRepo, moto_endpoint: str, tmp_path: Path, env: dict[str, str]) -> None:
+    s3_env = {**env, **S3_ENV}
+    url = f"s3://{S3_BUCKET}/entropy-lens"
+
+    def add_s3_remote(repo: Path) -> None:
+        # --local: the endpoint is this test's; a team commits its remote without --local.
+        run([DVC, "remote", "add", "--local", S3_REMOTE, url], cwd=repo, env=s3_env, timeout=60)
+        run(
+            [DVC, "remote", "modify", "--local", S3_REMOTE, "endpointurl", moto_endpoint],
+            cwd=repo,
+            env=s3_env,
+            timeout=60,
+        )
+
+    origin = tmp_path / "origin"
+    shutil.copytree(pushed.path, origin)
+    add_s3_remote(origin)
+    _timed("dvc push (S3 on moto)", [DVC, "push", "-r", S3_REMOTE], origin, s3_env)
+    clone = _clone(origin, tmp_path / "clone", s3_env)
+    add_s3_remote(clone)
+    start = time.perf_counter()
+    _pull(clone, s3_env, "-r", S3_REMOTE)
+    logger.warning("dvc pull + snakemake --touch (S3 on moto) took %.1f s", time.perf_counter() - start)
+    assert file_contents(clone, WORKFLOW.artifacts) == pushed.contents
+    assert nothing_to_do(clone, WORKFLOW, s3_env)
+
+
+def test_unreachable_remote_is_named(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
+    s3_env = {**env, **S3_ENV, **NO_RETRY_ENV}
+    endpoint = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    clone = _clone(pushed.path, tmp_path / "clone", s3_env)
+    run([DVC, "remote", "add", "--local", S3_REMOTE, f"s3://{S3_BUCKET}/x"], cwd=clone, env=s3_env, timeout=60)
+    run([DVC, "remote", "modify", "--local", S3_REMOTE, "endpointurl", endpoint], cwd=clone, env=s3_env, timeout=60)
+    failed = _pull(clone, s3_env, "-r", S3_REMOTE, check=False)
+    assert failed.returncode != 0
+    assert "Could not connect to the endpoint URL" in failed.stdout
+    assert endpoint in failed.stdout
+    assert WORKFLOW.missing_object in failed.stdout

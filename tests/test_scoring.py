@@ -1,0 +1,200 @@
+"""MMLU scoring: letter log-likelihood on tiny models, completion-only letter parsing, accuracy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from tiny import CHAT_TEMPLATE, SPECIALS, tiny_model
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+from tokenizers.processors import TemplateProcessing
+from transformers import PreTrainedTokenizerFast
+
+from entropy_lens import scoring
+from entropy_lens.models import wrap_model
+
+WORDS = "what is the answer question one two three cat dog a".split()
+LETTERS = ["A", "B", "C", "D"]
+PROMPTS = [
+    "what is the answer",
+    "one two three cat dog a question what is the answer",
+    "cat",
+    "the dog is a cat what is the answer",
+    "two",
+]
+
+# -- completion-only parsing -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("completion", "letter"),
+    [
+        ("Because the sun is hot.", "unparsed"),
+        ("C. Because B is wrong", "C"),
+        ("Because of gravity, the answer is c", "C"),
+        ("(B)", "B"),
+        (" B", "B"),
+        ("D", "D"),
+        ("**A**", "A"),
+        ("b) mitochondria", "B"),
+        ("Answer: (d)", "D"),
+        ("I think the correct option is B.", "B"),
+        ("The answer is a tricky one; I would say (C)", "C"),
+        ("a dog barked", "unparsed"),
+        ("SOCIAL norms matter", "unparsed"),
+        ("Bacteria divide quickly", "unparsed"),
+        ("", "unparsed"),
+        ("No letter at all here.", "unparsed"),
+        ("The answered question", "unparsed"),
+    ],
+)
+def test_parse_letter(completion, letter):
+    assert scoring.parse_letter(completion) == letter
+
+
+def test_parse_letter_refuses_non_text():
+    with pytest.raises(TypeError, match="completion must be a str"):
+        scoring.parse_letter(None)
+
+
+# -- letter log-likelihood -------------------------------------------------------------------------
+
+
+def _tokenizer(tokens: list[str], pre_tokenizer) -> PreTrainedTokenizerFast:
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + tokens)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizer
+    core.post_processor = TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", vocab["<bos>"])])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
+    )
+
+
+def word_tokenizer():
+    """Words split on whitespace: the space vanishes, "A" is read right after the prompt."""
+    return _tokenizer(WORDS + LETTERS, pre_tokenizers.WhitespaceSplit()), LETTERS, ""
+
+
+def space_tokenizer():
+    """The space is a token of its own: it is fed, "A" is read after it."""
+    return _tokenizer([" ", *WORDS, *LETTERS], pre_tokenizers.Split(" ", behavior="isolated")), LETTERS, " "
+
+
+def merged_tokenizer():
+    """GPT-2 style: " A" is one token, read right after the prompt."""
+    tokens = WORDS + [f" {w}" for w in WORDS + LETTERS]
+    return (
+        _tokenizer(tokens, pre_tokenizers.Split(Regex(r" ?[^ ]+"), behavior="isolated")),
+        [f" {x}" for x in LETTERS],
+        "",
+    )
+
+
+def _reference(lm, prompts, letter_tokens, fed_suffix) -> np.ndarray:
+    """Each prompt alone, unpadded, full logits: log-softmax at the last position."""
+    ids = lm.tokenizer.convert_tokens_to_ids(letter_tokens)
+    rows = []
+    for prompt in prompts:
+        context = lm.tokenizer(prompt + fed_suffix)["input_ids"]
+        with torch.no_grad():
+            logits = lm.model(input_ids=torch.tensor([context])).logits[0, -1]
+        rows.append(torch.log_softmax(logits.float(), -1)[ids].numpy())
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+@pytest.mark.parametrize("make_tokenizer", [word_tokenizer, space_tokenizer, merged_tokenizer])
+def test_letter_logprobs_match_the_models_own_next_token(arch, make_tokenizer):
+    tok, letter_tokens, fed_suffix = make_tokenizer()
+    assert len(tok) <= 96  # fits the tiny model's vocabulary
+    lm = wrap_model(tiny_model(arch).model, tok, name=f"tiny-{arch}")
+    got = scoring.letter_logprobs(lm, PROMPTS, batch_size=3)
+    want = _reference(lm, PROMPTS, letter_tokens, fed_suffix)
+    assert got.shape == (len(PROMPTS), 4) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert scoring.predicted_letters(got) == [LETTERS[i] for i in want.argmax(1)]
+    assert (got < 0).all()
+
+
+def test_letter_logprobs_do_not_depend_on_batching():
+    tok, _, _ = word_tokenizer()
+    lm = wrap_model(tiny_model("qwen2").model, tok, name="tiny-qwen2")
+    one = scoring.letter_logprobs(lm, PROMPTS, batch_size=1)
+    np.testing.assert_allclose(scoring.letter_logprobs(lm, PROMPTS, batch_size=5), one, atol=1e-4)
+
+
+def test_letter_logprobs_after_a_chat_template():
+    tok = _tokenizer(WORDS + LETTERS + ["user", "assistant"], pre_tokenizers.WhitespaceSplit())
+    tok.chat_template = CHAT_TEMPLATE
+    lm = wrap_model(tiny_model("llama").model, tok, name="tiny-chat")
+    rendered = [
+        tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+        for p in PROMPTS
+    ]
+    contexts = [tok(r, add_special_tokens=False)["input_ids"] for r in rendered]
+    assert all(c[:2] != [tok.bos_token_id] * 2 for c in contexts)  # one BOS, from the template
+    got = scoring.letter_logprobs(lm, PROMPTS, batch_size=2, chat_template=True, separator=" ")
+    ids = tok.convert_tokens_to_ids(LETTERS)
+    with torch.no_grad():
+        want = [torch.log_softmax(lm.model(input_ids=torch.tensor([c])).logits[0, -1], -1)[ids] for c in contexts]
+    np.testing.assert_allclose(got, torch.stack(want).numpy(), atol=1e-4)
+    raw = scoring.letter_logprobs(lm, PROMPTS, batch_size=2)
+    assert not np.allclose(raw, got)
+
+
+def test_letters_unknown_to_the_tokenizer_are_an_error():
+    lm = tiny_model("llama")  # its word-level vocabulary has no letters: all four become <unk>
+    with pytest.raises(ValueError, match="do not start with four distinct tokens"):
+        scoring.letter_logprobs(lm, ["what is the answer"])
+    with pytest.raises(ValueError, match="non-empty list of strings"):
+        scoring.letter_logprobs(lm, "what is the answer")
+
+
+# -- labels and accuracy ---------------------------------------------------------------------------
+
+
+def test_predicted_letters_and_flags():
+    logprobs = np.log(np.array([[0.1, 0.2, 0.6, 0.1], [0.7, 0.1, 0.1, 0.1]]))
+    assert scoring.predicted_letters(logprobs) == ["C", "A"]
+    with pytest.raises(ValueError, match=r"shape \[N, 4\]"):
+        scoring.predicted_letters(logprobs[:, :3])
+    flags = scoring.correct_flags(["C", "B", "A"], ["C", "A", "unparsed"])
+    assert flags.tolist() == [1, 0, -1] and flags.dtype == np.int8
+
+
+def test_accuracy_table():
+    results = pd.DataFrame(
+        {
+            "model": ["m1"] * 4 + ["m2"] * 2,
+            "style": ["base", "base", "explain", "explain", "base", "base"],
+            "answer": ["A", "B", "C", "D", "A", "B"],
+            "ll_letter": ["A", "C", "C", "D", "B", "B"],
+            "parsed_letter": ["A", "unparsed", "unparsed", "A", "A", "B"],
+        }
+    )
+    table = scoring.accuracy_table(results).set_index(["model", "style"])
+    assert table.loc[("m1", "base")].tolist() == [2, 0.5, 0.5, 0.5]
+    assert table.loc[("m1", "explain")].tolist() == [2, 1.0, 0.0, 0.5]
+    assert table.loc[("m2", "base")].tolist() == [2, 0.5, 1.0, 0.0]
+    with pytest.raises(ValueError, match=r"lack columns \['parsed_letter'\]"):
+        scoring.accuracy_table(results.drop(columns="parsed_letter"))
+
+
+@pytest.mark.slow
+def test_real_tokenizer_letters(smollm2):
+    lm = smollm2
+    header = "The following are multiple choice questions (with answers) about anatomy.\n\n"
+    prompt = header + "Which?\nA. x\nB. y\nC. z\nD. w\nAnswer:"
+    raw = scoring.letter_queries(lm.tokenizer, [prompt])[0]
+    assert lm.tokenizer.convert_ids_to_tokens(list(raw.letter_ids)) == ["ĠA", "ĠB", "ĠC", "ĠD"]
+    assert raw.input_ids == lm.tokenizer(prompt)["input_ids"]
+    got = scoring.letter_logprobs(lm, [prompt, "Is the sky blue?\nA. yes\nB. no\nC. maybe\nD. never\nAnswer:"])
+    with torch.no_grad():
+        logits = lm.model(input_ids=torch.tensor([raw.input_ids])).logits[0, -1]
+    np.testing.assert_allclose(got[0], torch.log_softmax(logits.float(), -1)[list(raw.letter_ids)].numpy(), atol=1e-3)
+    rendered = lm.tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    )
+    chat = scoring.letter_queries(lm.tokenizer, [rendered], "", add_special_tokens=False)[0]
+    assert lm.tokenizer.convert_ids_to_tokens(list(chat.letter_ids)) == ["A", "B", "C", "D"]

