@@ -23,6 +23,7 @@ include: "rules/models.smk"
 include: "rules/datasets.smk"
 include: "rules/extract.smk"
 include: "rules/analysis.smk"
+include: "rules/layer_skip.smk"
 
 
 rule all:

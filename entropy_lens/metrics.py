@@ -128,8 +128,10 @@ def nucleus(logits: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Ten
     return _nucleus_from_logp(log_probs(logits), top_p)
 
 
-def _nucleus_from_logp(logp: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
-    probs = logp.exp()
+def _nucleus_from_logp(
+    logp: torch.Tensor, top_p: float, probs: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    probs = logp.exp() if probs is None else probs
     target = top_p - MASS_TOL
     member = torch.zeros_like(probs, dtype=torch.bool)
     cand = torch.ones_like(member)
@@ -183,17 +185,26 @@ def jaccard(mask_a: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
 
 
 def row_metrics(logits: torch.Tensor, *, top_p: float, alphas: Sequence[float]) -> RowMetrics:
-    """Every per-row metric of ``[R, V]`` logits in one pass over a float32 log-softmax."""
+    """Every per-row metric of ``[R, V]`` logits from one float32 log-softmax.
+
+    The probabilities, Shannon entropy and maximum are computed once and shared by the
+    Renyi orders (alpha 1 and inf reuse them) and the nucleus search.
+    """
     logp = log_probs(logits)
-    size, mask = _nucleus_from_logp(logp, top_p)
-    renyi = torch.stack([_renyi_from_logp(logp, a) for a in alphas], dim=-1)
-    return RowMetrics(
-        entropy=_shannon_from_logp(logp),
-        renyi=renyi,
-        nucleus_size=size,
-        top1_id=logp.argmax(-1),
-        nucleus_mask=mask,
-    )
+    probs = logp.exp()
+    entropy = (-torch.linalg.vecdot(probs, logp)).clamp_min(0.0)  # fused multiply-sum
+    top_logp, top1 = logp.max(-1)
+    renyi = torch.stack([_renyi_shared(logp, a, entropy, top_logp) for a in alphas], dim=-1)
+    size, mask = _nucleus_from_logp(logp, top_p, probs)
+    return RowMetrics(entropy=entropy, renyi=renyi, nucleus_size=size, top1_id=top1, nucleus_mask=mask)
+
+
+def _renyi_shared(logp: torch.Tensor, alpha: float, entropy: torch.Tensor, top_logp: torch.Tensor) -> torch.Tensor:
+    if alpha == 1.0:
+        return entropy
+    if math.isinf(alpha):
+        return -top_logp
+    return _renyi_from_logp(logp, alpha)
 
 
 def bytes_per_logit() -> int:

@@ -342,3 +342,57 @@ def plot_expansion(
     ax.set(xlabel="Δ nucleus size (tokens, symlog)", ylabel="ΔH (nats)", title=title)
     ax.legend(fontsize="small", markerscale=3)
     save_figure(fig, path)
+
+
+SKIP_COLORS = {"expansion": "tab:red", "pruning": "tab:blue", "random": "tab:gray", "intact": "black"}
+
+
+def plot_layer_skip(table: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
+    """MMLU accuracy against the number of skipped layers: expansion, pruning, random band.
+
+    Args:
+        table: One model's rows of :func:`entropy_lens.skipping.accuracy_table` (group ``all``)
+            with a ``kind`` column (``intact``/``expansion``/``pruning``/``random``).
+        path: PNG path.
+        title: Figure title.
+    """
+    _require(table, ["kind", "k", "accuracy", "ci_low", "ci_high", "chance"], "layer-skip")
+    fig = _figure(5.5, 4.0)
+    ax = fig.add_subplot()
+    for kind in ("expansion", "pruning"):
+        rows = table[table["kind"] == kind].sort_values("k")
+        err = [rows["accuracy"] - rows["ci_low"], rows["ci_high"] - rows["accuracy"]]
+        ax.errorbar(rows["k"], rows["accuracy"], yerr=err, marker="o", capsize=3, color=SKIP_COLORS[kind], label=kind)
+    rand = table[table["kind"] == "random"].groupby("k")["accuracy"].agg(["min", "max", "mean"]).reset_index()
+    if not rand.empty:
+        ax.fill_between(rand["k"], rand["min"], rand["max"], color=SKIP_COLORS["random"], alpha=BAND_ALPHA,
+                        label="random sets (min-max)")
+        ax.plot(rand["k"], rand["mean"], color=SKIP_COLORS["random"], linestyle="--")
+    intact = table[table["kind"] == "intact"]["accuracy"]
+    if not intact.empty:
+        ax.axhline(float(intact.iloc[0]), color=SKIP_COLORS["intact"], linewidth=1, label="intact")
+    ax.axhline(float(table["chance"].iloc[0]), color="tab:green", linestyle=":", label="chance")
+    ax.set(xlabel="layers skipped (k)", ylabel="MMLU accuracy", title=title, ylim=(0, 1))
+    ax.set_xticks(sorted(table.loc[table["kind"] != "intact", "k"].unique()))
+    ax.legend(fontsize="small")
+    save_figure(fig, path)
+
+
+def plot_skip_profiles(profiles: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
+    """Mean entropy profile vs normalized depth under each skip condition.
+
+    Args:
+        profiles: Rows ``condition, depth, entropy`` (one line per condition).
+        path: PNG path.
+        title: Figure title.
+    """
+    _require(profiles, ["condition", "depth", "entropy"], "skip profiles")
+    fig = _figure(5.5, 4.0)
+    ax = fig.add_subplot()
+    for condition, rows in profiles.groupby("condition", sort=False):
+        kind = str(condition).split("_", 1)[0]
+        ax.plot(rows["depth"], rows["entropy"], marker=".", color=SKIP_COLORS.get(kind), label=str(condition),
+                linestyle="-" if kind != "random" else ":")
+    ax.set(xlabel="normalized depth", ylabel="mean entropy (nats)", title=title)
+    ax.legend(fontsize="small")
+    save_figure(fig, path)

@@ -550,3 +550,38 @@ def run_skip_conditions(
     return accuracy_table(
         correct, conditions, groups=groups, n_choices=n_choices, n_boot=n_boot, seed=seed, level=level
     )
+
+
+INTACT = "intact"
+RANDOM = "random"
+
+
+def skip_conditions(delta_h: np.ndarray, ks: Sequence[int], n_random: int, seed: int) -> dict[str, list[int]]:
+    """The experiment's conditions: intact, then per ``k`` expansion, pruning and random sets.
+
+    Names are ``intact``, ``expansion_k{k}``, ``pruning_k{k}`` and ``random_k{k}_r{i}``;
+    random set ``i`` for ``k`` is drawn with seed ``(seed, k)`` so adding a ``k`` leaves
+    the others unchanged.
+
+    Args:
+        delta_h: ``[L]`` mean Delta H (layer 0 NaN, see :data:`FIRST_LAYER_RULE`).
+        ks: Numbers of layers to skip.
+        n_random: Random sets per ``k``.
+        seed: Base seed of the random sets.
+    """
+    n_layers = len(delta_h)
+    conditions: dict[str, list[int]] = {INTACT: []}
+    for k in ks:
+        conditions[f"{EXPANSION}_k{k}"] = select_layers(delta_h, k, EXPANSION)
+        conditions[f"{PRUNING}_k{k}"] = select_layers(delta_h, k, PRUNING)
+        sets = random_layer_sets(n_layers, k, n_random, int(np.random.SeedSequence([seed, k]).generate_state(1)[0]))
+        conditions.update({f"{RANDOM}_k{k}_r{i}": layers for i, layers in enumerate(sets)})
+    return conditions
+
+
+def condition_kind(name: str) -> str:
+    """``intact``, ``expansion``, ``pruning`` or ``random`` from a condition name."""
+    kind = name.split("_", 1)[0]
+    if kind not in (INTACT, EXPANSION, PRUNING, RANDOM):
+        raise ValueError(f"condition {name!r} is not one of intact / expansion_k* / pruning_k* / random_k*_r*")
+    return kind

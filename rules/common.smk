@@ -13,6 +13,7 @@ MODELS = list(config["models"])
 DATASETS = [name for name, spec in config["datasets"].items() if spec.get("enabled", True)]
 MMLU = "mmlu" in DATASETS
 GPU = config["compute"]["device"] == "cuda"
+SKIP = config["layer_skip"]["enabled"]
 
 
 wildcard_constraints:
@@ -26,6 +27,10 @@ def final_outputs():
     out += expand("results/figures/mean_profiles_{dataset}.png", dataset=DATASETS)
     if MMLU:
         out.append("results/tables/mmlu_accuracy.csv")
+    if SKIP:
+        out += ["results/tables/layer_skip.csv"]
+        out += expand("results/figures/layer_skip_{model}.png", model=MODELS)
+        out += expand("results/layer_skip/{model}/protected_layers.json", model=MODELS)
     return out + analysis_outputs()
 
 
@@ -136,8 +141,18 @@ def paper_inputs(wildcards):
         inputs["mmlu_store"] = "results/profiles/mmlu.zarr"
     if "blank" in DATASETS:
         inputs["clustering"] = "results/tables/family_clustering.csv"
+    if SKIP:
+        inputs["layer_skip"] = "results/tables/layer_skip.csv"
     return inputs
 
 
 def band_label(wildcards):
     return BAND_LABELS[wildcards.dataset]
+
+
+def chat_template_of(wildcards):
+    return config["models"][wildcards.model]["chat_template"]
+
+
+def family_of(wildcards):
+    return config["models"][wildcards.model]["family"]

@@ -50,6 +50,9 @@ def tiny_config(workdir: Path) -> dict:
         "compute": {"device": "cpu", "dtype": "float32", "mem_mb": 1000},
         "storage": {"chunk_prompts": 4, "shard_prompts": 8},
         "analysis": {"knn": {"k": 3, "folds": 2, "repeats": 1, "feature": "concat", "seed": 0}, "depth_grid": 8},
+        "layer_skip": {"enabled": True, "calibration_questions": 2, "eval_questions": 4, "style": "base",
+                       "ks": [1, 2], "random_sets": 2, "calibration_tokens": 2, "profile_prompts": 2, "n_boot": 200,
+                       "seed": 0},
     }
 
 

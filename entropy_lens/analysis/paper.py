@@ -188,6 +188,7 @@ def paper_table(
     expansion: pd.DataFrame | None = None,
     overlap: pd.DataFrame | None = None,
     clustering: pd.DataFrame | None = None,
+    layer_skip: pd.DataFrame | None = None,
     families: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per claim and model: study figure, ours, and a note when models differ.
@@ -199,6 +200,8 @@ def paper_table(
         expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` output.
         overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` output.
         clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
+        layer_skip: Layer-skip accuracies (``model, condition, kind, k, accuracy, ci_low,
+            ci_high, chance``; group ``all``) from the layer-skip rules.
         families: Model -> family, to pick the study's MMLU range (default: from
             ``accuracy``/``expansion`` rows).
 
@@ -218,7 +221,34 @@ def paper_table(
     rows += _overlap_rows(overlap) if overlap is not None else []
     if clustering is not None:
         rows += _clustering_rows(clustering, ", ".join(sorted(families)) or "all")
+    rows += _skip_rows(layer_skip) if layer_skip is not None else []
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+STUDY_SKIP_CLAIM = {
+    "llama": "skipping the largest-expansion layer collapses Llama to chance (25%)",
+    "gemma": "Gemma-2-2B-it is the exception: pruning layers matter more",
+}
+
+
+def _skip_rows(layer_skip: pd.DataFrame) -> list[dict[str, str]]:
+    """One row per model: accuracy intact vs skipping the largest-expansion / -pruning layer."""
+    rows = []
+    for model, grp in layer_skip.groupby("model", sort=False):
+        acc = {c: grp.loc[grp["condition"] == c, "accuracy"] for c in ("intact", "expansion_k1", "pruning_k1")}
+        if any(v.empty for v in acc.values()):
+            continue
+        rand = grp.loc[(grp["kind"] == "random") & (grp["k"] == 1), "accuracy"]
+        ours = (
+            f"intact {acc['intact'].iloc[0] * PERCENT:.1f}, expansion {acc['expansion_k1'].iloc[0] * PERCENT:.1f}, "
+            f"pruning {acc['pruning_k1'].iloc[0] * PERCENT:.1f}, random {rand.mean() * PERCENT:.1f} "
+            f"(chance {grp['chance'].iloc[0] * PERCENT:.0f})"
+        )
+        family = str(grp["family"].iloc[0]) if "family" in grp else ""
+        study = STUDY_SKIP_CLAIM.get(family, NO_FIGURE)
+        rows.append(_row("skip the largest-expansion layer (MMLU %)", str(model), ours, study,
+                         study_model_for(str(model))))
+    return rows
 
 
 def _families_from(*frames: pd.DataFrame | None) -> dict[str, str]:
