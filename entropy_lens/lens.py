@@ -48,6 +48,7 @@ class LensSettings:
             raise ValueError(f"budget_bytes must be a positive integer, got {self.budget_bytes!r}")
 
 
+@torch.inference_mode()
 def lens_logits(lm: LensModel, resid: torch.Tensor) -> torch.Tensor:
     """``[n, V]`` float32 logits of ``[n, d]`` residuals through norm, unembedding, soft-cap."""
     logits = lm.unembed(lm.final_norm(resid)).float()
@@ -78,6 +79,7 @@ class StepMetrics:
     top1_id: np.ndarray  # [B, L]
 
 
+@torch.inference_mode()
 def decode_residuals(lm: LensModel, resid: torch.Tensor, settings: LensSettings) -> StepMetrics:
     """Lens metrics for residuals ``[B, L, d]`` of one step, decoded in row chunks.
 

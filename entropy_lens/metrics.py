@@ -19,6 +19,9 @@ MASS_TOL = 1e-6
 _HIST_BINS = 1024
 _MAX_CANDIDATES = 2048
 _MAX_LEVELS = 6
+_EXP_FLOOR = 40.0
+# Rows whose top-p set lies within their _TOPK_FIRST most probable tokens skip the histogram.
+_TOPK_FIRST = 256
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,13 @@ def _renyi_from_logp(logp: torch.Tensor, alpha: float) -> torch.Tensor:
         return -logp.max(-1).values
     if alpha == 0.0:
         return torch.log((logp > -math.inf).sum(-1).float())
-    return (torch.logsumexp(alpha * logp, dim=-1) / (1.0 - alpha)).clamp_min(0.0)
+    # log sum_i exp(alpha * logp_i), shifted by the row maximum; terms below exp(-_EXP_FLOOR) of
+    # the largest are raised to it (relative error <= V * exp(-_EXP_FLOOR)), which keeps exp
+    # out of its slow underflow path.
+    top = logp.max(-1, keepdim=True).values
+    scaled = (alpha * (logp - top)).clamp_min_(-_EXP_FLOOR)
+    log_sum = scaled.exp_().sum(-1).log() + alpha * top.squeeze(-1)
+    return (log_sum / (1.0 - alpha)).clamp_min(0.0)
 
 
 def nucleus(logits: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -133,6 +142,26 @@ def _nucleus_from_logp(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     probs = logp.exp() if probs is None else probs
     target = top_p - MASS_TOL
+    size, member = _nucleus_by_topk(probs, target)
+    rest = torch.nonzero(size == 0).squeeze(-1)
+    if rest.numel():
+        size[rest], member[rest] = _nucleus_by_histogram(logp[rest], probs[rest], target)
+    return size, member
+
+
+def _nucleus_by_topk(probs: torch.Tensor, target: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact sets for rows whose nucleus is within the top ``_TOPK_FIRST``; size 0 elsewhere."""
+    vals, ids = probs.topk(min(_TOPK_FIRST, probs.shape[-1]), dim=-1, sorted=True)
+    cum = vals.double().cumsum(-1)
+    reached = cum[:, -1] >= target
+    need = torch.where(reached, (cum < target).sum(-1) + 1, 0)
+    chosen = torch.arange(vals.shape[-1], device=probs.device)[None, :] < need[:, None]
+    member = torch.zeros_like(probs, dtype=torch.bool).scatter_(1, ids, chosen)
+    return need, member
+
+
+def _nucleus_by_histogram(logp: torch.Tensor, probs: torch.Tensor, target: float):
+    """Exact sets by refining a histogram of log-probabilities (for wide nuclei)."""
     member = torch.zeros_like(probs, dtype=torch.bool)
     cand = torch.ones_like(member)
     mass_above = torch.zeros(probs.shape[0], dtype=torch.float64, device=probs.device)
@@ -210,4 +239,4 @@ def _renyi_shared(logp: torch.Tensor, alpha: float, entropy: torch.Tensor, top_l
 def bytes_per_logit() -> int:
     """Peak working bytes per logit entry in :func:`row_metrics` (sizes chunk budgets)."""
     # logits f32 + logp f32 + probs f32 + bin index i64 + float64 weights + masks + temps
-    return 40
+    return 48

@@ -1,13 +1,17 @@
 """DVC versioning of the workflow's artifacts: push, pull in a fresh clone, and Snakemake agrees.
 
-The workflow runs once (module fixture) in a git + DVC repository and its artifacts go to a local
-remote through `dvc_sync.sh push`. Each test clones that repository afresh and pulls, from the
-local remote or from an S3 remote served by moto's standalone server on 127.0.0.1.
+The tiny config of the real workflow runs once (module fixture) in a git + DVC repository laid out
+like this one: its `.dvc/config` (default remote `../entropy-lens-dvc-remote`, a folder beside the
+checkout), its `dvc.yaml` (plots only) and the `.gitignore` patterns that let git commit
+`results/*.dvc`. `scripts/dvc_sync.sh push` sends the artifacts to that folder. Each test clones the
+repository beside the original (so the clone finds the same default remote) and pulls, from the
+folder or from an S3 remote served by moto's standalone server on 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -21,9 +25,11 @@ from pathlib import Path
 import pytest
 from workflow_under_test import (
     DVC_SYNC,
+    REPO_ROOT,
     SNAKEMAKE,
     VENV_BIN,
     WORKFLOW,
+    edit_config,
     file_contents,
     jobs_in,
     new_workdir,
@@ -39,7 +45,9 @@ logger = logging.getLogger(__name__)
 DVC = str(VENV_BIN / "dvc")
 MOTO_SERVER = VENV_BIN / "moto_server"
 SYNC = ("bash", str(DVC_SYNC))  # bash: works without the executable bit
-LOCAL_REMOTE = "store"
+# The default remote of the repository's .dvc/config, a folder next to the checkout.
+DEFAULT_REMOTE = "local-folder"
+DEFAULT_REMOTE_DIR = "entropy-lens-dvc-remote"
 S3_REMOTE = "s3"
 S3_BUCKET = "team-artifacts"
 # moto accepts any credentials; the AWS SDK only needs some to sign requests.
@@ -48,11 +56,22 @@ S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "A
 NO_RETRY_ENV = {"AWS_MAX_ATTEMPTS": "1"}
 STEP_TIMEOUT = 180
 SERVER_START_SECONDS = 30
+# What a checkout of this repository must ignore: the artifacts themselves, not their .dvc files
+# (DVC refuses to write a .dvc file that git ignores). test_repository_gitignore_lets_git_commit_dvc_files
+# checks that the repository's own .gitignore agrees.
+GITIGNORE = """.snakemake/
+logs/
+/dvc_plots/
+/resources/*
+!/resources/*.dvc
+/results/*
+!/results/*.dvc
+"""
 
 
 @dataclass(frozen=True)
 class PushedRepo:
-    """A repository whose workflow ran and whose artifacts are on a local DVC remote."""
+    """A repository whose workflow ran and whose artifacts are on its default DVC remote."""
 
     path: Path
     remote: Path
@@ -81,8 +100,10 @@ def _md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
-def _clone(origin: Path, dest: Path, env: dict[str, str]) -> Path:
-    run(["git", "clone", "--quiet", str(origin), str(dest)], cwd=origin.parent, env=env, timeout=60)
+def _clone(pushed: PushedRepo, name: str, env: dict[str, str]) -> Path:
+    """A git clone beside the original, so that `../entropy-lens-dvc-remote` is the same folder."""
+    dest = pushed.path.parent / name
+    run(["git", "clone", "--quiet", str(pushed.path), str(dest)], cwd=pushed.path.parent, env=env, timeout=60)
     return dest
 
 
@@ -93,7 +114,7 @@ def _pull(clone: Path, env: dict[str, str], *dvc_args: str, check: bool = True) 
 
 @pytest.fixture(scope="module")
 def env() -> dict[str, str]:
-    return tool_env(DVC_ARTIFACTS=" ".join(WORKFLOW.artifacts))
+    return tool_env()
 
 
 @pytest.fixture(scope="module")
@@ -101,16 +122,20 @@ def pushed(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Pus
     """Run the workflow in a new git + DVC repository, push its artifacts and commit the .dvc files."""
     root = tmp_path_factory.mktemp("dvc")
     repo = new_workdir(WORKFLOW, root / "origin")
-    remote = root / "remote"
-    (repo / ".gitignore").write_text(".snakemake/\nlogs/\n")
+    (repo / ".gitignore").write_text(GITIGNORE)
     run(["git", "init", "--quiet"], cwd=repo, env=env, timeout=60)
     run([DVC, "init", "--quiet"], cwd=repo, env=env, timeout=60)
-    run([DVC, "remote", "add", "--default", LOCAL_REMOTE, str(remote)], cwd=repo, env=env, timeout=60)
-    run([SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args()], cwd=repo, env=env, timeout=STEP_TIMEOUT)
-    _timed("dvc add + push (local remote)", [*SYNC, "push"], repo, env)
+    shutil.copy2(REPO_ROOT / ".dvc" / "config", repo / ".dvc" / "config")
+    shutil.copy2(REPO_ROOT / "dvc.yaml", repo / "dvc.yaml")
+    _timed("workflow (tiny config, DVC targets)", [SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args()], repo, env)
+    push = _timed("dvc add + push (local remote)", [*SYNC, "push"], repo, env)
+    assert f"tracking {' '.join(WORKFLOW.artifacts)}" in push.stdout
+    assert nothing_to_do(repo, WORKFLOW, env), "dvc add must leave the workspace files as Snakemake wrote them"
     run(["git", "add", "--all"], cwd=repo, env=env, timeout=60)
     run(["git", "commit", "--quiet", "-m", "workflow results"], cwd=repo, env=env, timeout=60)
-    return PushedRepo(path=repo, remote=remote, contents=file_contents(repo, WORKFLOW.artifacts))
+    tracked = run(["git", "ls-files", "*.dvc"], cwd=repo, env=env, timeout=60).stdout.split()
+    assert sorted(tracked) == sorted(f"{a}.dvc" for a in WORKFLOW.artifacts)
+    return PushedRepo(path=repo, remote=root / DEFAULT_REMOTE_DIR, contents=file_contents(repo, WORKFLOW.artifacts))
 
 
 @pytest.fixture
@@ -147,28 +172,49 @@ def moto_endpoint(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def test_local_round_trip_leaves_nothing_to_do(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
-    clone = _clone(pushed.path, tmp_path / "clone", env)
+def test_repository_gitignore_lets_git_commit_dvc_files(tmp_path: Path, env: dict[str, str]) -> None:
+    """DVC refuses to `dvc add` a folder whose .dvc file git ignores; the artifacts stay ignored."""
+    shutil.copy2(REPO_ROOT / ".gitignore", tmp_path / ".gitignore")
+    run(["git", "init", "--quiet"], cwd=tmp_path, env=env, timeout=60)
+    for artifact in WORKFLOW.artifacts:
+        dvc_file = run(
+            ["git", "check-ignore", "--no-index", f"{artifact}.dvc"], cwd=tmp_path, env=env, timeout=60, check=False
+        )
+        assert dvc_file.returncode == 1, f"{artifact}.dvc must not be git-ignored (see GITIGNORE in {__name__})"
+        inside = run(
+            ["git", "check-ignore", "--no-index", f"{artifact}/x"], cwd=tmp_path, env=env, timeout=60, check=False
+        )
+        assert inside.returncode == 0, f"{artifact}/ must be git-ignored: DVC versions it"
+
+
+def test_local_round_trip_leaves_nothing_to_do(pushed: PushedRepo, env: dict[str, str]) -> None:
+    assert (pushed.remote / "files" / "md5").is_dir(), "the default remote is the folder beside the checkout"
+    clone = _clone(pushed, "clone_round_trip", env)
     assert file_contents(clone, WORKFLOW.artifacts) == {}, "artifacts must come from DVC, not git"
     _timed("dvc pull + snakemake --touch (local remote)", [*SYNC, "pull", "--", *WORKFLOW.snakemake_args()], clone, env)
     assert file_contents(clone, WORKFLOW.artifacts) == pushed.contents
     assert nothing_to_do(clone, WORKFLOW, env)
     status = run([DVC, "status"], cwd=clone, env=env, timeout=60)
     assert "up to date" in status.stdout
+    # dvc.yaml's plots point at the pulled figures.
+    plots = json.loads(run([DVC, "plots", "show", "--json"], cwd=clone, env=env, timeout=60).stdout)
+    assert not plots.get("errors")
+    figures = {p for p in pushed.contents if p.startswith("results/figures/")}
+    assert figures and figures <= set(plots["data"])
 
 
-def test_pull_without_touch_would_rerun(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
+def test_pull_without_touch_would_rerun(pushed: PushedRepo, env: dict[str, str]) -> None:
     """Why the touch step exists: mtimes after a plain `dvc pull` do not follow the DAG."""
-    clone = _clone(pushed.path, tmp_path / "clone", env)
+    clone = _clone(pushed, "clone_no_touch", env)
     run([DVC, "pull", "--quiet"], cwd=clone, env=env, timeout=STEP_TIMEOUT)
-    # Make the restore order adversarial and deterministic: the first artifact becomes the newest.
+    # Make the restore order adversarial and deterministic: the first artifact (the models) becomes the newest.
     first = clone / WORKFLOW.artifacts[0]
     now = time.time() + 5
     for path in [first, *first.rglob("*")]:
         os.utime(path, (now, now))
     assert not nothing_to_do(clone, WORKFLOW, env)
     run(
-        [SNAKEMAKE, "--touch", "--forceall", "--cores", "1", *WORKFLOW.snakemake_args()],
+        [SNAKEMAKE, *WORKFLOW.snakemake_args(), "--touch", "--forceall", "--cores", "1"],
         cwd=clone,
         env=env,
         timeout=120,
@@ -176,20 +222,20 @@ def test_pull_without_touch_would_rerun(pushed: PushedRepo, tmp_path: Path, env:
     assert nothing_to_do(clone, WORKFLOW, env)
 
 
-def test_config_change_reruns_only_affected_rules(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
-    clone = _clone(pushed.path, tmp_path / "clone", env)
+def test_config_change_reruns_only_affected_rules(pushed: PushedRepo, env: dict[str, str]) -> None:
+    clone = _clone(pushed, "clone_change", env)
     _pull(clone, env)
-    dry = run([SNAKEMAKE, "-n", *WORKFLOW.snakemake_args(WORKFLOW.change)], cwd=clone, env=env, timeout=120)
+    edit_config(clone, WORKFLOW.change)
+    dry = run([SNAKEMAKE, "-n", *WORKFLOW.snakemake_args()], cwd=clone, env=env, timeout=120)
     assert jobs_in(dry.stdout) == WORKFLOW.change_reruns
     before = {p: (clone / p).stat().st_mtime_ns for p in file_contents(clone, WORKFLOW.artifacts)}
-    real = run(
-        [SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args(WORKFLOW.change)], cwd=clone, env=env, timeout=STEP_TIMEOUT
-    )
+    real = run([SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args()], cwd=clone, env=env, timeout=STEP_TIMEOUT)
     assert jobs_in(real.stdout) == WORKFLOW.change_reruns
     after = file_contents(clone, WORKFLOW.artifacts)
     changed = {p for p in before if (clone / p).stat().st_mtime_ns != before[p]}
     assert changed, "the affected rules must rewrite their outputs"
     assert all(pushed.contents[p] == after[p] for p in before if p not in changed)
+    assert nothing_to_do(clone, WORKFLOW, env)
 
 
 def test_missing_object_is_named_and_fixed_pull_completes(
@@ -200,8 +246,8 @@ def test_missing_object_is_named_and_fixed_pull_completes(
     lost = _remote_object(remote, _md5(pushed.path / WORKFLOW.missing_object))
     saved = tmp_path / "saved_object"
     shutil.move(lost, saved)
-    clone = _clone(pushed.path, tmp_path / "clone", env)
-    run([DVC, "remote", "modify", "--local", LOCAL_REMOTE, "url", str(remote)], cwd=clone, env=env, timeout=60)
+    clone = _clone(pushed, "clone_missing", env)
+    run([DVC, "remote", "modify", "--local", DEFAULT_REMOTE, "url", str(remote)], cwd=clone, env=env, timeout=60)
 
     failed = _pull(clone, env, check=False)
     assert failed.returncode != 0
@@ -216,7 +262,7 @@ def test_missing_object_is_named_and_fixed_pull_completes(
     assert nothing_to_do(clone, WORKFLOW, env)
 
 
-def test_s3_round_trip(pushed: PushedRepo, moto_endpoint: str, tmp_path: Path, env: dict[str, str]) -> None:
+def test_s3_round_trip(pushed: PushedRepo, moto_endpoint: str, env: dict[str, str]) -> None:
     s3_env = {**env, **S3_ENV}
     url = f"s3://{S3_BUCKET}/entropy-lens"
 
@@ -230,11 +276,12 @@ def test_s3_round_trip(pushed: PushedRepo, moto_endpoint: str, tmp_path: Path, e
             timeout=60,
         )
 
-    origin = tmp_path / "origin"
-    shutil.copytree(pushed.path, origin)
-    add_s3_remote(origin)
-    _timed("dvc push (S3 on moto)", [DVC, "push", "-r", S3_REMOTE], origin, s3_env)
-    clone = _clone(origin, tmp_path / "clone", s3_env)
+    add_s3_remote(pushed.path)
+    try:
+        _timed("dvc push (S3 on moto)", [DVC, "push", "-r", S3_REMOTE], pushed.path, s3_env)
+    finally:
+        run([DVC, "remote", "remove", "--local", S3_REMOTE], cwd=pushed.path, env=s3_env, timeout=60)
+    clone = _clone(pushed, "clone_s3", s3_env)
     add_s3_remote(clone)
     start = time.perf_counter()
     _pull(clone, s3_env, "-r", S3_REMOTE)
@@ -243,10 +290,10 @@ def test_s3_round_trip(pushed: PushedRepo, moto_endpoint: str, tmp_path: Path, e
     assert nothing_to_do(clone, WORKFLOW, s3_env)
 
 
-def test_unreachable_remote_is_named(pushed: PushedRepo, tmp_path: Path, env: dict[str, str]) -> None:
+def test_unreachable_remote_is_named(pushed: PushedRepo, env: dict[str, str]) -> None:
     s3_env = {**env, **S3_ENV, **NO_RETRY_ENV}
     endpoint = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
-    clone = _clone(pushed.path, tmp_path / "clone", s3_env)
+    clone = _clone(pushed, "clone_unreachable", s3_env)
     run([DVC, "remote", "add", "--local", S3_REMOTE, f"s3://{S3_BUCKET}/x"], cwd=clone, env=s3_env, timeout=60)
     run([DVC, "remote", "modify", "--local", S3_REMOTE, "endpointurl", endpoint], cwd=clone, env=s3_env, timeout=60)
     failed = _pull(clone, s3_env, "-r", S3_REMOTE, check=False)

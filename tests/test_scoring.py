@@ -144,7 +144,9 @@ def test_letter_logprobs_after_a_chat_template():
 
 
 def test_letters_unknown_to_the_tokenizer_are_an_error():
-    lm = tiny_model("llama")  # its word-level vocabulary has no letters: all four become <unk>
+    base = tiny_model("llama")
+    tok = _tokenizer(WORDS, pre_tokenizers.WhitespaceSplit())  # no letters: all four become <unk>
+    lm = wrap_model(base.model, tok, name="no-letters")
     with pytest.raises(ValueError, match="do not start with four distinct tokens"):
         scoring.letter_logprobs(lm, ["what is the answer"])
     with pytest.raises(ValueError, match="non-empty list of strings"):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
+from workflow_tiny import REPO, prepare_workdir, run_snakemake, snakemake_cmd
 
 from entropy_lens import schema, storage
-from workflow_tiny import REPO, prepare_workdir, run_snakemake, snakemake_cmd
 
 pytestmark = pytest.mark.slow
 

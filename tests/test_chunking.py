@@ -1,0 +1,63 @@
+"""Chunked lens decoding: same numbers as unchunked, and peak memory set by the budget."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from entropy_lens import lens
+from entropy_lens.models import LensModel
+
+
+def fake_lens_model(vocab: int, hidden: int = 32, seed: int = 0) -> LensModel:
+    """Just the lens parts (norm, unembedding) of a model; enough for decode_residuals."""
+    torch.manual_seed(seed)
+    unembed = nn.Linear(hidden, vocab, bias=False)
+    norm = nn.LayerNorm(hidden)
+    return LensModel(nn.Identity(), None, "fake", "tests", "", "none", nn.ModuleList(), norm, unembed, None)
+
+
+def test_chunked_equals_unchunked():
+    lm = fake_lens_model(vocab=3000)
+    resid = torch.randn(5, 7, 32) * 3  # [B, L, d]: chunks cut across sequences and layers
+    per_row = 3000 * 48
+    small = lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=3 * per_row))
+    whole = lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=10**9))
+    for name in ("entropy", "renyi", "nucleus_size", "nucleus_jaccard", "top1_id"):
+        np.testing.assert_array_equal(getattr(small, name), getattr(whole, name), err_msg=name)
+    assert np.isnan(small.nucleus_jaccard[:, -1]).all() and np.isfinite(small.nucleus_jaccard[:, :-1]).all()
+
+
+PROBE = textwrap.dedent(
+    """
+    import json, resource, sys, torch
+    sys.path.insert(0, {tests!r})
+    from test_chunking import fake_lens_model
+    from entropy_lens import lens
+    torch.set_num_threads(1)
+    lm = fake_lens_model(vocab=262144, hidden=64)
+    resid = torch.randn(4, 16, 64)
+    peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out = {{}}
+    for name, budget in (("chunked", {budget}), ("whole", 2**40)):
+        before = peak()
+        lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=budget))
+        out[name] = peak() - before
+    print(json.dumps(out))
+    """
+)
+
+
+def test_peak_memory_follows_the_budget():
+    budget = 48 * 2**20
+    script = PROBE.format(tests=str(Path(__file__).parent), budget=budget)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    extra = json.loads(out.stdout.strip().splitlines()[-1])
+    # 64 rows x 262144 vocab decoded at once needs ~670 MB; in chunks it stays near the budget.
+    assert extra["chunked"] < budget + 32 * 2**20, extra
+    assert extra["whole"] > 5 * budget, extra
