@@ -19,6 +19,13 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+
+
+wildcard_constraints:
+    model=choice_pattern(MODELS),
+    dataset=choice_pattern(DATASETS),
+
+
 include: "rules/models.smk"
 include: "rules/datasets.smk"
 include: "rules/extract.smk"

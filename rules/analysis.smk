@@ -14,6 +14,8 @@ rule plot_mean_profiles:
         svg="results/figures/mean_profiles_{dataset}.svg",
     log:
         "logs/plot_mean_profiles/{dataset}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/plot_mean_profiles.py"
 
@@ -30,6 +32,8 @@ rule mmlu_accuracy:
         md="results/tables/mmlu_accuracy.md",
     log:
         "logs/mmlu_accuracy.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/mmlu_accuracy.py"
 
@@ -45,6 +49,8 @@ rule knn_auc:
         knn=knn_params,
     log:
         "logs/knn_auc.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/knn_auc.py"
 
@@ -67,6 +73,8 @@ rule expansion_stats:
         seed=config["analysis"]["knn"]["seed"],
     log:
         "logs/expansion_stats/{dataset}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/expansion_stats.py"
 
@@ -94,6 +102,8 @@ rule family_fingerprints:
         seed=config["analysis"]["knn"]["seed"],
     log:
         "logs/family_fingerprints.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/family_fingerprints.py"
 
@@ -112,6 +122,8 @@ rule plot_profile_bands:
         label=band_label,
     log:
         "logs/plot_profile_bands/{dataset}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/plot_profile_bands.py"
 
@@ -129,6 +141,8 @@ rule plot_heatmap:
         ),
     log:
         "logs/plot_heatmap/{model}_{dataset}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/plot_heatmap.py"
 
@@ -141,5 +155,7 @@ rule paper_table:
         csv="results/tables/paper_comparison.csv",
     log:
         "logs/paper_table.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/paper_table.py"

@@ -16,13 +16,14 @@ GPU = config["compute"]["device"] == "cuda"
 SKIP = config["layer_skip"]["enabled"]
 
 
-wildcard_constraints:
-    model="|".join(map(re.escape, MODELS)) if MODELS else "NONE",
-    dataset="|".join(map(re.escape, DATASETS)) if DATASETS else "NONE",
+
+def choice_pattern(names):
+    """A wildcard regex matching exactly one of ``names``."""
+    return "|".join(map(re.escape, names)) if names else "NONE"
 
 
 def final_outputs():
-    """Everything `rule all` asks for: combined stores, tables and figures."""
+    """The final targets: combined stores, tables and figures."""
     out = expand("results/profiles/{dataset}.zarr", dataset=DATASETS)
     out += expand("results/figures/mean_profiles_{dataset}.png", dataset=DATASETS)
     if MMLU:

@@ -13,6 +13,8 @@ rule generate_stories:
         n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
     log:
         "logs/generate_stories.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/generate_stories.py"
 
@@ -26,6 +28,8 @@ rule prepare_tasks:
         tasks=config["datasets"].get("tasks", {}),
     log:
         "logs/prepare_tasks.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/prepare_tasks.py"
 
@@ -37,6 +41,8 @@ rule prepare_formats:
         formats=config["datasets"].get("formats", {}),
     log:
         "logs/prepare_formats.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/prepare_formats.py"
 
@@ -48,6 +54,8 @@ rule prepare_mmlu:
         mmlu=config["datasets"].get("mmlu", {}),
     log:
         "logs/prepare_mmlu.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/prepare_mmlu.py"
 
@@ -59,5 +67,7 @@ rule prepare_blank:
         blank=config["datasets"].get("blank", {}),
     log:
         "logs/prepare_blank.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/prepare_blank.py"

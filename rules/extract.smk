@@ -14,6 +14,8 @@ rule extract_profiles:
         storage=storage_params,
     log:
         "logs/extract_profiles/{model}/{dataset}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     threads: 2
     resources:
         mem_mb=config["compute"]["mem_mb"],
@@ -34,6 +36,8 @@ rule score_mmlu:
         compute=compute_params,
     log:
         "logs/score_mmlu/{model}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     threads: 2
     resources:
         mem_mb=config["compute"]["mem_mb"],
@@ -54,5 +58,7 @@ rule combine_profiles:
         storage=storage_params,
     log:
         "logs/combine_profiles/{dataset}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/combine_profiles.py"

@@ -12,6 +12,8 @@ rule prepare_layer_skip:
         source=config["datasets"].get("mmlu", {}),
     log:
         "logs/prepare_layer_skip.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/prepare_layer_skip.py"
 
@@ -30,6 +32,8 @@ rule layer_skip_select:
         chat_template=chat_template_of,
     log:
         "logs/layer_skip_select/{model}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     threads: 2
     resources:
         mem_mb=config["compute"]["mem_mb"],
@@ -55,6 +59,8 @@ rule layer_skip_eval:
         batch_size=config["generation"]["batch_size"],
     log:
         "logs/layer_skip_eval/{model}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     threads: 2
     resources:
         mem_mb=config["compute"]["mem_mb"],
@@ -82,6 +88,8 @@ rule plot_layer_skip:
         ),
     log:
         "logs/plot_layer_skip/{model}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/plot_layer_skip.py"
 
@@ -94,5 +102,7 @@ rule layer_skip_table:
         md="results/tables/layer_skip.md",
     log:
         "logs/layer_skip_table.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/layer_skip_table.py"

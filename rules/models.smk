@@ -9,6 +9,8 @@ rule materialize_model:
         model=model_params,
     log:
         "logs/materialize_model/{model}.log",
+    conda:
+        "../envs/entropy-lens.yaml"
     resources:
         mem_mb=8000,
     script:
