@@ -19,8 +19,9 @@ pytestmark = pytest.mark.slow
 
 def dry_run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     exe = Path(__import__("sys").executable).with_name("snakemake")
-    return subprocess.run([str(exe), "-n", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [str(exe), "-n", *args], cwd=cwd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+    )
 
 
 @pytest.mark.parametrize("configfile", [None, "config/paper.yaml"])
@@ -129,8 +130,12 @@ def test_rerun_of_same_config_gives_identical_stores(tiny_run, tmp_path):
 
 def test_interrupted_run_resumes_without_redoing_finished_jobs(tmp_path):
     prepare_workdir(tmp_path)
-    proc = subprocess.Popen(snakemake_cmd(tmp_path, "--cores", "1"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        snakemake_cmd(tmp_path, "--cores", "1"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     stores = tmp_path / "results/profiles"
     deadline = time.time() + 300
     while time.time() < deadline and not list(stores.glob("*/*.zarr")):

