@@ -50,5 +50,5 @@ def test_invalid_dataset_is_refused_before_writing(profiles, tmp_path):
 
 
 def test_opening_a_missing_store_names_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no profile store at .*nothing.zarr"):
+    with pytest.raises(FileNotFoundError, match=r"no profile store at .*nothing\.zarr"):
         storage.open_profiles(tmp_path / "nothing.zarr")
