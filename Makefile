@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 CORES ?= all
 
-.PHONY: install models test-models run test lint bench report clean
+.PHONY: install models test-models run test lint bench report push pull clean
 
 $(VENV)/.installed: requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,5 +42,16 @@ test: test-models lint
 bench: models
 	$(BIN)/python benchmarks/bench_extract.py
 
+# Share results through DVC (docs/cluster_and_dvc.md): push adds every artifact folder and
+# pushes it to the default remote; pull restores them and marks them up to date for Snakemake.
+DVC_ARGS ?=
+SNAKEMAKE_ARGS ?=
+push: install
+	DVC=$(BIN)/dvc scripts/dvc_sync.sh push $(DVC_ARGS)
+	@echo "now: git add results/*.dvc resources/*.dvc && git commit"
+
+pull: install
+	DVC=$(BIN)/dvc SNAKEMAKE=$(BIN)/snakemake scripts/dvc_sync.sh pull $(DVC_ARGS) -- $(SNAKEMAKE_ARGS)
+
 clean:
-	rm -rf results logs report.html .snakemake
+	rm -rf results/*/ logs report.html .snakemake

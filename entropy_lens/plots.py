@@ -27,6 +27,7 @@ from entropy_lens import schema
 log = logging.getLogger(__name__)
 
 DPI = 150
+SVG_SALT = "entropy-lens"
 CMAP = "viridis"
 PALETTE = "tab10"
 BAND_ALPHA = 0.25
@@ -62,9 +63,10 @@ def save_figure(fig: Figure, path: str | Path) -> None:
         raise ValueError(f"figure path must end in .png (an .svg is written beside it) or .svg, got {str(path)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".png":
-        fig.savefig(out, dpi=DPI)
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(out.with_suffix(".svg"))
+        fig.savefig(out, dpi=DPI, metadata={"Software": None})
+    # no date and fixed element ids: the same figure gives the same bytes (DVC stores it once)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": SVG_SALT}):
+        fig.savefig(out.with_suffix(".svg"), metadata={"Date": None})
 
 
 def _strings(values: Sequence[object]) -> np.ndarray:

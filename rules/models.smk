@@ -12,6 +12,6 @@ rule materialize_model:
     conda:
         "../envs/entropy-lens.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=config["compute"]["mem_mb"],
     script:
         "../workflow_scripts/materialize_model.py"

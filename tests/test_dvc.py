@@ -174,7 +174,8 @@ def test_repository_gitignore_lets_dvc_track_artifacts(tmp_path: Path, env: dict
     for artifact in WORKFLOW.artifacts:
         (tmp_path / artifact).mkdir(parents=True)
         (tmp_path / artifact / "file").write_text(artifact)
-    run([DVC, "add", "--quiet", *WORKFLOW.artifacts], cwd=tmp_path, env=env, timeout=60)
+    added = run([DVC, "add", *WORKFLOW.artifacts], cwd=tmp_path, env=env, timeout=60, check=False)
+    assert added.returncode == 0, f".gitignore must name each artifact folder, as GITIGNORE does:\n{added.stdout}"
     listed = run([DVC, "list", "--dvc-only", "--recursive", "."], cwd=tmp_path, env=env, timeout=60).stdout.split()
     assert sorted(listed) == sorted(f"{a}/file" for a in WORKFLOW.artifacts), "DVC must find every .dvc file"
     status = run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path, env=env, timeout=60)

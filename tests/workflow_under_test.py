@@ -54,7 +54,8 @@ class WorkflowUnderTest:
         change: Config overlay (deep-merged into config.yaml) that changes one setting after a complete run.
         change_reruns: The rules that `change` must rerun, and no others.
         failing_change: Config overlay that passes the schema but makes `failing_rule` fail.
-        failing_targets: Targets added to `cluster_targets` so that `failing_rule` runs.
+        failing_targets: Targets added to `cluster_targets` so that `failing_rule` runs, beside a job that
+            succeeds (the profile's keep-going finishes it; the rerun after the fix must not redo it).
         failing_rule: The rule whose job fails under `failing_change`.
         missing_object: An artifact file whose remote object the missing-object test deletes.
     """
@@ -104,7 +105,7 @@ TINY = WorkflowUnderTest(
     change_reruns=frozenset({"family_fingerprints"}),
     # datasets.tasks.source is local in the tiny config: a story file that does not exist.
     failing_change={"datasets": {"tasks": {"path": "missing_stories.jsonl"}}},
-    failing_targets=("results/datasets/tasks.parquet",),
+    failing_targets=("results/datasets/tasks.parquet", "results/datasets/formats.parquet"),
     failing_rule="prepare_tasks",
     missing_object="results/tables/mmlu_accuracy.csv",
 )
@@ -193,13 +194,18 @@ def run(
     return result
 
 
+def job_rules(output: str) -> list[str]:
+    """The rule of every job Snakemake ran or would run, one entry per job, from its log output."""
+    return [
+        line.split()[1].rstrip(":")
+        for line in output.splitlines()
+        if line.startswith(JOB_LINE_PREFIXES) and line.rstrip().endswith(":")
+    ]
+
+
 def jobs_in(output: str) -> set[str]:
     """Names of the rules Snakemake ran or would run, from its log output (rule `all` left out)."""
-    names = set()
-    for line in output.splitlines():
-        if line.startswith(JOB_LINE_PREFIXES) and line.rstrip().endswith(":"):
-            names.add(line.split()[1].rstrip(":"))
-    return names - {"all"}
+    return set(job_rules(output)) - {"all"}
 
 
 def file_contents(root: Path, paths: tuple[str, ...], *, reproducible_only: bool = False) -> dict[str, bytes]:
