@@ -13,6 +13,7 @@ working directory is self-contained and never reads the original's files.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,12 @@ def prepare_workdir(workdir: Path) -> Path:
             handle.write(json.dumps({"story_id": f"s{i}", "text": text}) + "\n")
     (workdir / "config.yaml").write_text(yaml.safe_dump(tiny_config(), sort_keys=False))
     return workdir / "config.yaml"
+
+
+def default_sigint() -> None:
+    """For ``preexec_fn``: a child started from a background shell inherits SIGINT ignored;
+    give it the default back so that an interrupt behaves like Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def snakemake_cmd(workdir: Path, *args: str) -> list[str]:

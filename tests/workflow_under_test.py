@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from workflow_tiny import prepare_workdir
+from workflow_tiny import default_sigint, prepare_workdir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -177,6 +177,7 @@ def run(
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
     try:
         out, _ = proc.communicate(timeout=timeout)
