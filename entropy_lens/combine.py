@@ -98,8 +98,8 @@ def attach_mmlu_scores(combined: xr.Dataset, scores) -> xr.Dataset:
 
     Args:
         combined: A combined MMLU dataset.
-        scores: DataFrame with ``model, prompt_id, answer, ll_letter, parsed_letter``
-            (``parsed_letter`` is ``"unparsed"`` when no letter was found).
+        scores: DataFrame with ``model, prompt_id, correct_ll, correct_parsed`` (as
+            :func:`entropy_lens.scoring.correct_flags` gives them).
 
     Returns:
         ``combined`` with the two variables (1 correct, 0 wrong, -1 unparsed).
@@ -112,8 +112,7 @@ def attach_mmlu_scores(combined: xr.Dataset, scores) -> xr.Dataset:
     if missing:
         raise ValueError(f"scores lack {len(missing)} (model, prompt) pairs, e.g. {missing[0]}")
     rows = table.loc[index]
-    ll = (rows["ll_letter"] == rows["answer"]).to_numpy().astype(np.int8)
-    parsed = np.where(rows["parsed_letter"] == "unparsed", -1, rows["parsed_letter"] == rows["answer"]).astype(np.int8)
+    ll, parsed = (rows[c].to_numpy().astype(np.int8) for c in ("correct_ll", "correct_parsed"))
     shape = (len(models), len(prompts))
     return combined.assign(
         correct_ll=((schema.MODEL, schema.PROMPT), ll.reshape(shape), {"units": "1", "long_name": SCORE_DOC["ll"]}),

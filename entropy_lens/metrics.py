@@ -102,19 +102,31 @@ def renyi_entropy(logits: torch.Tensor, alpha: float) -> torch.Tensor:
     return _renyi_from_logp(log_probs(logits), alpha)
 
 
-def _renyi_from_logp(logp: torch.Tensor, alpha: float, top: torch.Tensor | None = None) -> torch.Tensor:
+def _renyi_from_logp(
+    logp: torch.Tensor,
+    alpha: float,
+    *,
+    entropy: torch.Tensor | None = None,
+    top: torch.Tensor | None = None,
+    probs: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Renyi entropy from ``[R, V]`` log-probabilities; pass what is already computed
+    (Shannon ``entropy``, row maximum ``top``, ``probs``) to reuse it."""
     if alpha == 1.0:
-        return _shannon_from_logp(logp)
+        return _shannon_from_logp(logp) if entropy is None else entropy
+    top = logp.max(-1).values if top is None else top
     if math.isinf(alpha):
-        return -logp.max(-1).values
+        return -top
     if alpha == 0.0:
         return torch.log((logp > -math.inf).sum(-1).float())
+    if alpha == 0.5:  # 2 log sum sqrt(p): a square root instead of an exponential
+        probs = logp.exp() if probs is None else probs
+        return (2.0 * probs.sqrt().sum(-1).log()).clamp_min(0.0)
     # log sum_i exp(alpha * logp_i), shifted by the row maximum; terms below exp(-_EXP_FLOOR) of
     # the largest are raised to it (relative error <= V * exp(-_EXP_FLOOR)), which keeps exp
     # out of its slow underflow path.
-    top = (logp.max(-1).values if top is None else top)[:, None]
-    scaled = (logp - top).mul_(alpha).clamp_min_(-_EXP_FLOOR)
-    log_sum = scaled.exp_().sum(-1).log() + alpha * top.squeeze(-1)
+    scaled = (logp - top[:, None]).mul_(alpha).clamp_min_(-_EXP_FLOOR)
+    log_sum = scaled.exp_().sum(-1).log() + alpha * top
     return (log_sum / (1.0 - alpha)).clamp_min(0.0)
 
 
@@ -223,21 +235,10 @@ def row_metrics(logits: torch.Tensor, *, top_p: float, alphas: Sequence[float]) 
     probs = logp.exp()
     entropy = (-torch.linalg.vecdot(probs, logp)).clamp_min(0.0)  # fused multiply-sum
     top_logp, top1 = logp.max(-1)
-    renyi = torch.stack([_renyi_shared(logp, a, entropy, top_logp, probs) for a in alphas], dim=-1)
+    shared = {"entropy": entropy, "top": top_logp, "probs": probs}
+    renyi = torch.stack([_renyi_from_logp(logp, a, **shared) for a in alphas], dim=-1)
     size, mask = _nucleus_from_logp(logp, top_p, probs)
     return RowMetrics(entropy=entropy, renyi=renyi, nucleus_size=size, top1_id=top1, nucleus_mask=mask)
-
-
-def _renyi_shared(
-    logp: torch.Tensor, alpha: float, entropy: torch.Tensor, top_logp: torch.Tensor, probs: torch.Tensor
-) -> torch.Tensor:
-    if alpha == 1.0:
-        return entropy
-    if math.isinf(alpha):
-        return -top_logp
-    if alpha == 0.5:  # 2 log sum sqrt(p): a square root instead of an exponential
-        return (2.0 * probs.sqrt().sum(-1).log()).clamp_min(0.0)
-    return _renyi_from_logp(logp, alpha, top_logp)
 
 
 def bytes_per_logit() -> int:

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from scipy.cluster.hierarchy import dendrogram
 
 from entropy_lens import schema
+from entropy_lens.storage import as_str
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +68,6 @@ def save_figure(fig: Figure, path: str | Path) -> None:
     # no date and fixed element ids: the same figure gives the same bytes (DVC stores it once)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": SVG_SALT}):
         fig.savefig(out.with_suffix(".svg"), metadata={"Date": None})
-
-
-def _strings(values: Sequence[object]) -> np.ndarray:
-    """Python ``str`` objects whatever string dtype (e.g. Zarr's StringDType) the values carry."""
-    return np.asarray([str(v) for v in np.asarray(values).ravel()], dtype=object)
 
 
 def _colors(n: int) -> list[tuple[float, ...]]:
@@ -132,13 +128,13 @@ def plot_family_profiles(profiles: xr.DataArray, path: str | Path, *, title: str
     missing = [c for c in (DEPTH_COORD, FAMILY_COORD, N_LAYERS_COORD) if c not in profiles.coords]
     if missing:
         raise ValueError(f"profiles lack coordinates {missing}; build them with analysis.families.layer_profiles")
-    fams = list(pd.unique(_strings(profiles[FAMILY_COORD].values)))
+    fams = list(pd.unique(as_str(profiles[FAMILY_COORD].values)))
     colors = dict(zip(fams, _colors(len(fams)), strict=True))
     fig = _figure(6.0, 4.2)
     ax = fig.subplots()
     seen: dict[str, int] = {}
     for i, model in enumerate(profiles[MODEL_DIM].values):
-        fam, n = _strings(profiles[FAMILY_COORD].values)[i], int(profiles[N_LAYERS_COORD].values[i])
+        fam, n = as_str(profiles[FAMILY_COORD].values)[i], int(profiles[N_LAYERS_COORD].values[i])
         style = LINE_STYLES[seen.get(fam, 0) % len(LINE_STYLES)]
         seen[fam] = seen.get(fam, 0) + 1
         depth, values = profiles[DEPTH_COORD].values[i, :n], profiles.values[i, :n]
@@ -258,9 +254,9 @@ def plot_dendrogram(
     ax = fig.subplots()
     dendrogram(linkage_matrix, labels=labels, orientation="right", ax=ax, color_threshold=0)
     if families is not None:
-        fams = list(pd.unique(_strings(families)))
+        fams = list(pd.unique(as_str(families)))
         color = dict(zip(fams, _colors(len(fams)), strict=True))
-        fam_of = dict(zip(labels, _strings(families), strict=True))
+        fam_of = dict(zip(labels, as_str(families), strict=True))
         for tick in ax.get_yticklabels():
             tick.set_color(color[fam_of[tick.get_text()]])
     ax.set(xlabel="RMS distance of mean profiles (nats)", title=title)

@@ -1,20 +1,15 @@
 """The entropy-lens command line, called as main(argv)."""
 
-import json
-
 import pytest
-from tiny import tiny_model
+from tiny import save_tiny_model
 
 from entropy_lens import cli, storage
-from entropy_lens.models import SOURCE_FILE, _save_plain
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cli") / "tiny-llama"
-    _save_plain(tiny_model("llama"), folder)
-    (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": "llama"}))
-    return folder
+    return save_tiny_model("llama", folder, "llama")
 
 
 def test_profile_prints_text_table_and_writes_store(model_dir, tmp_path, capsys):

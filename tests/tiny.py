@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import torch
 import transformers
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from entropy_lens.models import LensModel, wrap_model
+from entropy_lens.models import SOURCE_FILE, LensModel, _save_plain, wrap_model
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 WORDS = (
@@ -109,3 +112,10 @@ def tiny_model(arch: str = "llama", seed: int = 0, scale: float = 1.0) -> LensMo
     n_params = sum(p.numel() for p in model.parameters())
     assert n_params < MAX_PARAMS, f"{arch} tiny model has {n_params} parameters: a config key was ignored"
     return wrap_model(model, tok, name=f"tiny-{arch}", source="tests", family=arch)
+
+
+def save_tiny_model(arch: str, folder: Path, family: str) -> Path:
+    """Save ``tiny_model(arch)`` as a local model folder with provenance, like a materialized one."""
+    _save_plain(tiny_model(arch), folder)
+    (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": family}))
+    return folder

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 import yaml
-from tiny import tiny_model
+from tiny import save_tiny_model
 
-from entropy_lens.models import SOURCE_FILE, _save_plain
+from entropy_lens.models import SOURCE_FILE
 
 REPO = Path(__file__).resolve().parents[1]
 # Inputs prepare_workdir writes, relative to the working directory.
@@ -95,8 +95,7 @@ def prepare_workdir(workdir: Path) -> Path:
     for name, (arch, family) in TINY_MODELS.items():
         folder = workdir / MODELS_DIR / name
         if not (folder / SOURCE_FILE).exists():
-            _save_plain(tiny_model(arch), folder)
-            (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": family}))
+            save_tiny_model(arch, folder, family)
     with open(workdir / STORY_FILE, "w") as handle:
         for i, text in enumerate(STORIES):
             handle.write(json.dumps({"story_id": f"s{i}", "text": text}) + "\n")
