@@ -24,12 +24,16 @@ def fake_lens_model(vocab: int, hidden: int = 32, seed: int = 0) -> LensModel:
 
 def test_chunked_equals_unchunked():
     lm = fake_lens_model(vocab=3000)
-    resid = torch.randn(5, 7, 32) * 3  # [B, L, d]: chunks cut across sequences and layers
+    resid = torch.randn(5, 7, 32, generator=torch.Generator().manual_seed(1)) * 3  # [B, L, d]
     per_row = 3000 * 48
-    small = lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=3 * per_row))
+    small = lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=3 * per_row))  # cuts rows
     whole = lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=10**9))
-    for name in ("entropy", "renyi", "nucleus_size", "nucleus_jaccard", "top1_id"):
+    for name in ("nucleus_size", "nucleus_jaccard", "top1_id"):
         np.testing.assert_array_equal(getattr(small, name), getattr(whole, name), err_msg=name)
+    # A float32 sum over 3000 terms may be split differently for 3 rows than for 35 (threads, vector
+    # width of the CPU); its rounding is bounded by V * eps ~ 4e-4 relative. CI saw 3e-5 once.
+    for name in ("entropy", "renyi"):
+        np.testing.assert_allclose(getattr(small, name), getattr(whole, name), rtol=4e-4, err_msg=name)
     assert np.isnan(small.nucleus_jaccard[:, -1]).all() and np.isfinite(small.nucleus_jaccard[:, :-1]).all()
 
 
