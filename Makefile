@@ -35,6 +35,7 @@ report: run
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: test-models lint
 	$(BIN)/pytest

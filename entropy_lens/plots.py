@@ -363,8 +363,14 @@ def plot_layer_skip(table: pd.DataFrame, path: str | Path, *, title: str = "") -
         ax.errorbar(rows["k"], rows["accuracy"], yerr=err, marker="o", capsize=3, color=SKIP_COLORS[kind], label=kind)
     rand = table[table["kind"] == "random"].groupby("k")["accuracy"].agg(["min", "max", "mean"]).reset_index()
     if not rand.empty:
-        ax.fill_between(rand["k"], rand["min"], rand["max"], color=SKIP_COLORS["random"], alpha=BAND_ALPHA,
-                        label="random sets (min-max)")
+        ax.fill_between(
+            rand["k"],
+            rand["min"],
+            rand["max"],
+            color=SKIP_COLORS["random"],
+            alpha=BAND_ALPHA,
+            label="random sets (min-max)",
+        )
         ax.plot(rand["k"], rand["mean"], color=SKIP_COLORS["random"], linestyle="--")
     intact = table[table["kind"] == "intact"]["accuracy"]
     if not intact.empty:
@@ -389,8 +395,14 @@ def plot_skip_profiles(profiles: pd.DataFrame, path: str | Path, *, title: str =
     ax = fig.add_subplot()
     for condition, rows in profiles.groupby("condition", sort=False):
         kind = str(condition).split("_", 1)[0]
-        ax.plot(rows["depth"], rows["entropy"], marker=".", color=SKIP_COLORS.get(kind), label=str(condition),
-                linestyle="-" if kind != "random" else ":")
+        ax.plot(
+            rows["depth"],
+            rows["entropy"],
+            marker=".",
+            color=SKIP_COLORS.get(kind),
+            label=str(condition),
+            linestyle="-" if kind != "random" else ":",
+        )
     ax.set(xlabel="normalized depth", ylabel="mean entropy (nats)", title=title)
     ax.legend(fontsize="small")
     save_figure(fig, path)

@@ -26,19 +26,31 @@ prompts = table["prompt"].tolist()
 with claim_device(compute["device"]) as device:
     lm = load_model(model_dir, device=device, dtype=compute["dtype"])
     accuracy = run_skip_conditions(
-        lm, prompts, table["answer"].tolist(), conditions,
+        lm,
+        prompts,
+        table["answer"].tolist(),
+        conditions,
         lambda m, p: letter_logprobs(m, p, batch_size=batch_size, chat_template=chat),
-        n_boot=skip["n_boot"], seed=skip["seed"],
+        n_boot=skip["n_boot"],
+        seed=skip["seed"],
     )
     profiled = {c: layers for c, layers in conditions.items() if not c.startswith("random") or c.endswith("_r0")}
     rows = []
     for name, layers in profiled.items():
         with skip_blocks(lm, layers):
-            ds = extract_profiles(lm, prompts[: skip["profile_prompts"]], max_new_tokens=skip["calibration_tokens"],
-                                  top_p=lens["top_p"], alphas=[1.0], chat_template=chat)
+            ds = extract_profiles(
+                lm,
+                prompts[: skip["profile_prompts"]],
+                max_new_tokens=skip["calibration_tokens"],
+                top_p=lens["top_p"],
+                alphas=[1.0],
+                chat_template=chat,
+            )
         mean = ds["entropy"].mean(("prompt", "token"), skipna=True)
-        rows += [{"condition": name, "layer": int(lay), "depth": float(d), "entropy": float(h)}
-                 for lay, d, h in zip(ds["layer"].values, ds["depth"].values, mean.values, strict=True)]
+        rows += [
+            {"condition": name, "layer": int(lay), "depth": float(d), "entropy": float(h)}
+            for lay, d, h in zip(ds["layer"].values, ds["depth"].values, mean.values, strict=True)
+        ]
 accuracy = accuracy.assign(model=model, family=family, kind=[condition_kind(c) for c in accuracy["condition"]])
 accuracy.to_csv(out.accuracy, index=False)
 pd.DataFrame(rows).to_csv(out.profiles, index=False)

@@ -20,9 +20,14 @@ table = read_table(calibration_path, "mmlu")
 with claim_device(compute["device"]) as device:
     lm = load_model(model_dir, device=device, dtype=compute["dtype"])
     ds = extract_profiles(
-        lm, table["prompt"].tolist(), prompt_ids=table["prompt_id"].tolist(),
-        max_new_tokens=skip["calibration_tokens"], top_p=lens["top_p"], alphas=[1.0],
-        budget_bytes=lens["budget_mb"] * 2**20, chat_template=chat,
+        lm,
+        table["prompt"].tolist(),
+        prompt_ids=table["prompt_id"].tolist(),
+        max_new_tokens=skip["calibration_tokens"],
+        top_p=lens["top_p"],
+        alphas=[1.0],
+        budget_bytes=lens["budget_mb"] * 2**20,
+        chat_template=chat,
     )
 delta_h = mean_delta_h(ds)
 conditions = skip_conditions(delta_h, skip["ks"], skip["random_sets"], skip["seed"])

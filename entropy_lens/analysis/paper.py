@@ -246,8 +246,9 @@ def _skip_rows(layer_skip: pd.DataFrame) -> list[dict[str, str]]:
         )
         family = str(grp["family"].iloc[0]) if "family" in grp else ""
         study = STUDY_SKIP_CLAIM.get(family, NO_FIGURE)
-        rows.append(_row("skip the largest-expansion layer (MMLU %)", str(model), ours, study,
-                         study_model_for(str(model))))
+        rows.append(
+            _row("skip the largest-expansion layer (MMLU %)", str(model), ours, study, study_model_for(str(model)))
+        )
     return rows
 
 
