@@ -39,6 +39,9 @@ _STATEMENT = re.compile(
 # 2. a letter opening the completion: "C", "C. Because ...", "(B)", "**D**", "b)";
 #    lower case only before ) . : or the end, so the article in "a dog" is no answer;
 _LEADING = re.compile(r"^[\s(\[*\"']*(?:([A-D])(?![A-Za-z0-9])|([a-d])(?=[).:\]*]|$))")
+#    a capital "A" opening a phrase ("A dog barked") is the article too, unless the next word
+#    is one that follows an answer letter ("A is right", "A because ...");
+_LEADING_ARTICLE = re.compile(r"^[\s\"']*A\s+(?!(?:is|because|since|as|would|seems|looks|fits|matches|and|or)\b)[a-z]")
 # 3. a bracketed letter anywhere: "... so (B)".
 _BRACKETED = re.compile(r"[(\[]([A-Da-d])[)\]]")
 # Rule 1 reads "the answer is a" as A unless "a" starts a phrase ("is a tricky one").
@@ -52,7 +55,8 @@ def parse_letter(completion: str) -> str:
     "Answer: (B)" or "the correct option is D" (any case; a lower-case "a" followed by
     a word is the article, not a letter); (2) a letter opening the completion,
     "C", "C. Because B is wrong", "(B)", "**D**" (lower case only when followed by
-    ``) . : ]`` or the end); (3) the first bracketed letter, "(b)" or "[C]".  A word
+    ``) . : ]`` or the end, and a capital "A" opening a phrase, "A dog barked", is the
+    article); (3) the first bracketed letter, "(b)" or "[C]".  A word
     that merely starts with a letter ("Because") never counts.
 
     Returns:
@@ -64,7 +68,7 @@ def parse_letter(completion: str) -> str:
         letter = match.group(1)
         if letter != "a" or not _ARTICLE.match(completion, match.end()):
             return letter.upper()
-    leading = _LEADING.match(completion)
+    leading = None if _LEADING_ARTICLE.match(completion) else _LEADING.match(completion)
     if leading:
         return (leading.group(1) or leading.group(2)).upper()
     bracketed = _BRACKETED.search(completion)
