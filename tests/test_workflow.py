@@ -50,6 +50,7 @@ def test_lint_passes():
         (lambda c: c["lens"].update(top_pp=0.5), "top_pp"),
         (lambda c: c["datasets"]["blank"].update(n_samples=-3), "n_samples"),
         (lambda c: c["models"]["tiny-llama"].update(family=7), "family"),
+        (lambda c: c["analysis"].setdefault("knn", {}).update(test="bonferroni"), "bonferroni"),
     ],
 )
 def test_bad_config_fails_before_any_job(tmp_path, edit, message):

@@ -18,7 +18,9 @@ table = knn_table(
     stores,
     alphas=[a for a in knn["alphas"] if a != 1.0],
     features=FeatureSettings(mode=knn["feature"], n_windows=knn["windows"]),
-    settings=KnnSettings(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"]),
+    settings=KnnSettings(
+        k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"], test=knn["test"]
+    ),
 )
 table.to_csv(csv_path, index=False)
 with open(md_path, "w") as handle:
