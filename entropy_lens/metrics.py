@@ -179,11 +179,11 @@ def _nucleus_by_histogram(logp: torch.Tensor, probs: torch.Tensor, target: float
     mass_above = torch.zeros(probs.shape[0], dtype=torch.float64, device=probs.device)
     lo, hi = logp.min(-1).values, logp.max(-1).values
     for _ in range(_MAX_LEVELS):
-        if int(cand.sum(-1).max()) <= _MAX_CANDIDATES:
+        if int(count_true(cand).max()) <= _MAX_CANDIDATES:
             break
         lo, hi = _refine(logp, probs, cand, member, mass_above, lo, hi, target)
     _close_with_topk(probs, cand, member, mass_above, target)
-    return member.sum(-1), member
+    return count_true(member), member
 
 
 def _refine(logp, probs, cand, member, mass_above, lo, hi, target):
@@ -207,21 +207,40 @@ def _refine(logp, probs, cand, member, mass_above, lo, hi, target):
 
 def _close_with_topk(probs, cand, member, mass_above, target) -> None:
     """Rank the remaining candidates and add the fewest that reach ``target``."""
-    k = int(cand.sum(-1).max())
+    k = int(count_true(cand).max())
     if k == 0:
         return
     vals, ids = torch.where(cand, probs, -1.0).topk(k, dim=-1, sorted=True)
     cum = vals.clamp_min(0.0).double().cumsum(-1) + mass_above[:, None]
     need = (cum < target).sum(-1) + 1
-    need = torch.minimum(need, cand.sum(-1))
+    need = torch.minimum(need, count_true(cand))
     chosen = torch.arange(k, device=probs.device)[None, :] < need[:, None]
     member |= torch.zeros_like(member).scatter_(1, ids, chosen)
 
 
+def count_true(mask: torch.Tensor) -> torch.Tensor:
+    """``[R]`` int64 number of ``True`` entries in each row of a ``[R, V]`` bool mask.
+
+    Summing a bool tensor converts every entry to int64 first; here eight entries are
+    read as one int64 word instead (each byte is 0 or 1), and the bytes of a word are
+    added by shifts, which stay inside each byte because no byte sum exceeds 8.
+    """
+    packable = mask.stride(-1) == 1 and all(
+        n % 8 == 0 for n in (mask.shape[-1], mask.storage_offset(), *mask.stride()[:-1])
+    )
+    if not packable:
+        return mask.view(torch.uint8).sum(-1, dtype=torch.int64)
+    words = mask.view(torch.int64)
+    words = words + (words >> 8)
+    words = words + (words >> 16)
+    words = words + (words >> 32)
+    return (words & 0xFF).sum(-1)
+
+
 def jaccard(mask_a: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
     """Row-wise Jaccard overlap ``|A & B| / |A | B|`` of two ``[R, V]`` bool masks."""
-    inter = (mask_a & mask_b).sum(-1).float()
-    union = (mask_a | mask_b).sum(-1).float()
+    inter = count_true(mask_a & mask_b).float()
+    union = count_true(mask_a | mask_b).float()
     return inter / union.clamp_min(1.0)
 
 

@@ -100,6 +100,18 @@ def test_one_hot_entropy_is_zero():
     assert metrics.nucleus(one_hot, 0.6)[0].tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("vocab", [64, 4096, 13, 1001])
+def test_count_true_matches_a_plain_sum(vocab):
+    gen = torch.Generator().manual_seed(vocab)
+    for density in (0.0, 0.01, 0.5, 1.0):  # 1.0: every byte of every word set
+        mask = torch.rand(9, vocab, generator=gen) < density
+        expected = mask.long().sum(-1)
+        torch.testing.assert_close(metrics.count_true(mask), expected)
+        torch.testing.assert_close(metrics.count_true(mask[1:]), expected[1:])  # offset rows
+        torch.testing.assert_close(metrics.count_true(mask[:, 1:]), mask[:, 1:].long().sum(-1))  # offset columns
+        torch.testing.assert_close(metrics.count_true(mask.T.contiguous().T), expected)  # column-major
+
+
 def test_jaccard():
     a = torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.bool)
     b = torch.tensor([[0, 1, 1, 0], [1, 0, 0, 0]], dtype=torch.bool)
