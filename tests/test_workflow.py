@@ -121,8 +121,8 @@ def test_rerun_of_same_config_gives_identical_stores(tiny_run, tmp_path):
     out = run_snakemake(tmp_path, "--cores", "2", "results/profiles/blank.zarr", "results/profiles/formats.zarr")
     assert out.returncode == 0, out.stderr[-3000:]
     for name in ("blank", "formats"):
-        a = xr.open_zarr(tiny_run / f"results/profiles/{name}.zarr", consolidated=False).load()
-        b = xr.open_zarr(tmp_path / f"results/profiles/{name}.zarr", consolidated=False).load()
+        a = storage.open_profiles(tiny_run / f"results/profiles/{name}.zarr", combined=True).load()
+        b = storage.open_profiles(tmp_path / f"results/profiles/{name}.zarr", combined=True).load()
         xr.testing.assert_equal(a, b)
 
 
