@@ -56,7 +56,8 @@ N_LAYERS = "n_layers"
 FAMILY = "family"
 
 MASKED_INT = -1
-SCHEMA_VERSION = "1"
+# 2: per-model stores carry ``n_params``.
+SCHEMA_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,12 @@ def validate_profiles(ds: xr.Dataset, *, combined: bool = False) -> None:
     problems = [*_variable_problems(ds, combined), *_coord_problems(ds, combined)]
     wanted = COMBINED_ATTRS if combined else REQUIRED_ATTRS
     problems += [f"attr {a!r} is missing" for a in wanted if a not in ds.attrs]
+    version = ds.attrs.get("schema_version", SCHEMA_VERSION)
+    if str(version) != SCHEMA_VERSION:
+        problems.append(
+            f"written with schema version {version!r}, this code reads {SCHEMA_VERSION!r}; extract it again "
+            "(snakemake --forcerun extract_profiles)"
+        )
     problems += _json_problems(ds.attrs)
     if problems:
         raise ValueError("profile dataset does not follow the schema: " + "; ".join(problems))

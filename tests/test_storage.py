@@ -52,3 +52,13 @@ def test_invalid_dataset_is_refused_before_writing(profiles, tmp_path):
 def test_opening_a_missing_store_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no profile store at .*nothing\.zarr"):
         storage.open_profiles(tmp_path / "nothing.zarr")
+
+
+def test_store_of_an_older_schema_asks_for_re_extraction(profiles, tmp_path):
+    old = profiles.drop_attrs(deep=False).assign_attrs(
+        {k: v for k, v in profiles.attrs.items() if k != "n_params"} | {"schema_version": "1"}
+    )
+    path = tmp_path / "old.zarr"
+    old.to_zarr(path, zarr_format=3, consolidated=False)
+    with pytest.raises(ValueError, match=r"'n_params' is missing.*schema version '1'.*--forcerun extract_profiles"):
+        storage.open_profiles(path)
