@@ -85,7 +85,7 @@ def test_paper_table_places_study_figures_and_flags_different_models():
         {"model": ["smollm2-135m"], "family": ["llama"], "style": ["base"], "n": [40], "accuracy": [0.3]}
     )
     clustering = pd.DataFrame(
-        {"grouping": ["family", "size"], "ari_models": [1.0, 0.0], "silhouette_samples": [0.7, 0.1]}
+        {"grouping": ["family", "size"], "ari_models": [1.0, float("nan")], "silhouette_samples": [0.7, 0.1]}
     )
     overlap = pd.DataFrame({"model": ["smollm2-135m"], "mean": [0.4], "q50": [0.38], "n": [99]})
     table = P.paper_table(knn=_knn(), accuracy=accuracy, expansion=expansion, overlap=overlap, clustering=clustering)
@@ -111,6 +111,7 @@ def test_paper_table_places_study_figures_and_flags_different_models():
     assert scrambled["study"] == P.NO_FIGURE and scrambled["note"] == "no study figure for this claim"
     family = table[table["claim"].str.startswith("family clustering")].iloc[0]
     assert "family: ARI 1.00" in family["ours"] and family["study"] == P.STUDY_FAMILY_CLAIM
+    assert "size: ARI n/a, silhouette 0.10" in family["ours"]
 
 
 def test_paper_table_without_inputs_is_empty():

@@ -176,13 +176,21 @@ def _overlap_rows(overlap: pd.DataFrame) -> list[dict[str, str]]:
     return rows
 
 
+def _score(value: float) -> str:
+    return "n/a" if pd.isna(value) else f"{value:.2f}"
+
+
 def _clustering_rows(clustering: pd.DataFrame, models: str) -> list[dict[str, str]]:
     by = clustering.set_index("grouping")
     parts = [
-        f"{g}: ARI {by.loc[g, 'ari_models']:.2f}, silhouette {by.loc[g, 'silhouette_samples']:.2f}" for g in by.index
+        f"{g}: ARI {_score(by.loc[g, 'ari_models'])}, silhouette {_score(by.loc[g, 'silhouette_samples'])}"
+        for g in by.index
     ]
     row = _row("family clustering (blank prompts)", models, "; ".join(parts), STUDY_FAMILY_CLAIM, None)
-    row["note"] = "study claim is qualitative; ours: ARI over models, silhouette over samples"
+    row["note"] = (
+        "study claim is qualitative; ours: ARI over models, silhouette over samples "
+        "(n/a: one group, or one model per group)"
+    )
     return [row]
 
 
