@@ -92,17 +92,14 @@ def _row(claim: str, model: str, ours: str, study: str, matched: str | None, **e
     return {"measure": "", "split": "", **row, **extra}
 
 
-def _cell(value) -> str:
-    """A table cell: empty for a missing value (an empty CSV field reads back as NaN)."""
-    return "" if pd.isna(value) else str(value)
-
-
 def _knn_rows(knn: pd.DataFrame, target: str, claim: str, study_of) -> list[dict[str, str]]:
     rows = []
     for rec in knn[knn["target"] == target].itertuples(index=False):
         matched, study = study_of(str(rec.model), rec)
         ours = _pm(rec.auc_mean, rec.auc_std) + f" (dummy {_pm(rec.dummy_mean, rec.dummy_std)})"
-        rows.append(_row(claim, str(rec.model), ours, study, matched, measure=str(rec.measure), split=_cell(rec.split)))
+        rows.append(
+            _row(claim, str(rec.model), ours, study, matched, measure=str(rec.measure), split=_fmt(rec.split, "g"))
+        )  # empty CSV field: NaN -> ""
     return rows
 
 
