@@ -1,7 +1,7 @@
 # Entropy-Lens: per-layer entropy profiles of LLMs through the logit lens.
 #   snakemake --cores all                              embedded default (config.yaml)
 #   snakemake --configfile config/paper.yaml --profile profiles/slurm   paper scale
-#   snakemake --report report.html                     figures and tables with captions
+#   snakemake --report report.html --report-metadata report/metadata.yaml   the report, verdicts first
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -37,3 +37,7 @@ rule all:
     input:
         final_outputs(),
     default_target: True
+
+
+onsuccess:
+    print_verdicts()

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
+import yaml
 from tqdm import tqdm
 
 from entropy_lens import REGISTRY, extract_profiles, load_model, materialize_model, storage
+from entropy_lens import plan as planning
 
 SPARK = "▁▂▃▄▅▆▇█"
+SCHEMA = Path("schemas") / "config.schema.yaml"
+# Where the workflow keeps prompt tables and materialized models (as in rules/*.smk).
+TABLE_PATH = "{results}/datasets/{table}.parquet"
+BENCHMARK_PATHS = {
+    planning.EXTRACT: "{root}/extract_profiles/{{model}}/{{dataset}}.tsv",
+    planning.SCORE: "{root}/score_mmlu/{{model}}.tsv",
+    planning.SKIP_SELECT: "{root}/layer_skip_select/{{model}}.tsv",
+    planning.SKIP_EVAL: "{root}/layer_skip_eval/{{model}}.tsv",
+}
 
 
 def sparkline(values: Sequence[float], lo: float, hi: float) -> str:
@@ -75,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
     mat = sub.add_parser("materialize", help="save a fast-loading copy of a model into a folder")
     mat.add_argument("model")
     mat.add_argument("out")
+    cost = sub.add_parser("plan", help="size every GPU job of a workflow config: FLOPs, memory, time, requests")
+    cost.add_argument("--configfile", required=True, help="workflow config (config.yaml, config/paper.yaml)")
+    cost.add_argument("--results", default="results", help="results folder; its prompt tables refine the plan")
+    cost.add_argument("--models", default="resources/models", help="materialized models (tokenizers count tokens)")
+    cost.add_argument("--schema", default=None, help=f"config schema (default: {SCHEMA} here or above the config)")
+    cost.add_argument(
+        "--benchmarks", default=None, help="Snakemake benchmark folder to compare with (default: RESULTS/benchmarks)"
+    )
     return parser
 
 
@@ -109,6 +130,196 @@ def _models() -> int:
     return 0
 
 
+def find_schema(configfile: str | Path) -> Path | None:
+    """``schemas/config.schema.yaml`` in the working folder or a folder above the config."""
+    for folder in (Path.cwd(), *Path(configfile).resolve().parents):
+        if (folder / SCHEMA).is_file():
+            return folder / SCHEMA
+    return None
+
+
+def _with_defaults(validator_class):
+    """A validator that fills ``default`` values while validating (as Snakemake's ``set_default``)."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def fill(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(key, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, properties, instance, schema)
+
+    from jsonschema import validators
+
+    return validators.extend(validator_class, {"properties": fill})
+
+
+def load_config(configfile: str | Path, schema: str | Path | None) -> dict:
+    """Read a workflow config, validated and with defaults filled when a schema is given.
+
+    Raises:
+        ValueError: for unreadable YAML or a config the schema rejects, naming where.
+    """
+    try:
+        config = yaml.safe_load(Path(configfile).read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f"{configfile} is not valid YAML: {err}") from err
+    if not isinstance(config, dict):
+        raise ValueError(f"{configfile} must hold a mapping, got {type(config).__name__}")
+    if schema is None:
+        logging.getLogger(__name__).warning(
+            "no %s found: %s is used without validation or defaults", SCHEMA, configfile
+        )
+        return config
+    from jsonschema import Draft202012Validator, ValidationError
+
+    try:
+        _with_defaults(Draft202012Validator)(yaml.safe_load(Path(schema).read_text())).validate(config)
+    except ValidationError as err:
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise ValueError(f"{configfile}: {where}: {err.message}") from err
+    return config
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+_COLUMNS = (
+    ("job", 17),
+    ("model", 21),
+    ("dataset", 7),
+    ("shard", 5),
+    ("prompts", 7),
+    ("tok/p", 6),
+    ("from", 5),
+    ("gen", 4),
+    ("fwd TF", 8),
+    ("lens TF", 8),
+    ("wts G", 6),
+    ("KV G", 6),
+    ("lens G", 6),
+    ("peak G", 7),
+    ("est", 7),
+    ("req min", 7),
+    ("req MB", 7),
+    ("flags", 0),
+)
+_FROM = {"tokenizer": "tok", "characters": "chars", "estimate": "est"}
+
+
+def _plan_row(job: planning.JobPlan, request: planning.ClusterRequest, gpu_mem_gb: float) -> str:
+    flags = ([] if job.fits_context else ["prompt+gen > context"]) + (
+        [] if job.fits_device else [f"> {gpu_mem_gb:g} GiB"]
+    )
+    cells = (
+        job.rule,
+        job.model,
+        job.dataset or "-",
+        f"{job.shard + 1}/{job.n_shards}",
+        job.prompts,
+        f"{job.mean_prompt_tokens:.0f}",
+        _FROM.get(job.token_source, job.token_source),
+        job.new_tokens,
+        f"{job.forward_flops / 1e12:.1f}",
+        f"{job.lens_flops / 1e12:.1f}",
+        f"{job.weights_bytes / 2**30:.2f}",
+        f"{job.kv_bytes / 2**30:.2f}",
+        f"{job.lens_bytes / 2**30:.2f}",
+        f"{job.device_peak_bytes / 2**30:.2f}",
+        _duration(job.est_s),
+        request.runtime,
+        request.mem_mb,
+        "; ".join(flags),
+    )
+    return " ".join(
+        f"{c!s:>{w}}" if i > 1 else f"{c!s:<{w}}" for i, (c, (_, w)) in enumerate(zip(cells, _COLUMNS, strict=True))
+    )
+
+
+def _flops(value: float) -> str:
+    for unit, scale in (("EFLOP", 1e18), ("PFLOP", 1e15), ("TFLOP", 1e12)):
+        if value >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value / 1e9:.1f} GFLOP"
+
+
+def _total_line(label: str, row) -> str:
+    return (
+        f"{label}: {int(row['jobs'])} jobs, est {_duration(row['est_s'])}"
+        f", requested {_duration(row['runtime_min'] * 60)}, forward {_flops(row['forward_flops'])}"
+        f", lens {_flops(row['lens_flops'])}"
+        f", largest request {int(row['mem_mb'])} MB, largest peak {row['device_peak_bytes'] / 2**30:.1f} GiB"
+    )
+
+
+def render_plan(plan: planning.Plan) -> str:
+    """The plan as a text table, one row per job, totals per model and for the run."""
+    s, run = plan.settings, plan.run
+    rates = s.rates(run.device)
+    lines = [
+        f"device {run.device}, {run.dtype_bytes} bytes per weight; {rates.gflops:g} GFLOP/s, {rates.gbps:g} GB/s, "
+        f"{rates.metric_ns:g} ns per lens logit, {s.overhead_s:g} s + I/O at {s.io_gbps:g} GB/s per job; "
+        f"requests = estimate x {s.safety:g} (floors {s.min_runtime_min} min, {s.min_mem_mb} MB)",
+        " ".join(f"{h:>{w}}" if i > 1 else f"{h:<{w}}" for i, (h, w) in enumerate(_COLUMNS)),
+    ]
+    totals = plan.totals()
+    for model in dict.fromkeys(j.model for j in plan.jobs):
+        jobs = [j for j in plan.jobs if j.model == model]
+        lines += [_plan_row(j, planning.cluster_request(j, s), s.gpu_mem_gb) for j in jobs]
+        lines.append("  total " + _total_line(model, totals.loc[model]))
+    lines.append("TOTAL " + _total_line("all models", totals.loc["all"]))
+    over = sum(not j.fits_context for j in plan.jobs)
+    if over:
+        lines.append(
+            f"warning: {over} jobs may hold prompts longer than the model's context (estimated longest prompt)"
+        )
+    lines.append(
+        "TF = 1e12 FLOPs; G = GiB on the device; tok/p from: tok(enizer), chars (table text), est(imate, no table yet)"
+    )
+    return "\n".join(lines)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    schema = args.schema or find_schema(args.configfile)
+    config = load_config(args.configfile, schema)
+    names = [*config.get("datasets", {}), "layer_skip_calibration", "layer_skip_eval"]
+    tables = {t: TABLE_PATH.format(results=args.results, table=t) for t in names}
+    model_dirs = {m: Path(args.models) / m for m in config.get("models", {})}
+    plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
+    print(render_plan(plan))
+    benchmarks = Path(args.benchmarks or Path(args.results) / "benchmarks")
+    if benchmarks.is_dir():
+        patterns = {rule: p.format(root=benchmarks) for rule, p in BENCHMARK_PATHS.items()}
+        print(_render_comparison(plan, planning.compare_benchmarks(plan, patterns)))
+    elif args.benchmarks:
+        raise FileNotFoundError(f"benchmark folder {str(benchmarks)!r} does not exist")
+    return 0
+
+
+def _render_comparison(plan: planning.Plan, comparison) -> str:
+    if comparison.empty:
+        return "no benchmark files found"
+    lines = ["predicted vs measured:", comparison.to_string(index=False, float_format=lambda v: f"{v:.2f}")]
+    ratios = comparison["ratio"].dropna()
+    lines.append(f"median predicted/measured time: {ratios.median():.2f} over {len(ratios)} jobs")
+    try:
+        calibrated = planning.calibrate(plan, comparison).rates(plan.run.device)
+    except ValueError as err:
+        return "\n".join([*lines, f"no calibration: {err}"])
+    lines.append(
+        f"calibrated {plan.run.device} rates (median ratio 1): {calibrated.gflops:.1f} GFLOP/s, "
+        f"{calibrated.gbps:.2f} GB/s, {calibrated.metric_ns:.3g} ns per lens logit, "
+        f"{calibrated.step_us:.3g} us per layer step"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with the reason on stderr)."""
     args = _parser().parse_args(argv)
@@ -118,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profile(args)
         if args.command == "models":
             return _models()
+        if args.command == "plan":
+            return _plan(args)
         materialize_model(args.model, args.out)
         print(f"materialized {args.model} into {args.out}")
         return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from entropy_lens import schema
@@ -93,16 +94,16 @@ def _check_same_axes(a: xr.Dataset, b: xr.Dataset, name_a: str, name_b: str) -> 
             raise ValueError(f"models {name_a!r} and {name_b!r} were profiled on different {dim} values")
 
 
-def attach_mmlu_scores(combined: xr.Dataset, scores) -> xr.Dataset:
-    """Add ``correct_ll`` and ``correct_parsed`` (model, prompt) int8 from a scores table.
+def attach_mmlu_scores(combined: xr.Dataset, scores: pd.DataFrame) -> xr.Dataset:
+    """Add the correctness variables of :data:`entropy_lens.schema.SCORE_VARIABLES` on ``(model, prompt)``.
 
     Args:
         combined: A combined MMLU dataset.
-        scores: DataFrame with ``model, prompt_id, correct_ll, correct_parsed`` (as
-            :func:`entropy_lens.scoring.correct_flags` gives them).
+        scores: DataFrame with ``model, prompt_id`` and one column per score variable
+            (``correct_ll``, ``correct_calibrated``, ``correct_parsed``; 1 / 0 / -1).
 
     Returns:
-        ``combined`` with the two variables (1 correct, 0 wrong, -1 unparsed).
+        ``combined`` with one int8 variable per score column.
     """
     table = scores.set_index(["model", "prompt_id"])
     models = [str(m) for m in combined[schema.MODEL].values]
@@ -112,19 +113,33 @@ def attach_mmlu_scores(combined: xr.Dataset, scores) -> xr.Dataset:
     if missing:
         raise ValueError(f"scores lack {len(missing)} (model, prompt) pairs, e.g. {missing[0]}")
     rows = table.loc[index]
-    ll, parsed = (rows[c].to_numpy().astype(np.int8) for c in ("correct_ll", "correct_parsed"))
     shape = (len(models), len(prompts))
     return combined.assign(
-        correct_ll=((schema.MODEL, schema.PROMPT), ll.reshape(shape), {"units": "1", "long_name": SCORE_DOC["ll"]}),
-        correct_parsed=(
-            (schema.MODEL, schema.PROMPT),
-            parsed.reshape(shape),
-            {"units": "1", "long_name": SCORE_DOC["parsed"]},
-        ),
+        {
+            name: (
+                schema.variable_dims(name, combined=True, variables=schema.SCORE_VARIABLES),
+                rows[name].to_numpy().astype(spec.dtype).reshape(shape),
+                {"units": spec.units, "long_name": spec.description},
+            )
+            for name, spec in schema.SCORE_VARIABLES.items()
+        }
     )
 
 
-SCORE_DOC = {
-    "ll": "1 if the answer letter has the highest log-likelihood at the answer position, else 0",
-    "parsed": "1/0 for the letter parsed from the completion alone, -1 when none was found",
-}
+def combine_dataset(
+    stores: Mapping[str, xr.Dataset],
+    labels: Mapping[str, Mapping[str, object]],
+    scores: pd.DataFrame | None = None,
+) -> xr.Dataset:
+    """The combined store of one dataset: its models' stores stacked, MMLU scores attached.
+
+    Args:
+        stores: ``{model name: per-model dataset}`` in config order.
+        labels: ``{model: {"family": str, "n_params": int}}``; ``n_params`` 0 means read
+            the count from the model's store.
+        scores: MMLU scores of every model (:func:`entropy_lens.scoring.score_prompts`
+            rows), or ``None`` for other datasets.
+    """
+    n_params = {m: int(labels[m]["n_params"]) or int(stores[m].attrs["n_params"]) for m in stores}
+    combined = combine_models(stores, families={m: str(labels[m]["family"]) for m in stores}, n_params=n_params)
+    return combined if scores is None else attach_mmlu_scores(combined, scores)

@@ -314,6 +314,16 @@ def build_formats(topics: Sequence[str], *, formats: Sequence[str] = tuple(FORMA
     return pd.DataFrame(rows)
 
 
+def sample_topics(n_topics: int, seed: int, topics: Sequence[str] | None = None) -> list[str]:
+    """``n_topics`` of the shipped topics (or of ``topics``), drawn with ``seed`` and sorted; 0 = all."""
+    pool = list(load_topics() if topics is None else topics)
+    if not isinstance(n_topics, int) or not 0 <= n_topics <= len(pool):
+        raise ValueError(f"n_topics must be an integer in 0..{len(pool)} (0 = all topics), got {n_topics!r}")
+    if n_topics == 0:
+        return pool
+    return sorted(np.random.default_rng(seed).choice(pool, n_topics, replace=False).tolist())
+
+
 def build_blank(n_samples: int, seed: int) -> pd.DataFrame:
     """The ``blank`` table: ``n_samples`` empty prompts with per-sample seeds.
 

@@ -9,12 +9,12 @@ padded row computes what it would alone.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from entropy_lens.hooks import record_residuals
 from entropy_lens.models import LensModel
 
 # End-of-turn markers that chat templates close a reply with; used only when the
@@ -71,29 +71,6 @@ def left_pad(batch: Sequence[Sequence[int]], pad_id: int, device: torch.device) 
         input_ids[row, width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
         mask[row, width - len(ids) :] = 1
     return input_ids.to(device), mask.to(device)
-
-
-@contextlib.contextmanager
-def record_residuals(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
-    """Hook every block to keep its output at the last position (``[B, d]`` each).
-
-    The hooks are removed when the context exits, also on error.
-    """
-    slots: list[torch.Tensor | None] = [None] * lm.n_layers
-
-    def make_hook(index: int):
-        def hook(_module, _args, output):
-            hidden = output[0] if isinstance(output, (tuple, list)) else output
-            slots[index] = hidden[:, -1, :].detach()
-
-        return hook
-
-    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(lm.blocks)]
-    try:
-        yield slots
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def row_seed(seed: int, row: int) -> int:

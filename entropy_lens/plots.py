@@ -13,6 +13,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 import numpy as np
@@ -24,6 +25,9 @@ from scipy.cluster.hierarchy import dendrogram
 
 from entropy_lens import schema
 from entropy_lens.storage import as_str
+
+if TYPE_CHECKING:
+    from entropy_lens.analysis.families import Fingerprints
 
 log = logging.getLogger(__name__)
 
@@ -197,18 +201,28 @@ def plot_token_heatmap(
     save_figure(fig, path)
 
 
-def plot_auc_bars(table: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
-    """kNN AUC (mean +- std over folds) per target and entropy measure; one panel per model.
+def plot_auc_bars(table: pd.DataFrame, path: str | Path, *, title: str = "", protocol: str = "grouped") -> None:
+    """kNN AUC with its 95% interval per target and entropy measure; one panel per model.
 
-    The dummy baseline of each bar is a short black line; chance is the dotted 0.5 line.
+    The dummy's interval upper end is a short black line over each bar; chance is the
+    dotted 0.5 line.  Rows of other fold protocols are left out (``protocol``).
 
     Args:
         table: :func:`entropy_lens.analysis.knn.knn_table` output.
         path: PNG path.
         title: Figure title.
+        protocol: Which fold protocol to draw (``grouped``, the verdicts', or ``study``).
     """
-    _require(table, ["model", "target", "split", "measure", "auc_mean", "auc_std", "dummy_mean"], "kNN")
-    frame = table.assign(group=table["target"] + np.where(table["split"] != "", "/" + table["split"].astype(str), ""))
+    _require(
+        table,
+        ["model", "target", "split", "measure", "protocol", "auc_mean", "auc_low", "auc_high", "dummy_high"],
+        "kNN",
+    )
+    table = table[table["protocol"] == protocol]
+    if table.empty:
+        raise ValueError(f"no kNN rows of protocol {protocol!r} to plot")
+    split = table["split"].fillna("").astype(str)
+    frame = table.assign(group=table["target"] + np.where(split != "", "/" + split, ""))
     models, measures = list(pd.unique(frame["model"])), list(pd.unique(frame["measure"]))
     most_groups = int(frame.groupby("model")["group"].nunique().max())
     width = 0.8 / len(measures)
@@ -221,8 +235,9 @@ def plot_auc_bars(table: pd.DataFrame, path: str | Path, *, title: str = "") -> 
         for m, measure in enumerate(measures):
             bars = sub[sub["measure"] == measure].set_index("group").reindex(groups)
             x = np.arange(len(groups)) + (m - (len(measures) - 1) / 2) * width
-            ax.bar(x, bars["auc_mean"], width, yerr=bars["auc_std"], color=colors[measure], label=measure, capsize=2)
-            ax.hlines(bars["dummy_mean"], x - width / 2, x + width / 2, colors="black", linewidth=1)
+            err = [bars["auc_mean"] - bars["auc_low"], bars["auc_high"] - bars["auc_mean"]]
+            ax.bar(x, bars["auc_mean"], width, yerr=err, color=colors[measure], label=measure, capsize=2)
+            ax.hlines(bars["dummy_high"], x - width / 2, x + width / 2, colors="black", linewidth=1)
         ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
         ax.set(ylim=(0.0, 1.05), ylabel="ROC AUC", title=str(model))
@@ -230,6 +245,27 @@ def plot_auc_bars(table: pd.DataFrame, path: str | Path, *, title: str = "") -> 
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(measures), 6), fontsize="small")
     fig.suptitle(title)
     save_figure(fig, path)
+
+
+def plot_prompt_heatmap(row: xr.Dataset, tokenizer: object, path: str | Path, *, title: str = "") -> None:
+    """:func:`plot_token_heatmap` of one prompt of a per-model store (``entropy``, ``top1_id``,
+    ``token_id`` of that prompt), with ``tokenizer`` decoding the tokens."""
+    generated = [tokenizer.decode([int(t)]) if t >= 0 else "" for t in row[schema.TOKEN_ID].values]
+    plot_token_heatmap(
+        row[schema.ENTROPY].values,
+        row[schema.TOP1_ID].values,
+        lambda token_id: tokenizer.decode([int(token_id)]),
+        path,
+        token_labels=generated,
+        title=title,
+    )
+
+
+def plot_fingerprints(found: Fingerprints, *, dendrogram: str | Path, pca: str | Path, tsne: str | Path) -> None:
+    """The dendrogram and the PCA and t-SNE embeddings of :func:`entropy_lens.analysis.families.fingerprints`."""
+    plot_dendrogram(found.linkage, found.models, dendrogram, families=found.families, title="blank-prompt profiles")
+    plot_embedding(found.pca, pca, title="PCA of blank-prompt profiles")
+    plot_embedding(found.tsne, tsne, title="t-SNE of blank-prompt profiles")
 
 
 def plot_dendrogram(
@@ -342,6 +378,66 @@ def plot_expansion(
     save_figure(fig, path)
 
 
+LETTER_COLORS = {"A": "tab:blue", "B": "tab:orange", "C": "tab:green", "D": "tab:purple"}
+
+
+def plot_letter_bias(
+    table: pd.DataFrame, path: str | Path, *, title: str = "MMLU: letters answered and accuracy"
+) -> None:
+    """Per model: the share of each answered letter per style and measure, and the accuracy.
+
+    Top row: stacked bars of the letters each measure answered (raw log-likelihood,
+    calibrated, parsed) beside the gold letters' share of the majority letter (dashed).
+    Bottom row: accuracy with its Wilson 95% interval, chance (dotted) and the
+    majority-letter baseline (dashed).
+
+    Args:
+        table: :func:`entropy_lens.scoring.accuracy_table` output.
+        path: PNG path.
+        title: Figure title.
+    """
+    letters = list(LETTER_COLORS)
+    _require(
+        table,
+        [
+            "model",
+            "style",
+            "measure",
+            "accuracy",
+            "ci_low",
+            "ci_high",
+            "chance",
+            "majority_baseline",
+            *(f"answered_{x}" for x in letters),
+        ],
+        "MMLU accuracy",
+    )
+    models = list(pd.unique(table["model"]))
+    fig = _figure(max(4.0, 3.2 * len(models)), 6.0)
+    axes = fig.subplots(2, len(models), squeeze=False)
+    for col, model in enumerate(models):
+        rows = table[table["model"] == model].reset_index(drop=True)
+        names = (rows["style"] + "\n" + rows["measure"]).tolist()
+        x = np.arange(len(rows))
+        bottom = np.zeros(len(rows))
+        for letter in letters:
+            share = rows[f"answered_{letter}"].to_numpy(float)
+            axes[0, col].bar(x, share, bottom=bottom, color=LETTER_COLORS[letter], label=letter)
+            bottom += share
+        axes[0, col].set(title=str(model), ylim=(0, 1), ylabel="share of answers" if col == 0 else "")
+        axes[0, col].set_xticks(x, names, fontsize="x-small", rotation=90)
+        err = [rows["accuracy"] - rows["ci_low"], rows["ci_high"] - rows["accuracy"]]
+        axes[1, col].errorbar(x, rows["accuracy"], yerr=err, fmt="o", color="black", capsize=3)
+        axes[1, col].hlines(rows["majority_baseline"], x - 0.4, x + 0.4, colors="tab:red", linestyles="--")
+        axes[1, col].axhline(float(rows["chance"].iloc[0]), color="grey", linestyle=":")
+        axes[1, col].set(ylim=(0, 1), ylabel="accuracy (95% CI)" if col == 0 else "")
+        axes[1, col].set_xticks(x, names, fontsize="x-small", rotation=90)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper right", title="answered", fontsize="small")
+    fig.suptitle(f"{title}\n(dashed red: majority-letter baseline; dotted: chance)", fontsize="medium")
+    save_figure(fig, path)
+
+
 SKIP_COLORS = {"expansion": "tab:red", "pruning": "tab:blue", "random": "tab:gray", "intact": "black"}
 
 
@@ -349,8 +445,8 @@ def plot_layer_skip(table: pd.DataFrame, path: str | Path, *, title: str = "") -
     """MMLU accuracy against the number of skipped layers: expansion, pruning, random band.
 
     Args:
-        table: One model's rows of :func:`entropy_lens.skipping.accuracy_table` (group ``all``)
-            with a ``kind`` column (``intact``/``expansion``/``pruning``/``random``).
+        table: One model's rows of :func:`entropy_lens.accuracy.condition_table` for one
+            measure (``kind`` is ``intact``/``expansion``/``pruning``/``random``).
         path: PNG path.
         title: Figure title.
     """
@@ -386,15 +482,15 @@ def plot_skip_profiles(profiles: pd.DataFrame, path: str | Path, *, title: str =
     """Mean entropy profile vs normalized depth under each skip condition.
 
     Args:
-        profiles: Rows ``condition, depth, entropy`` (one line per condition).
+        profiles: Rows ``condition, kind, depth, entropy`` (one line per condition), as
+            :func:`entropy_lens.skipping.profile_conditions` gives them.
         path: PNG path.
         title: Figure title.
     """
-    _require(profiles, ["condition", "depth", "entropy"], "skip profiles")
+    _require(profiles, ["condition", "kind", "depth", "entropy"], "skip profiles")
     fig = _figure(5.5, 4.0)
     ax = fig.add_subplot()
-    for condition, rows in profiles.groupby("condition", sort=False):
-        kind = str(condition).split("_", 1)[0]
+    for (condition, kind), rows in profiles.groupby(["condition", "kind"], sort=False):
         ax.plot(
             rows["depth"],
             rows["entropy"],

@@ -81,6 +81,26 @@ VARIABLES: dict[str, VariableSpec] = {
     TOKEN_ID: VariableSpec((PROMPT, TOKEN), "int32", "token id", "generated token (-1 masked)"),
 }
 
+# MMLU correctness per (model, prompt), only in combined MMLU stores: 1 correct, 0 wrong,
+# -1 where no answer could be read (a completion with no letter in it).
+CORRECT_LL = "correct_ll"
+CORRECT_CALIBRATED = "correct_calibrated"
+CORRECT_PARSED = "correct_parsed"
+SCORE_VARIABLES: dict[str, VariableSpec] = {
+    CORRECT_LL: VariableSpec(
+        (PROMPT,), "int8", "1", "1 if the answer letter has the highest log-likelihood after the prompt, else 0"
+    ),
+    CORRECT_CALIBRATED: VariableSpec(
+        (PROMPT,),
+        "int8",
+        "1",
+        "1 if the answer letter has the highest log-likelihood minus its mean over content-free prompts, else 0",
+    ),
+    CORRECT_PARSED: VariableSpec(
+        (PROMPT,), "int8", "1", "1/0 for the letter parsed from the completion alone, -1 when none was found"
+    ),
+}
+
 REQUIRED_ATTRS = (
     "schema_version",
     "entropy_lens_version",
@@ -103,9 +123,10 @@ REQUIRED_ATTRS = (
 COMBINED_ATTRS = ("schema_version", "entropy_lens_version", "versions")
 
 
-def variable_dims(name: str, *, combined: bool) -> tuple[str, ...]:
-    """Dims of variable ``name`` in a per-model (``combined=False``) or combined dataset."""
-    dims = VARIABLES[name].dims
+def variable_dims(name: str, *, combined: bool, variables: dict[str, VariableSpec] | None = None) -> tuple[str, ...]:
+    """Dims of variable ``name`` (of ``variables``, default :data:`VARIABLES`) in a per-model
+    (``combined=False``) or combined dataset."""
+    dims = (VARIABLES if variables is None else variables)[name].dims
     return (MODEL, *dims) if combined else dims
 
 

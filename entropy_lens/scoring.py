@@ -1,15 +1,13 @@
-"""MMLU correctness: answer-letter log-likelihood and completion-only letter parsing.
+"""MMLU letter scoring with the model: log-likelihood of each answer letter after a prompt.
 
-Primary label: the letter whose token the model finds most likely right after the
-prompt (the lm-evaluation-harness way), so every question gets an answer.  Secondary
-label: the letter parsed from the generated completion alone, never from the prompt,
-or ``"unparsed"``.
+:func:`letter_logprobs` reads the four letters' log-probabilities after each prompt (one
+forward pass per prompt, no generation); :func:`score_prompts` gives each prompt's answer
+under every measure of :mod:`entropy_lens.letters` (raw, calibrated, parsed).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,62 +15,24 @@ import numpy as np
 import pandas as pd
 import torch
 
-from entropy_lens.datasets import ANSWER, LETTERS, STYLE
+from entropy_lens.datasets import ANSWER, LETTERS, PROMPT, PROMPT_ID, QUESTION_ID, STYLE, SUBJECT
 from entropy_lens.generation import left_pad
 from entropy_lens.lens import encode_prompts
+from entropy_lens.letters import (
+    CALIBRATED_LETTER,
+    LL_LETTER,
+    MEASURES,
+    PARSED_LETTER,
+    correct_flags,
+    letter_prior,
+    parse_letter,
+    predicted_letters,
+)
 from entropy_lens.models import LensModel
-from entropy_lens.schema import MODEL
 
 logger = logging.getLogger(__name__)
 
-UNPARSED = "unparsed"
-LL_LETTER = "ll_letter"
-PARSED_LETTER = "parsed_letter"
 DEFAULT_SEPARATOR = " "
-
-# Parsing rules, tried in order on the completion only (first hit wins):
-# 1. an explicit statement: "answer is C", "Answer: (b)", "the correct option is D";
-_STATEMENT = re.compile(
-    r"\b(?:answer|option|choice)\b\s*(?:is|would be|:)?\s*[:\-]?\s*[(\[*\"']*([A-Da-d])(?![A-Za-z0-9])",
-    re.IGNORECASE,
-)
-# 2. a letter opening the completion: "C", "C. Because ...", "(B)", "**D**", "b)";
-#    lower case only before ) . : or the end, so the article in "a dog" is no answer;
-_LEADING = re.compile(r"^[\s(\[*\"']*(?:([A-D])(?![A-Za-z0-9])|([a-d])(?=[).:\]*]|$))")
-#    a capital "A" opening a phrase ("A dog barked") is the article too, unless the next word
-#    is one that follows an answer letter ("A is right", "A because ...");
-_LEADING_ARTICLE = re.compile(r"^[\s\"']*A\s+(?!(?:is|because|since|as|would|seems|looks|fits|matches|and|or)\b)[a-z]")
-# 3. a bracketed letter anywhere: "... so (B)".
-_BRACKETED = re.compile(r"[(\[]([A-Da-d])[)\]]")
-# Rule 1 reads "the answer is a" as A unless "a" starts a phrase ("is a tricky one").
-_ARTICLE = re.compile(r"\s+[A-Za-z]")
-
-
-def parse_letter(completion: str) -> str:
-    """The answer letter stated in a generated ``completion`` (never the prompt).
-
-    Rules, first hit wins: (1) an explicit statement such as "the answer is c",
-    "Answer: (B)" or "the correct option is D" (any case; a lower-case "a" followed by
-    a word is the article, not a letter); (2) a letter opening the completion,
-    "C", "C. Because B is wrong", "(B)", "**D**" (lower case only when followed by
-    ``) . : ]`` or the end, and a capital "A" opening a phrase, "A dog barked", is the
-    article); (3) the first bracketed letter, "(b)" or "[C]".  A word
-    that merely starts with a letter ("Because") never counts.
-
-    Returns:
-        ``"A"``..``"D"``, or ``"unparsed"``.
-    """
-    if not isinstance(completion, str):
-        raise TypeError(f"completion must be a str, got {type(completion).__name__}")
-    for match in _STATEMENT.finditer(completion):
-        letter = match.group(1)
-        if letter != "a" or not _ARTICLE.match(completion, match.end()):
-            return letter.upper()
-    leading = None if _LEADING_ARTICLE.match(completion) else _LEADING.match(completion)
-    if leading:
-        return (leading.group(1) or leading.group(2)).upper()
-    bracketed = _BRACKETED.search(completion)
-    return bracketed.group(1).upper() if bracketed else UNPARSED
 
 
 @dataclass(frozen=True)
@@ -176,47 +136,48 @@ def _score_batch(lm: LensModel, queries: list[LetterQuery]) -> np.ndarray:
     return logp.gather(1, ids).cpu().numpy()
 
 
-def predicted_letters(logprobs: np.ndarray) -> list[str]:
-    """The most likely letter of each row of ``[N, 4]`` letter log-probabilities."""
-    arr = np.asarray(logprobs)
-    if arr.ndim != 2 or arr.shape[1] != len(LETTERS):
-        raise ValueError(f"logprobs must have shape [N, 4], got {arr.shape}")
-    return [LETTERS[i] for i in arr.argmax(axis=1)]
-
-
-def correct_flags(answers: Sequence[str], letters: Sequence[str]) -> np.ndarray:
-    """``[N]`` int8: 1 where the letter is the answer, 0 where not, -1 where ``unparsed``."""
-    if len(answers) != len(letters):
-        raise ValueError(f"got {len(answers)} answers but {len(letters)} letters")
-    return np.asarray(
-        [-1 if got == UNPARSED else int(got == want) for want, got in zip(answers, letters, strict=True)],
-        dtype=np.int8,
-    )
-
-
-def accuracy_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy per model and style.
+def score_prompts(
+    lm: LensModel,
+    table: pd.DataFrame,
+    completions: Sequence[str],
+    *,
+    model: str,
+    batch_size: int = 8,
+    chat_template: bool = False,
+) -> pd.DataFrame:
+    """Each MMLU prompt's answer by raw and calibrated letter log-likelihood and by parsing.
 
     Args:
-        results: One row per (model, prompt) with columns ``model``, ``style``,
-            ``answer``, ``ll_letter`` and ``parsed_letter``.
+        lm: The model.
+        table: An ``mmlu`` prompt table.
+        completions: The model's generated text for each row (from its profile store).
+        model: Name written in the ``model`` column.
+        batch_size: Prompts per forward pass.
+        chat_template: Render prompts with the model's chat template.
 
     Returns:
-        Columns ``model, style, n, accuracy_ll, accuracy_parsed, unparsed_rate``;
-        ``accuracy_parsed`` counts unparsed completions as wrong.
+        One row per prompt: ids and labels, the letter of each :data:`MEASURES`, the
+        correctness flags of :data:`entropy_lens.schema.SCORE_VARIABLES`, the completion,
+        ``logprob_A..D`` and the style's letter prior ``prior_A..D`` (see
+        :func:`entropy_lens.letters.letter_prior`).
     """
-    missing = [c for c in (MODEL, STYLE, ANSWER, LL_LETTER, PARSED_LETTER) if c not in results.columns]
-    if missing:
-        raise ValueError(f"results lack columns {missing}; they have {list(results.columns)}")
-    flags = results.assign(
-        correct_ll=results[LL_LETTER] == results[ANSWER],
-        correct_parsed=results[PARSED_LETTER] == results[ANSWER],
-        unparsed=results[PARSED_LETTER] == UNPARSED,
+    if len(completions) != len(table):
+        raise ValueError(f"got {len(completions)} completions for {len(table)} prompts")
+    styles = table[STYLE].tolist()
+    logprobs = letter_logprobs(lm, table[PROMPT].tolist(), batch_size=batch_size, chat_template=chat_template)
+    prior = letter_prior(logprobs, styles)
+    letters = {
+        LL_LETTER: predicted_letters(logprobs),
+        CALIBRATED_LETTER: predicted_letters(logprobs - prior),
+        PARSED_LETTER: [parse_letter(c) for c in completions],
+    }
+    flags = {correct: correct_flags(table[ANSWER], letters[letter]) for letter, correct in MEASURES.values()}
+    ids = table[[PROMPT_ID, STYLE, SUBJECT, QUESTION_ID, ANSWER]].reset_index(drop=True)
+    return ids.assign(
+        model=model,
+        **letters,
+        **flags,
+        completion=list(completions),
+        **{f"logprob_{x}": logprobs[:, i] for i, x in enumerate(LETTERS)},
+        **{f"prior_{x}": prior[:, i] for i, x in enumerate(LETTERS)},
     )
-    table = flags.groupby([MODEL, STYLE], sort=True).agg(
-        n=(ANSWER, "size"),
-        accuracy_ll=("correct_ll", "mean"),
-        accuracy_parsed=("correct_parsed", "mean"),
-        unparsed_rate=("unparsed", "mean"),
-    )
-    return table.reset_index()

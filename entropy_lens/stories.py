@@ -21,6 +21,7 @@ import pandas as pd
 from entropy_lens.datasets import STORY_ID, TEXT, read_parquet, write_parquet
 from entropy_lens.generation import GenerationSettings, generate, row_seed
 from entropy_lens.models import LensModel
+from entropy_lens.sources import read_local
 from entropy_lens.tasks import check_stories
 
 logger = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ CHARACTERS = (
 DEFAULT_OPENINGS = tuple(f"Once upon a time, there was a little {c}" for c in CHARACTERS)
 MIN_STORY_WORDS = 30
 MAX_ATTEMPTS_PER_STORY = 4
+# Hub stories drawn per story wanted, so that enough are under max_words.
+HUB_CANDIDATES_PER_STORY = 4
 # A sentence ends at . ! or ? (optionally followed by a closing quote).
 _SENTENCE_END = re.compile(r"[.!?][\"”']?")
 
@@ -53,6 +56,47 @@ def load_hub_stories(n: int, *, split: str = HUB_SPLIT) -> pd.DataFrame:  # prag
     texts = [str(t).strip() for t in data.select(range(n))["text"]]
     stories = pd.DataFrame({STORY_ID: [f"s{i:05d}" for i in range(n)], TEXT: texts})
     check_stories(stories, f"{HUB_ID} {split}")
+    return stories
+
+
+def load_stories(
+    source: str,
+    *,
+    n: int,
+    story_file: str | os.PathLike | None = None,
+    path: str | os.PathLike | None = None,
+    id_column: str = STORY_ID,
+    text_column: str = TEXT,
+) -> pd.DataFrame:
+    """The story table of a configured ``datasets.tasks.source``.
+
+    Args:
+        source: ``synthetic`` (read ``story_file``, written by :func:`generate_stories`),
+            ``hub`` (TinyStories; ``4 * n`` candidates so that enough are short) or
+            ``local`` (the user's file at ``path``).
+        n: Stories the tasks set will use.
+        story_file: The generated story table, for ``synthetic``.
+        path: The user's jsonl / parquet / csv file, for ``local``.
+        id_column: Column of the local file with a unique story id.
+        text_column: Column of the local file with the story text.
+
+    Returns:
+        DataFrame[story_id, text] whose ``attrs`` carry the provenance (``story_source``,
+        ``synthetic``, and the generator's settings for synthetic stories).
+    """
+    if source == "synthetic":
+        if story_file is None:
+            raise ValueError("synthetic stories need the generated story file (rule generate_stories)")
+        stories = read_stories(story_file)
+    elif source == "hub":
+        stories = load_hub_stories(HUB_CANDIDATES_PER_STORY * n)
+    elif source == "local":
+        if not path:
+            raise ValueError("datasets.tasks.source is 'local' but datasets.tasks.path is not set; name the story file")
+        stories = read_local(path, {STORY_ID: id_column, TEXT: text_column})
+    else:
+        raise ValueError(f"story source must be 'synthetic', 'hub' or 'local', got {source!r}")
+    stories.attrs = {"story_source": source, "synthetic": source == "synthetic", **stories.attrs}
     return stories
 
 

@@ -8,12 +8,14 @@ rule plot_mean_profiles:
         png=report(
             "results/figures/mean_profiles_{dataset}.png",
             caption="../report/mean_profiles.rst",
-            category="Entropy profiles",
+            category="3. Entropy profiles",
             labels={"dataset": "{dataset}"},
         ),
         svg="results/figures/mean_profiles_{dataset}.svg",
     log:
         "logs/plot_mean_profiles/{dataset}.log",
+    benchmark:
+        "results/benchmarks/plot_mean_profiles/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -22,16 +24,20 @@ rule plot_mean_profiles:
 
 rule mmlu_accuracy:
     input:
-        expand("results/scores/{model}/mmlu.parquet", model=MODELS),
+        expand("results/scores/{model}/mmlu.parquet", model=MMLU_MODELS),
     output:
         csv=report(
             "results/tables/mmlu_accuracy.csv",
             caption="../report/mmlu_accuracy.rst",
-            category="MMLU",
+            category="5. MMLU",
         ),
         md="results/tables/mmlu_accuracy.md",
+        png=report("results/figures/mmlu_letters.png", caption="../report/mmlu_letters.rst", category="5. MMLU"),
+        svg="results/figures/mmlu_letters.svg",
     log:
         "logs/mmlu_accuracy.log",
+    benchmark:
+        "results/benchmarks/mmlu_accuracy.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -42,13 +48,16 @@ rule knn_auc:
     input:
         unpack(combined_stores),
     output:
-        csv=report("results/tables/knn_auc.csv", caption="../report/knn_auc.rst", category="kNN separability"),
+        csv=report("results/tables/knn_auc.csv", caption="../report/knn_auc.rst", category="2. kNN separability"),
         md="results/tables/knn_auc.md",
-        png=report("results/figures/knn_auc.png", caption="../report/knn_auc.rst", category="kNN separability"),
+        png=report("results/figures/knn_auc.png", caption="../report/knn_auc.rst", category="2. kNN separability"),
+        svg="results/figures/knn_auc.svg",
     params:
         knn=knn_params,
     log:
         "logs/knn_auc.log",
+    benchmark:
+        "results/benchmarks/knn_auc.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -66,13 +75,17 @@ rule expansion_stats:
         png=report(
             "results/figures/expansion_{dataset}.png",
             caption="../report/expansion.rst",
-            category="Expansion and pruning",
+            category="4. Expansion and pruning",
             labels={"dataset": "{dataset}"},
         ),
+        svg="results/figures/expansion_{dataset}.svg",
     params:
         seed=config["analysis"]["knn"]["seed"],
+        n_boot=config["analysis"]["n_boot"],
     log:
         "logs/expansion_stats/{dataset}.log",
+    benchmark:
+        "results/benchmarks/expansion_stats/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -85,23 +98,30 @@ rule family_fingerprints:
     output:
         distances="results/tables/family_distances.csv",
         clustering=report(
-            "results/tables/family_clustering.csv", caption="../report/families.rst", category="Family fingerprints"
+            "results/tables/family_clustering.csv", caption="../report/families.rst", category="6. Family fingerprints"
         ),
         clustering_md="results/tables/family_clustering.md",
         size_pairs="results/tables/family_size_pairs.csv",
         shapes="results/tables/profile_shapes.csv",
         dendrogram=report(
-            "results/figures/dendrogram.png", caption="../report/families.rst", category="Family fingerprints"
+            "results/figures/dendrogram.png", caption="../report/families.rst", category="6. Family fingerprints"
         ),
-        pca=report("results/figures/embedding_pca.png", caption="../report/families.rst", category="Family fingerprints"),
+        dendrogram_svg="results/figures/dendrogram.svg",
+        pca=report(
+            "results/figures/embedding_pca.png", caption="../report/families.rst", category="6. Family fingerprints"
+        ),
+        pca_svg="results/figures/embedding_pca.svg",
         tsne=report(
-            "results/figures/embedding_tsne.png", caption="../report/families.rst", category="Family fingerprints"
+            "results/figures/embedding_tsne.png", caption="../report/families.rst", category="6. Family fingerprints"
         ),
+        tsne_svg="results/figures/embedding_tsne.svg",
     params:
         grid_points=config["analysis"]["depth_grid"],
         seed=config["analysis"]["knn"]["seed"],
     log:
         "logs/family_fingerprints.log",
+    benchmark:
+        "results/benchmarks/family_fingerprints.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -112,16 +132,19 @@ rule plot_profile_bands:
     input:
         "results/profiles/{dataset}.zarr",
     output:
-        report(
+        png=report(
             "results/figures/profile_bands_{dataset}.png",
             caption="../report/profile_bands.rst",
-            category="Entropy profiles",
+            category="3. Entropy profiles",
             labels={"dataset": "{dataset}", "figure": "bands"},
         ),
+        svg="results/figures/profile_bands_{dataset}.svg",
     params:
         label=band_label,
     log:
         "logs/plot_profile_bands/{dataset}.log",
+    benchmark:
+        "results/benchmarks/plot_profile_bands/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -133,14 +156,17 @@ rule plot_heatmap:
         store="results/profiles/{model}/{dataset}.zarr",
         model="resources/models/{model}",
     output:
-        report(
+        png=report(
             "results/figures/heatmap_{model}_{dataset}.png",
             caption="../report/heatmap.rst",
-            category="Entropy profiles",
+            category="3. Entropy profiles",
             labels={"model": "{model}", "dataset": "{dataset}", "figure": "heatmap"},
         ),
+        svg="results/figures/heatmap_{model}_{dataset}.svg",
     log:
         "logs/plot_heatmap/{model}_{dataset}.log",
+    benchmark:
+        "results/benchmarks/plot_heatmap/{model}_{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -151,11 +177,38 @@ rule paper_table:
     input:
         unpack(paper_inputs),
     output:
-        md=report("results/tables/paper_comparison.md", caption="../report/paper.rst", category="Paper comparison"),
+        md=report(
+            "results/tables/paper_comparison.md", caption="../report/paper.rst", category="1. Verdicts", labels={"table": "all claims"}
+        ),
         csv="results/tables/paper_comparison.csv",
+        verdicts_md=report(
+            "results/tables/verdicts.md", caption="../report/verdicts.rst", category="1. Verdicts", labels={"table": "headline"}
+        ),
+        verdicts_csv="results/tables/verdicts.csv",
+        verdicts_html="results/tables/verdicts.html",
+    params:
+        expected=expected_runs,
     log:
         "logs/paper_table.log",
+    benchmark:
+        "results/benchmarks/paper_table.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/paper_table.py"
+
+
+rule run_timings:
+    input:
+        result_outputs(),
+    output:
+        csv=report("results/tables/run_timings.csv", caption="../report/run_timings.rst", category="7. Run"),
+        md="results/tables/run_timings.md",
+    params:
+        folder="results/benchmarks",
+    log:
+        "logs/run_timings.log",
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/run_timings.py"

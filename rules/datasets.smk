@@ -9,12 +9,15 @@ rule generate_stories:
     output:
         "results/datasets/stories.parquet",
     params:
-        stories=config.get("stories", {}),
+        stories=config["stories"],
         n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
     log:
         "logs/generate_stories.log",
+    benchmark:
+        "results/benchmarks/generate_stories.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    threads: 2
     script:
         "../workflow_scripts/generate_stories.py"
 
@@ -28,6 +31,8 @@ rule prepare_tasks:
         tasks=config["datasets"].get("tasks", {}),
     log:
         "logs/prepare_tasks.log",
+    benchmark:
+        "results/benchmarks/prepare_tasks.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -41,6 +46,8 @@ rule prepare_formats:
         formats=config["datasets"].get("formats", {}),
     log:
         "logs/prepare_formats.log",
+    benchmark:
+        "results/benchmarks/prepare_formats.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -54,6 +61,8 @@ rule prepare_mmlu:
         mmlu=config["datasets"].get("mmlu", {}),
     log:
         "logs/prepare_mmlu.log",
+    benchmark:
+        "results/benchmarks/prepare_mmlu.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
@@ -67,6 +76,8 @@ rule prepare_blank:
         blank=config["datasets"].get("blank", {}),
     log:
         "logs/prepare_blank.log",
+    benchmark:
+        "results/benchmarks/prepare_blank.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:

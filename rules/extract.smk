@@ -1,4 +1,4 @@
-# One extraction job per (model, dataset); each writes its own store, atomically.
+# One extraction job per (model, dataset) pair the config asks for; each writes its own store, atomically.
 
 
 rule extract_profiles:
@@ -9,11 +9,14 @@ rule extract_profiles:
         directory("results/profiles/{model}/{dataset}.zarr"),
     params:
         generation=extract_params,
-        lens=lens_params,
-        compute=compute_params,
-        storage=storage_params,
+        lens=config["lens"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
+        storage=config["storage"],
     log:
         "logs/extract_profiles/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/extract_profiles/{model}/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     threads: 2
@@ -33,9 +36,12 @@ rule score_mmlu:
         "results/scores/{model}/mmlu.parquet",
     params:
         scoring=score_params,
-        compute=compute_params,
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
     log:
         "logs/score_mmlu/{model}.log",
+    benchmark:
+        "results/benchmarks/score_mmlu/{model}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     threads: 2
@@ -53,11 +59,13 @@ rule combine_profiles:
     output:
         directory("results/profiles/{dataset}.zarr"),
     params:
-        models=MODELS,
+        models=dataset_models,
         labels=model_labels,
-        storage=storage_params,
+        storage=config["storage"],
     log:
         "logs/combine_profiles/{dataset}.log",
+    benchmark:
+        "results/benchmarks/combine_profiles/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:

@@ -9,6 +9,8 @@ rule materialize_model:
         model=model_params,
     log:
         "logs/materialize_model/{model}.log",
+    benchmark:
+        "results/benchmarks/materialize_model/{model}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     resources:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import expansion as E
+from entropy_lens.intervals import cluster_bootstrap_correlation
 
 
 def _entropy(shape, seed=0):
@@ -33,6 +35,23 @@ def test_spearman_is_one_on_monotone_data_and_minus_one_on_antitone(tmp_path):
     assert table.loc["up", "family"] == "f1" and table.loc["down", "n_layers"] == 3
 
 
+def test_spearman_interval_resamples_prompts_not_rows():
+    """Rows of one prompt share a prompt effect: the prompt bootstrap must be wider than a row bootstrap."""
+    rng = np.random.default_rng(0)
+    p, t, layers = 12, 20, 8
+    prompt_effect = rng.normal(size=(p, 1, 1)) * np.linspace(0, 3, layers)  # each prompt its own slope
+    h = np.cumsum(rng.normal(size=(p, t, layers)) * 0.3, axis=2) + prompt_effect
+    nucleus = np.rint(np.exp(np.clip(h, -2, 6)) + 1 + rng.integers(0, 3, size=h.shape)).astype(np.int32)
+    ds = combined_dataset({"m": h}, families={"m": "f"}, nucleus={"m": nucleus})
+    row = E.expansion_spearman(ds, n_boot=400).iloc[0]
+    assert row["n_prompts"] == p and row["n"] == p * t * (layers - 1)
+    assert row["ci_low"] < row["spearman"] < row["ci_high"]
+    d_h, d_n, _, _ = E.layer_deltas(h, nucleus)
+    ranks = (stats.rankdata(d_h), stats.rankdata(d_n))
+    row_lo, row_hi = cluster_bootstrap_correlation(*ranks, np.arange(d_h.size), n_boot=400)
+    assert row["ci_high"] - row["ci_low"] > 1.5 * (row_hi - row_lo)
+
+
 def test_sample_size_counts_valid_adjacent_layer_pairs_only():
     table = E.expansion_spearman(_store()).set_index("model")
     assert table.loc["up", "n"] == (5 * 4 - 2) * (6 - 1)  # 2 masked tokens, 5 layer pairs
@@ -42,9 +61,9 @@ def test_sample_size_counts_valid_adjacent_layer_pairs_only():
 def test_layer_deltas_are_differences_of_adjacent_layers():
     h = np.array([[[1.0, 3.0, 2.0]]])
     n = np.array([[[5, 9, -1]]])
-    d_h, d_n, layer = E.layer_deltas(h, n)
-    assert d_h.tolist() == [2.0] and d_n.tolist() == [4.0] and layer.tolist() == [1]
-    d_h, d_n, _ = E.layer_deltas(h, np.array([[[1, 4, 2]]]), log_nucleus=True)
+    d_h, d_n, layer, prompt = E.layer_deltas(h, n)
+    assert d_h.tolist() == [2.0] and d_n.tolist() == [4.0] and layer.tolist() == [1] and prompt.tolist() == [0]
+    d_h, d_n, _, _ = E.layer_deltas(h, np.array([[[1, 4, 2]]]), log_nucleus=True)
     np.testing.assert_allclose(d_n, [np.log(4), np.log(0.5)])
     with pytest.raises(ValueError, match=r"share a \[P, T, L\] shape"):
         E.layer_deltas(h, n[..., :2])

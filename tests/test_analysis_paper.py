@@ -1,4 +1,4 @@
-"""The paper comparison table and the Markdown renderer."""
+"""The paper comparison: every claim with our interval, the study's figure and a verdict."""
 
 from __future__ import annotations
 
@@ -6,67 +6,86 @@ import io
 
 import numpy as np
 import pandas as pd
-import pytest
-from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import paper as P
-from entropy_lens.analysis import to_markdown
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.tables import to_markdown, write_table
+
+
+def _csv(rows: list[dict]) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(pd.DataFrame(rows).to_csv(index=False)))  # as the rule reads it
+
+
+def _knn_row(target, model, protocol, mean, low, high, *, measure="shannon", split="", k=29, groups=20, note=""):
+    return {
+        "dataset": P.KNN_DATASETS[target],
+        "target": target,
+        "split": split,
+        "model": model,
+        "protocol": protocol,
+        "metric": "entropy" if measure == "shannon" else "renyi",
+        "measure": measure,
+        "n_samples": 120,
+        "n_groups": groups,
+        "k": k,
+        "auc_mean": mean,
+        "auc_low": low,
+        "auc_high": high,
+        "dummy_mean": 0.5,
+        "dummy_low": 0.42,
+        "dummy_high": 0.58,
+        "note": note,
+    }
 
 
 def _knn() -> pd.DataFrame:
-    base = {"dataset": "tasks", "split": "", "auc_std": 0.01, "dummy_mean": 0.5, "dummy_std": 0.05}
     rows = [
-        {
-            **base,
-            "target": "task",
-            "model": "meta-llama/Llama-3.2-1B",
-            "metric": "entropy",
-            "measure": "shannon",
-            "auc_mean": 0.95,
-        },
-        {
-            **base,
-            "target": "task",
-            "model": "qwen2.5-coder-0.5b",
-            "metric": "entropy",
-            "measure": "shannon",
-            "auc_mean": 0.9,
-        },
-        {
-            **base,
-            "target": "format",
-            "model": "gemma-2-2b-it",
-            "metric": "entropy",
-            "measure": "shannon",
-            "auc_mean": 0.97,
-        },
-        {
-            **base,
-            "target": "format",
-            "model": "gemma-2-2b-it",
-            "metric": "renyi",
-            "measure": "renyi(a=2)",
-            "auc_mean": 0.96,
-        },
-        {
-            **base,
-            "target": "task_scrambled",
-            "model": "qwen2.5-coder-0.5b",
-            "metric": "entropy",
-            "measure": "shannon",
-            "auc_mean": 0.55,
-        },
-        {
-            **base,
-            "target": "mmlu_correct",
-            "model": "smollm2-135m",
-            "metric": "entropy",
-            "measure": "shannon",
-            "auc_mean": 0.6,
-            "split": "base",
-        },
+        _knn_row("task", "smollm2-135m", "grouped", 0.9, 0.85, 0.95),
+        _knn_row("task", "smollm2-135m", "study", 0.93, 0.9, 0.96),
+        _knn_row("task", "smollm2-135m", "grouped", 0.88, 0.8, 0.96, measure="renyi(a=5)"),
+        _knn_row("task", "meta-llama/Llama-3.2-1B", "grouped", 0.9, 0.85, 0.95),
+        _knn_row("format", "smollm2-135m", "grouped", 0.52, 0.45, 0.54),
+        _knn_row("format", "gemma-2-2b-it", "grouped", 0.7, 0.5, 0.9, k=12),
+        _knn_row("mmlu_correct", "smollm2-135m", "grouped", 0.6, 0.5, 0.7, split="base"),
+        _knn_row("family", "all", "grouped", 0.99, 0.97, 1.0),
     ]
-    return pd.read_csv(io.StringIO(pd.DataFrame(rows).to_csv(index=False)))  # as the rule reads it
+    return _csv(rows)
+
+
+def _accuracy(top_share: float = 1.0) -> pd.DataFrame:
+    return _csv(
+        [
+            {
+                "model": "smollm2-135m",
+                "style": "base",
+                "measure": m,
+                "n": 40,
+                "n_unparsed": 0,
+                "accuracy": 0.3,
+                "ci_low": 0.18,
+                "ci_high": 0.45,
+                "chance": 0.25,
+                "majority_letter": "C",
+                "majority_baseline": 0.3,
+                "answered_A": top_share,
+                "answered_B": 1 - top_share,
+                "answered_C": 0.0,
+                "answered_D": 0.0,
+                "top_letter": "A",
+                "top_share": top_share,
+            }
+            for m in ("ll", "calibrated", "parsed")
+        ]
+    )
+
+
+def _expected(**extra) -> P.Expected:
+    return P.Expected(
+        datasets={"tasks": ["smollm2-135m"], "formats": ["smollm2-135m", "gemma-2-2b-it"], "blank": ["a", "b"]},
+        layer_skip=["smollm2-135m"],
+        families={"smollm2-135m": "llama", "gemma-2-2b-it": "gemma", "meta-llama/Llama-3.2-1B": "llama"},
+        **extra,
+    )
 
 
 def test_study_model_matching():
@@ -77,64 +96,143 @@ def test_study_model_matching():
     assert P.study_model_for("smollm2-135m") is None
 
 
-def test_paper_table_places_study_figures_and_flags_different_models():
-    expansion = pd.DataFrame(
-        {"model": ["smollm2-135m", "gemma-2-9b"], "family": ["llama", "gemma"], "n": [10, 20], "spearman": [0.7, 0.85]}
-    )
-    accuracy = pd.DataFrame(
-        {"model": ["smollm2-135m"], "family": ["llama"], "style": ["base"], "n": [40], "accuracy": [0.3]}
-    )
-    clustering = pd.DataFrame(
-        {"grouping": ["family", "size"], "ari_models": [1.0, float("nan")], "silhouette_samples": [0.7, 0.1]}
-    )
-    overlap = pd.DataFrame({"model": ["smollm2-135m"], "mean": [0.4], "q50": [0.38], "n": [99]})
-    table = P.paper_table(knn=_knn(), accuracy=accuracy, expansion=expansion, overlap=overlap, clustering=clustering)
+def test_separability_rows_carry_interval_study_protocol_and_verdict():
+    table = P.paper_table(knn=_knn(), expected=_expected())
     assert list(table.columns) == list(P.COLUMNS)
-    task = table[table["claim"].str.startswith("task kNN AUC (intact")].set_index("model")
+    task = table[(table["claim"] == P.TASK) & (table["measure"] == "shannon")].set_index("model")
+    row = task.loc["smollm2-135m"]
+    assert row["verdict"] == V.REPRODUCED and row["estimate"] == 0.9 and row["ci_low"] == 0.85
+    assert row["study_protocol"] == 0.93 and row["baseline_high"] == 0.58 and row["n_sources"] == 20
+    assert row["study"] == "94.77–98.38"  # not a study model: the study's range
     assert task.loc["meta-llama/Llama-3.2-1B", "study"] == "94.94"
-    assert task.loc["meta-llama/Llama-3.2-1B", "note"] == ""
-    assert task.loc["meta-llama/Llama-3.2-1B", "split"] == ""  # not "nan"
-    assert task.loc["meta-llama/Llama-3.2-1B", "ours"].startswith("95.00 ± 1.00")
-    assert task.loc["qwen2.5-coder-0.5b", "study"] == "94.77–98.38"
-    assert "models differ" in task.loc["qwen2.5-coder-0.5b", "note"]
-    fmt = table[table["claim"] == "format kNN AUC"].set_index("measure")
-    assert fmt.loc["shannon", "study"] == "98.7 ± 1.1" and fmt.loc["renyi(a=2)", "study"] == P.NO_FIGURE
-    spear = table[table["claim"].str.startswith("Spearman")].set_index("model")
-    assert spear.loc["gemma-2-9b", "study"] == "0.8540" and spear.loc["gemma-2-9b", "study_model"] == "Gemma-2-9B"
-    assert "models differ" in spear.loc["smollm2-135m", "note"]
-    assert spear.loc["smollm2-135m", "study"] == "0.7365–0.8804"
-    mmlu = table[table["claim"] == "MMLU accuracy"].iloc[0]
-    assert mmlu["study"].startswith("50.89–60.62") and mmlu["ours"].startswith("30.00")
-    mmlu_auc = table[table["claim"] == "MMLU correctness kNN AUC"].iloc[0]
-    assert mmlu_auc["study"].startswith("67.23–73.61") and mmlu_auc["split"] == "base"
-    scrambled = table[table["claim"].str.contains("scrambled")].iloc[0]
-    assert scrambled["study"] == P.NO_FIGURE and scrambled["note"] == "no study figure for this claim"
-    family = table[table["claim"].str.startswith("family clustering")].iloc[0]
-    assert "family: ARI 1.00" in family["ours"] and family["study"] == P.STUDY_FAMILY_CLAIM
-    assert "size: ARI n/a, silhouette 0.10" in family["ours"]
+    fmt = table[table["claim"] == P.FORMAT].set_index("model")
+    assert fmt.loc["smollm2-135m", "verdict"] == V.NOT_REPRODUCED
+    assert fmt.loc["gemma-2-2b-it", "verdict"] == V.INCONCLUSIVE and "k=29" in fmt.loc["gemma-2-2b-it", "why"]
+    assert fmt.loc["gemma-2-2b-it", "study"] == "98.7 ± 1.1"
+    assert table.loc[table["claim"] == P.FAMILY, "verdict"].item() == V.REPRODUCED
+    renyi = table[table["claim"] == P.RENYI].iloc[0]
+    assert renyi["verdict"] == V.REPRODUCED and renyi["measure"] == "renyi(a=5)"
 
 
-def test_paper_table_without_inputs_is_empty():
-    assert P.paper_table().empty
+def test_mmlu_correctness_is_inconclusive_under_letter_bias():
+    table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=1.0), expected=_expected())
+    row = table[table["claim"] == P.MMLU_CORRECT].iloc[0]
+    assert row["verdict"] == V.INCONCLUSIVE and "letter bias: 'A' answered for 100%" in row["why"]
+    acc = table[(table["claim"] == P.ACCURACY) & (table["measure"] == "calibrated")].iloc[0]
+    assert acc["verdict"] == V.INCONCLUSIVE and acc["baseline"] == 0.3  # the majority letter beats chance
+    assert "gold C 30%" in acc["note"]
 
 
-def test_mmlu_accuracy_ignores_unparsed_answers(tmp_path):
-    correct = np.array([[1, 0, 1, -1], [1, 1, 1, 1]], dtype=np.int8)
-    ds = combined_dataset(
-        {"a": np.ones((4, 2, 2)), "b": np.ones((4, 2, 2))},
-        prompt_labels={"style": ["base", "base", "explain", "explain"]},
-        extra={"correct_parsed": correct},
+def test_every_absent_claim_gets_a_reason():
+    table = P.paper_table(knn=_knn(), expected=_expected())
+    absent = table[table["why"].str.startswith("not run")]
+    reasons = {(c, m): w for c, m, w in zip(absent["claim"], absent["model"], absent["why"], strict=True)}
+    assert "not profiled on 'tasks'" in reasons[(P.TASK, "gemma-2-2b-it")]
+    assert "dataset 'mmlu' is disabled" in reasons[(P.MMLU_CORRECT, "gemma-2-2b-it")]
+    assert "not in layer_skip.models" in reasons[(P.SKIP_RANDOM, "gemma-2-2b-it")]
+    assert (absent["verdict"] == V.INCONCLUSIVE).all()
+    one_model = P.paper_table(knn=_knn().iloc[:0], expected=P.Expected(datasets={"blank": ["a"]}))
+    family = one_model[one_model["claim"] == P.FAMILY].iloc[0]
+    assert "needs >= 2 models on 'blank', got 1" in family["why"]
+
+
+def test_spearman_and_layer_skip_rows():
+    expansion = _csv(
+        [
+            {
+                "model": "m",
+                "family": "llama",
+                "n_layers": 4,
+                "n": 1000,
+                "n_prompts": 40,
+                "spearman": 0.8,
+                "ci_low": 0.7,
+                "ci_high": 0.86,
+                "p_value": 0.0,
+                "dataset": "tasks",
+            }
+        ]
     )
-    ds = lazy(ds, tmp_path)
-    acc = P.mmlu_accuracy(ds, variable="correct_parsed").set_index(["model", "style"])
-    assert acc.loc[("a", "base"), "accuracy"] == pytest.approx(0.5)
-    assert acc.loc[("a", "explain"), "accuracy"] == 1.0 and acc.loc[("a", "explain"), "n_unparsed"] == 1
-    assert acc.loc[("b", "explain"), "n"] == 2
-    with pytest.raises(ValueError, match="variable 'correct_ll' is not in the store"):
-        P.mmlu_accuracy(ds)
+    skip = _csv(
+        [
+            {
+                "model": "m",
+                "measure": "calibrated",
+                "k": 1,
+                "versus": v,
+                "n": 60,
+                "difference": d,
+                "ci_low": lo,
+                "ci_high": hi,
+                "intact": 0.6,
+                "intact_low": 0.47,
+                "intact_high": 0.71,
+                "chance": 0.25,
+            }
+            for v, d, lo, hi in (("random", -0.3, -0.4, -0.2), ("pruning", 0.0, -0.03, 0.03))
+        ]
+    )
+    table = P.paper_table(expansion=expansion, layer_skip=skip, expected=P.Expected(families={"m": "llama"}))
+    rho = table[table["claim"] == P.SPEARMAN].iloc[0]
+    assert rho["verdict"] == V.REPRODUCED and rho["split"] == "tasks" and rho["n_sources"] == 40
+    rows = table.set_index("claim")
+    assert rows.loc[P.SKIP_RANDOM, "verdict"] == V.REPRODUCED
+    assert rows.loc[P.SKIP_PRUNING, "verdict"] == V.NOT_REPRODUCED
+    assert rows.loc[P.SKIP_RANDOM, "study"].startswith("Llama collapses")
 
 
-def test_to_markdown_renders_escapes_and_blanks_nan():
+def test_headline_keeps_the_verdict_measure_and_shannon():
+    table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected())
+    top = P.headline(table)
+    assert set(top.loc[top["claim"] == P.ACCURACY, "measure"]) == {"calibrated"}
+    assert "renyi(a=5)" not in set(top.loc[top["claim"] == P.TASK, "measure"])
+    assert (top["verdict"] != "").all()
+    order = [P.CLAIM_ORDER.index(c) for c in top["claim"]]
+    assert order == sorted(order)
+
+
+def test_display_and_html_show_intervals_in_the_units_people_read():
+    table = P.paper_table(knn=_knn(), expected=_expected())
+    view = P.display(P.headline(table))
+    first = view.iloc[0]
+    assert first["ours (95% CI)"] == "90.0 [85.0, 95.0] AUC %" and first["study protocol"].startswith("93.0 [90.0")
+    html = P.verdicts_html(P.headline(table))
+    assert html.count('<span class="verdict"') == len(P.headline(table))
+    assert "reproduced</span>" in html and "<table" in html
+
+
+def test_paper_table_from_files_stacks_per_dataset_tables(tmp_path):
+    paths = []
+    for dataset in ("tasks", "blank"):
+        path = tmp_path / f"expansion_{dataset}.csv"
+        pd.DataFrame(
+            [
+                {
+                    "model": "m",
+                    "family": "f",
+                    "n_layers": 3,
+                    "n": 10,
+                    "n_prompts": 8,
+                    "spearman": 0.9,
+                    "ci_low": 0.8,
+                    "ci_high": 0.95,
+                    "p_value": 0.0,
+                    "dataset": dataset,
+                }
+            ]
+        ).to_csv(path, index=False)
+        paths.append(str(path))
+    table = P.paper_table_from_files({"expansion": paths}, P.Expected())
+    assert list(table["split"]) == ["tasks", "blank"]
+    try:
+        P.paper_table_from_files({"bogus": paths}, P.Expected())
+    except ValueError as err:
+        assert "unknown paper-table inputs ['bogus']" in str(err)
+    else:
+        raise AssertionError("an unknown input must be refused")
+
+
+def test_to_markdown_renders_escapes_and_blanks_nan(tmp_path):
     df = pd.DataFrame({"claim": ["a|b", "c"], "value": [0.123456, np.nan]})
     text = to_markdown(df)
     lines = text.splitlines()
@@ -142,3 +240,6 @@ def test_to_markdown_renders_escapes_and_blanks_nan():
     assert lines[2] == "| a\\|b | 0.1235 |"
     assert lines[3] == "| c |  |"
     assert text.endswith("\n")
+    write_table(df, tmp_path / "t.csv", tmp_path / "t.md", title="T")
+    assert (tmp_path / "t.md").read_text().startswith("# T\n\n| claim |")
+    assert pd.read_csv(tmp_path / "t.csv").shape == (2, 2)

@@ -55,35 +55,57 @@ def test_token_heatmap_with_decoded_tokens(tmp_path):
     _check(out)
 
 
-def test_auc_bars(tmp_path):
-    rows = []
-    for model in ("m1", "m2"):
-        for target, split in (("task", ""), ("mmlu_correct", "base")):
-            for measure in ("shannon", "renyi(a=2)"):
-                rows.append(
-                    {
-                        "model": model,
-                        "target": target,
-                        "split": split,
-                        "measure": measure,
-                        "auc_mean": 0.8,
-                        "auc_std": 0.05,
-                        "dummy_mean": 0.5,
-                    }
-                )
-    rows.append(
-        {
-            "model": "all",
-            "target": "family",
-            "split": "",
-            "measure": "shannon",
-            "auc_mean": np.nan,
-            "auc_std": np.nan,
-            "dummy_mean": np.nan,
-        }
-    )
+def _auc_row(model, target, split, measure, protocol, mean):
+    return {
+        "model": model,
+        "target": target,
+        "split": split,
+        "measure": measure,
+        "protocol": protocol,
+        "auc_mean": mean,
+        "auc_low": mean - 0.1,
+        "auc_high": min(mean + 0.1, 1.0),
+        "dummy_high": 0.6,
+    }
+
+
+def test_auc_bars_draw_grouped_rows_with_intervals(tmp_path):
+    rows = [
+        _auc_row(model, target, split, measure, protocol, 0.8)
+        for model in ("m1", "m2")
+        for target, split in (("task", ""), ("mmlu_correct", "base"))
+        for measure in ("shannon", "renyi(a=2)")
+        for protocol in ("grouped", "study")
+    ]
+    rows.append(_auc_row("all", "family", "", "shannon", "grouped", np.nan))
     plots.plot_auc_bars(pd.DataFrame(rows), tmp_path / "auc.png")
     _check(tmp_path / "auc.png")
+    with pytest.raises(ValueError, match="no kNN rows of protocol 'grouped'"):
+        plots.plot_auc_bars(pd.DataFrame(rows[1:2]), tmp_path / "none.png")
+
+
+def test_letter_bias_figure(tmp_path):
+    rows = [
+        {
+            "model": m,
+            "style": s,
+            "measure": x,
+            "accuracy": 0.3,
+            "ci_low": 0.2,
+            "ci_high": 0.4,
+            "chance": 0.25,
+            "majority_baseline": 0.3,
+            "answered_A": 1.0,
+            "answered_B": 0.0,
+            "answered_C": 0.0,
+            "answered_D": 0.0,
+        }
+        for m in ("m1", "m2")
+        for s in ("base", "instruct")
+        for x in ("ll", "calibrated")
+    ]
+    plots.plot_letter_bias(pd.DataFrame(rows), tmp_path / "letters.png")
+    _check(tmp_path / "letters.png")
 
 
 def test_dendrogram_and_embedding(tmp_path):

@@ -11,7 +11,8 @@ from tokenizers import Regex, Tokenizer, models, pre_tokenizers
 from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast
 
-from entropy_lens import scoring
+from entropy_lens import accuracy, letters, scoring
+from entropy_lens.mmlu import build_mmlu
 from entropy_lens.models import wrap_model
 
 WORDS = "what is the answer question one two three cat dog a".split()
@@ -55,12 +56,12 @@ PROMPTS = [
     ],
 )
 def test_parse_letter(completion, letter):
-    assert scoring.parse_letter(completion) == letter
+    assert letters.parse_letter(completion) == letter
 
 
 def test_parse_letter_refuses_non_text():
     with pytest.raises(TypeError, match="completion must be a str"):
-        scoring.parse_letter(None)
+        letters.parse_letter(None)
 
 
 # -- letter log-likelihood -------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def test_letter_logprobs_match_the_models_own_next_token(arch, make_tokenizer):
     want = _reference(lm, PROMPTS, letter_tokens, fed_suffix)
     assert got.shape == (len(PROMPTS), 4) and got.dtype == np.float32
     np.testing.assert_allclose(got, want, atol=1e-4)
-    assert scoring.predicted_letters(got) == [LETTERS[i] for i in want.argmax(1)]
+    assert letters.predicted_letters(got) == [LETTERS[i] for i in want.argmax(1)]
     assert (got < 0).all()
 
 
@@ -163,29 +164,89 @@ def test_letters_unknown_to_the_tokenizer_are_an_error():
 
 def test_predicted_letters_and_flags():
     logprobs = np.log(np.array([[0.1, 0.2, 0.6, 0.1], [0.7, 0.1, 0.1, 0.1]]))
-    assert scoring.predicted_letters(logprobs) == ["C", "A"]
+    assert letters.predicted_letters(logprobs) == ["C", "A"]
     with pytest.raises(ValueError, match=r"shape \[N, 4\]"):
-        scoring.predicted_letters(logprobs[:, :3])
-    flags = scoring.correct_flags(["C", "B", "A"], ["C", "A", "unparsed"])
+        letters.predicted_letters(logprobs[:, :3])
+    flags = letters.correct_flags(["C", "B", "A"], ["C", "A", "unparsed"])
     assert flags.tolist() == [1, 0, -1] and flags.dtype == np.int8
 
 
-def test_accuracy_table():
-    results = pd.DataFrame(
+def test_accuracy_table_gives_wilson_intervals_and_the_letter_bias():
+    n = 40
+    scores = pd.DataFrame(
         {
-            "model": ["m1"] * 4 + ["m2"] * 2,
-            "style": ["base", "base", "explain", "explain", "base", "base"],
-            "answer": ["A", "B", "C", "D", "A", "B"],
-            "ll_letter": ["A", "C", "C", "D", "B", "B"],
-            "parsed_letter": ["A", "unparsed", "unparsed", "A", "A", "B"],
+            "model": "m",
+            "style": "base",
+            "answer": ["A"] * 10 + ["C"] * 30,  # majority gold letter C: 75%
+            "ll_letter": ["A"] * n,  # a model that always answers A
+            "calibrated_letter": ["A"] * 10 + ["C"] * 20 + ["B"] * 10,
+            "parsed_letter": ["unparsed"] * 20 + ["C"] * 20,
+        }
+    ).assign(
+        correct_ll=lambda d: (d["ll_letter"] == d["answer"]).astype(int),
+        correct_calibrated=lambda d: (d["calibrated_letter"] == d["answer"]).astype(int),
+        correct_parsed=lambda d: np.where(d["parsed_letter"] == "unparsed", -1, d["parsed_letter"] == d["answer"]),
+    )
+    table = accuracy.accuracy_table(scores).set_index("measure")
+    assert list(table.columns) == [c for c in accuracy.ACCURACY_COLUMNS if c != "measure"]
+    ll = table.loc["ll"]
+    assert ll["accuracy"] == 0.25 and ll["top_letter"] == "A" and ll["top_share"] == 1.0 and ll["answered_A"] == 1.0
+    assert ll["majority_letter"] == "C" and ll["majority_baseline"] == 0.75 and ll["chance"] == 0.25
+    assert ll["ci_low"] < 0.25 < ll["ci_high"]  # Wilson: 10 of 40
+    cal = table.loc["calibrated"]
+    assert cal["accuracy"] == 0.75 and cal["answered_C"] == 0.5 and cal["answered_B"] == 0.25
+    parsed = table.loc["parsed"]
+    assert parsed["n"] == 20 and parsed["n_unparsed"] == 20 and parsed["accuracy"] == 1.0
+    with pytest.raises(ValueError, match=r"lack columns \['parsed_letter'\]"):
+        accuracy.accuracy_table(scores.drop(columns="parsed_letter"))
+
+
+def test_calibration_removes_a_constant_letter_preference():
+    # every question favours A by the same margin; the rest is the model's knowledge
+    rng = np.random.default_rng(0)
+    knowledge = rng.normal(size=(40, 4))
+    logprobs = knowledge + np.array([5.0, 0.0, 0.0, 0.0])
+    styles = ["base"] * 20 + ["instruct"] * 20
+    assert set(letters.predicted_letters(logprobs)) == {"A"}
+    calibrated = letters.predicted_letters(letters.calibrate(logprobs, styles))
+    centred = np.concatenate([knowledge[:20] - knowledge[:20].mean(0), knowledge[20:] - knowledge[20:].mean(0)])
+    assert calibrated == letters.predicted_letters(centred)
+    assert len(set(calibrated)) == 4
+    prior = letters.letter_prior(logprobs, styles)
+    np.testing.assert_allclose(prior[0], logprobs[:20].mean(0))
+    np.testing.assert_allclose(prior[-1], logprobs[20:].mean(0))
+    with pytest.raises(ValueError, match=r"need \[N, C\] log-probabilities and N styles"):
+        letters.calibrate(logprobs, styles[:3])
+
+
+def _questions() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "question_id": ["q1"],
+            "subject": ["anatomy"],
+            "question": ["Which?"],
+            "choice_a": ["x"],
+            "choice_b": ["y"],
+            "choice_c": ["z"],
+            "choice_d": ["w"],
+            "answer": ["B"],
         }
     )
-    table = scoring.accuracy_table(results).set_index(["model", "style"])
-    assert table.loc[("m1", "base")].tolist() == [2, 0.5, 0.5, 0.5]
-    assert table.loc[("m1", "explain")].tolist() == [2, 1.0, 0.0, 0.5]
-    assert table.loc[("m2", "base")].tolist() == [2, 0.5, 1.0, 0.0]
-    with pytest.raises(ValueError, match=r"lack columns \['parsed_letter'\]"):
-        scoring.accuracy_table(results.drop(columns="parsed_letter"))
+
+
+def test_score_prompts_gives_every_measure_on_a_tiny_model():
+    lm = tiny_model("llama")
+    table = build_mmlu(_questions(), n=1, seed=0, styles=["base", "instruct"])
+    scores = scoring.score_prompts(lm, table, ["The answer is B", "hmm"], model="tiny", batch_size=2)
+    assert list(scores["model"]) == ["tiny", "tiny"] and list(scores["parsed_letter"]) == ["B", "unparsed"]
+    assert list(scores["correct_parsed"]) == [1, -1]
+    raw = scores[[f"logprob_{x}" for x in "ABCD"]].to_numpy()
+    prior = scores[[f"prior_{x}" for x in "ABCD"]].to_numpy()
+    assert list(scores["calibrated_letter"]) == letters.predicted_letters(raw - prior)
+    assert list(scores["ll_letter"]) == letters.predicted_letters(raw)
+    np.testing.assert_allclose(prior, letters.letter_prior(raw, scores["style"]))
+    with pytest.raises(ValueError, match="got 1 completions for 2 prompts"):
+        scoring.score_prompts(lm, table, ["x"], model="tiny")
 
 
 @pytest.mark.slow

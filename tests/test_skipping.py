@@ -1,19 +1,21 @@
-"""Layer skipping on tiny models of six architectures, layer selection and the evaluation loop."""
+"""Layer skipping on tiny models of six architectures, skip conditions and the evaluation loop."""
 
 import copy
 import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import xarray as xr
 from tiny import ARCHS, N_LAYERS, tiny_model
 
-from entropy_lens import schema, skipping
-from entropy_lens.generation import GenerationSettings, generate, left_pad, record_residuals
+from entropy_lens import accuracy, conditions, schema, skipping
+from entropy_lens.conditions import Condition
+from entropy_lens.generation import GenerationSettings, generate, left_pad
+from entropy_lens.hooks import record_residuals, skip_blocks
 from entropy_lens.models import find_lens_parts, wrap_model
-from entropy_lens.skipping import skip_blocks
 
 PROMPTS = ["once upon a time there was a little girl", "the cat", "how many words are in the story"]
 CHOICES = ["one", "two", "three", "four"]
@@ -166,7 +168,7 @@ def test_bad_layer_indices_are_refused(layers, error, message):
 
 
 def test_numpy_integer_indices_are_accepted():
-    assert skipping.check_layers(np.array([2, 0]), 3) == [2, 0]
+    assert conditions.check_layers(np.array([2, 0]), 3) == [2, 0]
 
 
 # --------------------------------------------------------------------------- selection
@@ -186,18 +188,18 @@ DELTA_H = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
     ],
 )
 def test_select_layers_on_constructed_profile(kind, k, expected):
-    assert skipping.select_layers(DELTA_H, k, kind) == expected
+    assert conditions.select_layers(DELTA_H, k, kind) == expected
 
 
 def test_select_layers_never_picks_layer_zero_and_checks_arguments():
     with pytest.raises(ValueError, match="k=7 exceeds the 6 candidate layers"):
-        skipping.select_layers(DELTA_H, 7, "pruning")
+        conditions.select_layers(DELTA_H, 7, "pruning")
     with pytest.raises(ValueError, match="kind must be one of"):
-        skipping.select_layers(DELTA_H, 1, "shrink")
+        conditions.select_layers(DELTA_H, 1, "shrink")
     with pytest.raises(ValueError, match="k must be a positive integer"):
-        skipping.select_layers(DELTA_H, 0, "expansion")
+        conditions.select_layers(DELTA_H, 0, "expansion")
     with pytest.raises(ValueError, match=r"1-D array \[L\]"):
-        skipping.select_layers(DELTA_H[None], 1, "expansion")
+        conditions.select_layers(DELTA_H[None], 1, "expansion")
 
 
 def profile_dataset(entropy):
@@ -219,7 +221,7 @@ def test_mean_delta_h_ignores_masked_slots():
             [[3.0, 3.0, 3.0], [np.nan, np.nan, np.nan]],  # a stopped sequence's masked slot
         ]
     )
-    got = skipping.mean_delta_h(profile_dataset(entropy))
+    got = conditions.mean_delta_h(profile_dataset(entropy))
     assert math.isnan(got[0])
     np.testing.assert_allclose(got[1:], [(1 + 2 + 0) / 3, (-2 - 4 + 0) / 3])
 
@@ -229,27 +231,27 @@ def test_mean_delta_h_on_one_model_of_a_combined_store():
     ds = profile_dataset(entropy).expand_dims({schema.MODEL: ["m"]})
     ds = ds.assign_coords({schema.N_LAYERS: (schema.MODEL, np.array([3], np.int32))})
     with pytest.raises(ValueError, match="select one model first"):
-        skipping.mean_delta_h(ds)
-    np.testing.assert_allclose(skipping.mean_delta_h(ds.sel(model="m")), [np.nan, 1.0, 2.0])
+        conditions.mean_delta_h(ds)
+    np.testing.assert_allclose(conditions.mean_delta_h(ds.sel(model="m")), [np.nan, 1.0, 2.0])
     with pytest.raises(ValueError, match="no unmasked token slot"):
-        skipping.mean_delta_h(profile_dataset(np.full((1, 1, 3), np.nan)))
+        conditions.mean_delta_h(profile_dataset(np.full((1, 1, 3), np.nan)))
 
 
 def test_random_layer_sets_reproducible_under_seed():
-    first = skipping.random_layer_sets(30, 3, 10, seed=1)
-    assert first == skipping.random_layer_sets(30, 3, 10, seed=1)
-    assert first != skipping.random_layer_sets(30, 3, 10, seed=2)
+    first = conditions.random_layer_sets(30, 3, 10, seed=1)
+    assert first == conditions.random_layer_sets(30, 3, 10, seed=1)
+    assert first != conditions.random_layer_sets(30, 3, 10, seed=2)
     assert all(len(s) == len(set(s)) == 3 and s == sorted(s) and 0 not in s for s in first)
-    assert all(set(s) <= {1, 2} for s in skipping.random_layer_sets(4, 2, 5, seed=0, exclude=[0, 3]))
+    assert all(set(s) <= {1, 2} for s in conditions.random_layer_sets(4, 2, 5, seed=0, exclude=[0, 3]))
     with pytest.raises(ValueError, match="k=3 exceeds the 2 candidate layers"):
-        skipping.random_layer_sets(3, 3, 1, seed=0)
+        conditions.random_layer_sets(3, 3, 1, seed=0)
     with pytest.raises(ValueError, match="layer 5 is out of range"):
-        skipping.random_layer_sets(3, 1, 1, seed=0, exclude=[5])
+        conditions.random_layer_sets(3, 1, 1, seed=0, exclude=[5])
 
 
 def test_protected_layers_marks_expansion_phases_json_safe():
     delta_h = np.array([math.nan, 0.5, 0.25, -1.0, 2.0, -0.2, 0.0])
-    guide = skipping.protected_layers(delta_h)
+    guide = conditions.protected_layers(delta_h)
     assert guide["protect"] == [0, 1, 2, 4]
     assert guide["phases"] == [
         {"start": 1, "end": 2, "total_increase": 0.75},
@@ -259,86 +261,123 @@ def test_protected_layers_marks_expansion_phases_json_safe():
     assert guide["pruning_candidates"] == [3, 5, 6]
     assert guide["delta_h"][0] is None
     assert json.loads(json.dumps(guide, allow_nan=False)) == guide
-    strict = skipping.protected_layers(delta_h, min_increase=0.3, protect_undefined=False)
+    strict = conditions.protected_layers(delta_h, min_increase=0.3, protect_undefined=False)
     assert strict["protect"] == [1, 4]
     assert strict["pruning_candidates"] == [3, 5, 6, 2]
     with pytest.raises(ValueError, match="min_increase must be a finite number >= 0"):
-        skipping.protected_layers(delta_h, min_increase=-1.0)
+        conditions.protected_layers(delta_h, min_increase=-1.0)
 
 
 # --------------------------------------------------------------------------- evaluation
 
 
-def test_bootstrap_ci():
-    correct = np.array([1] * 200 + [0] * 200)
-    mean, lo, hi = skipping.bootstrap_ci(correct, 2000, seed=0)
-    assert mean == 0.5 and lo < mean < hi
-    assert abs((hi - lo) / 2 - 1.96 * math.sqrt(0.25 / 400)) < 0.01  # the normal-approximation width
-    assert skipping.bootstrap_ci(correct, 2000, seed=0) == (mean, lo, hi)
-    assert skipping.bootstrap_ci(np.ones(5, bool), 100, seed=0) == (1.0, 1.0, 1.0)
-    narrow = skipping.bootstrap_ci(correct, 2000, seed=0, level=0.5)
-    assert lo < narrow[1] < narrow[2] < hi
-    with pytest.raises(ValueError, match="only 0/1"):
-        skipping.bootstrap_ci(np.array([1, 0, -1]), 10, seed=0)
-    with pytest.raises(ValueError, match="level must be in"):
-        skipping.bootstrap_ci(correct, 10, seed=0, level=95)
-    with pytest.raises(ValueError, match="correct is empty"):
-        skipping.bootstrap_ci(np.array([]), 10, seed=0)
+def test_conditions_have_names_that_are_never_parsed_back():
+    delta_h = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
+    made = conditions.skip_conditions(delta_h, [1, 2], n_random=2, seed=0)
+    assert [c.name for c in made] == [
+        "intact",
+        "expansion_k1",
+        "pruning_k1",
+        "random_k1_r0",
+        "random_k1_r1",
+        "expansion_k2",
+        "pruning_k2",
+        "random_k2_r0",
+        "random_k2_r1",
+    ]
+    assert made[1] == Condition("expansion", 1, (3,)) and made[6].layers == (2, 4)
+    assert all(Condition.from_dict(json.loads(json.dumps(c.to_dict()))) == c for c in made)
+    assert conditions.skip_conditions(delta_h, [1], 2, 0)[3:5] == made[3:5]  # adding k=2 leaves k=1 unchanged
+    with pytest.raises(ValueError, match="needs k=2 layers"):
+        Condition("random", 2, (1,))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Condition("shrink", 1, (1,))
 
 
-def test_run_skip_conditions_scores_each_condition_on_one_model():
+def test_score_conditions_scores_each_condition_on_one_model():
     lm = tiny_model("qwen2")
     prompts = PROMPTS * 2
     truth = word_scorer(lm, prompts).argmax(1)
     answers = ["ABCD"[a] for a in truth[:3]] + [int((a + 1) % 4) for a in truth[3:]]  # 3 of 6 right
-    conditions = {"intact": [], "skip1": [1], "skip02": [0, 2]}
+    chosen = [Condition("intact", 0), Condition("pruning", 1, (1,)), Condition("random", 2, (0, 2))]
     calls = []
 
-    def score(model, texts):
+    def score(model):
         calls.append(model)
-        return word_scorer(model, texts)
+        scores = word_scorer(model, prompts)
+        return {"raw": scores, "shifted": scores + np.array([0.0, 0.0, 0.0, 50.0])}  # always D
 
-    table = skipping.run_skip_conditions(
-        lm, prompts, answers, conditions, score, groups=["x", "x", "x", "y", "y", "y"], n_boot=200
-    )
+    correct = skipping.score_conditions(lm, chosen, score, answers, questions=[f"q{i}" for i in range(6)])
     assert len(calls) == 3 and all(m is lm for m in calls)
-    assert list(table.columns) == [
-        "condition",
-        "layers",
-        "k",
-        "group",
-        "n",
-        "accuracy",
-        "ci_low",
-        "ci_high",
-        "level",
-        "chance",
-    ]
-    rows = table.set_index(["condition", "group"])
-    assert rows.loc[("intact", "all"), "accuracy"] == 0.5
-    assert rows.loc[("intact", "x"), "accuracy"] == 1.0 and rows.loc[("intact", "y"), "accuracy"] == 0.0
-    assert rows.loc[("skip02", "all"), "layers"] == "0,2" and rows.loc[("skip02", "all"), "k"] == 2
-    assert rows.loc[("intact", "all"), "layers"] == "" and (table["chance"] == 0.25).all()
+    assert list(correct.columns) == list(skipping.CORRECT_COLUMNS) and len(correct) == 3 * 2 * 6
+    table = accuracy.condition_table(correct).set_index(["measure", "condition"])
+    assert table.loc[("raw", "intact"), "accuracy"] == 0.5
+    assert table.loc[("raw", "random_k2_r0"), "layers"] == "0,2" and table.loc[("raw", "random_k2_r0"), "k"] == 2
+    assert (table["chance"] == 0.25).all() and (table["n"] == 6).all()
     expected = skipping.answer_indices(answers, 4)
-    for name, layers in conditions.items():
-        with skip_blocks(lm, layers):
+    for condition in chosen:
+        with skip_blocks(lm, condition.layers):
             acc = float((word_scorer(lm, prompts).argmax(1) == expected).mean())
-        assert rows.loc[(name, "all"), "accuracy"] == acc
+        assert table.loc[("raw", condition.name), "accuracy"] == acc
+        assert table.loc[("shifted", condition.name), "accuracy"] == float((expected == 3).mean())
     assert (table["ci_low"] <= table["accuracy"]).all() and (table["accuracy"] <= table["ci_high"]).all()
     assert all(not block._forward_hooks for block in lm.blocks)
 
 
-def test_run_skip_conditions_checks_inputs_before_scoring():
+def test_score_conditions_checks_inputs_before_scoring():
     lm = tiny_model("gpt2")
 
-    def never(_lm, _texts):
+    def never(_lm):
         raise AssertionError("scored before the inputs were checked")
 
-    with pytest.raises(ValueError, match="condition 'bad': layer 9 is out of range"):
-        skipping.run_skip_conditions(lm, PROMPTS, [0, 1, 2], {"ok": [], "bad": [9]}, never)
-    with pytest.raises(ValueError, match="need as many answers as prompts"):
-        skipping.run_skip_conditions(lm, PROMPTS, [0], {"ok": []}, never)
+    bad = [Condition("intact", 0), Condition("pruning", 1, (9,))]
+    with pytest.raises(ValueError, match="condition 'pruning_k1': layer 9 is out of range"):
+        skipping.score_conditions(lm, bad, never, [0, 1, 2])
+    with pytest.raises(ValueError, match="need one question id per answer"):
+        skipping.score_conditions(lm, bad[:1], never, [0], questions=["a", "b"])
     with pytest.raises(ValueError, match="answer 1 is 'E'"):
-        skipping.run_skip_conditions(lm, PROMPTS, ["A", "E", "B"], {"ok": []}, word_scorer)
+        skipping.score_conditions(lm, bad[:1], lambda m: {"x": word_scorer(m, PROMPTS)}, ["A", "E", "B"])
     with pytest.raises(ValueError, match=r"scorer returned shape \(3,\)"):
-        skipping.run_skip_conditions(lm, PROMPTS, [0, 1, 2], {"ok": []}, lambda _m, t: np.zeros(len(t)))
+        skipping.score_conditions(lm, bad[:1], lambda m: {"x": np.zeros(3)}, [0, 1, 2])
+
+
+def _long(table: dict[str, list[int]], k: int = 1) -> pd.DataFrame:
+    """Correctness rows of score_conditions from {condition name: per-question 0/1}."""
+    frames = []
+    for name, values in table.items():
+        kind = name.split("_")[0]
+        cond_k = 0 if kind == "intact" else k
+        frames.append(
+            pd.DataFrame({"question": [f"q{i}" for i in range(len(values))], "correct": values}).assign(
+                condition=name,
+                kind=kind,
+                k=cond_k,
+                replicate=int(name[-1]) if kind == "random" else 0,
+                layers="",
+                measure="calibrated",
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_skip_differences_pair_questions_and_average_random_sets():
+    n = 40
+    intact = [1] * 30 + [0] * 10
+    correct = _long(
+        {
+            "intact": intact,
+            "expansion_k1": [0] * n,
+            "pruning_k1": intact,
+            "random_k1_r0": intact,
+            "random_k1_r1": [1] * 20 + [0] * 20,
+        }
+    )
+    diff = accuracy.skip_differences(correct, n_boot=500).set_index("versus")
+    assert diff.loc["pruning", "difference"] == pytest.approx(-0.75)
+    assert diff.loc["random", "difference"] == pytest.approx(-(0.75 + 0.5) / 2)
+    assert (diff["ci_high"] < 0).all() and (diff["ci_low"] <= diff["difference"]).all()
+    assert diff.loc["random", "intact"] == 0.75 and diff.loc["random", "intact_low"] > 0.25
+    same = accuracy.skip_differences(
+        _long({"intact": intact, "expansion_k1": intact, "pruning_k1": intact, "random_k1_r0": intact}), n_boot=200
+    )
+    assert (same["difference"] == 0).all() and (same["ci_low"] == 0).all() and (same["ci_high"] == 0).all()

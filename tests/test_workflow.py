@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 import yaml
@@ -26,8 +27,9 @@ def dry_run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("configfile", [None, "config/paper.yaml"])
 def test_dry_run_builds_the_dag(configfile):
+    """--forceall plans every job whether or not a run already built them (make run, then make test)."""
     args = ["--configfile", configfile] if configfile else []
-    out = dry_run(*args)
+    out = dry_run("--forceall", *args)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "extract_profiles" in out.stdout and "combine_profiles" in out.stdout
 
@@ -64,12 +66,16 @@ def test_bad_config_fails_before_any_job(tmp_path, edit, message):
     assert not (tmp_path / "results").exists()
 
 
+RUN_OUTPUT: dict[Path, str] = {}
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("tiny_workflow")
     prepare_workdir(workdir)
     out = run_snakemake(workdir, "--cores", "2")
     assert out.returncode == 0, out.stderr[-5000:]
+    RUN_OUTPUT[workdir] = out.stdout + out.stderr
     return workdir
 
 
@@ -105,10 +111,27 @@ def test_per_model_store_is_chunked_compressed_and_labelled(tiny_run):
 def test_mmlu_scores_and_tables(tiny_run):
     ds = storage.open_profiles(tiny_run / "results/profiles/mmlu.zarr", combined=True)
     assert set(np.unique(ds.correct_ll.values)) <= {0, 1}
+    assert set(np.unique(ds.correct_calibrated.values)) <= {0, 1}
     assert set(np.unique(ds.correct_parsed.values)) <= {-1, 0, 1}
-    table = (tiny_run / "results/tables/mmlu_accuracy.csv").read_text()
-    assert "accuracy_ll" in table and "tiny-qwen" in table
+    table = pd.read_csv(tiny_run / "results/tables/mmlu_accuracy.csv")
+    assert set(table["measure"]) == {"ll", "calibrated", "parsed"} and "tiny-qwen" in set(table["model"])
+    assert (table["ci_low"].dropna() <= table["accuracy"].dropna()).all()
+    assert (tiny_run / "results/figures/mmlu_letters.png").stat().st_size > 5000
     assert (tiny_run / "results/figures/mean_profiles_blank.png").stat().st_size > 5000
+
+
+def test_the_run_ends_with_the_verdicts(tiny_run):
+    table = pd.read_csv(tiny_run / "results/tables/paper_comparison.csv", keep_default_na=False)
+    assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
+    claimed = table[table["verdict"] != ""]
+    assert set(claimed["verdict"]) <= {"reproduced", "not reproduced", "inconclusive"}
+    assert (claimed["why"] != "").all()
+    headline = (tiny_run / "results/tables/verdicts.md").read_text()
+    assert "task separability (intact prompts)" in headline and "Spearman" in headline
+    timings = pd.read_csv(tiny_run / "results/tables/run_timings.csv")
+    assert "extract_profiles" in set(timings["rule"]) and timings["seconds"].iloc[-1] > 0
+    assert "| claim | model |" in RUN_OUTPUT[tiny_run]  # printed by the onsuccess hook
+    assert "results/tables/paper_comparison.md" in RUN_OUTPUT[tiny_run]
 
 
 def test_second_run_has_nothing_to_do(tiny_run):

@@ -1,21 +1,26 @@
-"""Rule expansion_stats: Delta H vs nucleus-size change (Spearman) and adjacent-layer overlap."""
-
-import logging
+"""Rule expansion_stats: Delta H vs nucleus-size change (Spearman) and adjacent-layer overlap, prompt-bootstrapped."""
 
 from entropy_lens import storage
-from entropy_lens.analysis import to_markdown
 from entropy_lens.analysis.expansion import expansion_points, expansion_spearman, nucleus_overlap
+from entropy_lens.jobs import setup_logging
 from entropy_lens.plots import plot_expansion
+from entropy_lens.tables import write_table
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-store_path, seed, dataset = snakemake.input[0], snakemake.params.seed, snakemake.wildcards.dataset
-out = snakemake.output
+setup_logging(snakemake)
+seed, n_boot, dataset, out = (
+    snakemake.params.seed,
+    snakemake.params.n_boot,
+    snakemake.wildcards.dataset,
+    snakemake.output,
+)
 
-ds = storage.open_profiles(store_path, combined=True)
-spearman = expansion_spearman(ds)
-overlap = nucleus_overlap(ds)
-for table, csv_path, md_path in ((spearman, out.spearman, out.spearman_md), (overlap, out.overlap, out.overlap_md)):
-    table.to_csv(csv_path, index=False)
-    with open(md_path, "w") as handle:
-        handle.write(to_markdown(table) + "\n")
+ds = storage.open_profiles(snakemake.input[0], combined=True)
+spearman = expansion_spearman(ds, n_boot=n_boot, seed=seed).assign(dataset=dataset)
+write_table(spearman, out.spearman, out.spearman_md, title=f"Spearman ΔH vs Δ nucleus size: {dataset}")
+write_table(
+    nucleus_overlap(ds).assign(dataset=dataset),
+    out.overlap,
+    out.overlap_md,
+    title=f"adjacent-layer nucleus Jaccard: {dataset}",
+)
 plot_expansion(expansion_points(ds, seed=seed), out.png, spearman=spearman, title=f"expansion vs nucleus: {dataset}")

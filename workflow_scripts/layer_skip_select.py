@@ -1,37 +1,30 @@
 """Rule layer_skip_select: mean Delta H on calibration prompts -> skip conditions and guidance."""
 
 import json
-import logging
 
-import torch
-
-from entropy_lens import extract_profiles, load_model
 from entropy_lens.datasets import read_table
-from entropy_lens.devices import claim_device
-from entropy_lens.skipping import mean_delta_h, protected_layers, skip_conditions
+from entropy_lens.jobs import job_model, setup_logging
+from entropy_lens.lens import LensSettings
+from entropy_lens.skipping import select_conditions
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-model_dir, calibration_path = snakemake.input.model, snakemake.input.calibration
-skip, lens, compute, chat = (snakemake.params[k] for k in ("skip", "lens", "compute", "chat_template"))
-out = snakemake.output
-torch.set_num_threads(snakemake.threads)
+setup_logging(snakemake)
+skip, lens, out = snakemake.params.skip, snakemake.params.lens, snakemake.output
 
-table = read_table(calibration_path, "mmlu")
-with claim_device(compute["device"]) as device:
-    lm = load_model(model_dir, device=device, dtype=compute["dtype"])
-    ds = extract_profiles(
+table = read_table(snakemake.input.calibration, "mmlu")
+with job_model(
+    snakemake.input.model, device=snakemake.params.device, dtype=snakemake.params.dtype, threads=snakemake.threads
+) as lm:
+    conditions, protected = select_conditions(
         lm,
-        table["prompt"].tolist(),
-        prompt_ids=table["prompt_id"].tolist(),
-        max_new_tokens=skip["calibration_tokens"],
-        top_p=lens["top_p"],
-        alphas=[1.0],
-        budget_bytes=lens["budget_mb"] * 2**20,
-        chat_template=chat,
+        table,
+        lens=LensSettings(lens["top_p"], (1.0,), lens["budget_mb"] * 2**20),
+        chat_template=snakemake.params.chat_template,
+        tokens=skip["calibration_tokens"],
+        ks=skip["ks"],
+        n_random=skip["random_sets"],
+        seed=skip["seed"],
     )
-delta_h = mean_delta_h(ds)
-conditions = skip_conditions(delta_h, skip["ks"], skip["random_sets"], skip["seed"])
 with open(out.conditions, "w") as handle:
-    json.dump({"model": lm.name, "n_layers": lm.n_layers, "conditions": conditions}, handle, indent=2)
+    json.dump(conditions, handle, indent=2)
 with open(out.protected, "w") as handle:
-    json.dump(protected_layers(delta_h), handle, indent=2)
+    json.dump(protected, handle, indent=2)

@@ -1,16 +1,20 @@
-"""Rule layer_skip_table: every model's layer-skip accuracies in one table."""
-
-import logging
+"""Rule layer_skip_table: accuracy per condition (Wilson) and paired expansion-vs-random/pruning differences."""
 
 import pandas as pd
 
-from entropy_lens.analysis import to_markdown
+from entropy_lens.accuracy import skip_tables
+from entropy_lens.jobs import setup_logging
+from entropy_lens.tables import write_table
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-paths, csv_path, md_path = list(snakemake.input), snakemake.output.csv, snakemake.output.md
+setup_logging(snakemake)
+out = snakemake.output
 
-table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-table = table[table["group"] == "all"]
-table.to_csv(csv_path, index=False)
-with open(md_path, "w") as handle:
-    handle.write(to_markdown(table) + "\n")
+correct = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
+accuracy, differences = skip_tables(correct, n_boot=snakemake.params.n_boot, seed=snakemake.params.seed)
+write_table(accuracy, out.csv, out.md, title="MMLU accuracy under layer skipping (95% Wilson intervals)")
+write_table(
+    differences,
+    out.differences,
+    out.differences_md,
+    title="expansion minus random / pruning skips, paired over questions (95% bootstrap)",
+)

@@ -1,11 +1,9 @@
 """Rule materialize_model: save a fast-loading copy of one configured model."""
 
-import logging
-
+from entropy_lens.jobs import setup_logging
 from entropy_lens.models import materialize_model
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-params = snakemake.params.model
-out_dir = snakemake.output[0]
+setup_logging(snakemake)
+spec = snakemake.params.model
 
-materialize_model(params["source"], out_dir, family=params["family"])
+materialize_model(spec["source"], snakemake.output[0], family=spec["family"])

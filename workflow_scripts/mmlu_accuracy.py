@@ -1,16 +1,15 @@
-"""Rule mmlu_accuracy: accuracy per model and style (log-likelihood and parsed letters)."""
-
-import logging
+"""Rule mmlu_accuracy: accuracy per model, style and measure with Wilson intervals and the letter bias."""
 
 import pandas as pd
 
-from entropy_lens.analysis.paper import to_markdown
-from entropy_lens.scoring import accuracy_table
+from entropy_lens.accuracy import accuracy_table
+from entropy_lens.jobs import setup_logging
+from entropy_lens.plots import plot_letter_bias
+from entropy_lens.tables import write_table
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-score_paths, csv_path, md_path = list(snakemake.input), snakemake.output.csv, snakemake.output.md
+setup_logging(snakemake)
+out = snakemake.output
 
-table = accuracy_table(pd.concat([pd.read_parquet(p) for p in score_paths], ignore_index=True))
-table.to_csv(csv_path, index=False)
-with open(md_path, "w") as handle:
-    handle.write(to_markdown(table) + "\n")
+table = accuracy_table(pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True))
+write_table(table, out.csv, out.md, title="MMLU accuracy, 95% Wilson intervals over questions, and the letter bias")
+plot_letter_bias(table, out.png)

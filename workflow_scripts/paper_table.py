@@ -1,22 +1,17 @@
-"""Rule paper_table: the study's figures beside ours, one row per claim and model."""
+"""Rule paper_table: every claim of the study, our 95% interval, the study's figure and a verdict."""
 
-import logging
+from entropy_lens.analysis.paper import Expected, display, headline, paper_table_from_files, verdicts_html
+from entropy_lens.jobs import setup_logging
+from entropy_lens.tables import write_table
 
-import pandas as pd
+setup_logging(snakemake)
+out = snakemake.output
 
-from entropy_lens import storage
-from entropy_lens.analysis import to_markdown
-from entropy_lens.analysis.paper import mmlu_accuracy, paper_table
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-inputs = dict(snakemake.input.items())
-mmlu_store = inputs.pop("mmlu_store", None)
-md_path, csv_path = snakemake.output.md, snakemake.output.csv
-
-tables = {name: pd.read_csv(path) for name, path in inputs.items()}
-if mmlu_store is not None:
-    tables["accuracy"] = mmlu_accuracy(storage.open_profiles(mmlu_store, combined=True))
-table = paper_table(**tables)
-table.to_csv(csv_path, index=False)
-with open(md_path, "w") as handle:
-    handle.write("# Entropy-Lens: the study's figures beside ours\n\n" + to_markdown(table) + "\n")
+table = paper_table_from_files(dict(snakemake.input.items()), Expected(**snakemake.params.expected))
+write_table(
+    table, out.csv, out.md, markdown=display(table), title="Entropy-Lens: every claim of the study, ours beside it"
+)
+top = headline(table)
+write_table(top, out.verdicts_csv, out.verdicts_md, markdown=display(top), title="Verdicts: did each claim hold here?")
+with open(out.verdicts_html, "w") as handle:
+    handle.write(verdicts_html(top))

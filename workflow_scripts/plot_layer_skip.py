@@ -1,14 +1,16 @@
 """Rule plot_layer_skip: accuracy vs k (expansion, pruning, random band) and profiles under skip."""
 
-import logging
-
 import pandas as pd
 
+from entropy_lens.jobs import setup_logging
+from entropy_lens.letters import VERDICT_MEASURE
 from entropy_lens.plots import plot_layer_skip, plot_skip_profiles
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-accuracy, profiles = pd.read_csv(snakemake.input.accuracy), pd.read_csv(snakemake.input.profiles)
+setup_logging(snakemake)
 model, out = snakemake.wildcards.model, snakemake.output
 
-plot_layer_skip(accuracy[accuracy["group"] == "all"], out.accuracy, title=f"{model}: MMLU under layer skipping")
-plot_skip_profiles(profiles, out.profiles, title=f"{model}: entropy profile under skipping")
+accuracy = pd.read_csv(snakemake.input.accuracy).query("model == @model and measure == @VERDICT_MEASURE")
+plot_layer_skip(accuracy, out.accuracy, title=f"{model}: MMLU ({VERDICT_MEASURE}) under layer skipping")
+plot_skip_profiles(
+    pd.read_csv(snakemake.input.profiles), out.profiles, title=f"{model}: entropy at the answer under skipping"
+)

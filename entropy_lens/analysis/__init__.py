@@ -5,11 +5,8 @@ Modules:
     knn        cross-validated kNN ROC AUC per target, model and entropy measure.
     expansion  Delta H vs nucleus-size change (Spearman) and adjacent-layer nucleus overlap.
     families   blank-prompt fingerprints on a normalized-depth grid: distances, clustering, embeddings.
-    paper      the study-vs-ours comparison table and a Markdown renderer.
+    verdicts   the rules that turn an estimate and its interval into reproduced / not reproduced / inconclusive.
+    paper      the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.
 
 Every function reads lazily opened (dask-backed) stores one model slice at a time.
 """
-
-from entropy_lens.analysis.paper import to_markdown
-
-__all__ = ["to_markdown"]

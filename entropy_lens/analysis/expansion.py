@@ -8,11 +8,17 @@ layers that raise entropy widen the candidate set (expansion) and layers that lo
 narrow the set (pruning).  Adjacent-layer nucleus overlap (the store's Jaccard of the
 top-p sets of layers ``l`` and ``l+1``) is summarized per model by its mean and
 quantiles.  Masked token slots (NaN / -1) and padded layers never enter.
+
+Intervals.  The (token, layer) rows of one prompt are not independent, so every interval
+resamples prompts, not rows (:mod:`entropy_lens.intervals`): the Spearman interval is a
+prompt-cluster bootstrap of the correlation of the full sample's ranks, and the Jaccard
+mean's interval a prompt-cluster bootstrap of the mean.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,6 +28,7 @@ from scipy import stats
 
 from entropy_lens import schema
 from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers
+from entropy_lens.intervals import DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_bootstrap_mean
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +47,7 @@ MIN_SPEARMAN_N = 3
 
 def layer_deltas(
     entropy: np.ndarray, nucleus: np.ndarray, *, log_nucleus: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Adjacent-layer changes of entropy and nucleus size over valid cells.
 
     Args:
@@ -49,8 +56,8 @@ def layer_deltas(
         log_nucleus: Compare with the change of ``log N`` instead of ``N``.
 
     Returns:
-        ``(delta_h, delta_n, layer)``: ``[n]`` arrays, ``layer`` being the upper layer
-        ``l`` of each pair ``(l-1, l)``.
+        ``(delta_h, delta_n, layer, prompt)``: ``[n]`` arrays, ``layer`` being the upper
+        layer ``l`` of each pair ``(l-1, l)`` and ``prompt`` the row's prompt index.
     """
     if entropy.shape != nucleus.shape or entropy.ndim != 3:
         raise ValueError(f"entropy and nucleus must share a [P, T, L] shape; got {entropy.shape}, {nucleus.shape}")
@@ -60,7 +67,8 @@ def layer_deltas(
     d_n = np.diff(size, axis=2)
     ok = np.isfinite(d_h) & np.isfinite(d_n)
     layer = np.broadcast_to(np.arange(1, entropy.shape[2]), d_h.shape)
-    return d_h[ok], d_n[ok], layer[ok]
+    prompt = np.broadcast_to(np.arange(entropy.shape[0])[:, None, None], d_h.shape)
+    return d_h[ok], d_n[ok], layer[ok], prompt[ok]
 
 
 def _model_arrays(ds: xr.Dataset, model: str, metric: str, alpha: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -96,6 +104,8 @@ def expansion_spearman(
     alpha: float | None = None,
     log_nucleus: bool = False,
     models: Sequence[str] | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """Spearman correlation of ``Delta H`` with the nucleus-size change, per model.
 
@@ -105,16 +115,42 @@ def expansion_spearman(
         alpha: Rényi order for ``renyi``.
         log_nucleus: Use the change of ``log N`` (same ranks per layer pair only if N > 0).
         models: Models to include (default: all).
+        n_boot: Bootstrap replicates of the prompt-cluster interval.
+        seed: Seed of the bootstrap.
 
     Returns:
-        One row per model: ``model, family, n_layers, n, spearman, p_value``.
+        One row per model: ``model, family, n_layers, n`` (valid layer pairs),
+        ``n_prompts, spearman, ci_low, ci_high`` (95%, resampling prompts) and
+        ``p_value`` (scipy's, which treats rows as independent and so overstates
+        precision; kept for reference).
     """
     rows = []
     for model in _models(ds, models):
-        d_h, d_n, _ = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
+        d_h, d_n, _, prompts = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
         rho, p = spearman(d_h, d_n)
-        rows.append({**_model_info(ds, model), "n": int(d_h.size), "spearman": rho, "p_value": p})
-    return pd.DataFrame(rows, columns=["model", "family", "n_layers", "n", "spearman", "p_value"])
+        lo, hi = (math.nan, math.nan) if math.isnan(rho) else _rank_interval(d_h, d_n, prompts, n_boot, seed)
+        rows.append(
+            {
+                **_model_info(ds, model),
+                "n": int(d_h.size),
+                "n_prompts": int(np.unique(prompts).size),
+                "spearman": rho,
+                "ci_low": lo,
+                "ci_high": hi,
+                "p_value": p,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(SPEARMAN_COLUMNS))
+
+
+SPEARMAN_COLUMNS = ("model", "family", "n_layers", "n", "n_prompts", "spearman", "ci_low", "ci_high", "p_value")
+
+
+def _rank_interval(
+    d_h: np.ndarray, d_n: np.ndarray, prompts: np.ndarray, n_boot: int, seed: int
+) -> tuple[float, float]:
+    ranks = (stats.rankdata(d_h), stats.rankdata(d_n))
+    return cluster_bootstrap_correlation(*ranks, prompts, n_boot=n_boot, seed=seed)
 
 
 def expansion_points(
@@ -135,7 +171,7 @@ def expansion_points(
     rng = np.random.default_rng(seed)
     frames = []
     for model in _models(ds, models):
-        d_h, d_n, layer = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
+        d_h, d_n, layer, _ = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
         pick = rng.choice(d_h.size, size=min(max_points, d_h.size), replace=False)
         depth = model_depth(ds, model)[layer[pick]]
         frames.append(
@@ -171,17 +207,20 @@ def nucleus_overlap(
     """Adjacent-layer nucleus Jaccard per model: mean, std and quantiles over valid cells.
 
     Returns:
-        One row per model: ``model, family, n_layers, n, mean, std`` and one ``qNN``
-        column per quantile.
+        One row per model: ``model, family, n_layers, n, n_prompts, mean, ci_low, ci_high``
+        (95%, resampling prompts), ``std`` and one ``qNN`` column per quantile.
     """
     if any(not 0 <= q <= 1 for q in quantiles):
         raise ValueError(f"quantiles must lie in [0, 1], got {list(quantiles)!r}")
     rows = []
     for model in _models(ds, models):
-        values = _jaccard(ds, model)
-        values = values[np.isfinite(values)]
-        row = {**_model_info(ds, model), "n": int(values.size)}
+        cells = _jaccard(ds, model)
+        finite = np.isfinite(cells)
+        values = cells[finite]
+        prompts = np.broadcast_to(np.arange(cells.shape[0])[:, None, None], cells.shape)[finite]
+        row = {**_model_info(ds, model), "n": int(values.size), "n_prompts": int(np.unique(prompts).size)}
         row["mean"] = float(values.mean()) if values.size else np.nan
+        row["ci_low"], row["ci_high"] = cluster_bootstrap_mean(values, prompts) if values.size else (np.nan, np.nan)
         row["std"] = float(values.std(ddof=1)) if values.size > 1 else np.nan
         qs = np.quantile(values, quantiles) if values.size else np.full(len(quantiles), np.nan)
         row.update({quantile_column(q): float(v) for q, v in zip(quantiles, qs, strict=True)})

@@ -19,6 +19,7 @@ import itertools
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -444,3 +445,42 @@ def shape_descriptors(profiles: xr.DataArray) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Fingerprints:
+    """Everything the family analysis finds on one blank-prompt store (see :func:`fingerprints`)."""
+
+    distances: pd.DataFrame
+    clustering: pd.DataFrame
+    size_pairs: pd.DataFrame
+    shapes: pd.DataFrame
+    linkage: np.ndarray
+    models: list[str]
+    families: list[str]
+    pca: pd.DataFrame
+    tsne: pd.DataFrame
+
+
+def fingerprints(ds: xr.Dataset, *, grid_points: int = DEFAULT_GRID_POINTS, seed: int = DEFAULT_SEED) -> Fingerprints:
+    """Distances, clustering scores, size pairs, shapes and embeddings of blank-prompt profiles.
+
+    Raises:
+        ValueError: with fewer than two models (nothing to compare).
+    """
+    layers = layer_profiles(ds)
+    if layers.sizes[schema.MODEL] < 2:
+        raise ValueError(f"family fingerprints compare models; the store has {layers.sizes[schema.MODEL]}")
+    means = mean_profiles(layers, grid_points)
+    samples = sample_profiles(ds, grid_points=grid_points)
+    return Fingerprints(
+        distances=model_distances(means),
+        clustering=clustering_scores(samples),
+        size_pairs=size_pairs(layers, grid_points=grid_points),
+        shapes=shape_descriptors(layers),
+        linkage=linkage_matrix(means),
+        models=[str(m) for m in means[schema.MODEL].values],
+        families=[str(f) for f in means[schema.FAMILY].values],
+        pca=embed_samples(samples, method="pca", seed=seed),
+        tsne=embed_samples(samples, method="tsne", seed=seed),
+    )

@@ -395,6 +395,11 @@ def profile_bands(
     return pd.concat(frames, ignore_index=True)[cols]
 
 
+def all_profile_bands(ds: xr.Dataset, label: str, *, band: str = "ci95") -> pd.DataFrame:
+    """:func:`profile_bands` of every model of a combined store, stacked."""
+    return pd.concat([profile_bands(ds, str(m), label, band=band) for m in ds.indexes[schema.MODEL]], ignore_index=True)
+
+
 def _nanmean_tokens(profiles: np.ndarray) -> np.ndarray:
     counts = np.isfinite(profiles).sum(axis=1)
     sums = np.nansum(profiles, axis=1)

@@ -12,7 +12,16 @@ average); mean +- std over all folds; the same folds scored for a stratified
 
 Folds of repeated CV share training data, so the plain paired tests (``wilcoxon``,
 ``ttest``) are optimistic; ``corrected_ttest`` is the Nadeau-Bengio corrected resampled
-t-test, which inflates the variance by ``n_test / n_train``, and is the default.
+t-test, which inflates the variance by ``n_test / n_train``, and is the default.  The
+same correction gives each mean AUC its interval (:func:`corrected_t_interval`).
+
+Protocols.  Prompts built from the same source are not independent (a story yields four
+intact prompts per task that differ only in phrasing and template; an MMLU question
+appears in three styles).  ``grouped`` folds keep every prompt of a source (the
+target's ``group_by`` coordinate: story, question, topic, sample) on one side of each
+split (:class:`~sklearn.model_selection.StratifiedGroupKFold`, reshuffled per repeat);
+``study`` folds are the study's plain stratified folds, which can put a near-twin of a
+test prompt in the training set.  Verdicts use ``grouped``; ``study`` is reported beside.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ import xarray as xr
 from scipy import stats
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import RepeatedStratifiedKFold
+from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
@@ -54,6 +63,10 @@ DEFAULT_WEIGHTS = "uniform"
 PAIRED_TESTS = ("wilcoxon", "ttest", "corrected_ttest")
 DEFAULT_TEST = "corrected_ttest"
 MIN_PER_CLASS = 2
+DEFAULT_LEVEL = 0.95
+GROUPED = "grouped"
+STUDY = "study"
+PROTOCOLS = (GROUPED, STUDY)
 # OpenMP threads for the neighbour search.  With torch imported, two OpenMP runtimes share
 # the cores and each small brute-force kNN call stalls for ~30-80 ms in spin-waits; one
 # thread avoids that and costs little at the study's scale (thousands of samples).
@@ -63,20 +76,26 @@ TABLE_COLUMNS = (
     "target",
     "split",
     "model",
+    "protocol",
     "metric",
     "alpha",
     "measure",
     "mode",
     "mask_rule",
     "n_samples",
+    "n_groups",
     "n_classes",
     "k",
     "n_splits",
     "n_repeats",
     "auc_mean",
     "auc_std",
+    "auc_low",
+    "auc_high",
     "dummy_mean",
     "dummy_std",
+    "dummy_low",
+    "dummy_high",
     "p_value",
     "test",
     "note",
@@ -90,12 +109,14 @@ class KnnSettings:
 
     Attributes:
         k: Neighbours (capped below the smallest training fold, with a warning).
-        n_splits: Stratified folds (capped at the smallest class count, with a warning).
+        n_splits: Stratified folds (capped at the smallest class count, or its number of
+            groups under grouped folds, with a warning).
         n_repeats: Repetitions of the shuffled fold split.
         seed: Seed of the fold shuffling and of the dummy baseline.
         distance: ``KNeighborsClassifier`` metric.
         weights: ``KNeighborsClassifier`` weights.
         test: Paired test over fold AUCs, one of :data:`PAIRED_TESTS`.
+        level: Coverage of the AUC intervals, in ``(0, 1)``.
         n_threads: OpenMP threads for the neighbour search (``None``: the library default).
     """
 
@@ -106,6 +127,7 @@ class KnnSettings:
     distance: str = DEFAULT_DISTANCE
     weights: str = DEFAULT_WEIGHTS
     test: str = DEFAULT_TEST
+    level: float = DEFAULT_LEVEL
     n_threads: int | None = DEFAULT_THREADS
 
     def __post_init__(self) -> None:
@@ -116,6 +138,8 @@ class KnnSettings:
             raise ValueError(f"n_splits must be an int >= 2, got {self.n_splits!r}")
         if self.test not in PAIRED_TESTS:
             raise ValueError(f"test must be one of {PAIRED_TESTS}, got {self.test!r}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must lie in (0, 1), got {self.level!r}")
 
 
 @dataclass(frozen=True)
@@ -123,15 +147,19 @@ class AucResult:
     """Fold AUCs of kNN and of the dummy baseline on the same folds.
 
     Attributes:
-        knn: ``[n_splits * n_repeats]`` kNN ROC AUC per fold.
-        dummy: ``[n_splits * n_repeats]`` stratified-dummy ROC AUC per fold.
+        knn: ``[F]`` kNN ROC AUC per scored fold.
+        dummy: ``[F]`` stratified-dummy ROC AUC per scored fold.
         k: Neighbours actually used.
-        n_splits: Folds actually used.
+        n_splits: Folds per repeat actually used.
         n_repeats: Repetitions.
         n_samples: Samples.
+        n_groups: Distinct groups (sources); ``n_samples`` when folds are not grouped.
         n_classes: Classes.
         p_value: One-sided paired test p-value (kNN > dummy).
         test: Name of the paired test.
+        grouped: Whether folds kept each group on one side.
+        level: Coverage of the intervals.
+        n_skipped_folds: Grouped folds left out because their test part lacked a class.
     """
 
     knn: np.ndarray
@@ -140,55 +168,150 @@ class AucResult:
     n_splits: int
     n_repeats: int
     n_samples: int
+    n_groups: int
     n_classes: int
     p_value: float
     test: str
+    grouped: bool = False
+    level: float = DEFAULT_LEVEL
+    n_skipped_folds: int = 0
+
+    @property
+    def test_train_ratio(self) -> float:
+        """``n_test / n_train`` of one k-fold split, ``1 / (n_splits - 1)``."""
+        return 1.0 / (self.n_splits - 1)
+
+    def interval(self, scores: np.ndarray) -> tuple[float, float]:
+        """Corrected resampled-t interval of the mean of fold ``scores`` (see :func:`corrected_t_interval`)."""
+        return corrected_t_interval(scores, self.test_train_ratio, self.level)
 
     def summary(self) -> dict[str, Any]:
-        """Mean +- std (ddof=1) over folds plus the run's sizes, as one table row."""
+        """Mean, std (ddof=1) and interval over folds plus the run's sizes, as one table row."""
+        knn_lo, knn_hi = self.interval(self.knn)
+        dummy_lo, dummy_hi = self.interval(self.dummy)
         return {
             "n_samples": self.n_samples,
+            "n_groups": self.n_groups,
             "n_classes": self.n_classes,
             "k": self.k,
             "n_splits": self.n_splits,
             "n_repeats": self.n_repeats,
             "auc_mean": float(self.knn.mean()),
             "auc_std": float(self.knn.std(ddof=1)),
+            "auc_low": knn_lo,
+            "auc_high": knn_hi,
             "dummy_mean": float(self.dummy.mean()),
             "dummy_std": float(self.dummy.std(ddof=1)),
+            "dummy_low": dummy_lo,
+            "dummy_high": dummy_hi,
             "p_value": self.p_value,
             "test": self.test,
         }
 
 
-def knn_auc(X: np.ndarray, y: Sequence[Any], settings: KnnSettings | None = None) -> AucResult:
+def corrected_t_interval(
+    scores: np.ndarray, test_train_ratio: float, level: float = DEFAULT_LEVEL
+) -> tuple[float, float]:
+    """Interval of the mean of repeated-CV fold scores, corrected for shared training data.
+
+    Nadeau & Bengio (2003): folds of repeated k-fold CV overlap, so the variance of the
+    mean is ``(1/F + n_test/n_train) * s^2`` rather than ``s^2 / F``; the interval is
+    ``mean +- t_{(1+level)/2, F-1} * sqrt(that)``, clipped to ``[0, 1]``.
+
+    Args:
+        scores: ``[F]`` fold scores (AUCs), ``F >= 2``.
+        test_train_ratio: ``n_test / n_train`` of one split (``1 / (n_splits - 1)``).
+        level: Coverage in ``(0, 1)``.
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` with fewer than two scores.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf((1 + level) / 2, values.size - 1) * math.sqrt(
+        values.var(ddof=1) * (1.0 / values.size + test_train_ratio)
+    )
+    mean = float(values.mean())
+    return max(mean - half, 0.0), min(mean + half, 1.0)
+
+
+def knn_auc(
+    X: np.ndarray, y: Sequence[Any], settings: KnnSettings | None = None, *, groups: Sequence[Any] | None = None
+) -> AucResult:
     """Cross-validated kNN ROC AUC of labels ``y`` from features ``X``.
 
     Args:
         X: ``[N, F]`` finite features.
         y: ``[N]`` labels (any hashable values; at least 2 classes of >= 2 samples each).
         settings: Classifier and CV settings (default :class:`KnnSettings`).
+        groups: ``[N]`` source of each sample; when given, folds are grouped (a source
+            never sits on both sides of a split).
 
     Returns:
-        :class:`AucResult` over ``n_splits * n_repeats`` folds.
+        :class:`AucResult` over the ``n_splits * n_repeats`` folds.
     """
     settings = settings or KnnSettings()
     X = np.asarray(X, dtype=np.float64)
     codes, counts = _encode(y, X)
-    n_splits = _cap_splits(settings.n_splits, int(counts.min()))
-    k = _cap_k(settings.k, codes.size, n_splits)
-    cv = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=settings.n_repeats, random_state=settings.seed)
-    knn_scores, dummy_scores = [], []
+    group_codes = _group_codes(groups, codes) if groups is not None else None
+    n_splits = _cap_splits(settings.n_splits, _smallest_class(codes, counts, group_codes), group_codes is not None)
+    folds = list(_folds(X, codes, group_codes, n_splits, settings))
+    k = _cap_k(settings.k, min(train.size for train, _ in folds))
+    knn_scores, dummy_scores, skipped = [], [], 0
     with threadpool_limits(limits=settings.n_threads, user_api="openmp"):
-        for fold, (train, test) in enumerate(cv.split(X, codes)):
+        for fold, (train, test) in enumerate(folds):
+            if np.unique(codes[test]).size < counts.size:
+                skipped += 1
+                continue
             clf = KNeighborsClassifier(n_neighbors=k, metric=settings.distance, weights=settings.weights)
             dummy = DummyClassifier(strategy="stratified", random_state=settings.seed + fold)
             knn_scores.append(fold_auc(codes[test], clf.fit(X[train], codes[train]).predict_proba(X[test])))
             dummy_scores.append(fold_auc(codes[test], dummy.fit(X[train], codes[train]).predict_proba(X[test])))
+    if len(knn_scores) < 2:
+        raise ValueError(f"only {len(knn_scores)} folds hold every class in their test part; add samples or groups")
     knn_arr, dummy_arr = np.asarray(knn_scores), np.asarray(dummy_scores)
-    ratio = 1.0 / (n_splits - 1)  # n_test / n_train of a k-fold split
-    p = paired_p_value(knn_arr, dummy_arr, settings.test, test_train_ratio=ratio)
-    return AucResult(knn_arr, dummy_arr, k, n_splits, settings.n_repeats, codes.size, counts.size, p, settings.test)
+    p = paired_p_value(knn_arr, dummy_arr, settings.test, test_train_ratio=1.0 / (n_splits - 1))
+    n_groups = int(np.unique(group_codes).size) if group_codes is not None else int(codes.size)
+    return AucResult(
+        knn_arr,
+        dummy_arr,
+        k,
+        n_splits,
+        settings.n_repeats,
+        codes.size,
+        n_groups,
+        counts.size,
+        p,
+        settings.test,
+        grouped=group_codes is not None,
+        level=settings.level,
+        n_skipped_folds=skipped,
+    )
+
+
+def _group_codes(groups: Sequence[Any], codes: np.ndarray) -> np.ndarray:
+    values = np.asarray(groups)
+    if values.shape != codes.shape:
+        raise ValueError(f"groups must hold one value per sample ({codes.size}), got shape {values.shape}")
+    return np.unique(values.astype(str), return_inverse=True)[1]
+
+
+def _smallest_class(codes: np.ndarray, counts: np.ndarray, group_codes: np.ndarray | None) -> int:
+    """Samples (or, grouped, distinct groups) of the smallest class: the most folds it can fill."""
+    if group_codes is None:
+        return int(counts.min())
+    return min(int(np.unique(group_codes[codes == c]).size) for c in range(counts.size))
+
+
+def _folds(X, codes, group_codes, n_splits: int, settings: KnnSettings) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    if group_codes is None:
+        cv = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=settings.n_repeats, random_state=settings.seed)
+        yield from cv.split(X, codes)
+        return
+    for repeat in range(settings.n_repeats):
+        cv = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=settings.seed + repeat)
+        yield from cv.split(X, codes, group_codes)
 
 
 def _encode(y: Sequence[Any], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -206,20 +329,21 @@ def _encode(y: Sequence[Any], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, counts
 
 
-def _cap_splits(n_splits: int, smallest_class: int) -> int:
+def _cap_splits(n_splits: int, smallest_class: int, grouped: bool) -> int:
     if smallest_class < n_splits:
+        what = "groups" if grouped else "samples"
         log.warning(
-            "n_splits=%d exceeds the smallest class (%d samples); using %d folds",
+            "n_splits=%d exceeds the smallest class (%d %s); using %d folds",
             n_splits,
             smallest_class,
+            what,
             smallest_class,
         )
         return smallest_class
     return n_splits
 
 
-def _cap_k(k: int, n_samples: int, n_splits: int) -> int:
-    smallest_train = n_samples - math.ceil(n_samples / n_splits)
+def _cap_k(k: int, smallest_train: int) -> int:
     if k >= smallest_train:
         capped = max(smallest_train - 1, 1)
         log.warning("k=%d is not below the smallest training fold (%d samples); using k=%d", k, smallest_train, capped)
@@ -285,6 +409,10 @@ class Target:
         split_by: A prompt coordinate; the target runs once per value (e.g. ``style``).
         pooled: Samples are ``(model, prompt)`` pairs of all models on a common depth
             grid (one row, model ``"all"``) instead of one run per model.
+        group_by: A coordinate on ``prompt`` naming each prompt's source (``story_id``,
+            ``question_id``, ``topic``; ``prompt`` itself for pooled samples, which groups
+            a prompt's samples across models).  With it, each row is scored under both
+            :data:`PROTOCOLS`; without it, under ``study`` only.
     """
 
     name: str
@@ -293,14 +421,15 @@ class Target:
     where: Mapping[str, Any] = field(default_factory=dict)
     split_by: str | None = None
     pooled: bool = False
+    group_by: str | None = None
 
 
 STUDY_TARGETS: tuple[Target, ...] = (
-    Target("task", "tasks", "task", where={"scrambled": False}),
-    Target("task_scrambled", "tasks", "task", where={"scrambled": True}),
-    Target("format", "formats", "format"),
-    Target("mmlu_correct", "mmlu", "correct_ll", split_by="style"),
-    Target("family", "blank", schema.FAMILY, pooled=True),
+    Target("task", "tasks", "task", where={"scrambled": False}, group_by="story_id"),
+    Target("task_scrambled", "tasks", "task", where={"scrambled": True}, group_by="story_id"),
+    Target("format", "formats", "format", group_by="topic"),
+    Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, split_by="style", group_by="question_id"),
+    Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT),
 )
 
 
@@ -366,6 +495,7 @@ def target_rows(
         "mask_rule": features.mask_rule,
         "test": settings.test,
     }
+    protocols = PROTOCOLS if target.group_by else (STUDY,)
     rows = []
     for split, ids in _splits(ds, target):
         for model in [POOLED_MODEL] if target.pooled else [str(m) for m in ds.indexes[schema.MODEL]]:
@@ -374,7 +504,10 @@ def target_rows(
             else:
                 feats = model_features(ds, model, metric=metric, alpha=alpha, settings=features, prompts=ids)
             labels = sample_labels(ds, target.label, feats.models, feats.prompts)
-            rows.append({**base, "split": split, "model": model, **_score(feats.X, labels, settings)})
+            groups = sample_labels(ds, target.group_by, feats.models, feats.prompts) if target.group_by else None
+            for protocol in protocols:
+                scored = _score(feats.X, labels, settings, groups if protocol == GROUPED else None)
+                rows.append({**base, "split": split, "model": model, "protocol": protocol, **scored})
     return rows
 
 
@@ -434,14 +567,31 @@ def _missing_to_none(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _score(X: np.ndarray, labels: np.ndarray, settings: KnnSettings) -> dict[str, Any]:
+def _score(X: np.ndarray, labels: np.ndarray, settings: KnnSettings, groups: np.ndarray | None) -> dict[str, Any]:
     known = np.array([v is not None for v in labels], dtype=bool)
     X, labels = X[known], labels[known]
+    groups = groups[known] if groups is not None else None
     counts = pd.Series(labels.astype(str)).value_counts()
+    sizes = {"n_samples": int(labels.size), "n_classes": int(counts.size)}
     if counts.size < 2 or counts.min() < MIN_PER_CLASS:
         note = f"skipped: class counts {counts.to_dict()} (need >= 2 classes of >= {MIN_PER_CLASS})"
         log.warning(note)
-        return {"n_samples": int(labels.size), "n_classes": int(counts.size), "note": note}
-    result = knn_auc(X, labels, settings)
-    note = "" if result.n_splits == settings.n_splits and result.k == settings.k else "k or n_splits capped"
-    return {**result.summary(), "note": note}
+        return {**sizes, "note": note}
+    try:
+        result = knn_auc(X, labels, settings, groups=groups)
+    except ValueError as err:  # e.g. too few groups to build folds holding every class
+        log.warning("skipped: %s", err)
+        return {**sizes, "note": f"skipped: {err}"}
+    return {**result.summary(), "note": capped_note(result, settings)}
+
+
+def capped_note(result: AucResult, settings: KnnSettings) -> str:
+    """What the run had to change from the settings (k, folds, skipped folds), or ``""``."""
+    notes = []
+    if result.k != settings.k:
+        notes.append(f"k capped {settings.k} -> {result.k} (smallest training fold)")
+    if result.n_splits != settings.n_splits:
+        notes.append(f"folds capped {settings.n_splits} -> {result.n_splits} (smallest class)")
+    if result.n_skipped_folds:
+        notes.append(f"{result.n_skipped_folds} folds without every class left out")
+    return "; ".join(notes)

@@ -1,28 +1,36 @@
-"""The paper comparison table: the study's figures beside ours, one row per claim.
+"""The paper comparison: each claim of the study, our estimate with its interval, and a verdict.
 
-Our numbers come from the analysis tables (:func:`entropy_lens.analysis.knn.knn_table`,
-:func:`~entropy_lens.analysis.expansion.expansion_spearman`,
-:func:`~entropy_lens.analysis.expansion.nucleus_overlap`,
-:func:`~entropy_lens.analysis.families.clustering_scores`, :func:`mmlu_accuracy`).
-A model of ours is matched to a study model by name (:func:`study_model_for`); where no
-study model matches, the row shows the study's figure range over its own models and
-says in ``note`` that the models differ.  AUCs and accuracies are in percent, as the
-study reports them.
+One row per claim, model and split.  Each row carries
+
+* our estimate and its 95% interval over the right unit (kNN AUC: grouped folds,
+  corrected resampled t; Spearman: prompt-cluster bootstrap; accuracy: Wilson over
+  questions; layer skip: paired bootstrap over questions),
+* the baseline it is judged against (the dummy classifier, chance or the majority
+  letter), the study-protocol (ungrouped folds) figure beside the grouped one,
+* the study's magnitude, and
+* a verdict from :mod:`entropy_lens.analysis.verdicts` with the reason.
+
+Claims the configuration did not measure (a dataset not profiled for a model, a model
+left out of the layer-skip experiment, a family analysis with one model) get a row
+that says so: nothing is dropped silently.  :func:`headline` picks the rows a reader
+needs first: Shannon entropy, the verdict measure of MMLU, one row per claim and model.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-import numpy as np
 import pandas as pd
-import xarray as xr
 
-from entropy_lens import schema
+from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import STUDY_SPEARMAN
-from entropy_lens.analysis.features import plain
+from entropy_lens.analysis.knn import GROUPED, POOLED_MODEL, STUDY
+from entropy_lens.letters import VERDICT_MEASURE
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +52,11 @@ STUDY_FORMAT_AUC: dict[str, tuple[float, float]] = {
 STUDY_MMLU_ACCURACY: dict[str, tuple[float, float]] = {"llama": (50.89, 60.62), "gemma": (55.0, 56.0)}
 STUDY_MMLU_AUC: dict[str, tuple[float, float]] = {"llama": (67.23, 73.61), "gemma": (68.36, 72.78)}
 STUDY_FAMILY_CLAIM = "profiles cluster by family, not by size (dendrogram, no score)"
+STUDY_SKIP_CLAIM = {
+    "llama": "Llama collapses to chance when its largest-expansion layers are skipped",
+    "gemma": "Gemma-2-2B-it is the exception: pruning layers matter more",
+}
+STUDY_SKIP_DEFAULT = "skipping expansion layers hurts MMLU more than pruning or random layers"
 # Lower-case name prefixes (after any ``org/``) that identify a study model.
 STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {
     "Gemma-2-2B": ("gemma-2-2b",),
@@ -53,11 +66,80 @@ STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {
     "Llama-3-8B": ("llama-3-8b", "meta-llama-3-8b"),
     "Phi-3-mini": ("phi-3-mini", "phi-3"),
 }
-# Target names of :data:`entropy_lens.analysis.knn.STUDY_TARGETS`.
-TASK, TASK_SCRAMBLED, FORMAT, MMLU_CORRECT, FAMILY_TARGET = "task", "task_scrambled", "format", "mmlu_correct", "family"
-COLUMNS = ("claim", "measure", "split", "model", "study_model", "study", "ours", "note")
 NO_FIGURE = "—"
 PERCENT = 100.0
+DESCRIPTIVE = "descriptive: no claim of the study is tested"
+
+# Claims, in the order a reader meets them.
+TASK = "task separability (intact prompts)"
+SCRAMBLED = "task separability (scrambled control)"
+FORMAT = "format separability"
+MMLU_CORRECT = "MMLU correctness separability"
+FAMILY = "family separability (blank prompts)"
+RENYI = "Rényi entropy leaves the separability conclusions intact"
+SPEARMAN = "Spearman ΔH vs Δ nucleus size"
+ACCURACY = "MMLU accuracy above chance and the majority letter"
+SKIP_RANDOM = "skipping expansion layers hurts more than random layers"
+SKIP_PRUNING = "skipping expansion layers hurts more than pruning layers"
+CLUSTERING = "family, not size, clusters blank-prompt profiles"
+OVERLAP = "adjacent-layer nucleus Jaccard"
+# kNN target name -> claim (targets of :data:`entropy_lens.analysis.knn.STUDY_TARGETS`).
+KNN_CLAIMS = {
+    "task": TASK,
+    "task_scrambled": SCRAMBLED,
+    "format": FORMAT,
+    "mmlu_correct": MMLU_CORRECT,
+    "family": FAMILY,
+}
+KNN_DATASETS = {
+    "task": "tasks",
+    "task_scrambled": "tasks",
+    "format": "formats",
+    "mmlu_correct": "mmlu",
+    "family": "blank",
+}
+
+COLUMNS = (
+    "claim",
+    "model",
+    "split",
+    "measure",
+    "unit",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "baseline",
+    "baseline_low",
+    "baseline_high",
+    "study_protocol",
+    "study_protocol_low",
+    "study_protocol_high",
+    "study",
+    "verdict",
+    "why",
+    "n",
+    "n_sources",
+    "note",
+)
+AUC, RHO, ACC, POINTS, JACCARD = "AUC %", "rho", "accuracy %", "accuracy points", "Jaccard"
+SCALES = {AUC: PERCENT, RHO: 1.0, ACC: PERCENT, POINTS: PERCENT, JACCARD: 1.0}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the configuration asked to measure, so that every absence is explained.
+
+    Attributes:
+        datasets: Dataset -> the models profiled on it (a dataset left out is disabled).
+        layer_skip: Models in the layer-skip experiment (empty: the experiment is off).
+        k_study: The study's kNN ``k``; a row that had to use fewer is inconclusive.
+        families: Model -> family.
+    """
+
+    datasets: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    layer_skip: Sequence[str] = ()
+    k_study: int = 29
+    families: Mapping[str, str] = field(default_factory=dict)
 
 
 def study_model_for(model: str) -> str | None:
@@ -71,124 +153,311 @@ def study_model_for(model: str) -> str | None:
     return None
 
 
-def _pm(mean: float, std: float, scale: float = PERCENT) -> str:
-    if mean is None or not math.isfinite(mean):
-        return "n/a"
-    return f"{mean * scale:.2f} ± {std * scale:.2f}" if math.isfinite(std) else f"{mean * scale:.2f}"
-
-
 def _range(values: Sequence[float], spec: str = ".2f") -> str:
     return f"{min(values):{spec}}–{max(values):{spec}}"
 
 
-def _row(claim: str, model: str, ours: str, study: str, matched: str | None, **extra: str) -> dict[str, str]:
-    if matched is None and study != NO_FIGURE:
-        note = "models differ: the study figure is its range over its own models"
-    elif matched is None:
-        note = "no study figure for this claim"
-    else:
-        note = ""
-    row = {"claim": claim, "model": model, "study_model": matched or "", "study": study, "ours": ours, "note": note}
-    return {"measure": "", "split": "", **row, **extra}
+def _interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str) -> V.Interval:
+    values = [row[c] for c in (mean, low, high)]
+    return V.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
 
 
-def _knn_rows(knn: pd.DataFrame, target: str, claim: str, study_of) -> list[dict[str, str]]:
-    rows = []
-    for rec in knn[knn["target"] == target].itertuples(index=False):
-        matched, study = study_of(str(rec.model), rec)
-        ours = _pm(rec.auc_mean, rec.auc_std) + f" (dummy {_pm(rec.dummy_mean, rec.dummy_std)})"
-        rows.append(
-            _row(claim, str(rec.model), ours, study, matched, measure=str(rec.measure), split=_fmt(rec.split, "g"))
-        )  # empty CSV field: NaN -> ""
-    return rows
+def _row(claim: str, model: str, unit: str, verdict: V.Verdict | None, **values: Any) -> dict[str, Any]:
+    """One table row; intervals (:class:`~entropy_lens.analysis.verdicts.Interval`) expand into columns."""
+    row: dict[str, Any] = {c: "" for c in COLUMNS}
+    row.update(claim=claim, model=model, unit=unit, verdict=verdict.verdict if verdict else "")
+    row["why"] = verdict.why if verdict else DESCRIPTIVE
+    for key, value in values.items():
+        if isinstance(value, V.Interval):
+            row[key if key != "ours" else "estimate"], row[f"{_prefix(key)}_low"], row[f"{_prefix(key)}_high"] = (
+                value.estimate,
+                value.low,
+                value.high,
+            )
+        else:
+            row[key] = value
+    return row
 
 
-def _task_study(model: str, rec) -> tuple[str | None, str]:
+def _prefix(key: str) -> str:
+    return "ci" if key == "ours" else key
+
+
+# --------------------------------------------------------------------------- separability
+
+
+def _study_auc(target: str, model: str, family: str, measure: str) -> str:
+    if measure != "shannon":
+        return NO_FIGURE
     matched = study_model_for(model)
-    if rec.metric != schema.ENTROPY:
-        return matched, NO_FIGURE
-    if matched in STUDY_TASK_AUC:
-        return matched, f"{STUDY_TASK_AUC[matched]:.2f}"
-    return None, _range(list(STUDY_TASK_AUC.values()))
-
-
-def _format_study(model: str, rec) -> tuple[str | None, str]:
-    matched = study_model_for(model)
-    if rec.metric != schema.ENTROPY:
-        return matched, NO_FIGURE
-    if matched in STUDY_FORMAT_AUC:
-        mean, std = STUDY_FORMAT_AUC[matched]
-        return matched, f"{mean:.1f} ± {std:.1f}"
-    return None, _range([m for m, _ in STUDY_FORMAT_AUC.values()])
-
-
-def _no_study(model: str, rec) -> tuple[str | None, str]:
-    return None, NO_FIGURE
-
-
-def _family_range(table: dict[str, tuple[float, float]], family: str) -> str:
-    if family.lower() in table:
-        return f"{_range(table[family.lower()])} ({family.lower()} family)"
+    if target == "task":
+        return f"{STUDY_TASK_AUC[matched]:.2f}" if matched in STUDY_TASK_AUC else _range(list(STUDY_TASK_AUC.values()))
+    if target == "format":
+        if matched in STUDY_FORMAT_AUC:
+            return "{:.1f} ± {:.1f}".format(*STUDY_FORMAT_AUC[matched])
+        return _range([m for m, _ in STUDY_FORMAT_AUC.values()])
+    if target == "mmlu_correct" and family.lower() in STUDY_MMLU_AUC:
+        return f"{_range(STUDY_MMLU_AUC[family.lower()])} ({family.lower()} family)"
     return NO_FIGURE
 
 
-def _mmlu_auc_rows(knn: pd.DataFrame, families: dict[str, str]) -> list[dict[str, str]]:
-    def study_of(model: str, rec) -> tuple[str | None, str]:
-        if rec.metric != schema.ENTROPY:
-            return study_model_for(model), NO_FIGURE
-        return study_model_for(model), _family_range(STUDY_MMLU_AUC, families.get(model, ""))
-
-    return _knn_rows(knn, MMLU_CORRECT, "MMLU correctness kNN AUC", study_of)
-
-
-def _accuracy_rows(accuracy: pd.DataFrame) -> list[dict[str, str]]:
+def _knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expected) -> list[dict[str, Any]]:
     rows = []
-    for rec in accuracy.itertuples(index=False):
-        study = _family_range(STUDY_MMLU_ACCURACY, str(rec.family))
-        ours = f"{rec.accuracy * PERCENT:.2f} (n={rec.n})"
+    knn = knn.assign(split=knn["split"].fillna("").astype(str), model=knn["model"].astype(str))
+    study = knn[knn["protocol"] == STUDY].set_index(["target", "model", "split", "measure"])
+    for rec in knn[knn["protocol"] == GROUPED].to_dict("records"):
+        key = (rec["target"], rec["model"], rec["split"], rec["measure"])
+        ungrouped = study.loc[key] if key in study.index else {"auc_mean": None, "auc_low": None, "auc_high": None}
+        family = expected.families.get(rec["model"], "")
         rows.append(
-            _row("MMLU accuracy", str(rec.model), ours, study, study_model_for(str(rec.model)), split=str(rec.style))
+            _row(
+                KNN_CLAIMS.get(rec["target"], rec["target"]),
+                rec["model"],
+                AUC,
+                _separability(rec, accuracy, rec["split"], expected.k_study),
+                split=rec["split"],
+                measure=rec["measure"],
+                ours=_interval(rec, "auc_mean", "auc_low", "auc_high"),
+                baseline=_interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
+                study_protocol=_interval(ungrouped, "auc_mean", "auc_low", "auc_high"),
+                study=_study_auc(rec["target"], rec["model"], family, rec["measure"]),
+                n=_int(rec.get("n_samples")),
+                n_sources=_int(rec.get("n_groups")),
+                note=_text(rec.get("note")),
+            )
         )
     return rows
 
 
-def _spearman_rows(expansion: pd.DataFrame) -> list[dict[str, str]]:
+def _int(value: Any) -> Any:
+    return int(value) if pd.notna(value) else ""
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, k_study: int) -> V.Verdict:
+    if rec["target"] == "mmlu_correct":
+        blocked = _correctness_blocked(accuracy, str(rec["model"]), split)
+        if blocked is not None:
+            return blocked
+    note = _text(rec.get("note"))
+    return V.separability(
+        _interval(rec, "auc_mean", "auc_low", "auc_high"),
+        _interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
+        k_used=int(rec["k"]) if pd.notna(rec.get("k")) else None,
+        k_study=k_study,
+        n_groups=int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0,
+        skipped=note if note.startswith("skipped") else "",
+    )
+
+
+def _correctness_blocked(accuracy: pd.DataFrame | None, model: str, style: str) -> V.Verdict | None:
+    """Inconclusive when the correctness label is letter bias or chance (see :func:`verdicts.answers_at_chance`)."""
+    if accuracy is None:
+        return None
+    hit = accuracy[
+        (accuracy["model"] == model) & (accuracy["style"] == style) & (accuracy["measure"] == VERDICT_MEASURE)
+    ]
+    if hit.empty:
+        return None
+    rec = hit.iloc[0]
+    acc = V.Interval(rec["accuracy"], rec["ci_low"], rec["ci_high"])
+    return V.answers_at_chance(acc, float(rec["chance"]), float(rec["top_share"]), str(rec["top_letter"]))
+
+
+def _renyi_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One aggregate row: do the Rényi orders reach Shannon's verdicts?"""
+    separability = [r for r in rows if r["claim"] in KNN_CLAIMS.values()]
+    by_key: dict[tuple, dict[str, str]] = {}
+    for r in separability:
+        by_key.setdefault((r["claim"], r["model"], r["split"]), {})[r["measure"]] = r["verdict"]
+    shannon = [v.get("shannon", "") for v in by_key.values()]
+    renyi = [[verdict for m, verdict in v.items() if m != "shannon"] for v in by_key.values()]
+    if not any(renyi):
+        return []
+    verdict = V.renyi_invariance(shannon, renyi)
+    orders = sorted({m for v in by_key.values() for m in v if m != "shannon"})
+    return [_row(RENYI, "all", "", verdict, measure=", ".join(orders), study="conclusions unchanged for α = 0.5, 1, 5")]
+
+
+# --------------------------------------------------------------------------- other claims
+
+
+def _spearman_rows(expansion: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
-    for rec in expansion.itertuples(index=False):
-        matched = study_model_for(str(rec.model))
-        if matched in STUDY_SPEARMAN:
-            study = f"{STUDY_SPEARMAN[matched]:.4f}"
-        else:
-            matched, study = None, _range(list(STUDY_SPEARMAN.values()), ".4f")
-        ours = f"{rec.spearman:.4f} (n={rec.n})"
-        rows.append(_row("Spearman ΔH vs Δ nucleus size", str(rec.model), ours, study, matched))
+    for rec in expansion.to_dict("records"):
+        matched = study_model_for(str(rec["model"]))
+        study = (
+            f"{STUDY_SPEARMAN[matched]:.3f}"
+            if matched in STUDY_SPEARMAN
+            else _range(list(STUDY_SPEARMAN.values()), ".3f")
+        )
+        rho = _interval(rec, "spearman", "ci_low", "ci_high")
+        verdict = V.spearman(rho, n_prompts=int(rec.get("n_prompts", 0) or 0))
+        rows.append(
+            _row(
+                SPEARMAN,
+                str(rec["model"]),
+                RHO,
+                verdict,
+                split=str(rec.get("dataset", "")),
+                measure="shannon",
+                ours=rho,
+                study=study,
+                n=int(rec["n"]),
+                n_sources=int(rec.get("n_prompts", 0) or 0),
+                note="n counts (token, layer) pairs; the interval resamples prompts",
+            )
+        )
     return rows
 
 
-def _overlap_rows(overlap: pd.DataFrame) -> list[dict[str, str]]:
+def _accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
     rows = []
-    for rec in overlap.itertuples(index=False):
-        ours = f"mean {rec.mean:.3f} (median {getattr(rec, 'q50', float('nan')):.3f}, n={rec.n})"
-        rows.append(_row("adjacent-layer nucleus Jaccard", str(rec.model), ours, NO_FIGURE, None))
+    for rec in accuracy.to_dict("records"):
+        family = families.get(str(rec["model"]), "").lower()
+        study = (
+            f"{_range(STUDY_MMLU_ACCURACY[family])} ({family} family)" if family in STUDY_MMLU_ACCURACY else NO_FIGURE
+        )
+        acc = _interval(rec, "accuracy", "ci_low", "ci_high")
+        bar = max(float(rec["chance"]), float(rec["majority_baseline"]))
+        note = (
+            f"answered {rec['top_letter']} for {100 * rec['top_share']:.0f}%; gold {rec['majority_letter']} "
+            f"{100 * rec['majority_baseline']:.0f}%; {int(rec['n_unparsed'])} unparsed"
+        )
+        rows.append(
+            _row(
+                ACCURACY,
+                str(rec["model"]),
+                ACC,
+                V.accuracy(acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"])),
+                split=str(rec["style"]),
+                measure=str(rec["measure"]),
+                ours=acc,
+                baseline=V.Interval(bar, math.nan, math.nan),
+                study=study,
+                n=int(rec["n"]),
+                n_sources=int(rec["n"]),
+                note=note,
+            )
+        )
     return rows
+
+
+def _skip_rows(skip: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for rec in skip.to_dict("records"):
+        claim = SKIP_RANDOM if rec["versus"] == "random" else SKIP_PRUNING
+        diff = _interval(rec, "difference", "ci_low", "ci_high")
+        intact = _interval(rec, "intact", "intact_low", "intact_high")
+        verdict = V.layer_skip(diff, intact=intact, chance=float(rec["chance"]), versus=str(rec["versus"]))
+        study = STUDY_SKIP_CLAIM.get(families.get(str(rec["model"]), "").lower(), STUDY_SKIP_DEFAULT)
+        rows.append(
+            _row(
+                claim,
+                str(rec["model"]),
+                POINTS,
+                verdict,
+                split=f"k={int(rec['k'])}",
+                measure=str(rec["measure"]),
+                ours=diff,
+                baseline=intact,
+                study=study,
+                n=int(rec["n"]),
+                n_sources=int(rec["n"]),
+                note="baseline = intact accuracy",
+            )
+        )
+    return rows
+
+
+def _overlap_rows(overlap: pd.DataFrame) -> list[dict[str, Any]]:
+    return [
+        _row(
+            OVERLAP,
+            str(rec["model"]),
+            JACCARD,
+            None,
+            split=str(rec.get("dataset", "")),
+            measure="shannon",
+            ours=_interval(rec, "mean", "ci_low", "ci_high"),
+            study=NO_FIGURE,
+            n=int(rec["n"]),
+            n_sources=int(rec.get("n_prompts", 0) or 0),
+        )
+        for rec in overlap.to_dict("records")
+    ]
+
+
+def _clustering_rows(clustering: pd.DataFrame, models: Sequence[str], families: Mapping[str, str]) -> list[dict]:
+    by = clustering.set_index("grouping")
+    counts = pd.Series([families.get(m, "") for m in models]).value_counts()
+    scores = "; ".join(
+        f"{g}: ARI {_score(by.loc[g, 'ari_models'])}, silhouette {_score(by.loc[g, 'silhouette_samples'])}"
+        for g in by.index
+    )
+    if counts.empty or counts.max() < 2:
+        why = "one model per family: family and model identity coincide, so size cannot be told apart (make families)"
+    else:
+        why = f"qualitative claim on {len(models)} models; no interval for clustering scores ({scores})"
+    return [
+        _row(
+            CLUSTERING,
+            ", ".join(models),
+            "",
+            V.Verdict(V.INCONCLUSIVE, why),
+            study=STUDY_FAMILY_CLAIM,
+            n=len(models),
+            note=scores,
+        )
+    ]
 
 
 def _score(value: float) -> str:
     return "n/a" if pd.isna(value) else f"{value:.2f}"
 
 
-def _clustering_rows(clustering: pd.DataFrame, models: str) -> list[dict[str, str]]:
-    by = clustering.set_index("grouping")
-    parts = [
-        f"{g}: ARI {_score(by.loc[g, 'ari_models'])}, silhouette {_score(by.loc[g, 'silhouette_samples'])}"
-        for g in by.index
-    ]
-    row = _row("family clustering (blank prompts)", models, "; ".join(parts), STUDY_FAMILY_CLAIM, None)
-    row["note"] = (
-        "study claim is qualitative; ours: ARI over models, silhouette over samples "
-        "(n/a: one group, or one model per group)"
-    )
-    return [row]
+# --------------------------------------------------------------------------- absences
+
+
+def _absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str, Any]]:
+    """A row for every claim and model the configuration did not measure, saying why."""
+    seen = {(r["claim"], r["model"]) for r in rows}
+    models = list(dict.fromkeys(m for ms in expected.datasets.values() for m in ms))
+    out = []
+    for target, claim in KNN_CLAIMS.items():
+        dataset = KNN_DATASETS[target]
+        profiled = list(expected.datasets.get(dataset, ()))
+        wanted = [POOLED_MODEL] if target == "family" else models
+        for model in wanted:
+            if (claim, model) in seen:
+                continue
+            out.append(_row(claim, model, AUC, V.not_run(_why_absent(dataset, model, profiled, target))))
+    for claim in (SKIP_RANDOM, SKIP_PRUNING):
+        for model in models:
+            if (claim, model) not in seen:
+                reason = (
+                    "the layer-skip experiment is off"
+                    if not expected.layer_skip
+                    else ("not in layer_skip.models" if model not in expected.layer_skip else "no result")
+                )
+                out.append(_row(claim, model, POINTS, V.not_run(reason)))
+    return out
+
+
+def _why_absent(dataset: str, model: str, profiled: Sequence[str], target: str) -> str:
+    if not profiled:
+        return f"dataset {dataset!r} is disabled"
+    if target == "family":
+        return f"needs >= 2 models on {dataset!r}, got {len(profiled)}"
+    if model not in profiled:
+        return f"{model} is not profiled on {dataset!r} (datasets.{dataset}.models)"
+    return "no result"
+
+
+# --------------------------------------------------------------------------- the table
 
 
 def paper_table(
@@ -199,136 +468,154 @@ def paper_table(
     overlap: pd.DataFrame | None = None,
     clustering: pd.DataFrame | None = None,
     layer_skip: pd.DataFrame | None = None,
-    families: dict[str, str] | None = None,
+    expected: Expected | None = None,
 ) -> pd.DataFrame:
-    """One row per claim and model: study figure, ours, and a note when models differ.
+    """Every claim with our estimate, its interval, the study's figure and a verdict.
 
     Args:
-        knn: :func:`~entropy_lens.analysis.knn.knn_table` output (targets ``task``,
-            ``task_scrambled``, ``format``, ``mmlu_correct``, ``family``).
-        accuracy: :func:`mmlu_accuracy` output.
-        expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` output.
-        overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` output.
+        knn: :func:`~entropy_lens.analysis.knn.knn_table` output (both protocols).
+        accuracy: :func:`entropy_lens.scoring.accuracy_table` output.
+        expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` rows, with a
+            ``dataset`` column when several datasets are stacked.
+        overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` rows (``dataset`` as above).
         clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
-        layer_skip: Layer-skip accuracies (``model, condition, kind, k, accuracy, ci_low,
-            ci_high, chance``; group ``all``) from the layer-skip rules.
-        families: Model -> family, to pick the study's MMLU range (default: from
-            ``accuracy``/``expansion`` rows).
+        layer_skip: :func:`entropy_lens.accuracy.skip_differences` rows with a ``model`` column.
+        expected: What the configuration asked for (absent claims get a "not run" row).
 
     Returns:
-        Frame with :data:`COLUMNS` (all strings); inputs left ``None`` add no rows.
+        Frame with :data:`COLUMNS`; intervals are numbers in the row's ``unit`` scale
+        of 0-1 (AUC, accuracy) or -1..1 (rho).
     """
-    families = {**_families_from(accuracy, expansion), **(families or {})}
-    rows: list[dict[str, str]] = []
-    if knn is not None:
-        rows += _knn_rows(knn, TASK, "task kNN AUC (intact prompts)", _task_study)
-        rows += _knn_rows(knn, TASK_SCRAMBLED, "task kNN AUC (scrambled control)", _no_study)
-        rows += _knn_rows(knn, FORMAT, "format kNN AUC", _format_study)
-        rows += _mmlu_auc_rows(knn, families)
-        rows += _knn_rows(knn, FAMILY_TARGET, "family kNN AUC (blank prompts)", _no_study)
-    rows += _accuracy_rows(accuracy) if accuracy is not None else []
+    expected = expected or Expected()
+    rows: list[dict[str, Any]] = []
+    rows += _knn_rows(knn, accuracy, expected) if knn is not None else []
+    rows += _renyi_rows(rows)
     rows += _spearman_rows(expansion) if expansion is not None else []
-    rows += _overlap_rows(overlap) if overlap is not None else []
+    rows += _accuracy_rows(accuracy, expected.families) if accuracy is not None else []
+    rows += _skip_rows(layer_skip, expected.families) if layer_skip is not None else []
     if clustering is not None:
-        rows += _clustering_rows(clustering, ", ".join(sorted(families)) or "all")
-    rows += _skip_rows(layer_skip) if layer_skip is not None else []
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+        rows += _clustering_rows(clustering, list(expected.datasets.get("blank", ())), expected.families)
+    rows += _overlap_rows(overlap) if overlap is not None else []
+    rows += _absent_rows(rows, expected) if expected.datasets else []
+    return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
-STUDY_SKIP_CLAIM = {
-    "llama": "skipping the largest-expansion layer collapses Llama to chance (25%)",
-    "gemma": "Gemma-2-2B-it is the exception: pruning layers matter more",
-}
+CLAIM_ORDER = (
+    TASK,
+    SCRAMBLED,
+    FORMAT,
+    FAMILY,
+    SPEARMAN,
+    MMLU_CORRECT,
+    ACCURACY,
+    SKIP_RANDOM,
+    SKIP_PRUNING,
+    RENYI,
+    CLUSTERING,
+    OVERLAP,
+)
 
 
-def _skip_rows(layer_skip: pd.DataFrame) -> list[dict[str, str]]:
-    """One row per model: accuracy intact vs skipping the largest-expansion / -pruning layer."""
-    rows = []
-    for model, grp in layer_skip.groupby("model", sort=False):
-        acc = {c: grp.loc[grp["condition"] == c, "accuracy"] for c in ("intact", "expansion_k1", "pruning_k1")}
-        if any(v.empty for v in acc.values()):
-            continue
-        rand = grp.loc[(grp["kind"] == "random") & (grp["k"] == 1), "accuracy"]
-        ours = (
-            f"intact {acc['intact'].iloc[0] * PERCENT:.1f}, expansion {acc['expansion_k1'].iloc[0] * PERCENT:.1f}, "
-            f"pruning {acc['pruning_k1'].iloc[0] * PERCENT:.1f}, random {rand.mean() * PERCENT:.1f} "
-            f"(chance {grp['chance'].iloc[0] * PERCENT:.0f})"
-        )
-        family = str(grp["family"].iloc[0]) if "family" in grp else ""
-        study = STUDY_SKIP_CLAIM.get(family, NO_FIGURE)
-        rows.append(
-            _row("skip the largest-expansion layer (MMLU %)", str(model), ours, study, study_model_for(str(model)))
-        )
-    return rows
+def _ordered(table: pd.DataFrame) -> pd.DataFrame:
+    rank = {claim: i for i, claim in enumerate(CLAIM_ORDER)}
+    order = table["claim"].map(rank).fillna(len(rank))
+    return table.assign(_o=order).sort_values(["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
-def _families_from(*frames: pd.DataFrame | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for frame in frames:
-        if frame is not None and {"model", "family"} <= set(frame.columns):
-            out.update(zip(frame["model"].astype(str), frame["family"].astype(str), strict=True))
+def headline(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows a reader needs first: Shannon separability, the verdict measure of MMLU, and every
+    claim with a verdict, in claim order (descriptive rows left out)."""
+    keep = table["verdict"] != ""
+    keep &= ~table["claim"].isin(KNN_CLAIMS.values()) | table["measure"].isin(["shannon", ""])
+    keep &= ~table["claim"].isin([ACCURACY, SKIP_RANDOM, SKIP_PRUNING]) | table["measure"].isin([VERDICT_MEASURE, ""])
+    return table[keep].reset_index(drop=True)
+
+
+def display(table: pd.DataFrame) -> pd.DataFrame:
+    """Strings for reading: ``ours``, ``baseline`` and ``study protocol`` as ``x [lo, hi]`` in the row's unit."""
+    out = pd.DataFrame(
+        {
+            "claim": table["claim"],
+            "model": table["model"],
+            "split": table["split"],
+            "measure": table["measure"],
+            "ours (95% CI)": [_fmt(r, "estimate", "ci") for r in table.to_dict("records")],
+            "baseline": [_fmt(r, "baseline", "baseline") for r in table.to_dict("records")],
+            "study protocol": [_fmt(r, "study_protocol", "study_protocol") for r in table.to_dict("records")],
+            "study": table["study"],
+            "verdict": table["verdict"],
+            "why": table["why"],
+            "n": table["n"],
+        }
+    )
     return out
 
 
-def mmlu_accuracy(ds: xr.Dataset, *, variable: str = "correct_ll", split_by: str | None = "style") -> pd.DataFrame:
-    """Accuracy per model (and style) from a 1/0 correctness variable; negatives are unparsed.
-
-    Args:
-        ds: Combined MMLU store with ``variable`` on ``(model, prompt)``.
-        variable: ``correct_ll`` (letter log-likelihood) or ``correct_parsed``.
-        split_by: Prompt coordinate to split by (``None``: one row per model).
-
-    Returns:
-        ``model, family, style, n, n_unparsed, accuracy`` (accuracy over parsed answers, 0..1).
-    """
-    if variable not in ds.data_vars:
-        raise ValueError(f"variable {variable!r} is not in the store; variables: {list(ds.data_vars)}")
-    values = np.asarray(ds[variable].transpose(schema.MODEL, schema.PROMPT).values)
-    splits = plain(ds[split_by].values) if split_by else np.full(values.shape[1], "", dtype=object)
-    rows = []
-    for i, model in enumerate(ds.indexes[schema.MODEL]):
-        family = str(ds[schema.FAMILY].values[i]) if schema.FAMILY in ds.coords else ""
-        for split in pd.unique(splits):
-            cells = values[i, splits == split]
-            parsed = cells[cells >= 0]
-            acc = float(parsed.mean()) if parsed.size else float("nan")
-            rows.append(
-                {
-                    "model": str(model),
-                    "family": family,
-                    "style": str(split),
-                    "n": int(parsed.size),
-                    "n_unparsed": int((cells < 0).sum()),
-                    "accuracy": acc,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def to_markdown(df: pd.DataFrame, *, float_format: str = ".4g") -> str:
-    """Render ``df`` as a GitHub-flavoured Markdown table (no index; NaN as blank).
-
-    Args:
-        df: Any frame.
-        float_format: Format spec for float cells.
-
-    Returns:
-        The table text, ending with a newline.
-    """
-    header = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(_md_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for rec in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_md_cell(_fmt(v, float_format)) for v in rec) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _fmt(value: object, float_format: str) -> str:
-    if value is None or (np.isscalar(value) and pd.isna(value)):
+def _fmt(row: Mapping[str, Any], value: str, prefix: str) -> str:
+    estimate = row[value]
+    if estimate == "" or pd.isna(estimate):
         return ""
-    if isinstance(value, (float, np.floating)):
-        return format(float(value), float_format)
-    return str(value)
+    scale = SCALES.get(row["unit"], 1.0)
+    digits = 3 if row["unit"] in (RHO, JACCARD) else 1
+    lo, hi = row[f"{prefix}_low"], row[f"{prefix}_high"]
+    text = f"{float(estimate) * scale:.{digits}f}"
+    if lo != "" and pd.notna(lo) and pd.notna(hi):
+        text += f" [{float(lo) * scale:.{digits}f}, {float(hi) * scale:.{digits}f}]"
+    return text + (f" {row['unit']}" if row["unit"] and row["unit"] != RHO else "")
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: Expected) -> pd.DataFrame:
+    """:func:`paper_table` from the analysis tables on disk.
+
+    Args:
+        paths: Keyword of :func:`paper_table` -> a CSV path, or several to stack (the
+            per-dataset expansion and overlap tables).
+        expected: What the configuration asked for.
+    """
+    unknown = sorted(set(paths) - set(TABLE_INPUTS))
+    if unknown:
+        raise ValueError(f"unknown paper-table inputs {unknown}; expected some of {list(TABLE_INPUTS)}")
+    tables = {name: _read_csvs(value) for name, value in paths.items()}
+    return paper_table(**tables, expected=expected)
+
+
+TABLE_INPUTS = ("knn", "accuracy", "expansion", "overlap", "clustering", "layer_skip")
+
+
+def _read_csvs(value: str | Sequence[str]) -> pd.DataFrame:
+    files = [value] if isinstance(value, str) else list(value)
+    return pd.concat([pd.read_csv(f, keep_default_na=True) for f in files], ignore_index=True)
+
+
+VERDICT_COLOURS = {V.REPRODUCED: "#1a7f37", V.NOT_REPRODUCED: "#cf222e", V.INCONCLUSIVE: "#9a6700"}
+HTML_STYLE = """<style>
+.prose.max-w-lg{max-width:none !important}
+table.verdicts{border-collapse:collapse;font-size:13px;margin:8px 0 16px 0}
+table.verdicts th,table.verdicts td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+table.verdicts th{background:#f6f8fa}
+table.verdicts td.why{max-width:460px;color:#444}
+span.verdict{color:#fff;border-radius:10px;padding:1px 8px;white-space:nowrap;font-weight:600}
+</style>"""
+
+
+def verdicts_html(table: pd.DataFrame) -> str:
+    """The headline table as a styled HTML fragment (coloured verdicts), for the report's first page."""
+    view = display(table)
+    counts = table["verdict"].value_counts()
+    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in V.VERDICTS)
+    header = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns if c not in ("n",))
+    rows = []
+    for rec in view.to_dict("records"):
+        cells = []
+        for column, value in rec.items():
+            if column == "n":
+                continue
+            text = html.escape(str(value))
+            if column == "verdict" and value:
+                text = f'<span class="verdict" style="background:{VERDICT_COLOURS[value]}">{text}</span>'
+            cells.append(f'<td class="{"why" if column == "why" else ""}">{text}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f"{HTML_STYLE}\n<p><b>{summary}</b> (95% intervals; rules in the README, section Verdicts)</p>\n"
+        f'<table class="verdicts"><thead><tr>{header}</tr></thead><tbody>\n' + "\n".join(rows) + "\n</tbody></table>\n"
+    )

@@ -1,0 +1,131 @@
+"""Temporary model surgery through forward hooks, always undone on exit.
+
+* :func:`record_residuals` keeps every block's output at the last position (what the
+  lens decodes at each generation step);
+* :func:`skip_blocks` makes chosen blocks pass their input through unchanged (layer
+  skipping, with or without a KV cache).
+
+Both are context managers that remove their hooks in ``finally``, also on error.
+Skipping is not trained early exit: the skipped blocks are simply bypassed in a model
+trained with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from entropy_lens.conditions import check_layers
+from entropy_lens.models import LensModel
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def record_residuals(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
+    """Hook every block to keep its output at the last position (``[B, d]`` each).
+
+    The hooks are removed when the context exits, also on error.
+    """
+    slots: list[torch.Tensor | None] = [None] * lm.n_layers
+
+    def make_hook(index: int):
+        def hook(_module, _args, output):
+            hidden = output[0] if isinstance(output, (tuple, list)) else output
+            slots[index] = hidden[:, -1, :].detach()
+
+        return hook
+
+    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(lm.blocks)]
+    try:
+        yield slots
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _first_param(block: nn.Module) -> str:
+    """Name of the first parameter of ``block.forward`` (the residual stream input)."""
+    params = list(inspect.signature(block.forward).parameters)
+    if not params:
+        raise ValueError(f"block {type(block).__name__} takes no arguments; cannot find its residual input")
+    return params[0]
+
+
+def _skip_hook(name: str) -> Callable[..., Any]:
+    """A forward hook (``with_kwargs=True``) that replaces the block's hidden output by its input."""
+
+    def hook(module: nn.Module, args: tuple, kwargs: dict, output: Any) -> Any:
+        hidden = args[0] if args else kwargs.get(name)
+        if not isinstance(hidden, torch.Tensor):
+            raise ValueError(f"block {type(module).__name__} was called without its residual input {name!r}")
+        if isinstance(output, torch.Tensor):
+            return hidden
+        if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
+            return type(output)((hidden, *output[1:]))
+        raise TypeError(
+            f"block {type(module).__name__} returned {type(output).__name__}; skipping supports blocks that "
+            "return the hidden states as a tensor or as the first element of a tuple"
+        )
+
+    return hook
+
+
+@contextlib.contextmanager
+def skip_blocks(lm: LensModel, layers: Iterable[int]) -> Iterator[tuple[int, ...]]:
+    """Make each listed block's output equal its input while the context is open.
+
+    The whole residual write of a skipped block (attention and MLP) is removed: the
+    residual stream after block ``i`` equals the one after block ``i - 1`` (or the
+    embeddings for ``i = 0``).  Implementation: a forward hook registered with
+    ``with_kwargs=True`` and ``prepend=True`` replaces the block's hidden-state output
+    (a tensor, or the first element of a tuple on older conventions) by its input
+    (the first argument of ``forward``, positional or keyword).  Why a hook that lets
+    the block run rather than a wrapper that skips its computation:
+
+    * KV caches: with a cache, every attention layer appends its keys/values, and the
+      model reads cache lengths from particular layers (``get_seq_length`` of layer
+      0 for positions; the first full and first sliding layer for mask sizes). A
+      block that never runs leaves its cache layer empty and breaks decoding. Letting
+      it run keeps every cache layer as long as in the intact model; its keys/values
+      are read only by its own attention, whose output is discarded, so they cannot
+      leak into the result.
+    * Return conventions and attributes: the block object stays in place, so model
+      loops that read ``decoder_layer.attention_type`` or index ``config.layer_types``
+      work, and tensor vs tuple returns are mirrored from the real output.
+    * Other hooks (e.g. the residual recorder of :mod:`entropy_lens.generation`) see
+      the skipped output because this hook is prepended.
+
+    The price is that a skipped block costs as much compute as an intact one; skipping
+    is an intervention, not a speed-up.
+
+    Args:
+        lm: The model.
+        layers: Block indices ``0..L-1`` to skip, each at most once; empty means none.
+
+    Yields:
+        The skipped indices, as a tuple of ints.
+
+    Raises:
+        TypeError: for a non-integer index.
+        ValueError: for an index out of range or listed twice (the model is untouched).
+    """
+    indices = check_layers(layers, lm.n_layers)
+    handles = []
+    try:
+        for index in indices:
+            block = lm.blocks[index]
+            hook = _skip_hook(_first_param(block))
+            handles.append(block.register_forward_hook(hook, with_kwargs=True, prepend=True))
+        if indices:
+            logger.debug("skipping blocks %s of %s", indices, lm.name)
+        yield tuple(indices)
+    finally:
+        for handle in handles:
+            handle.remove()

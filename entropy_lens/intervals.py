@@ -1,0 +1,154 @@
+"""Confidence intervals over the right unit: questions, prompts, folds.
+
+Pure NumPy/SciPy functions shared by the analyses and the MMLU / layer-skip tables.
+Every interval is two-sided at ``level`` (default 95%) and is computed over the
+independent unit of the data: a Wilson interval over questions for an accuracy, a
+paired bootstrap over questions for a difference of accuracies on the same questions,
+and a cluster bootstrap over prompts for a correlation whose rows (token, layer) are
+nested in prompts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+DEFAULT_LEVEL = 0.95
+DEFAULT_N_BOOT = 1000
+
+
+def check_level(level: float) -> float:
+    """``level`` as a float, or ``ValueError`` unless it lies in ``(0, 1)``."""
+    if not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    return float(level)
+
+
+def check_n_boot(n_boot: int) -> int:
+    """``n_boot`` as an int, or ``ValueError`` unless it is a positive integer."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    return int(n_boot)
+
+
+def wilson_interval(successes: int, n: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``successes / n``.
+
+    Returns:
+        ``(low, high)`` in ``[0, 1]``; ``(nan, nan)`` when ``n == 0``.
+    """
+    level = check_level(level)
+    if n < 0 or not 0 <= successes <= max(n, 0):
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes!r}, n={n!r}")
+    if n == 0:
+        return math.nan, math.nan
+    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(draws, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
+def paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
+) -> tuple[float, float, float]:
+    """Mean of ``a - b`` over units measured under both conditions, with a percentile interval.
+
+    The units (questions) are resampled with replacement and the same draw is used for
+    both conditions, so the interval keeps the pairing.
+
+    Args:
+        a: ``[N]`` per-unit scores under condition A (e.g. 0/1 correct, or a mean over
+            random layer sets).
+        b: ``[N]`` scores of the same units under condition B.
+        n_boot: Bootstrap replicates.
+        seed: Seed of :func:`numpy.random.default_rng`.
+        level: Coverage.
+
+    Returns:
+        ``(mean_difference, low, high)``.
+    """
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if diff.ndim != 1 or diff.size == 0:
+        raise ValueError(f"a and b must be equal-length non-empty 1-D arrays, got shape {diff.shape}")
+    level, n_boot = check_level(level), check_n_boot(n_boot)
+    picks = np.random.default_rng(seed).integers(0, diff.size, size=(n_boot, diff.size))
+    return (float(diff.mean()), *_percentiles(diff[picks].mean(axis=1), level))
+
+
+def cluster_bootstrap_correlation(
+    x: np.ndarray,
+    y: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> tuple[float, float]:
+    """Percentile interval of the Pearson correlation of ``x`` and ``y`` resampling whole clusters.
+
+    Rows nested in a cluster (the token x layer rows of one prompt) are not independent,
+    so clusters, not rows, are drawn with replacement; each replicate's correlation is
+    computed from per-cluster sums weighted by how often the cluster was drawn, which is
+    exact and costs ``O(n_boot x n_clusters)``.  Pass ranks to bootstrap a Spearman
+    correlation (ranks then stay those of the full sample).
+
+    Args:
+        x: ``[n]`` values.
+        y: ``[n]`` values.
+        clusters: ``[n]`` cluster label of each row.
+        n_boot: Bootstrap replicates.
+        seed: Seed of :func:`numpy.random.default_rng`.
+        level: Coverage.
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` with fewer than two clusters.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or np.shape(clusters) != x.shape:
+        raise ValueError(f"x, y and clusters must be 1-D of one length, got {x.shape}, {y.shape}, {np.shape(clusters)}")
+    level, n_boot = check_level(level), check_n_boot(n_boot)
+    codes = np.unique(np.asarray(clusters), return_inverse=True)[1]
+    n_clusters = int(codes.max()) + 1 if codes.size else 0
+    if n_clusters < 2:
+        return math.nan, math.nan
+    x, y = x - x.mean(), y - y.mean()  # centring keeps the sums well conditioned
+    sums = np.stack([np.bincount(codes, w, minlength=n_clusters) for w in (np.ones_like(x), x, y, x * x, y * y, x * y)])
+    counts = np.random.default_rng(seed).multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters), size=n_boot)
+    n, sx, sy, sxx, syy, sxy = (counts @ sums.T).T  # each [n_boot]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (sxy - sx * sy / n) / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
+    return _percentiles(r[np.isfinite(r)], level)
+
+
+def cluster_bootstrap_mean(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> tuple[float, float]:
+    """Percentile interval of the mean of ``values`` resampling whole clusters (as
+    :func:`cluster_bootstrap_correlation`).
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` with fewer than two clusters.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or np.shape(clusters) != values.shape:
+        raise ValueError(f"values and clusters must be 1-D of one length, got {values.shape}, {np.shape(clusters)}")
+    level, n_boot = check_level(level), check_n_boot(n_boot)
+    codes = np.unique(np.asarray(clusters), return_inverse=True)[1]
+    n_clusters = int(codes.max()) + 1 if codes.size else 0
+    if n_clusters < 2:
+        return math.nan, math.nan
+    sizes = np.bincount(codes, minlength=n_clusters).astype(np.float64)
+    totals = np.bincount(codes, values, minlength=n_clusters)
+    counts = np.random.default_rng(seed).multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters), size=n_boot)
+    return _percentiles((counts @ totals) / (counts @ sizes), level)

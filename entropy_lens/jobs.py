@@ -1,0 +1,45 @@
+"""What every workflow job does first: log to its file, and (model jobs) claim a device and load.
+
+Workflow scripts call these so that each stays a few lines: read inputs, call one
+library function, write outputs.  Nothing here imports Snakemake; a job is anything
+with Snakemake's ``log`` and ``threads`` attributes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from entropy_lens.devices import claim_device
+from entropy_lens.models import LensModel, load_model
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def setup_logging(job: Any) -> None:
+    """Send the job's logging, warnings and stderr (tracebacks, progress bars) to ``job.log[0]``.
+
+    Snakemake prints the log path of a failed job; with stderr redirected, the traceback
+    is in that file instead of lost in the terminal of a cluster node.
+    """
+    if not job.log:
+        raise ValueError("the rule declares no log file; add `log:` so that the job's output has a home")
+    stream = open(job.log[0], "a", buffering=1)  # noqa: SIM115 - lives as long as the job
+    logging.basicConfig(stream=stream, level=logging.INFO, format=LOG_FORMAT, force=True)
+    logging.captureWarnings(True)
+    sys.stderr = stream
+    os.dup2(stream.fileno(), 2)  # C extensions and child processes write to fd 2 directly
+
+
+@contextlib.contextmanager
+def job_model(model_dir: str, *, device: str, dtype: str, threads: int) -> Iterator[LensModel]:
+    """Claim a device (a free GPU, or the CPU), use ``threads`` CPU threads and load the model."""
+    torch.set_num_threads(max(int(threads), 1))
+    with claim_device(device) as claimed:
+        yield load_model(model_dir, device=claimed, dtype=dtype)

@@ -1,0 +1,73 @@
+"""Where a run's time went: Snakemake ``benchmark:`` files summarized per rule.
+
+Every rule writes ``results/benchmarks/<rule>/<wildcards>.tsv`` (or
+``results/benchmarks/<rule>.tsv``): one row with the job's wall seconds (``s``), peak
+resident memory (``max_rss``, MB) and CPU seconds (``cpu_time``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+TIMING_COLUMNS = ("rule", "jobs", "seconds", "share", "max_seconds", "slowest_job", "max_rss_mb", "cpu_seconds")
+
+
+def read_benchmarks(folder: str | os.PathLike) -> pd.DataFrame:
+    """One row per benchmark file under ``folder``: ``rule, job, s, max_rss, cpu_time``.
+
+    ``rule`` is the first path part below ``folder`` (the file stem for a rule without
+    wildcards) and ``job`` the rest of the path without ``.tsv``.
+    """
+    root = Path(folder)
+    files = sorted(root.rglob("*.tsv"))
+    if not files:
+        raise ValueError(f"no benchmark files under {str(root)!r}; rules write them with `benchmark:`")
+    rows = []
+    for path in files:
+        parts = path.relative_to(root).with_suffix("").parts
+        record = pd.read_csv(path, sep="\t").iloc[-1]  # a repeated benchmark keeps its last run
+        rows.append(
+            {
+                "rule": parts[0],
+                "job": "/".join(parts[1:]) or parts[0],
+                "s": float(record["s"]),
+                "max_rss": pd.to_numeric(record.get("max_rss"), errors="coerce"),
+                "cpu_time": pd.to_numeric(record.get("cpu_time"), errors="coerce"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def timing_table(folder: str | os.PathLike) -> pd.DataFrame:
+    """Seconds, share of the total and peak memory per rule, slowest rule first.
+
+    Returns:
+        Columns :data:`TIMING_COLUMNS`; ``seconds`` sums the rule's jobs (jobs may have
+        run side by side, so the sum can exceed the wall time of the run), and a last
+        row ``total`` sums every job.
+    """
+    jobs = read_benchmarks(folder)
+    slowest = jobs.loc[jobs.groupby("rule")["s"].idxmax(), ["rule", "job"]].set_index("rule")["job"]
+    table = jobs.groupby("rule").agg(
+        jobs=("job", "size"),
+        seconds=("s", "sum"),
+        max_seconds=("s", "max"),
+        max_rss_mb=("max_rss", "max"),
+        cpu_seconds=("cpu_time", "sum"),
+    )
+    table = table.assign(slowest_job=slowest, share=table["seconds"] / table["seconds"].sum())
+    table = table.sort_values("seconds", ascending=False).reset_index()
+    total = {
+        "rule": "total",
+        "jobs": int(table["jobs"].sum()),
+        "seconds": table["seconds"].sum(),
+        "share": 1.0,
+        "max_seconds": table["max_seconds"].max(),
+        "slowest_job": "",
+        "max_rss_mb": table["max_rss_mb"].max(),
+        "cpu_seconds": table["cpu_seconds"].sum(),
+    }
+    return pd.concat([table, pd.DataFrame([total])], ignore_index=True)[list(TIMING_COLUMNS)]

@@ -1,0 +1,417 @@
+"""The cost plan: shapes from shipped configs, hand-checked arithmetic, the config adapter, the CLI, benchmarks."""
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from tiny import tiny_tokenizer
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from entropy_lens import cli, plan
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER = REPO / "config" / "paper.yaml"
+DEFAULT = REPO / "config.yaml"
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+# A llama-type model small enough to count by hand.
+TINY = {
+    "model_type": "llama",
+    "num_hidden_layers": 2,
+    "hidden_size": 8,
+    "intermediate_size": 16,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 4,
+    "vocab_size": 10,
+    "max_position_embeddings": 64,
+    "tie_word_embeddings": False,
+}
+ARCHITECTURE_FIELDS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "vocab_size",
+    "max_position_embeddings",
+)
+
+
+def load(path: Path) -> dict:
+    return cli.load_config(path, SCHEMA)
+
+
+def meta_params(fields: dict) -> int:
+    """Parameters of the real transformers model of these fields, built without memory."""
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**fields))
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Planning must never reach for the hub: any AutoConfig fallback fails loudly."""
+
+    def refuse(source):
+        raise OSError(f"offline: would have fetched {source}")
+
+    monkeypatch.setattr(plan, "_auto_config", refuse)
+
+
+# Shapes ---------------------------------------------------------------------------------------------------------
+
+
+def test_tiny_shape_counts_by_hand_and_as_transformers_does():
+    shape = plan.shape_from_fields(TINY)
+    # per layer: q 8x8 + k,v 8x4 each + o 8x8 = 192; gated MLP 3 x 8 x 16 = 384; two norms 16
+    assert shape.layer_params == 192 + 384 + 16
+    assert shape.non_embedding_params == 2 * 592 + 8
+    assert shape.n_params == 1192 + 2 * 10 * 8 == meta_params(TINY)
+    assert shape.kv_bytes_per_token(4) == 2 * 2 * 1 * 4 * 4
+
+
+@pytest.mark.parametrize("source", sorted(plan.shipped_model_configs()))
+def test_every_shipped_config_loads_and_counts_exactly(source):
+    fields = plan.shipped_model_configs()[source]
+    config = AutoConfig.for_model(**fields)
+    assert config.model_type == fields["model_type"]
+    assert all(getattr(config, name) for name in ARCHITECTURE_FIELDS)
+    assert "tie_word_embeddings" in fields
+    if fields["model_type"] == "gemma2":
+        assert {"attn_logit_softcapping", "final_logit_softcapping", "sliding_window"} <= set(fields)
+    shape = plan.shape_from_fields(fields)
+    assert shape.n_params == meta_params(fields)
+    assert shape.head_dim * shape.n_heads >= shape.hidden_size // 2
+
+
+def test_paper_parameter_counts_match_the_shipped_shapes():
+    for name, spec in yaml.safe_load(PAPER.read_text())["models"].items():
+        counted = plan.model_shape(spec["source"]).n_params
+        assert counted == pytest.approx(spec["n_params"], rel=0.01), name
+
+
+def test_registry_models_are_shipped():
+    from entropy_lens import REGISTRY
+
+    assert set(REGISTRY) <= set(plan.shipped_model_configs())
+
+
+def test_unshipped_model_falls_back_to_its_folder(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    assert plan.model_shape("my-org/unknown", folder=tmp_path) == plan.shape_from_fields(TINY)
+
+
+def test_unknown_model_without_config_names_the_model_and_the_fix(offline):
+    with pytest.raises(ValueError, match=r"model 'mystery' \(source 'nobody/nothing'\) has no shipped config"):
+        plan.model_shape("nobody/nothing", name="mystery")
+
+
+def test_shape_rejects_missing_fields():
+    with pytest.raises(ValueError, match=r"lacks \['hidden_size'\]"):
+        plan.shape_from_fields({k: v for k, v in TINY.items() if k != "hidden_size"})
+
+
+# Arithmetic -----------------------------------------------------------------------------------------------------
+
+# Slow round numbers so every term of the time is visible: 1e6 FLOP/s, 1e6 B/s, 1 us per logit.
+SLOW = plan.PlanSettings(cpu_gflops=1e-3, cpu_gbps=1e-3, cpu_metric_ns=1000.0, cpu_step_us=100.0, overhead_s=10.0,
+                         io_gbps=1e-3, cpu_overhead_mb=1.0)  # fmt: skip
+RUN = plan.RunSettings(device="cpu", dtype="float32", lens_budget_mb=16)
+
+
+def tiny_job(prompts=4, tokens=5, new=3, batch=2, fields=TINY, alphas=3) -> plan.Job:
+    work = plan.Workload(prompts, tokens, tokens, new, batch, alphas)
+    return plan.Job(plan.EXTRACT, "tiny", "tasks", 0, 1, plan.shape_from_fields(fields), (work,))
+
+
+def test_extraction_arithmetic_by_hand():
+    job = plan.plan_job(tiny_job(), RUN, SLOW)
+    # forward: 2 x 1192 params x 4 x (5 prompt + 2 decode) tokens; head 2 x 8 x 10 x 4 prompts x 3 steps;
+    # attention 4 x H 2 x hd 4 x L 2 x contexts (15 prefill + 2 x 5 + 3 decode) x 4 prompts
+    assert job.forward_flops == 2 * 1192 * 28 + 160 * 12 + 4 * 2 * 4 * 2 * 28 * 4 == 75_840
+    assert job.lens_flops == 160 * 2 * 12  # 2 d V, per layer, per generated token per prompt
+    flops_s = (75_840 + 3_840) / 1e6
+    # 6 forward passes stream 1352 x 4 bytes of weights; decode tokens read the KV cache: 4 x 2 x 6.5 tokens x 64 B
+    stream_s = (6 * 1352 * 4 + 4 * 2 * 6.5 * 64) / 1e6
+    metric_s, step_s = 2 * 12 * 10 * 1e-6, 2 * 6 * 100e-6
+    assert job.compute_s == pytest.approx(flops_s + stream_s + metric_s + step_s)
+    store = 2 * 4 * (4 * 3 * 2) * (4 + 3)  # float32 buffers of N x T x L x (4 + A) values, held twice
+    assert job.store_bytes == store
+    assert job.fixed_s == pytest.approx(10.0 + (1352 * 4 + store / 2) / 1e6)
+    assert job.weights_bytes == 1352 * 4
+    assert job.kv_bytes == 64 * 2 * (5 + 3)
+    assert job.lens_bytes == 16 * 2**20 + 2 * 2 * 8 * 4
+    activations = 2 * 5 * (4 * 8 + 3 * 16) * 4 + 2 * 2 * 10 * 4
+    assert job.activation_bytes == activations
+    assert job.host_peak_bytes == job.device_peak_bytes == 5408 + 1024 + activations + job.lens_bytes + store + 2**20
+    assert job.est_s == pytest.approx(job.fixed_s + job.compute_s)
+    assert job.fits_context
+
+
+def test_scoring_runs_one_pass_without_cache_or_lens():
+    work = plan.Workload(4, 5, 5, 0, 2)
+    job = plan.plan_job(dataclasses.replace(tiny_job(), workloads=(work,)), RUN, SLOW)
+    assert job.forward_flops == 2 * 1192 * 4 * 5 + 160 * 4 + 4 * 2 * 4 * 2 * 15 * 4
+    assert job.lens_flops == job.kv_bytes == job.lens_bytes == job.store_bytes == 0
+
+
+def test_cuda_requests_host_memory_for_loading_and_buffers():
+    cuda = plan.RunSettings(device="cuda", dtype="auto", lens_budget_mb=16)
+    job = plan.plan_job(tiny_job(), cuda, SLOW)
+    assert job.weights_bytes == 1352 * 2  # bf16
+    assert job.host_peak_bytes == max(job.weights_bytes, job.store_bytes) + SLOW.cuda_host_overhead_mb * 2**20
+    assert job.device_peak_bytes > job.weights_bytes + job.kv_bytes + job.lens_bytes
+
+
+def test_context_overflow_is_flagged():
+    job = plan.plan_job(tiny_job(tokens=62, new=3), RUN, SLOW)
+    assert not job.fits_context
+
+
+def test_more_prompts_cost_more_time_and_memory():
+    small, large = (plan.plan_job(tiny_job(prompts=n), RUN, plan.PlanSettings()) for n in (100, 1000))
+    assert large.est_s > small.est_s and large.forward_flops > small.forward_flops
+    assert large.host_peak_bytes > small.host_peak_bytes
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_bigger_model_costs_more_time_and_memory(device):
+    run = plan.RunSettings(device=device, dtype="auto", lens_budget_mb=512)
+    configs = plan.shipped_model_configs()
+    small, big = (
+        plan.plan_job(tiny_job(500, 100, 16, 8, configs[source]), run, plan.PlanSettings())
+        for source in ("google/gemma-2-2b-it", "google/gemma-2-9b-it")
+    )
+    assert big.est_s > small.est_s
+    assert big.host_peak_bytes > small.host_peak_bytes and big.device_peak_bytes > small.device_peak_bytes
+
+
+def test_cluster_request_applies_safety_attempt_and_floors():
+    settings = plan.PlanSettings(safety=2.0, min_runtime_min=5, min_mem_mb=100)
+    job = dataclasses.replace(plan.plan_job(tiny_job(), RUN, settings), fixed_s=600.0, compute_s=0.0,
+                              host_peak_bytes=300 * 2**20)  # fmt: skip
+    assert plan.cluster_request(job, settings) == plan.ClusterRequest(runtime=20, mem_mb=600)
+    assert plan.cluster_request(job, settings, attempt=2) == plan.ClusterRequest(runtime=40, mem_mb=1200)
+    tiny = dataclasses.replace(job, fixed_s=1.0, host_peak_bytes=1)
+    assert plan.cluster_request(tiny, settings) == plan.ClusterRequest(runtime=5, mem_mb=100)
+    with pytest.raises(ValueError, match="attempt must be a positive integer"):
+        plan.cluster_request(job, settings, attempt=0)
+
+
+def test_settings_reject_unknown_keys_and_bad_values():
+    with pytest.raises(ValueError, match=r"unknown plan settings \['gpu_tflops'\]"):
+        plan.settings_from_config({"gpu_tflops": 3})
+    with pytest.raises(ValueError, match="plan setting safety must be a non-negative number"):
+        plan.PlanSettings(safety=-1)
+    with pytest.raises(ValueError, match="safety >= 1"):
+        plan.PlanSettings(safety=0.5)
+    assert plan.settings_from_config({"cpu_gflops": 12.5}).cpu_gflops == 12.5
+
+
+# Prompt lengths and shards --------------------------------------------------------------------------------------
+
+
+def test_shards_split_prompts_and_keep_the_work():
+    stats = plan.PromptStats(25, 10.0, 20, "estimate")
+    assert [s.prompts for s in stats.shards(10)] == [10, 10, 5]
+    assert stats.shards(0) == [stats] and stats.shards(25) == [stats]
+    counted = plan.PromptStats.from_lengths([1, 2, 3, 4, 5], "tokenizer")
+    parts = counted.shards(2)
+    assert [(p.prompts, p.mean_tokens, p.max_tokens) for p in parts] == [(2, 1.5, 2), (2, 3.5, 4), (1, 5.0, 5)]
+
+
+def test_sharded_config_plans_one_job_per_shard_with_the_same_flops(offline):
+    config = load(DEFAULT)
+    whole = plan.plan_from_config(config)
+    sharded = plan.plan_from_config({**config, "plan": {"prompts_per_job": 10}})
+    tasks = [j for j in sharded.jobs if j.rule == plan.EXTRACT and j.model == "smollm2-135m" and j.dataset == "tasks"]
+    n = whole.job(plan.EXTRACT, "smollm2-135m", "tasks").prompts
+    assert [j.shard for j in tasks] == list(range(math.ceil(n / 10))) and {j.n_shards for j in tasks} == {len(tasks)}
+    assert sum(j.prompts for j in tasks) == n
+    assert sum(j.forward_flops for j in tasks) == pytest.approx(
+        whole.job(plan.EXTRACT, "smollm2-135m", "tasks").forward_flops
+    )
+    assert sharded.request(plan.EXTRACT, "smollm2-135m", "tasks", shard=len(tasks) - 1).runtime >= 1
+
+
+def test_estimates_follow_the_config():
+    settings = plan.PlanSettings()
+    mmlu = {"n_questions": 0, "styles": ["base", "instruct"], "n_shot": 0}
+    assert plan.estimated_stats("mmlu", mmlu, settings, chat=False).prompts == 2 * plan.MMLU_QUESTIONS
+    assert plan.estimated_stats("tasks", {"n_stories": 3, "max_words": 90}, settings, chat=False).prompts == 72
+    assert plan.estimated_stats("formats", {"n_topics": 0}, settings, chat=False).prompts == 3 * 210
+    blank = plan.estimated_stats("blank", {"n_samples": 5}, settings, chat=True)
+    assert (blank.prompts, blank.mean_tokens, blank.max_tokens) == (5, 1.0, 1)
+    raw, chat = (plan.estimated_stats("formats", {"n_topics": 4}, settings, chat=c) for c in (False, True))
+    assert chat.mean_tokens == pytest.approx(raw.mean_tokens + settings.chat_template_tokens)
+    few, many = (plan.estimated_stats("mmlu", {**mmlu, "n_questions": n}, settings, chat=False) for n in (8, 0))
+    assert few.max_tokens < many.max_tokens
+    with pytest.raises(ValueError, match="unknown dataset 'poems'"):
+        plan.estimated_stats("poems", {}, settings, chat=False)
+
+
+def test_tables_and_tokenizers_replace_estimates(tmp_path, offline):
+    tok = tiny_tokenizer()
+    tok.save_pretrained(tmp_path / "smollm2-135m")
+    prompts = ["the cat ran", "once upon a time there was a dog", "a", "the sun"]
+    pd.DataFrame({"prompt": prompts}).to_parquet(tmp_path / "formats.parquet")
+    config = load(DEFAULT)
+    config["datasets"] = {"formats": config["datasets"]["formats"]}
+    config["layer_skip"]["enabled"] = False
+    tables = {"formats": tmp_path / "formats.parquet"}
+    counted = plan.plan_from_config(config, tables=tables, model_dirs={"smollm2-135m": tmp_path / "smollm2-135m"})
+    job = counted.job(plan.EXTRACT, "smollm2-135m", "formats")
+    rendered = [tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+                for p in prompts]  # fmt: skip
+    lengths = [len(ids) for ids in tok(rendered, add_special_tokens=False)["input_ids"]]
+    assert (job.token_source, job.prompts, job.max_prompt_tokens) == ("tokenizer", 4, max(lengths))
+    assert job.mean_prompt_tokens == pytest.approx(sum(lengths) / 4)
+    by_chars = plan.plan_from_config(config, tables=tables).job(plan.EXTRACT, "gemma3-270m", "formats")
+    assert by_chars.token_source == "characters" and by_chars.prompts == 4
+
+
+def test_token_counter_mirrors_extraction_encoding(tmp_path):
+    tiny_tokenizer().save_pretrained(tmp_path)
+    raw = plan.token_counter(tmp_path, chat_template=False)
+    assert raw(["the cat", "", "a dog ran"]) == [3, 1, 4]  # BOS added; the blank prompt is BOS alone
+    assert plan.token_counter(tmp_path / "missing", chat_template=False) is None
+
+
+# The config adapter ---------------------------------------------------------------------------------------------
+
+
+def test_paper_config_plans_every_model_and_dataset_offline(offline):
+    config = load(PAPER)
+    result = plan.plan_from_config(config)
+    models, datasets = list(config["models"]), ["tasks", "formats", "mmlu", "blank"]
+    pairs = {(j.model, j.dataset) for j in result.jobs if j.rule == plan.EXTRACT}
+    assert pairs == {(m, d) for m in models for d in datasets} and len(models) == 13
+    for rule in (plan.SCORE, plan.SKIP_SELECT, plan.SKIP_EVAL):
+        assert [j.model for j in result.jobs if j.rule == rule] == models
+    nine_b = result.job(plan.EXTRACT, "gemma-2-9b-it", "mmlu")
+    assert nine_b.prompts == 3 * plan.MMLU_QUESTIONS and nine_b.new_tokens == 32
+    assert nine_b.est_s > result.job(plan.EXTRACT, "gpt2-small", "blank").est_s * 10
+    assert nine_b.weights_bytes == plan.model_shape("google/gemma-2-9b-it").n_params * 2
+    assert not result.job(plan.EXTRACT, "gpt2-small", "mmlu").fits_context  # MMLU's longest prompts pass 1024
+    request = result.request(plan.EXTRACT, "gemma-2-9b-it", "mmlu")
+    assert request.mem_mb > result.request(plan.EXTRACT, "gpt2-small", "blank").mem_mb
+    totals = result.totals()
+    assert totals.loc["all", "jobs"] == len(result.jobs) == 13 * 7
+    assert totals.loc["all", "est_s"] == pytest.approx(sum(j.est_s for j in result.jobs))
+
+
+def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
+    config = load(DEFAULT)
+    config["datasets"]["blank"]["models"] = ["gemma3-270m"]
+    config["layer_skip"]["models"] = ["smollm2-135m"]
+    result = plan.plan_from_config(config)
+    assert [j.model for j in result.jobs if j.dataset == "blank"] == ["gemma3-270m"]
+    assert [j.model for j in result.jobs if j.rule == plan.SKIP_EVAL] == ["smollm2-135m"]
+
+
+def test_missing_config_key_is_named():
+    with pytest.raises(ValueError, match=r"config lacks compute; validate it against schemas/config.schema.yaml"):
+        plan.plan_from_config({"models": {}, "datasets": {}, "lens": {"budget_mb": 16}})
+
+
+def test_resources_read_the_wildcards(offline):
+    result = plan.plan_from_config(load(DEFAULT))
+    resources = result.resources(plan.EXTRACT)
+    wildcards = SimpleNamespace(model="smollm2-135m", dataset="mmlu")
+    expected = result.request(plan.EXTRACT, "smollm2-135m", "mmlu", attempt=2)
+    assert resources["runtime"](wildcards, 2) == expected.runtime
+    assert resources["mem_mb"](wildcards, 2) == expected.mem_mb
+    assert result.resources(plan.SCORE)["mem_mb"](SimpleNamespace(model="gemma3-270m")) > 0
+    with pytest.raises(ValueError, match="no planned job extract_profiles/gpt-5"):
+        result.request(plan.EXTRACT, "gpt-5", "mmlu")
+
+
+# Predicted against measured -------------------------------------------------------------------------------------
+
+
+def write_benchmark(path: Path, seconds: float, rss: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"s\th:m:s\tmax_rss\tmax_vms\n{seconds}\t0:00:00\t{rss}\t0\n")
+
+
+def test_benchmarks_compare_and_calibrate_to_a_median_ratio_of_one(tmp_path, offline):
+    result = plan.plan_from_config(load(DEFAULT))
+    pattern = {plan.EXTRACT: str(tmp_path / "extract_profiles" / "{model}" / "{dataset}.tsv")}
+    jobs = [j for j in result.jobs if j.rule == plan.EXTRACT and j.model == "smollm2-135m"]
+    for job, slowdown in zip(jobs, (1.5, 2.0, 3.0), strict=False):  # three of four files: the device ran slower
+        write_benchmark(tmp_path / "extract_profiles" / job.model / f"{job.dataset}.tsv",
+                        job.fixed_s + job.compute_s * slowdown, 1000.0)  # fmt: skip
+    table = plan.compare_benchmarks(result, pattern)
+    assert len(table) == 3 and list(table["ratio"] < 1) == [True] * 3
+    assert table["mem_ratio"].tolist() == pytest.approx([j.host_peak_bytes / 2**20 / 1000 for j in jobs[:3]])
+    assert plan.speed_factor(table) == pytest.approx(1 / 2.0)
+    calibrated = plan.calibrate(result, table)
+    assert calibrated.cpu_gflops == pytest.approx(result.settings.cpu_gflops / 2)
+    assert calibrated.cpu_metric_ns == pytest.approx(result.settings.cpu_metric_ns * 2)
+    assert calibrated.cuda_gflops == result.settings.cuda_gflops
+    replanned = plan.plan_jobs(plan.jobs_from_config(load(DEFAULT), settings=calibrated), result.run, calibrated)
+    assert plan.compare_benchmarks(replanned, pattern)["ratio"].median() == pytest.approx(1.0)
+
+
+def test_benchmarks_that_end_within_the_overhead_cannot_calibrate(tmp_path, offline):
+    result = plan.plan_from_config(load(DEFAULT))
+    job = result.job(plan.EXTRACT, "smollm2-135m", "blank")
+    write_benchmark(tmp_path / "b.tsv", job.fixed_s / 2, float("nan"))
+    table = plan.compare_benchmarks(result, {plan.EXTRACT: str(tmp_path / "b.tsv")})
+    with pytest.raises(ValueError, match="cannot be calibrated"):
+        plan.speed_factor(table)
+    (tmp_path / "bad.tsv").write_text("seconds\n3\n")
+    with pytest.raises(ValueError, match="is not a Snakemake benchmark file"):
+        plan.read_benchmark(tmp_path / "bad.tsv")
+
+
+# The CLI --------------------------------------------------------------------------------------------------------
+
+
+def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
+    argv = ["plan", "--configfile", str(PAPER), "--results", str(tmp_path), "--models", str(tmp_path)]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "job               model" in printed and "extract_profiles  gemma-2-9b-it" in printed
+    assert printed.count("  total ") == 13 and "TOTAL all models: 91 jobs" in printed
+    assert "prompt+gen > context" in printed
+
+
+def test_cli_compares_with_benchmarks_it_finds(tmp_path, capsys, offline):
+    result = plan.plan_from_config(load(DEFAULT))
+    job = result.job(plan.EXTRACT, "gemma3-270m", "formats")
+    write_benchmark(tmp_path / "benchmarks" / "extract_profiles" / "gemma3-270m" / "formats.tsv", job.est_s * 2, 900)
+    argv = ["plan", "--configfile", str(DEFAULT), "--results", str(tmp_path), "--models", str(tmp_path)]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "predicted vs measured" in printed and "median predicted/measured time: 0.50 over 1 jobs" in printed
+    assert "calibrated cpu rates" in printed
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (DEFAULT.read_text().replace("device: cpu", "device: tpu"), "compute.device: 'tpu' is not one of"),
+        ("models: [unclosed\n", "is not valid YAML"),
+        ("- just a list\n", "must hold a mapping"),
+    ],
+)
+def test_cli_reports_a_bad_config_with_status_2(tmp_path, capsys, text, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    assert cli.main(["plan", "--configfile", str(bad), "--schema", str(SCHEMA)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("entropy-lens: error:") and message in err
+
+
+def test_cli_names_a_model_it_cannot_shape(tmp_path, capsys, offline):
+    config = yaml.safe_load(DEFAULT.read_text())
+    config["models"]["mystery"] = {"source": "nobody/nothing", "family": "x"}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert cli.main(["plan", "--configfile", str(path), "--schema", str(SCHEMA), "--results", str(tmp_path)]) == 2
+    assert "model 'mystery' (source 'nobody/nothing') has no shipped config" in capsys.readouterr().err

@@ -1,0 +1,163 @@
+"""Verdict rules on synthetic data whose answer is known: separable, inseparable, undecidable."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from entropy_lens.analysis import knn as K
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.intervals import paired_bootstrap, wilson_interval
+
+SETTINGS = K.KnnSettings(k=29, n_splits=5, n_repeats=3)
+
+
+def _grouped_gaussian(n_groups: int, per_group: int, shift: float, seed: int = 0):
+    """Three classes; each group (a 'story') holds ``per_group`` near-twins of every class."""
+    rng = np.random.default_rng(seed)
+    rows, labels, groups = [], [], []
+    for g in range(n_groups):
+        centre = rng.normal(size=8) * 2.0  # the source's own offset, shared by its twins
+        for c in range(3):
+            for _ in range(per_group):
+                rows.append(centre + shift * np.eye(8)[c] + rng.normal(size=8) * 0.3)
+                labels.append(f"c{c}")
+                groups.append(f"g{g}")
+    return np.asarray(rows), np.asarray(labels), np.asarray(groups)
+
+
+def _verdict(result: K.AucResult) -> V.Verdict:
+    row = result.summary()
+    return V.separability(
+        V.Interval(row["auc_mean"], row["auc_low"], row["auc_high"]),
+        V.Interval(row["dummy_mean"], row["dummy_low"], row["dummy_high"]),
+        k_used=result.k,
+        k_study=SETTINGS.k,
+        n_groups=result.n_groups,
+    )
+
+
+def test_separable_classes_are_reproduced():
+    X, y, groups = _grouped_gaussian(20, 4, shift=3.0)
+    verdict = _verdict(K.knn_auc(X, y, SETTINGS, groups=groups))
+    assert verdict.verdict == V.REPRODUCED, verdict.why
+    assert "lies above the dummy" in verdict.why
+
+
+def test_inseparable_classes_are_not_reproduced():
+    X, y, groups = _grouped_gaussian(40, 4, shift=0.0, seed=1)
+    result = K.knn_auc(X, y, SETTINGS, groups=groups)
+    verdict = _verdict(result)
+    assert verdict.verdict in (V.NOT_REPRODUCED, V.INCONCLUSIVE), verdict.why
+    assert verdict.verdict != V.REPRODUCED
+
+
+def test_grouped_folds_remove_the_near_twin_leak():
+    """Without group structure in the labels, only near-twins make classes 'separable'."""
+    rng = np.random.default_rng(2)
+    centres = rng.normal(size=(30, 8)) * 3.0
+    groups = np.repeat(np.arange(30), 6)
+    X = centres[groups] + rng.normal(size=(groups.size, 8)) * 0.05
+    y = np.where(np.arange(30) % 2 == 0, "a", "b")[groups]  # a label fixed per source, unrelated to X
+    study = K.knn_auc(X, y, K.KnnSettings(k=5, n_splits=5, n_repeats=2))
+    grouped = K.knn_auc(X, y, K.KnnSettings(k=5, n_splits=5, n_repeats=2), groups=groups)
+    assert study.knn.mean() > 0.9  # the twin of each test prompt sits in the training fold
+    assert grouped.knn.mean() < 0.75 and grouped.grouped and grouped.n_groups == 30
+
+
+def test_too_few_prompts_for_the_study_k_is_inconclusive():
+    X, y, groups = _grouped_gaussian(4, 2, shift=3.0)  # 24 prompts: training folds below k = 29
+    result = K.knn_auc(X, y, SETTINGS, groups=groups)
+    verdict = _verdict(result)
+    assert result.k < 29
+    assert verdict.verdict == V.INCONCLUSIVE and "k=29" in verdict.why
+
+
+def test_too_few_sources_and_unscored_rows_are_inconclusive():
+    auc, dummy = V.Interval(0.9, 0.85, 0.95), V.Interval(0.5, 0.4, 0.6)
+    few = V.separability(auc, dummy, k_used=29, k_study=29, n_groups=3)
+    assert few.verdict == V.INCONCLUSIVE and "only 3 independent sources" in few.why
+    skipped = V.separability(
+        V.Interval(math.nan, math.nan, math.nan),
+        dummy,
+        k_used=None,
+        k_study=29,
+        n_groups=0,
+        skipped="class counts {'a': 1}",
+    )
+    assert skipped.verdict == V.INCONCLUSIVE and "class counts" in skipped.why
+
+
+def test_an_interval_too_wide_to_decide_is_inconclusive():
+    wide = V.separability(V.Interval(0.62, 0.45, 0.79), V.Interval(0.5, 0.4, 0.6), k_used=29, k_study=29, n_groups=10)
+    assert wide.verdict == V.INCONCLUSIVE and "cannot rule out" in wide.why
+    above_chance_not_dummy = V.separability(
+        V.Interval(0.7, 0.58, 0.82), V.Interval(0.55, 0.45, 0.65), k_used=29, k_study=29, n_groups=10
+    )
+    assert above_chance_not_dummy.verdict == V.INCONCLUSIVE
+
+
+def test_spearman_rules():
+    assert V.spearman(V.Interval(0.8, 0.75, 0.85), n_prompts=50).verdict == V.REPRODUCED
+    assert V.spearman(V.Interval(0.2, 0.1, 0.3), n_prompts=50).verdict == V.NOT_REPRODUCED
+    assert V.spearman(V.Interval(0.55, 0.4, 0.7), n_prompts=50).verdict == V.INCONCLUSIVE
+    assert V.spearman(V.Interval(0.8, 0.75, 0.85), n_prompts=3).verdict == V.INCONCLUSIVE
+    assert V.spearman(V.Interval(math.nan, math.nan, math.nan), n_prompts=50).verdict == V.INCONCLUSIVE
+
+
+def _acc(hits: int, n: int) -> V.Interval:
+    return V.Interval(hits / n, *wilson_interval(hits, n))
+
+
+def test_accuracy_rules_use_the_better_of_chance_and_the_majority_letter():
+    assert V.accuracy(_acc(60, 100), chance=0.25, majority=0.3).verdict == V.REPRODUCED
+    assert V.accuracy(_acc(25, 400), chance=0.25, majority=0.27).verdict == V.NOT_REPRODUCED
+    # 40% beats chance but not a gold-letter share of 40%: a constant answer would do as well
+    beaten = V.accuracy(_acc(40, 100), chance=0.25, majority=0.4)
+    assert beaten.verdict != V.REPRODUCED and "majority-letter" in beaten.why
+    assert V.accuracy(_acc(4, 12), chance=0.25, majority=0.3).verdict == V.INCONCLUSIVE
+
+
+def test_letter_bias_and_chance_make_correctness_inconclusive():
+    biased = V.answers_at_chance(_acc(50, 100), 0.25, majority_share=1.0, majority_letter="A")
+    assert biased is not None and biased.verdict == V.INCONCLUSIVE and "'A' answered for 100%" in biased.why
+    at_chance = V.answers_at_chance(_acc(26, 100), 0.25, majority_share=0.4, majority_letter="B")
+    assert at_chance is not None and "at chance" in at_chance.why
+    assert V.answers_at_chance(_acc(60, 100), 0.25, majority_share=0.4, majority_letter="B") is None
+
+
+def test_layer_skip_rules_pair_questions():
+    rng = np.random.default_rng(0)
+    intact = _acc(70, 100)
+    expansion, other = np.zeros(100), (rng.uniform(size=100) < 0.6).astype(float)
+    hurt = V.Interval(*paired_bootstrap(expansion, other, n_boot=500))
+    assert V.layer_skip(hurt, intact=intact, chance=0.25, versus="random").verdict == V.REPRODUCED
+    same = V.Interval(*paired_bootstrap(other, other, n_boot=500))
+    assert V.layer_skip(same, intact=intact, chance=0.25, versus="random").verdict == V.NOT_REPRODUCED
+    noisy = V.Interval(-0.05, -0.2, 0.1)
+    assert V.layer_skip(noisy, intact=intact, chance=0.25, versus="pruning").verdict == V.INCONCLUSIVE
+    at_chance = V.layer_skip(hurt, intact=_acc(26, 100), chance=0.25, versus="random")
+    assert at_chance.verdict == V.INCONCLUSIVE and "not above chance" in at_chance.why
+
+
+def test_renyi_invariance():
+    R, N, U = V.REPRODUCED, V.NOT_REPRODUCED, V.INCONCLUSIVE
+    assert V.renyi_invariance([R, N], [[R, R], [N, N]]).verdict == R
+    assert V.renyi_invariance([R], [[R, N]]).verdict == N
+    assert V.renyi_invariance([R], [[R, U]]).verdict == U
+    assert V.renyi_invariance([N, U], [[R], [R]]).verdict == U
+
+
+def test_verdict_values_are_checked():
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        V.Verdict("maybe", "")
+
+
+def test_corrected_interval_is_wider_than_the_naive_one():
+    scores = np.random.default_rng(0).uniform(0.6, 0.8, 15)
+    lo, hi = K.corrected_t_interval(scores, test_train_ratio=1 / 4)
+    naive = 2.145 * scores.std(ddof=1) / math.sqrt(scores.size)
+    assert lo < scores.mean() < hi and (hi - lo) / 2 > 1.5 * naive
+    assert all(math.isnan(v) for v in K.corrected_t_interval(scores[:1], 0.25))
