@@ -16,8 +16,14 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.conditions import EXPANSION, INTACT, PRUNING, RANDOM
-from entropy_lens.datasets import ANSWER, LETTERS, STYLE
-from entropy_lens.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, paired_bootstrap, wilson_interval
+from entropy_lens.datasets import ANSWER, LETTERS, QUESTION_ID, STYLE
+from entropy_lens.intervals import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    cluster_bootstrap_mean,
+    paired_bootstrap,
+    wilson_interval,
+)
 from entropy_lens.letters import MEASURES, UNPARSED
 from entropy_lens.schema import MODEL
 
@@ -40,10 +46,12 @@ DIFFERENCE_COLUMNS = (
 def accuracy_table(scores: pd.DataFrame, *, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
     """Accuracy per model, style and measure, with its Wilson interval and the letter bias.
 
-    The unit is the question: within a style every question appears once.  Beside each
-    accuracy stand chance (1/4), the majority-letter baseline (the share of the most
-    common gold letter among these questions: what always answering it would score) and
-    the distribution of the letters the model answered.
+    The unit is the question: within a style every question appears once, and the
+    interval is Wilson's.  With several styles a pooled row (style :data:`ALL_STYLES`)
+    follows each model; its prompts are nested in questions, so its interval is a
+    bootstrap over questions.  Beside each accuracy stand chance (1/4), the
+    majority-letter baseline (the share of the most common gold letter among these
+    questions: what always answering it would score) and the letters the model answered.
 
     Args:
         scores: Rows of :func:`score_prompts` (any number of models).
@@ -56,19 +64,29 @@ def accuracy_table(scores: pd.DataFrame, *, level: float = DEFAULT_LEVEL) -> pd.
     missing = [c for c in (MODEL, STYLE, ANSWER, *(m[0] for m in MEASURES.values())) if c not in scores.columns]
     if missing:
         raise ValueError(f"scores lack columns {missing}; they have {list(scores.columns)}")
-    rows = [
-        _accuracy_row(group, model, style, measure, level)
-        for (model, style), group in scores.groupby([MODEL, STYLE], sort=False)
-        for measure in MEASURES
-    ]
+    rows = []
+    for model, by_model in scores.groupby(MODEL, sort=False):
+        groups = [(str(style), group) for style, group in by_model.groupby(STYLE, sort=False)]
+        groups += [(ALL_STYLES, by_model)] if len(groups) > 1 else []
+        rows += [
+            _accuracy_row(group, str(model), style, measure, level) for style, group in groups for measure in MEASURES
+        ]
     return pd.DataFrame(rows, columns=list(ACCURACY_COLUMNS))
+
+
+ALL_STYLES = "all styles"
 
 
 def _accuracy_row(group: pd.DataFrame, model: str, style: str, measure: str, level: float) -> dict:
     letter_col, correct_col = MEASURES[measure]
     answered = group[group[letter_col] != UNPARSED]
     n, hits = len(answered), int(answered[correct_col].sum())
-    lo, hi = wilson_interval(hits, n, level)
+    if style == ALL_STYLES and n:
+        lo, hi = cluster_bootstrap_mean(
+            answered[correct_col].to_numpy(float), answered[QUESTION_ID].to_numpy(), level=level
+        )
+    else:
+        lo, hi = wilson_interval(hits, n, level)
     gold = group[ANSWER].value_counts(normalize=True)
     shares = answered[letter_col].value_counts(normalize=True).reindex(list(LETTERS), fill_value=0.0)
     return {

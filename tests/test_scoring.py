@@ -12,6 +12,7 @@ from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast
 
 from entropy_lens import accuracy, letters, scoring
+from entropy_lens.intervals import wilson_interval
 from entropy_lens.mmlu import build_mmlu
 from entropy_lens.models import wrap_model
 
@@ -266,3 +267,29 @@ def test_real_tokenizer_letters(smollm2):
     )
     chat = scoring.letter_queries(lm.tokenizer, [rendered], "", add_special_tokens=False)[0]
     assert lm.tokenizer.convert_ids_to_tokens(list(chat.letter_ids)) == ["A", "B", "C", "D"]
+
+
+def test_accuracy_table_pools_styles_with_a_question_bootstrap():
+    rows = []
+    for q in range(30):
+        for style in ("base", "instruct"):
+            right = q < 15  # a question is known in every style or in none: prompts are not independent
+            rows.append(
+                {
+                    "model": "m",
+                    "style": style,
+                    "question_id": f"q{q}",
+                    "answer": "A",
+                    "ll_letter": "A" if right else "B",
+                    "calibrated_letter": "A" if right else "B",
+                    "parsed_letter": "unparsed",
+                    "correct_ll": int(right),
+                    "correct_calibrated": int(right),
+                    "correct_parsed": -1,
+                }
+            )
+    table = accuracy.accuracy_table(pd.DataFrame(rows)).set_index(["style", "measure"])
+    pooled, one = table.loc[(accuracy.ALL_STYLES, "calibrated")], table.loc[("base", "calibrated")]
+    assert pooled["n"] == 60 and pooled["accuracy"] == 0.5 == one["accuracy"]
+    wilson_60 = wilson_interval(30, 60)
+    assert pooled["ci_high"] - pooled["ci_low"] > 1.2 * (wilson_60[1] - wilson_60[0])  # 30 questions, not 60

@@ -428,6 +428,7 @@ STUDY_TARGETS: tuple[Target, ...] = (
     Target("task", "tasks", "task", where={"scrambled": False}, group_by="story_id"),
     Target("task_scrambled", "tasks", "task", where={"scrambled": True}, group_by="story_id"),
     Target("format", "formats", "format", group_by="topic"),
+    Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, group_by="question_id"),
     Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, split_by="style", group_by="question_id"),
     Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT),
 )

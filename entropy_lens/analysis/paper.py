@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from entropy_lens.accuracy import ALL_STYLES
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import STUDY_SPEARMAN
 from entropy_lens.analysis.knn import GROUPED, POOLED_MODEL, STUDY
@@ -207,6 +208,8 @@ def _knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expect
     study = knn[knn["protocol"] == STUDY].set_index(["target", "model", "split", "measure"])
     for rec in knn[knn["protocol"] == GROUPED].to_dict("records"):
         key = (rec["target"], rec["model"], rec["split"], rec["measure"])
+        if rec["target"] == "mmlu_correct" and not rec["split"]:
+            rec["split"] = ALL_STYLES  # pooled over styles, folds grouped by question
         ungrouped = study.loc[key] if key in study.index else {"auc_mean": None, "auc_low": None, "auc_high": None}
         family = expected.families.get(rec["model"], "")
         rows.append(
