@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 CORES ?= all
 
-.PHONY: install models models-extra families test-models run test lint bench report push pull clean
+.PHONY: install models models-extra families test-models run unlock test lint bench report plan push pull clean
 
 $(VENV)/.installed: requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,16 +32,29 @@ models: $(VENV)/.models
 models-extra: $(VENV)/.models-extra
 test-models: $(VENV)/.test-models
 
+# A run killed hard (SIGKILL, out of memory, a dropped session) leaves Snakemake's lock behind;
+# `entropy-lens unlock` removes it only when no Snakemake process still works here, and the
+# half-done job reruns (--rerun-incomplete).
 run: models
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/entropy-lens unlock
+	$(BIN)/snakemake --cores $(CORES) --rerun-incomplete
+
+unlock: install
+	$(BIN)/entropy-lens unlock
 
 # Family fingerprints with a real same-family size pair (config/families.yaml), in runs/families.
 families: models-extra
 	$(BIN)/snakemake results/tables/family_size_pairs.csv --cores $(CORES) -s $(CURDIR)/Snakefile \
 		--directory runs/families --configfile $(CURDIR)/config/families.yaml
 
+# The report opens on the verdict table (report/workflow.rst; the metadata makes it the landing page).
 report: run
-	$(BIN)/snakemake --cores $(CORES) --report report.html
+	$(BIN)/snakemake --cores $(CORES) --report report.html --report-metadata report/metadata.yaml
+
+# The cost of every job of a config (default: the paper-scale run), offline: FLOPs, memory, time.
+PLAN_CONFIG ?= config/paper.yaml
+plan: install
+	$(BIN)/entropy-lens plan --configfile $(PLAN_CONFIG)
 
 lint: install
 	$(BIN)/ruff check .

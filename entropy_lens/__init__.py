@@ -6,7 +6,7 @@ The public API::
     lm = load_model("smollm2-135m")
     ds = extract_profiles(lm, ["Once upon a time"], max_new_tokens=8)
 
-The names below are imported on first use, so that ``import entropy_lens.datasets`` or an
+The names below are imported on first use, so that ``import entropy_lens.prompts.datasets`` or an
 analysis job does not pay for importing torch and transformers.
 """
 

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.conditions import EXPANSION, INTACT, PRUNING, RANDOM
-from entropy_lens.datasets import ANSWER, LETTERS, QUESTION_ID, STYLE
 from entropy_lens.intervals import (
     DEFAULT_LEVEL,
     DEFAULT_N_BOOT,
@@ -25,6 +24,7 @@ from entropy_lens.intervals import (
     wilson_interval,
 )
 from entropy_lens.letters import MEASURES, UNPARSED
+from entropy_lens.prompts.datasets import ANSWER, LETTERS, QUESTION_ID, STYLE
 from entropy_lens.schema import MODEL
 
 CORRECT_COLUMNS = ("condition", "kind", "k", "replicate", "layers", "question", "measure", "correct")

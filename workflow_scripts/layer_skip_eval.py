@@ -1,8 +1,8 @@
 """Rule layer_skip_eval: each question's correctness under every skip condition, and profiles under skip."""
 
-from entropy_lens.datasets import read_table
 from entropy_lens.jobs import job_model, setup_logging
 from entropy_lens.lens import LensSettings
+from entropy_lens.prompts.datasets import read_table
 from entropy_lens.skipping import evaluate_conditions, read_conditions
 
 setup_logging(snakemake)

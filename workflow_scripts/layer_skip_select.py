@@ -2,9 +2,9 @@
 
 import json
 
-from entropy_lens.datasets import read_table
 from entropy_lens.jobs import job_model, setup_logging
 from entropy_lens.lens import LensSettings
+from entropy_lens.prompts.datasets import read_table
 from entropy_lens.skipping import select_conditions
 
 setup_logging(snakemake)

@@ -19,9 +19,9 @@ writes atomically; :func:`read_table` validates on read.  JSON-safe table attrs 
 the provenance of synthetic stories) travel in the parquet metadata as ``df.attrs``.
 
 Builders: :func:`build_formats`, :func:`build_blank` here; ``tasks`` in
-:mod:`entropy_lens.tasks`; ``mmlu`` in :mod:`entropy_lens.mmlu`; story sources
-(hub, offline generator) in :mod:`entropy_lens.stories`; users' own files are read
-by :func:`entropy_lens.sources.read_local`.
+:mod:`entropy_lens.prompts.tasks`; ``mmlu`` in :mod:`entropy_lens.prompts.mmlu`; story sources
+(hub, offline generator) in :mod:`entropy_lens.prompts.stories`; users' own files are read
+by :func:`entropy_lens.prompts.sources.read_local`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 logger = logging.getLogger(__name__)
 
 PROMPT_ID = "prompt_id"
-PROMPT = "prompt"
+PROMPT_TEXT = "prompt_text"  # the store's word for it (schema.PROMPT_TEXT)
 # tasks
 TASK = "task"
 PHRASING = "phrasing"
@@ -139,7 +139,7 @@ def validate_table(df: pd.DataFrame, kind: str) -> None:
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"a {kind} table must be a pandas DataFrame, got {type(df).__name__}")
-    columns = (Column(PROMPT_ID, str), Column(PROMPT, str), *_columns_of(kind))
+    columns = (Column(PROMPT_ID, str), Column(PROMPT_TEXT, str), *_columns_of(kind))
     missing = [c.name for c in columns if c.name not in df.columns]
     if missing:
         raise ValueError(f"{kind} table lacks columns {missing}; it has {list(df.columns)}")
@@ -178,11 +178,11 @@ def _check_ids(df: pd.DataFrame, kind: str) -> None:
 
 
 def _check_prompts(df: pd.DataFrame, kind: str) -> None:
-    empty = (df[PROMPT] == "").to_numpy(bool)
+    empty = (df[PROMPT_TEXT] == "").to_numpy(bool)
     if kind == "blank":
-        _raise_at(df, ~empty, kind, f"column {PROMPT!r} must be '' (the BOS token alone)")
+        _raise_at(df, ~empty, kind, f"column {PROMPT_TEXT!r} must be '' (the BOS token alone)")
     else:
-        _raise_at(df, empty, kind, f"column {PROMPT!r} must not be empty")
+        _raise_at(df, empty, kind, f"column {PROMPT_TEXT!r} must not be empty")
 
 
 def _raise_at(df: pd.DataFrame, bad: np.ndarray, kind: str, what: str) -> None:
@@ -304,7 +304,7 @@ def build_formats(topics: Sequence[str], *, formats: Sequence[str] = tuple(FORMA
     rows = [
         {
             PROMPT_ID: f"formats-{fmt}-{slug(topic)}",
-            PROMPT: FORMAT_TEMPLATES[fmt].format(topic=topic),
+            PROMPT_TEXT: FORMAT_TEMPLATES[fmt].format(topic=topic),
             FORMAT: fmt,
             TOPIC: topic,
         }
@@ -336,7 +336,7 @@ def build_blank(n_samples: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(
         {
             PROMPT_ID: [f"blank-{i:04d}" for i in samples],
-            PROMPT: [""] * n_samples,
+            PROMPT_TEXT: [""] * n_samples,
             SAMPLE: samples,
             SEED: np.asarray([derive_seed(seed, "blank", i) for i in samples], dtype=np.int64),
         }

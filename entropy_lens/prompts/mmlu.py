@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from entropy_lens.datasets import (
+from entropy_lens.prompts.datasets import (
     ANSWER,
     CHOICES,
     LETTERS,
-    PROMPT,
     PROMPT_ID,
+    PROMPT_TEXT,
     QUESTION,
     QUESTION_ID,
     STYLE,
@@ -39,7 +39,7 @@ from entropy_lens.datasets import (
     derive_seed,
     slug,
 )
-from entropy_lens.sources import iter_jsonl, read_local
+from entropy_lens.prompts.sources import iter_jsonl, read_local
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def questions_from_local(path: str | os.PathLike, mapping: Mapping[str, str]) ->
     ``subject``, ``question``, ``choice_a`` .. ``choice_d`` and ``answer`` (a letter).
 
     Raises:
-        ValueError: naming the file and column or row (see :func:`entropy_lens.sources.read_local`).
+        ValueError: naming the file and column or row (see :func:`entropy_lens.prompts.sources.read_local`).
     """
     needed = [SUBJECT, QUESTION, *CHOICES, ANSWER]
     absent = [c for c in needed if c not in mapping]
@@ -303,7 +303,7 @@ def build_mmlu(
         shots = pick_shots(pools[q[SUBJECT]], q, n_shot, seed) if n_shot else []
         for style in styles:
             prompt = format_prompt(q, style, shots)
-            rows.append({PROMPT_ID: f"mmlu-{style}-{q[QUESTION_ID]}", PROMPT: prompt, STYLE: style, **q})
+            rows.append({PROMPT_ID: f"mmlu-{style}-{q[QUESTION_ID]}", PROMPT_TEXT: prompt, STYLE: style, **q})
     return pd.DataFrame(rows)
 
 

@@ -12,10 +12,10 @@ import logging
 import numpy as np
 import pandas as pd
 
-from entropy_lens.datasets import (
+from entropy_lens.prompts.datasets import (
     PHRASING,
-    PROMPT,
     PROMPT_ID,
+    PROMPT_TEXT,
     SCRAMBLED,
     STORY_ID,
     TASK,
@@ -115,7 +115,7 @@ def _task_row(story_id: str, text: str, task: str, phrasing: int, template: str,
     question = TASK_QUESTIONS[task][phrasing - 1]
     return {
         PROMPT_ID: f"tasks-{story_id}-{task}-p{phrasing}-{template}-{'scr' if scrambled else 'int'}",
-        PROMPT: TASK_TEMPLATES[template].format(story=story, question=question),
+        PROMPT_TEXT: TASK_TEMPLATES[template].format(story=story, question=question),
         TASK: task,
         PHRASING: phrasing,
         TEMPLATE: template,
