@@ -140,9 +140,7 @@ def mean_delta_h(ds: xr.Dataset) -> np.ndarray:
         raise ValueError(f"dataset has a {schema.MODEL!r} dim; select one model first (ds.sel(model=name))")
     if schema.ENTROPY not in ds:
         raise ValueError(f"dataset has no {schema.ENTROPY!r} variable; pass a profile dataset")
-    entropy = ds[schema.ENTROPY]
-    if schema.N_LAYERS in ds.coords and ds[schema.N_LAYERS].ndim == 0:
-        entropy = entropy.isel({schema.LAYER: slice(0, int(ds[schema.N_LAYERS]))})
+    entropy = schema.real_layers(ds[schema.ENTROPY])
     diffs = entropy.diff(schema.LAYER).transpose(..., schema.LAYER)
     values = np.asarray(diffs.values, dtype=np.float64).reshape(-1, diffs.sizes[schema.LAYER])
     valid = ~np.isnan(values)

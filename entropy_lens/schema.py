@@ -185,6 +185,27 @@ def _json_problems(attrs: dict[str, Any]) -> list[str]:
     return []
 
 
+def real_layers(data: xr.DataArray | xr.Dataset, model: str | None = None) -> xr.DataArray | xr.Dataset:
+    """One model's slice on its real layers: the layers of a combined store beyond the model's
+    ``n_layers`` are NaN / -1 padding and are dropped.
+
+    Args:
+        data: A combined store (or one of its variables, or a ``(model, layer)`` profile
+            table carrying ``n_layers``), or an already selected single-model slice.
+        model: The model to select; ``None`` when ``data`` holds one model already.
+
+    Raises:
+        ValueError: naming the model when it is not in ``data``.
+    """
+    if model is not None:
+        if model not in data.indexes[MODEL]:
+            raise ValueError(f"model {model!r} is not in the store; models: {list(data.indexes[MODEL])}")
+        data = data.sel({MODEL: model})
+    if LAYER in data.dims and N_LAYERS in data.coords and data[N_LAYERS].ndim == 0:
+        data = data.isel({LAYER: slice(0, int(data[N_LAYERS]))})
+    return data
+
+
 def depth_of(layers: np.ndarray, n_layers: int) -> np.ndarray:
     """Normalized depth ``(layer + 1) / n_layers`` as float32 (1.0 at the last block)."""
     return ((np.asarray(layers) + 1) / n_layers).astype(np.float32)

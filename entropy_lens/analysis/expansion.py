@@ -27,7 +27,7 @@ import xarray as xr
 from scipy import stats
 
 from entropy_lens import schema
-from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers
+from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers, model_names, model_values
 from entropy_lens.intervals import DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_bootstrap_mean
 
 log = logging.getLogger(__name__)
@@ -72,16 +72,7 @@ def layer_deltas(
 
 
 def _model_arrays(ds: xr.Dataset, model: str, metric: str, alpha: float | None) -> tuple[np.ndarray, np.ndarray]:
-    n = model_n_layers(ds, model)
-    sel = {schema.MODEL: model}
-    dims = (schema.PROMPT, schema.TOKEN, schema.LAYER)
-    h = metric_array(ds, metric, alpha).sel(sel).transpose(*dims).values[:, :, :n]
-    size = ds[schema.NUCLEUS_SIZE].sel(sel).transpose(*dims).values[:, :, :n]
-    return np.asarray(h), np.asarray(size)
-
-
-def _models(ds: xr.Dataset, models: Sequence[str] | None) -> list[str]:
-    return [str(m) for m in (ds.indexes[schema.MODEL] if models is None else models)]
+    return model_values(ds, model, metric_array(ds, metric, alpha)), model_values(ds, model, schema.NUCLEUS_SIZE)
 
 
 def _model_info(ds: xr.Dataset, model: str) -> dict[str, object]:
@@ -125,7 +116,7 @@ def expansion_spearman(
         precision; kept for reference).
     """
     rows = []
-    for model in _models(ds, models):
+    for model in model_names(ds, models):
         d_h, d_n, _, prompts = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
         rho, p = spearman(d_h, d_n)
         lo, hi = (math.nan, math.nan) if math.isnan(rho) else _rank_interval(d_h, d_n, prompts, n_boot, seed)
@@ -170,7 +161,7 @@ def expansion_points(
     """
     rng = np.random.default_rng(seed)
     frames = []
-    for model in _models(ds, models):
+    for model in model_names(ds, models):
         d_h, d_n, layer, _ = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
         pick = rng.choice(d_h.size, size=min(max_points, d_h.size), replace=False)
         depth = model_depth(ds, model)[layer[pick]]
@@ -189,11 +180,7 @@ def expansion_points(
 
 
 def _jaccard(ds: xr.Dataset, model: str) -> np.ndarray:
-    n = model_n_layers(ds, model)
-    dims = (schema.PROMPT, schema.TOKEN, schema.LAYER)
-    return np.asarray(
-        ds[schema.NUCLEUS_JACCARD].sel({schema.MODEL: model}).transpose(*dims).values[:, :, :n], dtype=np.float64
-    )
+    return model_values(ds, model, schema.NUCLEUS_JACCARD).astype(np.float64)
 
 
 def quantile_column(q: float) -> str:
@@ -213,7 +200,7 @@ def nucleus_overlap(
     if any(not 0 <= q <= 1 for q in quantiles):
         raise ValueError(f"quantiles must lie in [0, 1], got {list(quantiles)!r}")
     rows = []
-    for model in _models(ds, models):
+    for model in model_names(ds, models):
         cells = _jaccard(ds, model)
         finite = np.isfinite(cells)
         values = cells[finite]
@@ -235,7 +222,7 @@ def overlap_by_depth(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> 
         ``model, layer, depth, mean, n`` (the last layer, which has no successor, is left out).
     """
     frames = []
-    for model in _models(ds, models):
+    for model in model_names(ds, models):
         values = _jaccard(ds, model)
         n = np.isfinite(values).sum(axis=(0, 1))
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -37,6 +37,7 @@ from entropy_lens.analysis.features import (
     depth_grid,
     model_depth,
     model_n_layers,
+    model_names,
     model_profiles,
     plain,
     prompt_ids,
@@ -59,10 +60,6 @@ DEFAULT_SEED = 0
 # against each other and a 12-point embedding takes tens of seconds instead of 0.1 s.
 DEFAULT_THREADS = 1
 GROUPINGS = ("family", "size")
-
-
-def _models(ds: xr.Dataset, models: Sequence[str] | None) -> list[str]:
-    return [str(m) for m in (ds.indexes[schema.MODEL] if models is None else models)]
 
 
 def _model_coords(ds: xr.Dataset, models: list[str]) -> dict[str, tuple[str, np.ndarray]]:
@@ -101,7 +98,7 @@ def layer_profiles(
         ``(model, layer)`` nats, NaN on padded layers; coords ``depth (model, layer)``,
         ``n_layers``, ``family``, ``n_params`` on ``model``.
     """
-    names = _models(ds, models)
+    names = model_names(ds, models)
     width = ds.sizes[schema.LAYER]
     values = np.full((len(names), width), np.nan)
     depth = np.full((len(names), width), np.nan)
@@ -114,9 +111,8 @@ def layer_profiles(
 
 
 def _real(profiles: xr.DataArray, model: str) -> tuple[np.ndarray, np.ndarray]:
-    row = profiles.sel({schema.MODEL: model})
-    n = int(row[schema.N_LAYERS].values)
-    return np.asarray(row[schema.DEPTH].values[:n], dtype=np.float64), np.asarray(row.values[:n], dtype=np.float64)
+    row = schema.real_layers(profiles, model)
+    return np.asarray(row[schema.DEPTH].values, dtype=np.float64), np.asarray(row.values, dtype=np.float64)
 
 
 def mean_profiles(profiles: xr.DataArray, grid_points: int = DEFAULT_GRID_POINTS) -> xr.DataArray:
@@ -155,7 +151,7 @@ def sample_profiles(
         ``(sample, grid)``; coords on ``sample``: ``model``, ``prompt``, ``family``,
         ``n_params``; ``depth (grid)``.
     """
-    names = _models(ds, models)
+    names = model_names(ds, models)
     grid = depth_grid([model_n_layers(ds, m) for m in names], grid_points)
     ids = prompt_ids(ds, prompts)
     rows = [

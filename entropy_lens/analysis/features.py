@@ -145,17 +145,26 @@ def metric_label(metric: str, alpha: float | None) -> str:
     return "shannon" if metric == schema.ENTROPY else f"renyi(a={alpha:g})"
 
 
+def model_names(ds: xr.Dataset | xr.DataArray, models: Sequence[str] | None = None) -> list[str]:
+    """``models`` as ``str``, or every model of ``ds`` in store order."""
+    return [str(m) for m in (ds.indexes[schema.MODEL] if models is None else models)]
+
+
 def model_n_layers(ds: xr.Dataset, model: str) -> int:
     """Real layer count of ``model`` in a combined dataset."""
-    if model not in ds.indexes[schema.MODEL]:
-        raise ValueError(f"model {model!r} is not in the store; models: {list(ds.indexes[schema.MODEL])}")
-    return int(ds[schema.N_LAYERS].sel({schema.MODEL: model}).values)
+    return int(schema.real_layers(ds[schema.N_LAYERS], model).values)
 
 
 def model_depth(ds: xr.Dataset, model: str) -> np.ndarray:
     """``[L_m]`` normalized depths of ``model``'s real layers."""
-    n = model_n_layers(ds, model)
-    return np.asarray(ds[schema.DEPTH].sel({schema.MODEL: model}).values[:n], dtype=np.float64)
+    return np.asarray(schema.real_layers(ds[schema.DEPTH], model).values, dtype=np.float64)
+
+
+def model_values(ds: xr.Dataset, model: str, variable: str | xr.DataArray) -> np.ndarray:
+    """``[P, T, L_m]`` values of one ``(model, prompt, token, layer)`` variable on the model's real layers."""
+    data = ds[variable] if isinstance(variable, str) else variable
+    data = schema.real_layers(data, model).transpose(schema.PROMPT, schema.TOKEN, schema.LAYER)
+    return np.asarray(data.values)
 
 
 def model_profiles(
@@ -178,8 +187,7 @@ def model_profiles(
     Returns:
         ``[N, T, L_m]`` float64 profiles in nats; masked slots are NaN.
     """
-    n = model_n_layers(ds, model)
-    arr = metric_array(ds, metric, alpha).sel({schema.MODEL: model}).isel({schema.LAYER: slice(0, n)})
+    arr = schema.real_layers(metric_array(ds, metric, alpha), model)
     if prompts is not None:
         arr = arr.sel({schema.PROMPT: list(prompts)})
     arr = arr.transpose(schema.PROMPT, schema.TOKEN, schema.LAYER)
