@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "extract_profiles": "entropy_lens.lens",
-    "REGISTRY": "entropy_lens.models",
+    "REGISTRY": "entropy_lens.registry",
     "LensModel": "entropy_lens.models",
     "load_model": "entropy_lens.models",
     "materialize_model": "entropy_lens.models",

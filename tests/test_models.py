@@ -8,13 +8,13 @@ import torch
 from tiny import tiny_model
 from torch import nn
 
-from entropy_lens import REGISTRY, extract_profiles, load_model, models
+from entropy_lens import REGISTRY, extract_profiles, load_model, models, registry
 from entropy_lens.generation import GenerationSettings, generate
 from entropy_lens.lens import lens_logits
 
 
 def test_unknown_model_lists_the_registry():
-    with pytest.raises(ValueError, match=r"unknown model 'smolm2'.*smollm2-135m"):
+    with pytest.raises(ValueError, match=r"unknown model source 'smolm2'.*smollm2-135m"):
         load_model("smolm2")
 
 
@@ -101,3 +101,25 @@ def test_real_smollm2_profile(smollm2):
     probs = torch.softmax(normed @ lm.unembed.weight.double().T, -1)
     ref = float(-(probs * probs.log()).sum())
     assert abs(float(ds.entropy.values[0, 0, 10]) - ref) < 1e-4
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [("smollm2-135m", "registry"), ("meta-llama/Llama-3.2-1B-Instruct", "hub"), ("org/name.v2", "hub")],
+)
+def test_source_kind_names_what_a_source_is(source, kind):
+    assert registry.source_kind(source) == kind
+
+
+def test_source_kind_of_local_files_and_bad_sources(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "x.gguf").write_bytes(b"GGUF")
+    assert registry.source_kind("m", base=tmp_path) == "folder"
+    assert registry.source_kind("x.gguf", base=tmp_path) == "gguf"
+    with pytest.raises(ValueError, match="GGUF file .* does not exist"):
+        registry.source_kind("y.gguf", base=tmp_path)
+    with pytest.raises(ValueError, match=r"folder .* does not exist"):
+        registry.source_kind("./missing", base=tmp_path)
+    for bad in ("smollm2-135", "a/b/c", "/org name"):
+        with pytest.raises(ValueError, match=f"{bad!r}"):
+            registry.source_kind(bad, base=tmp_path)

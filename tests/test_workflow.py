@@ -53,6 +53,9 @@ def test_lint_passes():
         (lambda c: c["datasets"]["blank"].update(n_samples=-3), "n_samples"),
         (lambda c: c["models"]["tiny-llama"].update(family=7), "family"),
         (lambda c: c["analysis"].setdefault("knn", {}).update(test="bonferroni"), "bonferroni"),
+        (lambda c: c["models"]["tiny-llama"].update(source="./tiny_models/tiny-lama"), "models.tiny-llama.source"),
+        (lambda c: c["models"]["tiny-llama"].update(source="smollm2"), "unknown model source 'smollm2'"),
+        (lambda c: c["datasets"]["tasks"].update(models=["tiny-mistral"]), "datasets.tasks.models names"),
     ],
 )
 def test_bad_config_fails_before_any_job(tmp_path, edit, message):
