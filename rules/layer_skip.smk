@@ -41,7 +41,7 @@ rule layer_skip_select:
         "../envs/entropy-lens.yaml"
     threads: 2
     resources:
-        mem_mb=config["compute"]["mem_mb"],
+        **planned("layer_skip_select"),
         gpu=1 if GPU else 0,
     script:
         "../workflow_scripts/layer_skip_select.py"
@@ -70,7 +70,7 @@ rule layer_skip_eval:
         "../envs/entropy-lens.yaml"
     threads: 2
     resources:
-        mem_mb=config["compute"]["mem_mb"],
+        **planned("layer_skip_eval"),
         gpu=1 if GPU else 0,
     script:
         "../workflow_scripts/layer_skip_eval.py"

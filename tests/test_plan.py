@@ -227,7 +227,7 @@ def test_shards_split_prompts_and_keep_the_work():
 def test_sharded_config_plans_one_job_per_shard_with_the_same_flops(offline):
     config = load(DEFAULT)
     whole = plan.plan_from_config(config)
-    sharded = plan.plan_from_config({**config, "plan": {"prompts_per_job": 10}})
+    sharded = plan.plan_from_config({**config, "compute": {**config["compute"], "prompts_per_job": 10}})
     tasks = [j for j in sharded.jobs if j.rule == plan.EXTRACT and j.model == "smollm2-135m" and j.dataset == "tasks"]
     n = whole.job(plan.EXTRACT, "smollm2-135m", "tasks").prompts
     assert [j.shard for j in tasks] == list(range(math.ceil(n / 10))) and {j.n_shards for j in tasks} == {len(tasks)}
