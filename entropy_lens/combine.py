@@ -143,3 +143,40 @@ def combine_dataset(
     n_params = {m: int(labels[m]["n_params"]) or int(stores[m].attrs["n_params"]) for m in stores}
     combined = combine_models(stores, families={m: str(labels[m]["family"]) for m in stores}, n_params=n_params)
     return combined if scores is None else attach_mmlu_scores(combined, scores)
+
+
+SHARD_ATTRS = ("shard", "prompts_per_job")
+
+
+def gather_shards(shards: Sequence[xr.Dataset], prompt_ids: Sequence[str]) -> xr.Dataset:
+    """One per-model store from the stores of its shards, prompts in the table's order.
+
+    Args:
+        shards: Per-model datasets of the shards of one (model, dataset) job.
+        prompt_ids: The prompt table's ids, in table order; the shards must hold each
+            exactly once.
+
+    Returns:
+        The store the unsharded job would have written, plus ``attrs["gathered_shards"]``
+        (the shard count) as a provenance note.
+
+    Raises:
+        ValueError: when the shards miss or repeat a prompt, or disagree in settings.
+    """
+    if not shards:
+        raise ValueError("no shard to gather")
+    settings = [{k: v for k, v in s.attrs.items() if k not in SHARD_ATTRS} for s in shards]
+    if any(s != settings[0] for s in settings[1:]):
+        raise ValueError("shards were profiled with different settings (attrs differ); extract them again")
+    held = [str(p) for s in shards for p in s.indexes[schema.PROMPT]]
+    wanted = [str(p) for p in prompt_ids]
+    if sorted(held) != sorted(wanted):
+        missing, extra = sorted(set(wanted) - set(held)), sorted(set(held) - set(wanted))
+        raise ValueError(
+            f"shards hold {len(held)} prompts for a table of {len(wanted)} "
+            f"(missing {missing[:3]}, unexpected {extra[:3]}, repeated: {len(held) - len(set(held))})"
+        )
+    gathered = xr.concat(list(shards), dim=schema.PROMPT, combine_attrs="override").sel({schema.PROMPT: wanted})
+    gathered.attrs = {**settings[0], "gathered_shards": len(shards)}
+    schema.validate_profiles(gathered)
+    return gathered

@@ -1,24 +1,62 @@
-"""Profile a prompt table: the extraction job of one model on one dataset.
+"""Profile a prompt table: the extraction job of one model on one dataset, or on one shard of it.
 
 Reads the table's prompts, ids and (blank set) per-sample seeds, shows progress, and
 labels the resulting store with the table's label columns and the dataset name.
+
+Shards.  A dataset split into jobs of ``prompts_per_job`` prompts is split along the
+order the whole job would batch in (prompts sorted by token length, ties in table
+order): with ``prompts_per_job`` a multiple of the batch size, every shard runs exactly
+the batches the unsharded job would, so the gathered store
+(:func:`entropy_lens.combine.gather_shards`) equals the unsharded one value for value.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
 from entropy_lens import schema
 from entropy_lens.generation import GenerationSettings
-from entropy_lens.lens import LensSettings, extract_profiles
+from entropy_lens.lens import LensSettings, encode_prompts, extract_profiles
 from entropy_lens.models import LensModel
 from entropy_lens.prompts.datasets import PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 
 PROGRESS_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of a dataset split into jobs of ``size`` prompts."""
+
+    index: int
+    size: int
+
+    def __post_init__(self) -> None:
+        if self.index < 0 or self.size < 1:
+            raise ValueError(f"a shard needs index >= 0 and size >= 1, got index {self.index}, size {self.size}")
+
+
+def shard_rows(lm: LensModel, table: pd.DataFrame, shard: Shard, *, chat_template: bool) -> np.ndarray:
+    """Table positions of ``shard``: its slice of the length-sorted order, in table order.
+
+    Raises:
+        ValueError: when the shard lies past the end of the table (the config counted more
+            prompts than the table holds).
+    """
+    encoded, _ = encode_prompts(lm, table[PROMPT_TEXT].tolist(), chat_template=chat_template)
+    order = np.argsort([len(ids) for ids in encoded], kind="stable")
+    rows = order[shard.index * shard.size : (shard.index + 1) * shard.size]
+    if rows.size == 0:
+        raise ValueError(
+            f"shard {shard.index} of {shard.size} prompts starts past the table's {len(table)} prompts; "
+            "the config counts more prompts than the table holds"
+        )
+    return np.sort(rows)
 
 
 def extract_table(
@@ -30,8 +68,9 @@ def extract_table(
     lens: LensSettings,
     batch_size: int,
     chat_template: bool,
+    shard: Shard | None = None,
 ) -> xr.Dataset:
-    """Profiles of every prompt of a validated prompt table, labelled by its label columns.
+    """Profiles of every prompt of a validated prompt table (or of one shard), labelled.
 
     Args:
         lm: The model.
@@ -41,11 +80,14 @@ def extract_table(
         lens: What is measured.
         batch_size: Prompts per forward pass.
         chat_template: Render prompts with the model's chat template.
+        shard: Profile only this shard (see the module docstring); ``None``: all prompts.
 
     Returns:
         A schema-valid per-model dataset with the label coordinates on ``prompt`` and
-        ``attrs["dataset"]``.
+        ``attrs["dataset"]`` (and ``shard``, ``prompts_per_job`` for a shard).
     """
+    if shard is not None:
+        table = table.iloc[shard_rows(lm, table, shard, chat_template=chat_template)]
     seeds = table[SEED].tolist() if SEED in table else None
     with tqdm(
         total=len(table), desc=f"{lm.name} {dataset}", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS
@@ -67,4 +109,5 @@ def extract_table(
             progress=bar.update,
         )
     labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table}
-    return ds.assign_coords(labels).assign_attrs(dataset=dataset)
+    ds = ds.assign_coords(labels).assign_attrs(dataset=dataset)
+    return ds if shard is None else ds.assign_attrs(shard=shard.index, prompts_per_job=shard.size)

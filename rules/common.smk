@@ -5,6 +5,7 @@ import re
 from snakemake.utils import validate
 
 from entropy_lens.plan import plan_from_config
+from entropy_lens.prompts.datasets import prompt_count
 from entropy_lens.registry import source_kind
 
 
@@ -46,6 +47,22 @@ if SYNTHETIC_STORIES and config["stories"]["model"] not in MODELS:
         f"stories.model {config['stories']['model']!r} must be one of the configured models {MODELS}: "
         "it is materialized under resources/models like them"
     )
+
+
+# Sharded extraction: each (model, dataset) job split into jobs of this many prompts (0: no split).
+SHARD_SIZE = config["compute"]["prompts_per_job"]
+if SHARD_SIZE % config["generation"]["batch_size"]:
+    raise ValueError(
+        f"compute.prompts_per_job ({SHARD_SIZE}) must be a multiple of generation.batch_size "
+        f"({config['generation']['batch_size']}), so that a shard batches its prompts as the whole job would"
+    )
+# dataset -> its number of shards, counted from the config (every prompt builder makes exactly that many).
+N_SHARDS = {d: -(-prompt_count(d, config["datasets"][d]) // SHARD_SIZE) if SHARD_SIZE else 1 for d in DATASETS}
+
+
+def shard_stores(wildcards):
+    """The stores of every shard of one (model, dataset) extraction."""
+    return [f"results/profiles/{wildcards.model}/{wildcards.dataset}/shard{i}.zarr" for i in range(N_SHARDS[wildcards.dataset])]
 
 
 def choice_pattern(names):

@@ -1,30 +1,78 @@
 # One extraction job per (model, dataset) pair the config asks for; each writes its own store, atomically.
+# With compute.prompts_per_job > 0, each pair is split into shard jobs (their own stores, rerun alone
+# when killed) that gather_shards joins into the same per-model store.
 
+if SHARD_SIZE:
 
-rule extract_profiles:
-    input:
-        model="resources/models/{model}",
-        table="results/datasets/{dataset}.parquet",
-    output:
-        directory("results/profiles/{model}/{dataset}.zarr"),
-    params:
-        generation=extract_params,
-        lens=config["lens"],
-        device=config["compute"]["device"],
-        dtype=config["compute"]["dtype"],
-        storage=config["storage"],
-    log:
-        "logs/extract_profiles/{model}/{dataset}.log",
-    benchmark:
-        "results/benchmarks/extract_profiles/{model}/{dataset}.tsv"
-    conda:
-        "../envs/entropy-lens.yaml"
-    threads: 2
-    resources:
-        **planned("extract_profiles"),
-        gpu=1 if GPU else 0,
-    script:
-        "../workflow_scripts/extract_profiles.py"
+    rule extract_shard:
+        input:
+            model="resources/models/{model}",
+            table="results/datasets/{dataset}.parquet",
+        output:
+            directory("results/profiles/{model}/{dataset}/shard{shard}.zarr"),
+        params:
+            generation=extract_params,
+            lens=config["lens"],
+            device=config["compute"]["device"],
+            dtype=config["compute"]["dtype"],
+            storage=config["storage"],
+            prompts_per_job=SHARD_SIZE,
+        log:
+            "logs/extract_profiles/{model}/{dataset}/shard{shard}.log",
+        benchmark:
+            "results/benchmarks/extract_profiles/{model}/{dataset}/shard{shard}.tsv"
+        conda:
+            "../envs/entropy-lens.yaml"
+        threads: 2
+        resources:
+            **planned("extract_profiles"),
+            gpu=1 if GPU else 0,
+        script:
+            "../workflow_scripts/extract_shard.py"
+
+    rule gather_shards:
+        input:
+            shards=shard_stores,
+            table="results/datasets/{dataset}.parquet",
+        output:
+            directory("results/profiles/{model}/{dataset}.zarr"),
+        params:
+            storage=config["storage"],
+        log:
+            "logs/gather_shards/{model}/{dataset}.log",
+        benchmark:
+            "results/benchmarks/gather_shards/{model}/{dataset}.tsv"
+        conda:
+            "../envs/entropy-lens.yaml"
+        script:
+            "../workflow_scripts/gather_shards.py"
+
+else:
+
+    rule extract_profiles:
+        input:
+            model="resources/models/{model}",
+            table="results/datasets/{dataset}.parquet",
+        output:
+            directory("results/profiles/{model}/{dataset}.zarr"),
+        params:
+            generation=extract_params,
+            lens=config["lens"],
+            device=config["compute"]["device"],
+            dtype=config["compute"]["dtype"],
+            storage=config["storage"],
+        log:
+            "logs/extract_profiles/{model}/{dataset}.log",
+        benchmark:
+            "results/benchmarks/extract_profiles/{model}/{dataset}.tsv"
+        conda:
+            "../envs/entropy-lens.yaml"
+        threads: 2
+        resources:
+            **planned("extract_profiles"),
+            gpu=1 if GPU else 0,
+        script:
+            "../workflow_scripts/extract_profiles.py"
 
 
 rule score_mmlu:

