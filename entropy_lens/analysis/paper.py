@@ -526,12 +526,29 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows a reader needs first: Shannon separability, the verdict measure of MMLU, and every
-    claim with a verdict, in claim order (descriptive rows left out)."""
+    """The rows a reader needs first, one per claim and model, in claim order.
+
+    Shannon entropy for separability; MMLU pooled over styles (correctness and accuracy)
+    under the verdict measure; layer skipping at the smallest ``k`` (the study's headline
+    skips one layer).  Per-style, per-order and larger-``k`` rows stay in the full table;
+    descriptive rows (no claim) are left out.
+    """
+    claim, measure, split = table["claim"], table["measure"], table["split"]
     keep = table["verdict"] != ""
-    keep &= ~table["claim"].isin(KNN_CLAIMS.values()) | table["measure"].isin(["shannon", ""])
-    keep &= ~table["claim"].isin([ACCURACY, SKIP_RANDOM, SKIP_PRUNING]) | table["measure"].isin([VERDICT_MEASURE, ""])
+    keep &= ~claim.isin(KNN_CLAIMS.values()) | measure.isin(["shannon", ""])
+    keep &= ~claim.isin([MMLU_CORRECT, ACCURACY]) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    keep &= ~claim.isin([ACCURACY, SKIP_RANDOM, SKIP_PRUNING]) | measure.isin([VERDICT_MEASURE, ""])
+    skip_ks = split.where(claim.isin([SKIP_RANDOM, SKIP_PRUNING]) & split.str.startswith("k=")).dropna()
+    if not skip_ks.empty:
+        smallest = min(skip_ks, key=lambda text: int(text[2:]))
+        keep &= ~claim.isin([SKIP_RANDOM, SKIP_PRUNING]) | split.isin([smallest, ""])
     return table[keep].reset_index(drop=True)
+
+
+def _has_pooled(table: pd.DataFrame) -> pd.Series:
+    """Per row: whether its (claim, model) has a row pooled over MMLU styles."""
+    pooled = {(c, m) for c, m, s in zip(table["claim"], table["model"], table["split"], strict=True) if s == ALL_STYLES}
+    return pd.Series([(c, m) in pooled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
 
 
 def display(table: pd.DataFrame) -> pd.DataFrame:
@@ -593,6 +610,7 @@ def _read_csvs(value: str | Sequence[str]) -> pd.DataFrame:
 VERDICT_COLOURS = {V.REPRODUCED: "#1a7f37", V.NOT_REPRODUCED: "#cf222e", V.INCONCLUSIVE: "#9a6700"}
 HTML_STYLE = """<style>
 .prose.max-w-lg{max-width:none !important}
+.h-screen.items-center{align-items:flex-start !important}
 table.verdicts{border-collapse:collapse;font-size:13px;margin:8px 0 16px 0}
 table.verdicts th,table.verdicts td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 table.verdicts th{background:#f6f8fa}
@@ -606,12 +624,13 @@ def verdicts_html(table: pd.DataFrame) -> str:
     view = display(table)
     counts = table["verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in V.VERDICTS)
-    header = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns if c not in ("n",))
+    hidden = ("n", "measure")  # the headline holds one measure per claim; the README says which
+    header = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns if c not in hidden)
     rows = []
     for rec in view.to_dict("records"):
         cells = []
         for column, value in rec.items():
-            if column == "n":
+            if column in hidden:
                 continue
             text = html.escape(str(value))
             if column == "verdict" and value:
