@@ -40,6 +40,11 @@ class Shard:
         if self.index < 0 or self.size < 1:
             raise ValueError(f"a shard needs index >= 0 and size >= 1, got index {self.index}, size {self.size}")
 
+    @classmethod
+    def of(cls, spec: tuple[int, int] | list[int] | None) -> Shard | None:
+        """A shard from ``(index, size)`` as a rule passes it, or ``None`` for a whole dataset."""
+        return None if spec is None else cls(int(spec[0]), int(spec[1]))
+
 
 def shard_rows(lm: LensModel, table: pd.DataFrame, shard: Shard, *, chat_template: bool) -> np.ndarray:
     """Table positions of ``shard``: its slice of the length-sorted order, in table order.

@@ -11,6 +11,7 @@ nested in prompts.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats
@@ -73,12 +74,38 @@ def paired_bootstrap(
     Returns:
         ``(mean_difference, low, high)``.
     """
-    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    if diff.ndim != 1 or diff.size == 0:
-        raise ValueError(f"a and b must be equal-length non-empty 1-D arrays, got shape {diff.shape}")
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError(f"a and b must be equal-length non-empty 1-D arrays, got shapes {a.shape} and {b.shape}")
+    diff = a - b
     level, n_boot = check_level(level), check_n_boot(n_boot)
     picks = np.random.default_rng(seed).integers(0, diff.size, size=(n_boot, diff.size))
     return (float(diff.mean()), *_percentiles(diff[picks].mean(axis=1), level))
+
+
+def cluster_sums(weights: Sequence[np.ndarray], clusters: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray | None:
+    """Bootstrap replicates of per-row sums, drawing whole clusters with replacement.
+
+    Each replicate draws as many clusters as there are (multinomial counts) and sums every
+    ``weights[j]`` over the rows of the drawn clusters, each counted as often as drawn:
+    exact, and ``O(n_boot x n_clusters)`` however many rows a cluster holds.
+
+    Args:
+        weights: ``J`` arrays of ``[n]`` per-row values to sum.
+        clusters: ``[n]`` cluster label of each row.
+        n_boot: Replicates.
+        seed: Seed of :func:`numpy.random.default_rng`.
+
+    Returns:
+        ``[J, n_boot]`` sums, or ``None`` with fewer than two clusters.
+    """
+    codes = np.unique(np.asarray(clusters), return_inverse=True)[1]
+    n_clusters = int(codes.max()) + 1 if codes.size else 0
+    if n_clusters < 2:
+        return None
+    per_cluster = np.stack([np.bincount(codes, np.asarray(w, dtype=np.float64), minlength=n_clusters) for w in weights])
+    counts = np.random.default_rng(seed).multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters), size=n_boot)
+    return (counts @ per_cluster.T).T
 
 
 def cluster_bootstrap_correlation(
@@ -93,10 +120,8 @@ def cluster_bootstrap_correlation(
     """Percentile interval of the Pearson correlation of ``x`` and ``y`` resampling whole clusters.
 
     Rows nested in a cluster (the token x layer rows of one prompt) are not independent,
-    so clusters, not rows, are drawn with replacement; each replicate's correlation is
-    computed from per-cluster sums weighted by how often the cluster was drawn, which is
-    exact and costs ``O(n_boot x n_clusters)``.  Pass ranks to bootstrap a Spearman
-    correlation (ranks then stay those of the full sample).
+    so clusters, not rows, are drawn with replacement (:func:`cluster_sums`).  Pass ranks
+    to bootstrap a Spearman correlation (ranks then stay those of the full sample).
 
     Args:
         x: ``[n]`` values.
@@ -113,14 +138,11 @@ def cluster_bootstrap_correlation(
     if x.shape != y.shape or x.ndim != 1 or np.shape(clusters) != x.shape:
         raise ValueError(f"x, y and clusters must be 1-D of one length, got {x.shape}, {y.shape}, {np.shape(clusters)}")
     level, n_boot = check_level(level), check_n_boot(n_boot)
-    codes = np.unique(np.asarray(clusters), return_inverse=True)[1]
-    n_clusters = int(codes.max()) + 1 if codes.size else 0
-    if n_clusters < 2:
-        return math.nan, math.nan
     x, y = x - x.mean(), y - y.mean()  # centring keeps the sums well conditioned
-    sums = np.stack([np.bincount(codes, w, minlength=n_clusters) for w in (np.ones_like(x), x, y, x * x, y * y, x * y)])
-    counts = np.random.default_rng(seed).multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters), size=n_boot)
-    n, sx, sy, sxx, syy, sxy = (counts @ sums.T).T  # each [n_boot]
+    sums = cluster_sums((np.ones_like(x), x, y, x * x, y * y, x * y), clusters, n_boot=n_boot, seed=seed)
+    if sums is None:
+        return math.nan, math.nan
+    n, sx, sy, sxx, syy, sxy = sums
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (sxy - sx * sy / n) / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
     return _percentiles(r[np.isfinite(r)], level)
@@ -134,8 +156,7 @@ def cluster_bootstrap_mean(
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
 ) -> tuple[float, float]:
-    """Percentile interval of the mean of ``values`` resampling whole clusters (as
-    :func:`cluster_bootstrap_correlation`).
+    """Percentile interval of the mean of ``values`` resampling whole clusters (:func:`cluster_sums`).
 
     Returns:
         ``(low, high)``; ``(nan, nan)`` with fewer than two clusters.
@@ -144,11 +165,7 @@ def cluster_bootstrap_mean(
     if values.ndim != 1 or np.shape(clusters) != values.shape:
         raise ValueError(f"values and clusters must be 1-D of one length, got {values.shape}, {np.shape(clusters)}")
     level, n_boot = check_level(level), check_n_boot(n_boot)
-    codes = np.unique(np.asarray(clusters), return_inverse=True)[1]
-    n_clusters = int(codes.max()) + 1 if codes.size else 0
-    if n_clusters < 2:
+    sums = cluster_sums((np.ones_like(values), values), clusters, n_boot=n_boot, seed=seed)
+    if sums is None:
         return math.nan, math.nan
-    sizes = np.bincount(codes, minlength=n_clusters).astype(np.float64)
-    totals = np.bincount(codes, values, minlength=n_clusters)
-    counts = np.random.default_rng(seed).multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters), size=n_boot)
-    return _percentiles((counts @ totals) / (counts @ sizes), level)
+    return _percentiles(sums[1] / sums[0], level)

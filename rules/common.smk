@@ -60,6 +60,11 @@ if SHARD_SIZE % config["generation"]["batch_size"]:
 N_SHARDS = {d: -(-prompt_count(d, config["datasets"][d]) // SHARD_SIZE) if SHARD_SIZE else 1 for d in DATASETS}
 
 
+def shard_spec(wildcards):
+    """(index, prompts) of the shard an extract_shard job profiles."""
+    return [int(wildcards.shard), SHARD_SIZE]
+
+
 def shard_stores(wildcards):
     """The stores of every shard of one (model, dataset) extraction."""
     return [f"results/profiles/{wildcards.model}/{wildcards.dataset}/shard{i}.zarr" for i in range(N_SHARDS[wildcards.dataset])]

@@ -16,7 +16,7 @@ if SHARD_SIZE:
             device=config["compute"]["device"],
             dtype=config["compute"]["dtype"],
             storage=config["storage"],
-            prompts_per_job=SHARD_SIZE,
+            shard=shard_spec,
         log:
             "logs/extract_profiles/{model}/{dataset}/shard{shard}.log",
         benchmark:
@@ -28,7 +28,7 @@ if SHARD_SIZE:
             **planned("extract_profiles"),
             gpu=1 if GPU else 0,
         script:
-            "../workflow_scripts/extract_shard.py"
+            "../workflow_scripts/extract_profiles.py"
 
     rule gather_shards:
         input:
@@ -61,6 +61,7 @@ else:
             device=config["compute"]["device"],
             dtype=config["compute"]["dtype"],
             storage=config["storage"],
+            shard=None,
         log:
             "logs/extract_profiles/{model}/{dataset}.log",
         benchmark:

@@ -1,7 +1,7 @@
-"""Rule extract_profiles: profile one model on one prompt set into its own Zarr store."""
+"""Rules extract_profiles and extract_shard: profile one model on one prompt set (or one shard of it) into a store."""
 
 from entropy_lens import storage
-from entropy_lens.extract import extract_table
+from entropy_lens.extract import Shard, extract_table
 from entropy_lens.generation import GenerationSettings
 from entropy_lens.jobs import job_model, setup_logging
 from entropy_lens.lens import LensSettings
@@ -9,7 +9,7 @@ from entropy_lens.prompts.datasets import read_table
 
 setup_logging(snakemake)
 gen, lens, store = snakemake.params.generation, snakemake.params.lens, snakemake.params.storage
-dataset = snakemake.wildcards.dataset
+dataset, shard = snakemake.wildcards.dataset, Shard.of(snakemake.params.shard)
 generation = GenerationSettings(gen["max_new_tokens"], gen["do_sample"], gen["temperature"], gen["seed"])
 lens_settings = LensSettings(lens["top_p"], tuple(lens["alphas"]), lens["budget_mb"] * 2**20)
 
@@ -25,6 +25,7 @@ with job_model(
         lens=lens_settings,
         batch_size=gen["batch_size"],
         chat_template=gen["chat_template"],
+        shard=shard,
     )
 storage.write_profiles(
     ds, snakemake.output[0], chunk_prompts=store["chunk_prompts"], shard_prompts=store["shard_prompts"]
