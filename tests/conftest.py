@@ -4,8 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from workflow_tiny import REPO
 
 
 @pytest.fixture(scope="session")

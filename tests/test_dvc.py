@@ -23,18 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from workflow_under_test import (
-    DVC_SYNC,
-    REPO_ROOT,
-    SNAKEMAKE,
+from workflow_tiny import (
+    ARTIFACTS,
+    CHANGE,
+    CHANGE_RERUNS,
+    MISSING_OBJECT,
+    REPO,
+    TARGETS,
     VENV_BIN,
-    WORKFLOW,
     edit_config,
     file_contents,
     jobs_in,
-    new_workdir,
     nothing_to_do,
+    prepare_workdir,
     run,
+    run_snakemake,
+    snakemake_args,
+    snakemake_cmd,
+    start,
     tool_env,
 )
 
@@ -44,7 +50,8 @@ logger = logging.getLogger(__name__)
 
 DVC = str(VENV_BIN / "dvc")
 MOTO_SERVER = VENV_BIN / "moto_server"
-SYNC = ("bash", str(DVC_SYNC))  # bash: works without the executable bit
+# Moves artifacts through DVC (dvc add + push; pull + snakemake --touch); run in the working directory.
+SYNC = ("bash", str(REPO / "scripts" / "dvc_sync.sh"))  # bash: works without the executable bit
 # The default remote of the repository's .dvc/config, a folder next to the checkout.
 DEFAULT_REMOTE = "local-folder"
 DEFAULT_REMOTE_DIR = "entropy-lens-dvc-remote"
@@ -60,7 +67,7 @@ SERVER_START_SECONDS = 30
 # as `/results/*`. DVC prunes every folder for which git reports a pattern match (scmrepo reports one
 # for `results/` itself under `/results/*`, even with `!/results/*.dvc`), and then finds none of the
 # .dvc files inside: `dvc pull` says "Everything is up to date" and fetches nothing.
-GITIGNORE = "".join(f"/{artifact}/\n" for artifact in WORKFLOW.artifacts) + ".snakemake/\nlogs/\n/dvc_plots/\n"
+GITIGNORE = "".join(f"/{artifact}/\n" for artifact in ARTIFACTS) + ".snakemake/\nlogs/\n/dvc_plots/\n"
 
 
 @dataclass(frozen=True)
@@ -79,9 +86,9 @@ def _free_port() -> int:
 
 
 def _timed(label: str, cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    start = time.perf_counter()
+    began = time.perf_counter()
     result = run(cmd, cwd=cwd, env=env, timeout=STEP_TIMEOUT)
-    logger.warning("%s took %.1f s", label, time.perf_counter() - start)
+    logger.warning("%s took %.1f s", label, time.perf_counter() - began)
     return result
 
 
@@ -102,7 +109,7 @@ def _clone(pushed: PushedRepo, name: str, env: dict[str, str]) -> Path:
 
 
 def _pull(clone: Path, env: dict[str, str], *dvc_args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = [*SYNC, "pull", *dvc_args, "--", *WORKFLOW.snakemake_args()]
+    cmd = [*SYNC, "pull", *dvc_args, "--", *snakemake_args(clone, *TARGETS)]
     return run(cmd, cwd=clone, env=env, timeout=STEP_TIMEOUT, check=check)
 
 
@@ -115,21 +122,21 @@ def env() -> dict[str, str]:
 def pushed(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> PushedRepo:
     """Run the workflow in a new git + DVC repository, push its artifacts and commit the .dvc files."""
     root = tmp_path_factory.mktemp("dvc")
-    repo = new_workdir(WORKFLOW, root / "origin")
+    repo = prepare_workdir(root / "origin")
     (repo / ".gitignore").write_text(GITIGNORE)
     run(["git", "init", "--quiet"], cwd=repo, env=env, timeout=60)
     run([DVC, "init", "--quiet"], cwd=repo, env=env, timeout=60)
-    shutil.copy2(REPO_ROOT / ".dvc" / "config", repo / ".dvc" / "config")
-    shutil.copy2(REPO_ROOT / "dvc.yaml", repo / "dvc.yaml")
-    _timed("workflow (tiny config, DVC targets)", [SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args()], repo, env)
+    shutil.copy2(REPO / ".dvc" / "config", repo / ".dvc" / "config")
+    shutil.copy2(REPO / "dvc.yaml", repo / "dvc.yaml")
+    _timed("workflow (tiny config, DVC targets)", snakemake_cmd(repo, *TARGETS, "--cores", "2"), repo, env)
     push = _timed("dvc add + push (local remote)", [*SYNC, "push"], repo, env)
-    assert f"tracking {' '.join(WORKFLOW.artifacts)}" in push.stdout
-    assert nothing_to_do(repo, WORKFLOW, env), "dvc add must leave the workspace files as Snakemake wrote them"
+    assert f"tracking {' '.join(ARTIFACTS)}" in push.stdout
+    assert nothing_to_do(repo, *TARGETS, env=env), "dvc add must leave the workspace files as Snakemake wrote them"
     run(["git", "add", "--all"], cwd=repo, env=env, timeout=60)
     run(["git", "commit", "--quiet", "-m", "workflow results"], cwd=repo, env=env, timeout=60)
     tracked = run(["git", "ls-files", "*.dvc"], cwd=repo, env=env, timeout=60).stdout.split()
-    assert sorted(tracked) == sorted(f"{a}.dvc" for a in WORKFLOW.artifacts)
-    return PushedRepo(path=repo, remote=root / DEFAULT_REMOTE_DIR, contents=file_contents(repo, WORKFLOW.artifacts))
+    assert sorted(tracked) == sorted(f"{a}.dvc" for a in ARTIFACTS)
+    return PushedRepo(path=repo, remote=root / DEFAULT_REMOTE_DIR, contents=file_contents(repo, ARTIFACTS))
 
 
 @pytest.fixture
@@ -141,7 +148,7 @@ def moto_endpoint(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
     log = (tmp_path / "moto.log").open("w")
-    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
+    server = start([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)], cwd=tmp_path, stdout=log)
     try:
         client = boto3.client(
             "s3",
@@ -168,28 +175,33 @@ def moto_endpoint(tmp_path: Path) -> Iterator[str]:
 
 def test_repository_gitignore_lets_dvc_track_artifacts(tmp_path: Path, env: dict[str, str]) -> None:
     """With this repository's .gitignore, `dvc add` tracks every artifact folder and git sees only .dvc files."""
-    shutil.copy2(REPO_ROOT / ".gitignore", tmp_path / ".gitignore")
+    shutil.copy2(REPO / ".gitignore", tmp_path / ".gitignore")
     run(["git", "init", "--quiet"], cwd=tmp_path, env=env, timeout=60)
     run([DVC, "init", "--quiet"], cwd=tmp_path, env=env, timeout=60)
-    for artifact in WORKFLOW.artifacts:
+    for artifact in ARTIFACTS:
         (tmp_path / artifact).mkdir(parents=True)
         (tmp_path / artifact / "file").write_text(artifact)
-    added = run([DVC, "add", *WORKFLOW.artifacts], cwd=tmp_path, env=env, timeout=60, check=False)
+    added = run([DVC, "add", *ARTIFACTS], cwd=tmp_path, env=env, timeout=60, check=False)
     assert added.returncode == 0, f".gitignore must name each artifact folder, as GITIGNORE does:\n{added.stdout}"
     listed = run([DVC, "list", "--dvc-only", "--recursive", "."], cwd=tmp_path, env=env, timeout=60).stdout.split()
-    assert sorted(listed) == sorted(f"{a}/file" for a in WORKFLOW.artifacts), "DVC must find every .dvc file"
+    assert sorted(listed) == sorted(f"{a}/file" for a in ARTIFACTS), "DVC must find every .dvc file"
     status = run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path, env=env, timeout=60)
     untracked = {line[3:] for line in status.stdout.splitlines() if line.startswith("?? ")}
-    assert untracked == {".gitignore", *(f"{a}.dvc" for a in WORKFLOW.artifacts)}
+    assert untracked == {".gitignore", *(f"{a}.dvc" for a in ARTIFACTS)}
 
 
 def test_local_round_trip_leaves_nothing_to_do(pushed: PushedRepo, env: dict[str, str]) -> None:
     assert (pushed.remote / "files" / "md5").is_dir(), "the default remote is the folder beside the checkout"
     clone = _clone(pushed, "clone_round_trip", env)
-    assert file_contents(clone, WORKFLOW.artifacts) == {}, "artifacts must come from DVC, not git"
-    _timed("dvc pull + snakemake --touch (local remote)", [*SYNC, "pull", "--", *WORKFLOW.snakemake_args()], clone, env)
-    assert file_contents(clone, WORKFLOW.artifacts) == pushed.contents
-    assert nothing_to_do(clone, WORKFLOW, env)
+    assert file_contents(clone, ARTIFACTS) == {}, "artifacts must come from DVC, not git"
+    _timed(
+        "dvc pull + snakemake --touch (local remote)",
+        [*SYNC, "pull", "--", *snakemake_args(clone, *TARGETS)],
+        clone,
+        env,
+    )
+    assert file_contents(clone, ARTIFACTS) == pushed.contents
+    assert nothing_to_do(clone, *TARGETS, env=env)
     status = run([DVC, "status"], cwd=clone, env=env, timeout=60)
     assert "up to date" in status.stdout
     # dvc.yaml's plots point at the pulled figures.
@@ -204,34 +216,29 @@ def test_pull_without_touch_would_rerun(pushed: PushedRepo, env: dict[str, str])
     clone = _clone(pushed, "clone_no_touch", env)
     run([DVC, "pull", "--quiet"], cwd=clone, env=env, timeout=STEP_TIMEOUT)
     # Make the restore order adversarial and deterministic: the first artifact (the models) becomes the newest.
-    first = clone / WORKFLOW.artifacts[0]
+    first = clone / ARTIFACTS[0]
     now = time.time() + 5
     for path in [first, *first.rglob("*")]:
         os.utime(path, (now, now))
-    assert not nothing_to_do(clone, WORKFLOW, env)
-    run(
-        [SNAKEMAKE, *WORKFLOW.snakemake_args(), "--touch", "--forceall", "--cores", "1"],
-        cwd=clone,
-        env=env,
-        timeout=120,
-    )
-    assert nothing_to_do(clone, WORKFLOW, env)
+    assert not nothing_to_do(clone, *TARGETS, env=env)
+    run_snakemake(clone, *TARGETS, "--touch", "--forceall", "--cores", "1", env=env, timeout=120)
+    assert nothing_to_do(clone, *TARGETS, env=env)
 
 
 def test_config_change_reruns_only_affected_rules(pushed: PushedRepo, env: dict[str, str]) -> None:
     clone = _clone(pushed, "clone_change", env)
     _pull(clone, env)
-    edit_config(clone, WORKFLOW.change)
-    dry = run([SNAKEMAKE, "-n", *WORKFLOW.snakemake_args()], cwd=clone, env=env, timeout=120)
-    assert jobs_in(dry.stdout) == WORKFLOW.change_reruns
-    before = {p: (clone / p).stat().st_mtime_ns for p in file_contents(clone, WORKFLOW.artifacts)}
-    real = run([SNAKEMAKE, "--cores", "2", *WORKFLOW.snakemake_args()], cwd=clone, env=env, timeout=STEP_TIMEOUT)
-    assert jobs_in(real.stdout) == WORKFLOW.change_reruns
-    after = file_contents(clone, WORKFLOW.artifacts)
+    edit_config(clone, CHANGE)
+    dry = run_snakemake(clone, *TARGETS, "-n", env=env, timeout=120)
+    assert jobs_in(dry.stdout) == CHANGE_RERUNS
+    before = {p: (clone / p).stat().st_mtime_ns for p in file_contents(clone, ARTIFACTS)}
+    real = run_snakemake(clone, *TARGETS, "--cores", "2", env=env, timeout=STEP_TIMEOUT)
+    assert jobs_in(real.stdout) == CHANGE_RERUNS
+    after = file_contents(clone, ARTIFACTS)
     changed = {p for p in before if (clone / p).stat().st_mtime_ns != before[p]}
     assert changed, "the affected rules must rewrite their outputs"
     assert all(pushed.contents[p] == after[p] for p in before if p not in changed)
-    assert nothing_to_do(clone, WORKFLOW, env)
+    assert nothing_to_do(clone, *TARGETS, env=env)
 
 
 def test_missing_object_is_named_and_fixed_pull_completes(
@@ -239,7 +246,7 @@ def test_missing_object_is_named_and_fixed_pull_completes(
 ) -> None:
     remote = tmp_path / "damaged_remote"
     shutil.copytree(pushed.remote, remote)
-    lost = _remote_object(remote, _md5(pushed.path / WORKFLOW.missing_object))
+    lost = _remote_object(remote, _md5(pushed.path / MISSING_OBJECT))
     saved = tmp_path / "saved_object"
     shutil.move(lost, saved)
     clone = _clone(pushed, "clone_missing", env)
@@ -247,15 +254,15 @@ def test_missing_object_is_named_and_fixed_pull_completes(
 
     failed = _pull(clone, env, check=False)
     assert failed.returncode != 0
-    assert WORKFLOW.missing_object in failed.stdout
-    lost_artifact = next(a for a in WORKFLOW.artifacts if WORKFLOW.missing_object.startswith(a + "/"))
+    assert MISSING_OBJECT in failed.stdout
+    lost_artifact = next(a for a in ARTIFACTS if MISSING_OBJECT.startswith(a + "/"))
     arrived = {p: c for p, c in pushed.contents.items() if not p.startswith(lost_artifact + "/")}
-    assert file_contents(clone, WORKFLOW.artifacts) == arrived, "the other artifacts must be checked out"
+    assert file_contents(clone, ARTIFACTS) == arrived, "the other artifacts must be checked out"
 
     shutil.move(saved, lost)
     _pull(clone, env)
-    assert file_contents(clone, WORKFLOW.artifacts) == pushed.contents
-    assert nothing_to_do(clone, WORKFLOW, env)
+    assert file_contents(clone, ARTIFACTS) == pushed.contents
+    assert nothing_to_do(clone, *TARGETS, env=env)
 
 
 def test_s3_round_trip(pushed: PushedRepo, moto_endpoint: str, env: dict[str, str]) -> None:
@@ -279,11 +286,11 @@ def test_s3_round_trip(pushed: PushedRepo, moto_endpoint: str, env: dict[str, st
         run([DVC, "remote", "remove", "--local", S3_REMOTE], cwd=pushed.path, env=s3_env, timeout=60)
     clone = _clone(pushed, "clone_s3", s3_env)
     add_s3_remote(clone)
-    start = time.perf_counter()
+    began = time.perf_counter()
     _pull(clone, s3_env, "-r", S3_REMOTE)
-    logger.warning("dvc pull + snakemake --touch (S3 on moto) took %.1f s", time.perf_counter() - start)
-    assert file_contents(clone, WORKFLOW.artifacts) == pushed.contents
-    assert nothing_to_do(clone, WORKFLOW, s3_env)
+    logger.warning("dvc pull + snakemake --touch (S3 on moto) took %.1f s", time.perf_counter() - began)
+    assert file_contents(clone, ARTIFACTS) == pushed.contents
+    assert nothing_to_do(clone, *TARGETS, env=s3_env)
 
 
 def test_unreachable_remote_is_named(pushed: PushedRepo, env: dict[str, str]) -> None:
@@ -296,4 +303,4 @@ def test_unreachable_remote_is_named(pushed: PushedRepo, env: dict[str, str]) ->
     assert failed.returncode != 0
     assert "Could not connect to the endpoint URL" in failed.stdout
     assert endpoint in failed.stdout
-    assert WORKFLOW.missing_object in failed.stdout
+    assert MISSING_OBJECT in failed.stdout

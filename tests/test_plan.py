@@ -12,10 +12,10 @@ import torch
 import yaml
 from tiny import tiny_tokenizer
 from transformers import AutoConfig, AutoModelForCausalLM
+from workflow_tiny import REPO
 
 from entropy_lens import cli, plan
 
-REPO = Path(__file__).resolve().parents[1]
 PAPER = REPO / "config" / "paper.yaml"
 DEFAULT = REPO / "config.yaml"
 SCHEMA = REPO / "schemas" / "config.schema.yaml"

@@ -1,7 +1,7 @@
 """The SLURM profile on a real one-node SLURM cluster started on this machine.
 
 `scripts/slurm_localhost.sh` installs (apt-get) and starts munged, slurmctld and slurmd; the real
-workflow (tiny config, the targets `WORKFLOW.cluster_targets`) then runs through
+workflow (tiny config, the targets `CLUSTER_TARGETS` of `workflow_tiny`) then runs through
 `--profile profiles/slurm` and must produce byte for byte what a local run produces. Skipped where
 SLURM cannot be installed or started (not root, no apt-get).
 """
@@ -23,17 +23,21 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from workflow_under_test import (
-    REPO_ROOT,
-    SNAKEMAKE,
-    WORKFLOW,
+from workflow_tiny import (
+    CLUSTER_TARGETS,
+    FAILING_CHANGE,
+    FAILING_RULE,
+    FAILING_TARGETS,
+    REPO,
+    REPRODUCIBLE_ARTIFACTS,
     edit_config,
     file_contents,
     job_rules,
     jobs_in,
-    new_workdir,
     nothing_to_do,
+    prepare_workdir,
     run,
+    run_snakemake,
     tool_env,
 )
 
@@ -41,9 +45,9 @@ pytestmark = pytest.mark.slow
 
 logger = logging.getLogger(__name__)
 
-SLURM_SCRIPT = REPO_ROOT / "scripts" / "slurm_localhost.sh"
-SLURM_PROFILE = REPO_ROOT / "profiles" / "slurm"
-LOCAL_PROFILE = REPO_ROOT / "profiles" / "local"
+SLURM_SCRIPT = REPO / "scripts" / "slurm_localhost.sh"
+SLURM_PROFILE = REPO / "profiles" / "slurm"
+LOCAL_PROFILE = REPO / "profiles" / "local"
 # slurm_localhost.sh exits with these statuses when the machine cannot run SLURM, or when another
 # cluster of the script (another test session, a developer's) owns /etc/slurm/slurm.conf and munged.
 EXIT_UNSUPPORTED = 3
@@ -68,6 +72,8 @@ SMALL_MACHINE = ("--set-resources", "materialize_model:mem_mb=2000")
 NODE_CPUS = 4
 # Where the plugin writes each job's log; it names the file in the error report of a failed job.
 SLURM_LOG_PATTERN = re.compile(r"\S*\.snakemake/slurm_logs/\S+\.log")
+# The error report's line of log files: the rule's own (where the job script logs the cause), then the SLURM log.
+REPORTED_LOGS_PATTERN = re.compile(r"^\s*log: (.+?) \(check log file", re.MULTILINE)
 
 
 def _free_port() -> int:
@@ -79,7 +85,7 @@ def _free_port() -> int:
 def _passwordless_sudo() -> bool:
     if shutil.which("sudo") is None:
         return False
-    return subprocess.run(["sudo", "-n", "true"], capture_output=True, timeout=30, check=False).returncode == 0
+    return run(["sudo", "-n", "true"], cwd=REPO, timeout=30, check=False).returncode == 0
 
 
 def _why_no_slurm() -> str | None:
@@ -126,31 +132,25 @@ def slurm_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
     with _machine_lock():
         start = time.perf_counter()
         try:
-            result = subprocess.run(
-                ["bash", str(SLURM_SCRIPT), "start", str(state)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=START_TIMEOUT,
-                check=False,
+            result = run(
+                ["bash", str(SLURM_SCRIPT), "start", str(state)], cwd=state, env=env, timeout=START_TIMEOUT, check=False
             )
             if result.returncode in (EXIT_UNSUPPORTED, EXIT_BUSY):
-                pytest.skip(f"cannot run SLURM here: {result.stderr.strip().splitlines()[-1]}")
+                pytest.skip(f"cannot run SLURM here: {result.stdout.strip().splitlines()[-1]}")
             if result.returncode != 0:
-                pytest.fail(f"slurm_localhost.sh start failed ({result.returncode}):\n{result.stderr}")
+                pytest.fail(f"slurm_localhost.sh start failed ({result.returncode}):\n{result.stdout}")
             logger.warning("SLURM start took %.1f s", time.perf_counter() - start)
             yield env
         finally:
-            subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(state)], env=env, timeout=STOP_TIMEOUT, check=False)
+            run(["bash", str(SLURM_SCRIPT), "stop", str(state)], cwd=state, env=env, timeout=STOP_TIMEOUT, check=False)
 
 
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The workflow run with the local profile: the reference outputs."""
-    workdir = new_workdir(WORKFLOW, tmp_path_factory.mktemp("local") / "wf")
-    args = WORKFLOW.snakemake_args(WORKFLOW.cluster_targets)
+    workdir = prepare_workdir(tmp_path_factory.mktemp("local") / "wf")
     start = time.perf_counter()
-    run([SNAKEMAKE, "--profile", str(LOCAL_PROFILE), *args], cwd=workdir, env=tool_env(), timeout=WORKFLOW_TIMEOUT)
+    run_snakemake(workdir, *CLUSTER_TARGETS, "--profile", str(LOCAL_PROFILE), timeout=WORKFLOW_TIMEOUT)
     logger.warning("workflow with the local profile took %.1f s", time.perf_counter() - start)
     return workdir
 
@@ -158,25 +158,26 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory: pytest.TempPathFactory, slurm_env: dict[str, str]) -> tuple[Path, str]:
     """The workflow run through the SLURM profile; returns its directory and Snakemake's output."""
-    workdir = new_workdir(WORKFLOW, tmp_path_factory.mktemp("slurm_run") / "wf")
+    workdir = prepare_workdir(tmp_path_factory.mktemp("slurm_run") / "wf")
     start = time.perf_counter()
-    result = _slurm_snakemake(workdir, slurm_env, *WORKFLOW.snakemake_args(WORKFLOW.cluster_targets))
+    result = _slurm_snakemake(workdir, slurm_env, *CLUSTER_TARGETS)
     logger.warning("workflow via SLURM took %.1f s", time.perf_counter() - start)
     return workdir, result.stdout
 
 
 def _slurm_snakemake(
-    workdir: Path, env: dict[str, str], *args: str, check: bool = True
+    workdir: Path, env: dict[str, str], *targets: str, options: tuple[str, ...] = (), check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    cmd = [SNAKEMAKE, "--profile", str(SLURM_PROFILE), *FAST_POLLING, *SMALL_MACHINE, *args]
-    return run(cmd, cwd=workdir, env=env, timeout=WORKFLOW_TIMEOUT, check=check)
+    """Run ``targets`` through the SLURM profile (targets first: --set-resources takes several values)."""
+    args = (*targets, "--profile", str(SLURM_PROFILE), *FAST_POLLING, *SMALL_MACHINE, *options)
+    return run_snakemake(workdir, *args, env=env, timeout=WORKFLOW_TIMEOUT, check=check)
 
 
 def test_slurm_run_matches_local_run(local_run: Path, slurm_run: tuple[Path, str], slurm_env: dict[str, str]) -> None:
     workdir, output = slurm_run
-    reference = file_contents(local_run, WORKFLOW.artifacts, reproducible_only=True)
+    reference = file_contents(local_run, REPRODUCIBLE_ARTIFACTS)
     assert any(path.startswith("results/profiles/") for path in reference), "the local run must write stores"
-    assert file_contents(workdir, WORKFLOW.artifacts, reproducible_only=True) == reference
+    assert file_contents(workdir, REPRODUCIBLE_ARTIFACTS) == reference
     # Every job went through sbatch, and SLURM ran it.
     cluster_jobs = [rule for rule in job_rules(output) if rule != "all"]
     assert "extract_profiles" in cluster_jobs
@@ -189,7 +190,7 @@ def test_slurm_run_matches_local_run(local_run: Path, slurm_run: tuple[Path, str
 
 def test_slurm_run_leaves_nothing_to_do(slurm_run: tuple[Path, str], slurm_env: dict[str, str]) -> None:
     workdir, _ = slurm_run
-    assert nothing_to_do(workdir, WORKFLOW, slurm_env, *WORKFLOW.cluster_targets)
+    assert nothing_to_do(workdir, *CLUSTER_TARGETS, env=slurm_env)
 
 
 def test_failed_job_names_rule_and_fixed_rerun_skips_finished_work(
@@ -197,39 +198,39 @@ def test_failed_job_names_rule_and_fixed_rerun_skips_finished_work(
 ) -> None:
     workdir = tmp_path / "wf"
     shutil.copytree(slurm_run[0], workdir, symlinks=True)
-    targets = (*WORKFLOW.cluster_targets, *WORKFLOW.failing_targets)
-    good_config = edit_config(workdir, WORKFLOW.failing_change)
-    failing = _slurm_snakemake(workdir, slurm_env, *WORKFLOW.snakemake_args(targets), check=False)
+    targets = (*CLUSTER_TARGETS, *FAILING_TARGETS)
+    good_config = edit_config(workdir, FAILING_CHANGE)
+    failing = _slurm_snakemake(workdir, slurm_env, *targets, check=False)
     assert failing.returncode != 0
-    assert f"Error in rule {WORKFLOW.failing_rule}:" in failing.stdout
+    assert f"Error in rule {FAILING_RULE}:" in failing.stdout
     assert failing.stdout.count("Error in rule") == 1, "only the failing job is reported"
     assert "SLURM-job" in failing.stdout and "FAILED" in failing.stdout
-    # The error report names the job's SLURM log, which holds the cause (the plugin deletes the logs of
-    # successful jobs).
-    logs = [workdir / log for log in SLURM_LOG_PATTERN.findall(failing.stdout) if (workdir / log).exists()]
-    assert logs, "the error report must name the SLURM log"
-    assert any("missing_stories.jsonl" in log.read_text() for log in logs)
+    # The error report names the job's SLURM log (the plugin deletes the logs of successful jobs) and the
+    # rule's log, which holds the cause.
+    slurm_logs = [workdir / log for log in SLURM_LOG_PATTERN.findall(failing.stdout) if (workdir / log).exists()]
+    assert slurm_logs, "the error report must name the SLURM log"
+    reported = [workdir / log for logs in REPORTED_LOGS_PATTERN.findall(failing.stdout) for log in logs.split(", ")]
+    assert any("missing_stories.jsonl" in log.read_text() for log in reported if log.exists())
     failing_jobs = jobs_in(failing.stdout)
-    assert WORKFLOW.failing_rule in failing_jobs and len(failing_jobs) > 1
-    finished = file_contents(workdir, WORKFLOW.artifacts)
+    assert FAILING_RULE in failing_jobs and len(failing_jobs) > 1
+    finished = file_contents(workdir, REPRODUCIBLE_ARTIFACTS)
     finished_mtimes = {path: (workdir / path).stat().st_mtime_ns for path in finished}
 
     (workdir / "config.yaml").write_text(good_config)
-    fixed = _slurm_snakemake(workdir, slurm_env, *WORKFLOW.snakemake_args(targets))
-    assert jobs_in(fixed.stdout) == {WORKFLOW.failing_rule}, "finished jobs must not run again"
+    fixed = _slurm_snakemake(workdir, slurm_env, *targets)
+    assert jobs_in(fixed.stdout) == {FAILING_RULE}, "finished jobs must not run again"
     assert {path: (workdir / path).stat().st_mtime_ns for path in finished} == finished_mtimes
-    assert set(file_contents(workdir, WORKFLOW.artifacts)) - set(finished) == {WORKFLOW.failing_targets[0]}
-    assert nothing_to_do(workdir, WORKFLOW, slurm_env, *targets)
+    assert set(file_contents(workdir, REPRODUCIBLE_ARTIFACTS)) - set(finished) == {FAILING_TARGETS[0]}
+    assert nothing_to_do(workdir, *targets, env=slurm_env)
 
 
 def test_missing_partition_is_a_clear_error(slurm_env: dict[str, str], tmp_path: Path) -> None:
-    workdir = new_workdir(WORKFLOW, tmp_path / "wf")
+    workdir = prepare_workdir(tmp_path / "wf")
     bad = _slurm_snakemake(
         workdir,
         slurm_env,
-        *WORKFLOW.snakemake_args(WORKFLOW.cluster_targets),
-        "--default-resources",
-        f"slurm_partition={MISSING_PARTITION}",
+        *CLUSTER_TARGETS,
+        options=("--default-resources", f"slurm_partition={MISSING_PARTITION}"),
         check=False,
     )
     assert bad.returncode != 0

@@ -1,9 +1,10 @@
-"""The real Snakemake DAG: dry runs of both configs, lint, a tiny end-to-end run, resume."""
+"""The real Snakemake DAG: dry runs of both configs, lint, a tiny end-to-end run, resume, recovery."""
 
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,26 +12,38 @@ import pandas as pd
 import pytest
 import xarray as xr
 import yaml
-from workflow_tiny import REPO, default_sigint, prepare_workdir, run_snakemake, snakemake_cmd
+from workflow_tiny import (
+    CONFIG_FILE,
+    REPO,
+    SMALL_TARGET,
+    TINY_MODELS,
+    edit_config,
+    jobs_in,
+    nothing_to_do,
+    prepare_workdir,
+    run,
+    run_snakemake,
+    snakemake_cmd,
+    start,
+)
 
-from entropy_lens import schema, storage
+from entropy_lens import cli, schema, storage
+from entropy_lens.analysis import paper
 
 pytestmark = pytest.mark.slow
 
+# Seconds a background run may take to reach the state a test waits for, and to stop after Ctrl-C.
+START_SECONDS = 300
+STOP_SECONDS = 120
+# What Snakemake says when another run, live or killed, holds the working directory's lock.
+LOCK_ERROR = "Directory cannot be locked"
+PROFILES = "results/profiles"
 
-def dry_run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    exe = Path(__import__("sys").executable).with_name("snakemake")
-    return subprocess.run(
-        [str(exe), "-n", *args], cwd=cwd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
-    )
 
-
-@pytest.mark.parametrize("configfile", [None, "config/paper.yaml"])
+@pytest.mark.parametrize("configfile", [CONFIG_FILE, "config/paper.yaml"])
 def test_dry_run_builds_the_dag(configfile):
     """--forceall plans every job whether or not a run already built them (make run, then make test)."""
-    args = ["--configfile", configfile] if configfile else []
-    out = dry_run("--forceall", *args)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run(snakemake_cmd(REPO, "-n", "--forceall", configfile=REPO / configfile), cwd=REPO, timeout=300)
     assert "extract_profiles" in out.stdout and "combine_profiles" in out.stdout
 
 
@@ -41,9 +54,7 @@ def test_paper_config_lists_the_study_models():
 
 
 def test_lint_passes():
-    exe = Path(__import__("sys").executable).with_name("snakemake")
-    out = subprocess.run([str(exe), "--lint"], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run(snakemake_cmd(REPO, "--lint"), cwd=REPO, timeout=300)
 
 
 @pytest.mark.parametrize(
@@ -60,12 +71,12 @@ def test_lint_passes():
 )
 def test_bad_config_fails_before_any_job(tmp_path, edit, message):
     prepare_workdir(tmp_path)
-    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config = yaml.safe_load((tmp_path / CONFIG_FILE).read_text())
     edit(config)
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    out = run_snakemake(tmp_path, "--cores", "1")
+    (tmp_path / CONFIG_FILE).write_text(yaml.safe_dump(config))
+    out = run_snakemake(tmp_path, "--cores", "1", check=False)
     assert out.returncode != 0
-    assert message in out.stderr
+    assert message in out.stdout
     assert not (tmp_path / "results").exists()
 
 
@@ -74,16 +85,13 @@ RUN_OUTPUT: dict[Path, str] = {}
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("tiny_workflow")
-    prepare_workdir(workdir)
-    out = run_snakemake(workdir, "--cores", "2")
-    assert out.returncode == 0, out.stderr[-5000:]
-    RUN_OUTPUT[workdir] = out.stdout + out.stderr
+    workdir = prepare_workdir(tmp_path_factory.mktemp("tiny_workflow"))
+    RUN_OUTPUT[workdir] = run_snakemake(workdir, "--cores", "2").stdout
     return workdir
 
 
 def test_combined_store_follows_the_schema(tiny_run):
-    ds = storage.open_profiles(tiny_run / "results/profiles/tasks.zarr", combined=True)
+    ds = storage.open_profiles(tiny_run / f"{PROFILES}/tasks.zarr", combined=True)
     assert ds.entropy.chunks is not None, "open_zarr must be lazy (dask)"
     assert ds.entropy.dims == ("model", "prompt", "token", "layer")
     assert ds.renyi.dims == ("model", "prompt", "token", "layer", "alpha")
@@ -102,7 +110,7 @@ def test_combined_store_follows_the_schema(tiny_run):
 def test_per_model_store_is_chunked_compressed_and_labelled(tiny_run):
     import zarr
 
-    path = tiny_run / "results/profiles/tiny-llama/formats.zarr"
+    path = tiny_run / f"{PROFILES}/tiny-llama/formats.zarr"
     ds = storage.open_profiles(path)
     assert {"format", "topic"} <= set(ds.coords)
     arr = zarr.open_array(path / "entropy", mode="r")
@@ -112,7 +120,7 @@ def test_per_model_store_is_chunked_compressed_and_labelled(tiny_run):
 
 
 def test_mmlu_scores_and_tables(tiny_run):
-    ds = storage.open_profiles(tiny_run / "results/profiles/mmlu.zarr", combined=True)
+    ds = storage.open_profiles(tiny_run / f"{PROFILES}/mmlu.zarr", combined=True)
     assert set(np.unique(ds.correct_ll.values)) <= {0, 1}
     assert set(np.unique(ds.correct_calibrated.values)) <= {0, 1}
     assert set(np.unique(ds.correct_parsed.values)) <= {-1, 0, 1}
@@ -138,51 +146,128 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
 
 
 def test_second_run_has_nothing_to_do(tiny_run):
-    out = run_snakemake(tiny_run, "-n", "--cores", "1")
-    assert out.returncode == 0
-    assert "Nothing to be done" in out.stdout + out.stderr
+    assert nothing_to_do(tiny_run)
 
 
 def test_rerun_of_same_config_gives_identical_stores(tiny_run, tmp_path):
     prepare_workdir(tmp_path)  # the tiny models are rebuilt from the same seeds: identical weights
-    out = run_snakemake(tmp_path, "--cores", "2", "results/profiles/blank.zarr", "results/profiles/formats.zarr")
-    assert out.returncode == 0, out.stderr[-3000:]
+    run_snakemake(tmp_path, f"{PROFILES}/blank.zarr", f"{PROFILES}/formats.zarr", "--cores", "2")
     for name in ("blank", "formats"):
-        a = storage.open_profiles(tiny_run / f"results/profiles/{name}.zarr", combined=True).load()
-        b = storage.open_profiles(tmp_path / f"results/profiles/{name}.zarr", combined=True).load()
+        a = storage.open_profiles(tiny_run / f"{PROFILES}/{name}.zarr", combined=True).load()
+        b = storage.open_profiles(tmp_path / f"{PROFILES}/{name}.zarr", combined=True).load()
         xr.testing.assert_equal(a, b)
 
 
-def test_interrupted_run_resumes_without_redoing_finished_jobs(tmp_path):
-    prepare_workdir(tmp_path)
-    proc = subprocess.Popen(
-        snakemake_cmd(tmp_path, "--cores", "1"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=default_sigint,
-    )
-    stores = tmp_path / "results/profiles"
-    deadline = time.time() + 300
-    while time.time() < deadline and not list(stores.glob("*/*.zarr")):
-        time.sleep(0.2)
+def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
+    """One model with blank enabled: family analyses compare models, so none is planned, and the run ends."""
+    workdir = prepare_workdir(tmp_path)
+    config = yaml.safe_load((workdir / CONFIG_FILE).read_text())
+    model = next(iter(TINY_MODELS))
+    config["models"] = {model: config["models"][model]}
+    (workdir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+    planned = jobs_in(run_snakemake(workdir, "-n", "--cores", "1").stdout)
+    assert "extract_profiles" in planned and "paper_table" in planned
+    assert "family_fingerprints" not in planned
+    # The run itself on blank alone: the other datasets and layer skipping cost time and change nothing here.
+    others = {name: {"enabled": False} for name in config["datasets"] if name != "blank"}
+    edit_config(workdir, {"datasets": others, "layer_skip": {"enabled": False}})
+    out = run_snakemake(workdir, "--cores", "2")
+    assert "family_fingerprints" not in jobs_in(out.stdout)
+    table = pd.read_csv(workdir / "results/tables/paper_comparison.csv", keep_default_na=False)
+    family = table[table["claim"] == paper.FAMILY]  # one family: nothing to separate, and the table says so
+    assert len(family) > 0 and (family["verdict"] == "inconclusive").all()
+    assert family["why"].str.contains(">= 2", regex=False).all(), family["why"].tolist()
+
+
+@pytest.fixture
+def background(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen]]:
+    """Starts the tiny workflow in a working directory, in the background, as a terminal would;
+    kills whatever still runs at teardown. Its output goes to ``<workdir>.log``."""
+    started: list[subprocess.Popen] = []
+
+    def launch(workdir: Path, *args: str) -> subprocess.Popen:
+        with _log(workdir).open("w") as log:
+            started.append(start(snakemake_cmd(workdir, *args), cwd=workdir, stdout=log))
+        return started[-1]
+
+    yield launch
+    for proc in started:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _log(workdir: Path) -> Path:
+    return workdir.with_name(f"{workdir.name}.log")
+
+
+def _wait_until(proc: subprocess.Popen, workdir: Path, ready: Callable[[], object], what: str) -> None:
+    """Poll ``ready`` until it is true; fail, showing the run's output, if the run ends first or times out."""
+    deadline = time.monotonic() + START_SECONDS
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            state = "ended" if proc.poll() is not None else f"took {START_SECONDS}s"
+            pytest.fail(f"the run {state} before {what}; output:\n{_log(workdir).read_text()[-4000:]}")
+        time.sleep(0.1)
+
+
+def _locks(workdir: Path) -> list[Path]:
+    return list((workdir / ".snakemake" / "locks").glob("*"))
+
+
+def _extraction_started(workdir: Path) -> bool:
+    return bool(_locks(workdir)) and any((workdir / "logs" / "extract_profiles").rglob("*.log"))
+
+
+def test_interrupted_run_resumes_without_redoing_finished_jobs(tmp_path, background):
+    workdir = prepare_workdir(tmp_path / "wf")
+    proc = background(workdir, SMALL_TARGET, "--cores", "1")  # one job at a time: the extractions in turn
+    stores = workdir / PROFILES
+    _wait_until(proc, workdir, lambda: list(stores.glob("*/*.zarr")), "a per-model store")
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the whole process group
-    proc.wait(timeout=120)
+    proc.wait(timeout=STOP_SECONDS)
     finished = {p: p.stat().st_mtime for p in stores.glob("*/*.zarr")}
     assert finished, "the run was interrupted before any store was written"
     for path in stores.rglob("*.zarr"):  # nothing half-written looks complete
         storage.open_profiles(path, combined=path.parent == stores)
-    out = run_snakemake(tmp_path, "--cores", "2")
+    out = run_snakemake(workdir, SMALL_TARGET, "--cores", "2", check=False)
     incomplete = set()
     if out.returncode != 0:  # the job killed mid-way is flagged by Snakemake's incomplete tracking
-        assert "IncompleteFilesException" in out.stderr, out.stderr[-3000:]
-        incomplete = {
-            tmp_path / line.strip() for line in out.stderr.split("Incomplete files:")[1].splitlines() if line.strip()
-        }
-        out = run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete")
-        assert out.returncode == 0, out.stderr[-3000:]
+        assert "IncompleteFilesException" in out.stdout, out.stdout[-3000:]
+        listed = out.stdout.split("Incomplete files:")[1].splitlines()
+        incomplete = {workdir / line.strip() for line in listed if line.strip()}
+        run_snakemake(workdir, SMALL_TARGET, "--cores", "2", "--rerun-incomplete")
     for path, mtime in finished.items():
         if path not in incomplete:
             assert path.stat().st_mtime == mtime, f"{path} was redone"
-    assert (tmp_path / "results/profiles/tasks.zarr/zarr.json").exists()
+    storage.open_profiles(workdir / SMALL_TARGET, combined=True)
+
+
+def test_hard_killed_run_is_unlocked_and_resumed(tmp_path, background):
+    """SIGKILL (the OOM killer, a dropped session) leaves the lock; unlock + --rerun-incomplete recover."""
+    workdir = prepare_workdir(tmp_path / "wf")
+    proc = background(workdir, SMALL_TARGET, "--cores", "1")
+    _wait_until(proc, workdir, lambda: _extraction_started(workdir), "an extraction job started")
+    os.killpg(proc.pid, signal.SIGKILL)  # Snakemake and its running job, with no chance to clean up
+    proc.wait(timeout=STOP_SECONDS)
+    assert _locks(workdir), "a hard kill leaves the lock behind"
+    blocked = run_snakemake(workdir, SMALL_TARGET, "--cores", "1", check=False)
+    assert blocked.returncode != 0 and LOCK_ERROR in blocked.stdout
+    assert cli.main(["unlock", "--directory", str(workdir)]) == 0
+    assert not _locks(workdir)
+    run_snakemake(workdir, SMALL_TARGET, "--cores", "2", "--rerun-incomplete")
+    for model in TINY_MODELS:
+        storage.open_profiles(workdir / PROFILES / model / "blank.zarr")
+    storage.open_profiles(workdir / SMALL_TARGET, combined=True)
+    assert nothing_to_do(workdir, SMALL_TARGET)
+
+
+def test_unlock_refuses_while_a_run_works_in_the_directory(tmp_path, background, capsys):
+    workdir = prepare_workdir(tmp_path / "wf")
+    proc = background(workdir, SMALL_TARGET, "--cores", "1")
+    _wait_until(proc, workdir, lambda: _locks(workdir), "the run locked its directory")
+    status = cli.main(["unlock", "--directory", str(workdir)])
+    assert proc.poll() is None, "the run must still be working when unlock is called"
+    assert status == 2
+    assert f"pid {proc.pid} (" in capsys.readouterr().err
+    assert _locks(workdir), "the live run's lock must stay"

@@ -217,7 +217,7 @@ def _knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expect
                 KNN_CLAIMS.get(rec["target"], rec["target"]),
                 rec["model"],
                 AUC,
-                _separability(rec, accuracy, rec["split"], expected.k_study),
+                _separability(rec, accuracy, rec["split"], expected.k_study, expected),
                 split=rec["split"],
                 measure=rec["measure"],
                 ours=_interval(rec, "auc_mean", "auc_low", "auc_high"),
@@ -240,7 +240,12 @@ def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
-def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, k_study: int) -> V.Verdict:
+def _separability(
+    rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, k_study: int, expected: Expected
+) -> V.Verdict:
+    blank = expected.datasets.get("blank")
+    if rec["target"] == "family" and blank is not None and len(blank) < 2:
+        return V.not_run(f"needs >= 2 models on 'blank', got {len(blank)}")
     if rec["target"] == "mmlu_correct":
         blocked = _correctness_blocked(accuracy, str(rec["model"]), split)
         if blocked is not None:
@@ -447,6 +452,10 @@ def _absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[st
                     else ("not in layer_skip.models" if model not in expected.layer_skip else "no result")
                 )
                 out.append(_row(claim, model, POINTS, V.not_run(reason)))
+    if not any(claim == CLUSTERING for claim, _ in seen):
+        blank = list(expected.datasets.get("blank", ()))
+        reason = f"needs >= 2 models on 'blank', got {len(blank)}" if blank else "dataset 'blank' is disabled"
+        out.append(_row(CLUSTERING, ", ".join(blank) or "all", "", V.not_run(reason)))
     return out
 
 
