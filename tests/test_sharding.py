@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import xarray as xr
 from tiny import tiny_model
+from workflow_tiny import (
+    SHARD_SETTINGS,
+    SHARDED_STORE,
+    edit_config,
+    job_rules,
+    jobs_in,
+    prepare_workdir,
+    run_snakemake,
+    store_without_note,
+)
 
+from entropy_lens import storage
 from entropy_lens.combine import gather_shards
 from entropy_lens.extract import Shard, extract_table, shard_rows
 from entropy_lens.generation import GenerationSettings
@@ -74,3 +87,33 @@ def test_prompt_counts_from_the_config_match_the_builders():
     assert prompt_count("blank", {"n_samples": 7}) == 7
     with pytest.raises(ValueError, match="unknown dataset 'poems'"):
         prompt_count("poems", {})
+
+
+# --------------------------------------------------------------------------- the workflow
+
+
+@pytest.mark.slow
+def test_sharded_workflow_gathers_the_unsharded_store_and_reruns_a_killed_shard_alone(tmp_path):
+    whole, sharded = prepare_workdir(tmp_path / "whole"), prepare_workdir(tmp_path / "sharded")
+    edit_config(sharded, SHARD_SETTINGS)
+    run_snakemake(whole, SHARDED_STORE, "--cores", "2")
+    out = run_snakemake(sharded, SHARDED_STORE, "--cores", "2")
+    assert job_rules(out.stdout).count("extract_shard") == 2 and "gather_shards" in jobs_in(out.stdout)
+    assert storage.open_profiles(sharded / SHARDED_STORE).attrs["gathered_shards"] == 2
+    xr.testing.assert_identical(store_without_note(sharded / SHARDED_STORE), store_without_note(whole / SHARDED_STORE))
+    # a shard killed mid-run left no store, and nothing downstream of it was built
+    shutil.rmtree(sharded / "results/profiles/tiny-llama/mmlu/shard1.zarr")
+    shutil.rmtree(sharded / SHARDED_STORE)
+    dry = run_snakemake(sharded, SHARDED_STORE, "-n")
+    assert sorted(job_rules(dry.stdout)) == ["extract_shard", "gather_shards"]
+    assert "shard=1" in dry.stdout and "shard=0" not in dry.stdout
+
+
+def test_prompts_per_job_must_be_a_multiple_of_the_batch_size(tmp_path):
+    workdir = prepare_workdir(tmp_path / "wf")
+    edit_config(workdir, {"compute": {"prompts_per_job": 3}})  # tiny batch size: 4
+    out = run_snakemake(workdir, "-n", check=False)
+    assert (
+        out.returncode != 0
+        and "compute.prompts_per_job (3) must be a multiple of generation.batch_size (4)" in out.stdout
+    )

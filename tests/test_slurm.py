@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import xarray as xr
 from workflow_tiny import (
     CLUSTER_TARGETS,
     FAILING_CHANGE,
@@ -30,6 +31,8 @@ from workflow_tiny import (
     FAILING_TARGETS,
     REPO,
     REPRODUCIBLE_ARTIFACTS,
+    SHARD_SETTINGS,
+    SHARDED_STORE,
     edit_config,
     file_contents,
     job_rules,
@@ -38,6 +41,7 @@ from workflow_tiny import (
     prepare_workdir,
     run,
     run_snakemake,
+    store_without_note,
     tool_env,
 )
 
@@ -237,3 +241,14 @@ def test_missing_partition_is_a_clear_error(slurm_env: dict[str, str], tmp_path:
     assert "invalid partition specified" in bad.stdout
     assert MISSING_PARTITION in bad.stdout
     assert "Error in rule" in bad.stdout
+
+
+def test_sharded_extraction_runs_each_shard_as_its_own_slurm_job(slurm_env: dict[str, str], tmp_path: Path) -> None:
+    local = prepare_workdir(tmp_path / "local")
+    run_snakemake(local, SHARDED_STORE, "--cores", "2", timeout=WORKFLOW_TIMEOUT)
+    workdir = prepare_workdir(tmp_path / "slurm")
+    edit_config(workdir, SHARD_SETTINGS)
+    result = _slurm_snakemake(workdir, slurm_env, SHARDED_STORE)
+    assert job_rules(result.stdout).count("extract_shard") == 2
+    assert result.stdout.count("has been submitted with SLURM jobid") == len(job_rules(result.stdout))
+    xr.testing.assert_identical(store_without_note(workdir / SHARDED_STORE), store_without_note(local / SHARDED_STORE))

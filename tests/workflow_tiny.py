@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xarray as xr
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,6 +52,10 @@ STORIES = [
 SMALL_TARGET = "results/profiles/blank.zarr"
 # Targets of the SLURM tests (few jobs: each one is polled).
 CLUSTER_TARGETS = (SMALL_TARGET,)
+# A per-model store of 8 prompts (4 questions x 2 styles) and the setting that splits it into 2 shard jobs
+# of 4 (a multiple of the tiny batch size, so shards batch as the whole job does).
+SHARDED_STORE = "results/profiles/tiny-llama/mmlu.zarr"
+SHARD_SETTINGS = {"compute": {"prompts_per_job": 4}}
 # Targets of the DVC tests, 14 jobs: both models materialized, MMLU extracted and scored, blank
 # extracted and combined, one figure and two tables; every artifact folder gets files.
 TARGETS = (
@@ -309,3 +314,12 @@ def file_contents(root: Path, paths: tuple[str, ...]) -> dict[str, bytes]:
             if path.is_file() and path.name != TIMESTAMP_MARKER:
                 contents[str(path.relative_to(root))] = path.read_bytes()
     return contents
+
+
+def store_without_note(path: Path) -> xr.Dataset:
+    """A per-model store, loaded, with the gathered-shards provenance note left out."""
+    from entropy_lens import storage
+
+    ds = storage.open_profiles(path).load()
+    ds.attrs.pop("gathered_shards", None)
+    return ds
