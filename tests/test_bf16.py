@@ -28,6 +28,9 @@ TINY_MAX_NATS, TINY_MEAN_NATS = 0.05, 0.015
 REAL_MAX_NATS, REAL_MEAN_NATS = 0.25, 0.05
 # float32 rounding of the statistics over a vocabulary of up to 49k entries
 LAST_LAYER_NATS = 1e-4
+# Gemma-2 soft-caps its logits in bf16, the lens in float32 after the bf16 unembedding: the model's
+# capped logits carry bf16 rounding (|dz| <= cap * 2^-9), which moves entropy by up to ~1e-3 nats.
+CAPPED_LAST_LAYER_NATS = 2e-3
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +68,7 @@ def test_bf16_profiles_track_float32_within_the_stated_tolerance(tiny_folders, a
     gap = np.abs(b16_ds.entropy.values - f32_ds.entropy.values)
     assert np.nanmax(gap) < TINY_MAX_NATS and np.nanmean(gap) < TINY_MEAN_NATS
     np.testing.assert_array_equal(b16_ds.token_id.values, f32_ds.token_id.values)
-    assert _last_layer_gap(b16, PROMPTS, b16_ds) < LAST_LAYER_NATS
+    assert _last_layer_gap(b16, PROMPTS, b16_ds) < (CAPPED_LAST_LAYER_NATS if b16.softcap else LAST_LAYER_NATS)
 
 
 @pytest.mark.slow
