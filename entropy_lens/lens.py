@@ -1,13 +1,17 @@
 """The logit lens: decode per-block residuals and assemble profile datasets.
 
 Each residual is decoded as the model decodes its last one: final norm (applied with
-that residual's own statistics), unembedding, then soft-capping where the model has
-it.  Rows of ``[rows, vocab]`` logits are decoded in chunks sized by a memory budget,
-so peak extra memory does not grow with layers x batch.
+that residual's own statistics), unembedding in the weight dtype, then soft-capping
+where the model has it.  The vocabulary is decoded in tiles: every (batch x layer) row
+of a step against one tile of the unembedding is one efficient matrix product, and
+:class:`~entropy_lens.metrics.TileStream` folds each tile into running sums, so the
+``[rows, vocab]`` logits never exist at once and the unembedding is read once per step.
+Tile width (and, for very many rows, row chunks) follow a memory budget.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -25,6 +29,16 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BUDGET_BYTES = 512 * 2**20
 DEFAULT_ALPHAS = (0.5, 1.0, 5.0)
+# Logits per tile: few enough products per step that thread barriers stay rare, and wide enough
+# tiles that the product of every row with one runs near the machine's GEMM rate.
+TILE_LOGITS = 2**22
+# Narrowest tile worth a product of its own: below this the rows are chunked instead.
+MIN_TILE = 2048
+# Working bytes per logit of a tile (float32 logits, a weight-dtype product, candidate mask), per
+# kept top-p candidate (row, id, logit, ranking temporaries); a row's membership bitset takes V/8.
+TILE_BYTES_PER_LOGIT = 12
+BYTES_PER_CANDIDATE = 32
+MIN_CANDIDATE_CAP = 4096
 
 
 @dataclass(frozen=True)
@@ -34,7 +48,7 @@ class LensSettings:
     Attributes:
         top_p: Nucleus mass, in ``(0, 1]``.
         alphas: Renyi orders (``>= 0``, ``inf`` allowed).
-        budget_bytes: Peak working memory for decoding one chunk of rows.
+        budget_bytes: Peak working memory for decoding one step's residuals.
     """
 
     top_p: float = 0.6
@@ -57,8 +71,33 @@ def lens_logits(lm: LensModel, resid: torch.Tensor) -> torch.Tensor:
     return logits
 
 
+def project_tile(lm: LensModel, normed_t: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """``[stop - start, n]`` float32 logits of tokens ``start .. stop`` (vocabulary-major).
+
+    Args:
+        lm: The model; its unembedding's ``weight`` (``[V, d]``) and optional ``bias``.
+        normed_t: ``[d, n]`` final-normed residuals, transposed, in the weight dtype.
+        start, stop: Token range of the tile.
+
+    Returns:
+        The tile as :func:`lens_logits` computes it: product in the weight dtype, then
+        float32 and soft-capping.
+    """
+    weight = lm.unembed.weight[start:stop]  # [T, d]
+    bias = getattr(lm.unembed, "bias", None)
+    tile = torch.mm(weight, normed_t) if bias is None else torch.addmm(bias[start:stop, None], weight, normed_t)
+    tile = tile.float()
+    if lm.softcap:
+        tile = tile.div_(lm.softcap).tanh_().mul_(lm.softcap)
+    return tile
+
+
 def rows_per_chunk(vocab_size: int, budget_bytes: int) -> int:
-    """How many rows of logits fit the budget; raises if not even one does."""
+    """How many full rows of logits fit the budget; raises if not even one does.
+
+    Full rows are decoded only for the rare rows whose top-p set the streamed candidates
+    cannot settle (exact histogram search of :mod:`entropy_lens.metrics`).
+    """
     per_row = vocab_size * metrics.bytes_per_logit()
     if budget_bytes < per_row:
         raise ValueError(
@@ -66,6 +105,47 @@ def rows_per_chunk(vocab_size: int, budget_bytes: int) -> int:
             f"({per_row} bytes for vocab {vocab_size}); raise budget_bytes"
         )
     return budget_bytes // per_row
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """How one step's rows are decoded: ``rows`` at a time, ``width`` tokens per tile.
+
+    Attributes:
+        rows: Rows per chunk (all of them unless the budget says otherwise).
+        width: Tokens per vocabulary tile.
+        cap: Most top-p candidates kept per row.
+    """
+
+    rows: int
+    width: int
+    cap: int
+
+    def bytes(self, vocab_size: int) -> int:
+        """Peak working bytes of one chunk under this plan."""
+        per_row = vocab_size // 8 + self.cap * BYTES_PER_CANDIDATE + self.width * TILE_BYTES_PER_LOGIT
+        return self.rows * per_row
+
+
+def plan_tiles(n_rows: int, vocab_size: int, budget_bytes: int) -> TilePlan:
+    """Rows per chunk and tile width for ``n_rows`` rows within ``budget_bytes``.
+
+    Rows are chunked only when even ``MIN_TILE``-wide tiles of all of them would not fit;
+    chunks are then of even size.  Tiles are about ``TILE_LOGITS / rows`` wide and of even
+    width, narrower if the budget asks.
+    """
+    rows_per_chunk(vocab_size, budget_bytes)  # the full-row fallback must fit
+    cap = min(vocab_size, max(MIN_CANDIDATE_CAP, vocab_size // 8))
+    fixed = vocab_size // 8 + cap * BYTES_PER_CANDIDATE
+    narrowest = min(vocab_size, MIN_TILE)
+    rows = max(1, min(n_rows, budget_bytes // (fixed + narrowest * TILE_BYTES_PER_LOGIT)))
+    rows = -(-n_rows // -(-n_rows // rows))  # even chunks
+    fit = (budget_bytes // rows - fixed) // TILE_BYTES_PER_LOGIT
+    width = min(vocab_size, fit, max(narrowest, TILE_LOGITS // rows))
+    width = -(-vocab_size // -(-vocab_size // width))  # even tiles
+    if width < vocab_size:  # whole cache lines, as long as the budget allows
+        width = min(width + -width % 64, max(64, fit - fit % 64))
+    return TilePlan(rows, width, cap)
 
 
 @dataclass
@@ -81,36 +161,69 @@ class StepMetrics:
 
 @torch.inference_mode()
 def decode_residuals(lm: LensModel, resid: torch.Tensor, settings: LensSettings) -> StepMetrics:
-    """Lens metrics for residuals ``[B, L, d]`` of one step, decoded in row chunks.
+    """Lens metrics for residuals ``[B, L, d]`` of one step, decoded in vocabulary tiles.
 
-    Rows are flattened as ``(b, l)`` so adjacent layers are adjacent rows; the last
-    nucleus mask of a chunk is carried into the next for the Jaccard overlap.
+    Rows are flattened as ``(b, l)`` so adjacent layers are adjacent rows; when rows are
+    chunked, the last top-p set of a chunk is carried into the next for the Jaccard overlap.
     """
     batch, n_layers, _ = resid.shape
     flat = resid.reshape(batch * n_layers, -1)
-    step = rows_per_chunk(lm.vocab_size, settings.budget_bytes)
-    parts: list[metrics.RowMetrics] = []
+    plan = plan_tiles(flat.shape[0], lm.vocab_size, settings.budget_bytes)
+    parts: list[metrics.StreamResult] = []
     overlaps: list[torch.Tensor] = []
-    carry: torch.Tensor | None = None
-    for start in range(0, flat.shape[0], step):
-        rm = metrics.row_metrics(
-            lens_logits(lm, flat[start : start + step]), top_p=settings.top_p, alphas=settings.alphas
-        )
-        masks = rm.nucleus_mask if carry is None else torch.cat([carry, rm.nucleus_mask])
-        overlaps.append(metrics.jaccard(masks[:-1], masks[1:]))
-        carry = rm.nucleus_mask[-1:]
-        parts.append(_drop_mask(rm))
+    carry: metrics.NucleusSets | None = None
+    for start in range(0, flat.shape[0], plan.rows):
+        result, sets = _decode_chunk(lm, flat[start : start + plan.rows], settings, plan)
+        joined = sets if carry is None else metrics.cat_sets([carry, sets])
+        overlaps.append(metrics.adjacent_jaccard(joined))
+        carry = sets.last()
+        parts.append(result)
     jac = torch.cat([*overlaps, torch.full((1,), math.nan, device=flat.device)])
     jac = jac.reshape(batch, n_layers)
     jac[:, -1] = math.nan  # the last block has no next layer
     return _to_numpy(parts, jac, batch, n_layers)
 
 
-def _drop_mask(rm: metrics.RowMetrics) -> metrics.RowMetrics:
-    return metrics.RowMetrics(rm.entropy, rm.renyi, rm.nucleus_size, rm.top1_id, rm.nucleus_mask[:0])
+def _decode_chunk(lm: LensModel, resid: torch.Tensor, settings: LensSettings, plan: TilePlan):
+    """Metrics and top-p sets of one chunk of ``[n, d]`` residuals."""
+    normed_t = lm.final_norm(resid).T  # [d, n]
+    stream = metrics.TileStream(
+        resid.shape[0], lm.vocab_size, top_p=settings.top_p, alphas=settings.alphas, cap=plan.cap, device=resid.device
+    )
+    for start in range(0, lm.vocab_size, plan.width):
+        stream.add(project_tile(lm, normed_t, start, min(start + plan.width, lm.vocab_size)), start)
+    return _settle_open_rows(lm, resid, stream.finish(), settings, plan)
 
 
-def _to_numpy(parts: list[metrics.RowMetrics], jac: torch.Tensor, batch: int, n_layers: int) -> StepMetrics:
+def _settle_open_rows(lm, resid, result: metrics.StreamResult, settings: LensSettings, plan: TilePlan):
+    """Decode in full the rows whose top-p set the streamed candidates left open (rare).
+
+    Returns:
+        The completed result, and the chunk's sets as :class:`~entropy_lens.metrics.NucleusSets`.
+    """
+    size, top1 = result.nucleus_size.clone(), result.top1_id.clone()
+    bits = metrics.membership_bits(len(size), lm.vocab_size, resid.device)
+    metrics.set_bits(bits, result.member_rows, result.member_ids)
+    rows, ids = [result.member_rows], [result.member_ids]
+    todo = torch.nonzero(size == 0).squeeze(-1)
+    if todo.numel():
+        logger.debug("decoding %d of %d rows in full: top-p set wider than the candidates", len(todo), len(size))
+    for part in todo.split(rows_per_chunk(lm.vocab_size, settings.budget_bytes)):
+        logits = lens_logits(lm, resid[part])  # [f, V]
+        norm = (result.max_logit[part], result.log_norm[part])
+        size[part], mask = metrics.nucleus_given_norm(logits, *norm, settings.top_p)
+        top1[part] = logits.argmax(-1)
+        local, token = torch.nonzero(mask, as_tuple=True)
+        metrics.set_bits(bits, part[local], token)
+        listed = size[part][local] <= plan.cap  # wide sets stay bitsets only
+        rows.append(part[local][listed])
+        ids.append(token[listed])
+    sets = metrics.NucleusSets(size, bits, torch.cat(rows), torch.cat(ids))
+    done = dataclasses.replace(result, nucleus_size=size, top1_id=top1, member_rows=sets.rows, member_ids=sets.ids)
+    return done, sets
+
+
+def _to_numpy(parts: list[metrics.StreamResult], jac: torch.Tensor, batch: int, n_layers: int) -> StepMetrics:
     def cat(attr: str, dtype) -> np.ndarray:
         values = torch.cat([getattr(p, attr) for p in parts]).cpu().numpy().astype(dtype)
         return values.reshape(batch, n_layers, *values.shape[1:])
@@ -187,48 +300,53 @@ def extract_profiles(
     lm: LensModel,
     prompts: Sequence[str],
     *,
-    max_new_tokens: int,
-    top_p: float = 0.6,
-    alphas: Sequence[float] = DEFAULT_ALPHAS,
+    generation: GenerationSettings | None = None,
+    lens: LensSettings | None = None,
     batch_size: int = 8,
-    do_sample: bool = False,
-    temperature: float = 1.0,
-    seed: int = 0,
     chat_template: bool = False,
     prompt_ids: Sequence[str] | None = None,
-    budget_bytes: int = DEFAULT_BUDGET_BYTES,
     sample_seeds: Sequence[int] | None = None,
     progress: Callable[[int], None] | None = None,
+    max_new_tokens: int | None = None,
+    top_p: float | None = None,
+    alphas: Sequence[float] | None = None,
+    budget_bytes: int | None = None,
+    do_sample: bool | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
 ) -> xr.Dataset:
     """Generate from each prompt and record the entropy profile of every new token.
+
+    Settings come either as objects (``generation=``, ``lens=``) or, for quick use, as
+    the keywords that mirror their fields (``max_new_tokens``, ``do_sample``,
+    ``temperature``, ``seed``; ``top_p``, ``alphas``, ``budget_bytes``); a keyword left
+    out takes the field's default.  Giving one setting both ways raises ``ValueError``.
 
     Args:
         lm: Model from :func:`entropy_lens.load_model`.
         prompts: ``N`` prompt texts (before any chat template).
-        max_new_tokens: Token slots ``T`` per prompt.
-        top_p: Nucleus mass in ``(0, 1]``.
-        alphas: Renyi orders.
+        generation: Token choice and the token slots ``T`` per prompt.
+        lens: Nucleus mass, Renyi orders and the memory budget of the lens.
         batch_size: Prompts per forward pass (prompts are length-sorted into batches).
-        do_sample, temperature, seed: Token choice (greedy by default).
         chat_template: Render each prompt as a user turn with the model's template.
         prompt_ids: Stable ids (default ``p0000``...).
-        budget_bytes: Working memory for decoding a chunk of lens rows.
-        sample_seeds: Per-prompt sampling seeds (default derived from ``seed`` and the
+        sample_seeds: Per-prompt sampling seeds (default derived from the seed and the
             prompt's position), so a prompt samples the same whatever its batch.
         progress: Called with the number of prompts finished after each batch.
+        max_new_tokens, do_sample, temperature, seed: Fields of ``generation``.
+        top_p, alphas, budget_bytes: Fields of ``lens``.
 
     Returns:
         A dataset following :mod:`entropy_lens.schema` with dims
         ``(prompt, token, layer, alpha)``.
     """
-    settings = GenerationSettings(max_new_tokens, do_sample, temperature, seed)
-    lens = LensSettings(top_p, tuple(alphas), budget_bytes)
+    keywords = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, seed=seed)
+    settings = _settings(GenerationSettings, "generation", generation, keywords)
+    lens = _settings(LensSettings, "lens", lens, dict(top_p=top_p, alphas=alphas, budget_bytes=budget_bytes))
     ids = _check_prompts(prompts, prompt_ids, batch_size)
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
-    buf = _Buffers(len(prompts), max_new_tokens, lm.n_layers, len(lens.alphas))
-    seeds = list(sample_seeds) if sample_seeds is not None else [row_seed(seed, i) for i in range(len(prompts))]
-    if len(seeds) != len(prompts):
-        raise ValueError(f"sample_seeds must hold {len(prompts)} seeds, got {len(seeds)}")
+    buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas))
+    seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     order = np.argsort([len(e) for e in encoded], kind="stable")
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
@@ -237,6 +355,30 @@ def extract_profiles(
             progress(len(rows))
     attrs = _attrs(lm, lens, settings, chat_template)
     return build_dataset(buf.arrays, ids, rendered, lm.n_layers, lens.alphas, attrs)
+
+
+def _settings(cls: type, name: str, given: object | None, keywords: dict):
+    """``given`` (an instance of ``cls``), or one built from the keywords that are not ``None``."""
+    keywords = {key: value for key, value in keywords.items() if value is not None}
+    if given is None:
+        if cls is GenerationSettings and "max_new_tokens" not in keywords:
+            raise ValueError("max_new_tokens is required: pass it, or generation=GenerationSettings(...)")
+        return cls(**keywords)
+    if not isinstance(given, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}, got {type(given).__name__}")
+    if keywords:
+        both = ", ".join(keywords)
+        raise ValueError(
+            f"{both} given both as keyword and in {name}={cls.__name__}(...); set each setting in one place only"
+        )
+    return given
+
+
+def _sample_seeds(sample_seeds: Sequence[int] | None, seed: int, n_prompts: int) -> list[int]:
+    seeds = list(sample_seeds) if sample_seeds is not None else [row_seed(seed, i) for i in range(n_prompts)]
+    if len(seeds) != n_prompts:
+        raise ValueError(f"sample_seeds must hold {n_prompts} seeds, got {len(seeds)}")
+    return seeds
 
 
 def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, batch_size: int) -> list[str]:

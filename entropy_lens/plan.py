@@ -370,7 +370,7 @@ class RunSettings:
     Attributes:
         device: ``"cpu"`` or ``"cuda"``.
         dtype: ``"auto"``, ``"float32"``, ``"bfloat16"`` or ``"float16"``.
-        lens_budget_mb: Working memory for decoding a chunk of lens rows.
+        lens_budget_mb: Working memory of the lens for one generation step.
     """
 
     device: str

@@ -173,3 +173,68 @@ def test_bad_arguments_are_refused(kwargs, message):
     args = dict(prompts=["the cat", "a dog"], max_new_tokens=2) | kwargs
     with pytest.raises(ValueError, match=message):
         extract_profiles(lm, **args)
+
+
+def test_settings_objects_equal_keywords():
+    lm = tiny_model("qwen2")
+    keywords = extract_profiles(
+        lm, PROMPTS, max_new_tokens=3, top_p=0.8, alphas=(0.5, 2.0), do_sample=True, seed=3, budget_bytes=2**20
+    )
+    objects = extract_profiles(
+        lm,
+        PROMPTS,
+        generation=GenerationSettings(max_new_tokens=3, do_sample=True, seed=3),
+        lens=lens.LensSettings(top_p=0.8, alphas=(0.5, 2.0), budget_bytes=2**20),
+    )
+    xr.testing.assert_identical(keywords.drop_attrs(), objects.drop_attrs())
+    mixed = extract_profiles(
+        lm, PROMPTS, generation=GenerationSettings(3, do_sample=True, seed=3), top_p=0.8, alphas=[0.5, 2]
+    )
+    xr.testing.assert_identical(keywords.drop_attrs(), mixed.drop_attrs())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (
+            dict(generation=GenerationSettings(2), max_new_tokens=3),
+            ValueError,
+            r"max_new_tokens given both .*generation=",
+        ),
+        (dict(generation=GenerationSettings(2), seed=1, do_sample=True), ValueError, "do_sample, seed given both"),
+        (
+            dict(lens=lens.LensSettings(), max_new_tokens=2, top_p=0.5),
+            ValueError,
+            r"top_p given both as keyword and in lens=LensSettings",
+        ),
+        (dict(lens=lens.LensSettings(), max_new_tokens=2, budget_bytes=2**20), ValueError, "budget_bytes given both"),
+        (dict(), ValueError, "max_new_tokens is required"),
+        (dict(generation={"max_new_tokens": 2}), TypeError, "generation must be a GenerationSettings, got dict"),
+    ],
+)
+def test_settings_given_twice_or_wrongly_are_refused(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        extract_profiles(tiny_model("llama"), ["the cat"], **kwargs)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2"])
+def test_bfloat16_tiles_equal_the_model_head(arch):
+    """Tiles run in the weight dtype: with bf16 weights the last layer is the model's own head."""
+    lm = tiny_model(arch)
+    lm.model.to(torch.bfloat16)
+    ids = lm.tokenizer(PROMPTS[0])["input_ids"]
+    seen = []
+
+    def on_step(step, resid, logits, alive):
+        tile = lens.project_tile(lm, lm.final_norm(resid[:, -1]).T, 0, lm.vocab_size).T
+        seen.append((tile, lens.lens_logits(lm, resid[:, -1]), logits))
+
+    generate(lm, [ids, ids[:3]], GenerationSettings(3), on_step)
+    for tile, whole, real in seen:
+        assert tile.dtype == torch.float32
+        torch.testing.assert_close(tile, whole, rtol=0, atol=0)
+        if not lm.softcap:  # Gemma 2 caps its bf16 logits in bf16, the lens in float32
+            torch.testing.assert_close(tile, real, rtol=0, atol=0)
+    ds = extract_profiles(lm, PROMPTS, max_new_tokens=3)
+    generated = ds.token_id.values >= 0
+    np.testing.assert_array_equal(ds.top1_id.values[..., -1][generated], ds.token_id.values[generated])

@@ -1,0 +1,204 @@
+"""The vocabulary-tiled lens against exact references: float64 sums, full sorts, bool masks."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+from test_chunking import fake_lens_model
+
+from entropy_lens import lens, metrics
+
+ALPHAS = (0.0, 0.5, 1.0, 2.0, 5.0, math.inf)
+
+
+def stream(logits: torch.Tensor, width: int, top_p: float, cap: int | None = None) -> metrics.StreamResult:
+    """Feed ``[R, V]`` logits to a :class:`metrics.TileStream` in tiles of ``width`` tokens."""
+    n_rows, vocab = logits.shape
+    tiles = metrics.TileStream(n_rows, vocab, top_p=top_p, alphas=ALPHAS, cap=cap or vocab, device=logits.device)
+    for start in range(0, vocab, width):
+        tiles.add(logits[:, start : start + width].T.contiguous(), start)
+    return tiles.finish()
+
+
+def float64_reference(logits: torch.Tensor, top_p: float) -> dict[str, torch.Tensor]:
+    """Entropies, Renyi entropies, top-p sizes and members from float64 softmax and a full sort."""
+    logp = torch.log_softmax(logits.double(), -1)
+    probs = logp.exp()
+    renyi = []
+    for a in ALPHAS:
+        if a == 1.0:
+            renyi.append(-(probs * logp).sum(-1))
+        elif math.isinf(a):
+            renyi.append(-logp.max(-1).values)
+        elif a == 0.0:
+            renyi.append(torch.log((probs > 0).sum(-1).double()))
+        else:
+            renyi.append(torch.log((probs**a).sum(-1)) / (1 - a))
+    sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)
+    cum = sorted_p.cumsum(-1)
+    size = (cum < top_p - metrics.MASS_TOL).sum(-1) + 1
+    # rows whose crossing lies within float32 rounding (of the streamed normalizer) of top_p
+    near = cum.gather(1, torch.stack([size - 2, size - 1], 1).clamp_min(0)) - (top_p - metrics.MASS_TOL)
+    straddle = near.abs().min(-1).values < 1e-6
+    return {
+        "entropy": renyi[ALPHAS.index(1.0)],
+        "renyi": torch.stack(renyi, -1),
+        "size": size,
+        "order": order,
+        "straddle": straddle,
+    }
+
+
+def random_logits(rows: int, vocab: int, scale: float, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(rows, vocab, generator=gen) * scale
+
+
+@pytest.mark.parametrize("scale", [0.3, 2.0, 15.0], ids=["flat", "medium", "peaked"])
+@pytest.mark.parametrize("width", [1000, 997, 5000])
+@pytest.mark.parametrize("top_p", [0.1, 0.6, 0.95])
+def test_stream_matches_float64_reference(scale, width, top_p):
+    logits = random_logits(12, 5000, scale, seed=1)
+    got = stream(logits, width, top_p)
+    ref = float64_reference(logits, top_p)
+    torch.testing.assert_close(got.entropy.double(), ref["entropy"], atol=2e-5, rtol=0)
+    torch.testing.assert_close(got.renyi.double(), ref["renyi"], atol=2e-5, rtol=1e-6)
+    settled = (got.nucleus_size > 0) & ~ref["straddle"]
+    assert bool(settled.any())
+    torch.testing.assert_close(got.nucleus_size[settled], ref["size"][settled])
+    torch.testing.assert_close(got.top1_id, logits.argmax(-1))
+    # members of a settled set are its most probable tokens
+    for row in torch.nonzero(settled).squeeze(-1).tolist():
+        members = got.member_ids[got.member_rows == row].sort().values
+        torch.testing.assert_close(members, ref["order"][row, : int(ref["size"][row])].sort().values)
+
+
+def test_stream_rescales_when_the_maximum_grows():
+    # ascending logits: every tile holds a new maximum, so every running sum is rescaled each time
+    logits = torch.linspace(-30.0, 10.0, 4000).repeat(3, 1) + torch.arange(3.0)[:, None]
+    got = stream(logits, 100, 0.6)
+    ref = float64_reference(logits, 0.6)
+    torch.testing.assert_close(got.renyi.double(), ref["renyi"], atol=2e-5, rtol=1e-6)
+    torch.testing.assert_close(got.nucleus_size, ref["size"])
+    assert got.top1_id.tolist() == [3999] * 3
+
+
+def test_stream_leaves_wide_sets_open():
+    # Flat rows: the top-p set holds most of the vocabulary, beyond a small candidate cap.
+    logits = random_logits(6, 20000, 0.05, seed=2)
+    got = stream(logits, 3000, 0.6, cap=4096)
+    assert (got.nucleus_size == 0).all() and (got.top1_id == -1).all()
+    torch.testing.assert_close(got.entropy.double(), float64_reference(logits, 0.6)["entropy"], atol=2e-5, rtol=0)
+
+
+def test_ties_give_exact_sizes_and_first_argmax():
+    logits = torch.randint(0, 4, (8, 3000), generator=torch.Generator().manual_seed(3)).float()
+    for top_p in (0.3, 0.6, 1.0):
+        got = stream(logits, 700, top_p)
+        ref = float64_reference(logits, top_p)
+        settled = (got.nucleus_size > 0) & ~ref["straddle"]
+        torch.testing.assert_close(got.nucleus_size[settled], ref["size"][settled])
+        torch.testing.assert_close(got.top1_id[settled], logits.argmax(-1)[settled])  # first of the tied maxima
+
+
+def test_top_p_one_and_extreme_orders():
+    logits = random_logits(5, 3000, 3.0, seed=4)
+    got = stream(logits, 512, 1.0)
+    ref = float64_reference(logits, 1.0)
+    # top_p = 1 reaches into the far tail: the stream leaves such sets open for the full-row
+    # search (test_decode_equals_the_exact_functions), or settles them exactly
+    assert bool(((got.nucleus_size == 0) | (got.nucleus_size == ref["size"]) | ref["straddle"]).all())
+    renyi = dict(zip(ALPHAS, got.renyi.double().unbind(-1), strict=True))
+    torch.testing.assert_close(renyi[0.0], torch.full((5,), math.log(3000), dtype=torch.float64))
+    torch.testing.assert_close(renyi[math.inf], ref["renyi"][:, -1], atol=1e-6, rtol=0)
+
+
+def sets_from_masks(masks: torch.Tensor, list_max: int) -> metrics.NucleusSets:
+    """:class:`metrics.NucleusSets` of ``[R, V]`` masks, listing the sets of at most ``list_max``."""
+    sizes = masks.sum(-1)
+    bits = metrics.membership_bits(masks.shape[0], masks.shape[1])
+    rows, ids = torch.nonzero(masks, as_tuple=True)
+    metrics.set_bits(bits, rows, ids)
+    listed = sizes[rows] <= list_max
+    return metrics.NucleusSets(sizes, bits, rows[listed], ids[listed])
+
+
+@pytest.mark.parametrize("list_max", [0, 40, 10**9], ids=["bits only", "mixed", "lists"])
+def test_adjacent_jaccard_is_exact(list_max):
+    gen = torch.Generator().manual_seed(5)
+    density = torch.tensor([0.001, 0.02, 0.5, 0.01, 0.9, 0.9, 0.003, 0.3])[:, None]
+    masks = torch.rand(8, 1000, generator=gen) < density
+    masks[:, 0] = True  # no empty set
+    got = metrics.adjacent_jaccard(sets_from_masks(masks, list_max))
+    torch.testing.assert_close(got, metrics.jaccard(masks[:-1], masks[1:]), rtol=0, atol=0)
+
+
+def test_bitsets_round_trip():
+    ids = torch.tensor([0, 63, 64, 127, 128, 999, 5, 63])
+    rows = torch.tensor([0, 0, 0, 0, 1, 1, 2, 2])
+    bits = metrics.membership_bits(3, 1000)
+    metrics.set_bits(bits, rows, ids)
+    assert metrics.popcount(bits).sum(-1).tolist() == [4, 2, 2]
+    for row, token in zip(rows.tolist(), ids.tolist(), strict=True):
+        assert (int(bits[row, token // 64]) >> (token % 64)) & 1
+
+
+def reference_decode(lm, resid: torch.Tensor, settings: lens.LensSettings) -> dict[str, np.ndarray]:
+    """All rows' full logits at once through the exact per-row functions and bool masks."""
+    batch, n_layers, _ = resid.shape
+    rm = metrics.row_metrics(
+        lens.lens_logits(lm, resid.reshape(batch * n_layers, -1)), top_p=settings.top_p, alphas=settings.alphas
+    )
+    jac = torch.cat([metrics.jaccard(rm.nucleus_mask[:-1], rm.nucleus_mask[1:]), torch.full((1,), math.nan)])
+    out = {k: getattr(rm, k).numpy() for k in ("entropy", "renyi", "nucleus_size", "top1_id")}
+    out["nucleus_jaccard"] = jac.numpy()
+    out = {k: v.reshape(batch, n_layers, *v.shape[1:]) for k, v in out.items()}
+    out["nucleus_jaccard"][:, -1] = math.nan
+    return out
+
+
+@pytest.mark.parametrize("spread", [3.0, 30.0], ids=["wide sets (full-row fallback)", "narrow sets"])
+@pytest.mark.parametrize("budget_rows", [1, 4, None], ids=["row chunks of 1", "of 4", "whole"])
+@pytest.mark.parametrize("top_p", [0.6, 1.0])
+def test_decode_equals_the_exact_functions(spread, budget_rows, top_p):
+    lm = fake_lens_model(vocab=6000, hidden=16, seed=1)
+    lm.unembed.bias = torch.nn.Parameter(torch.randn(6000) * 0.1)
+    resid = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(6)) * spread  # [B, L, d]
+    budget = 10**9 if budget_rows is None else budget_rows * 6000 * metrics.bytes_per_logit()
+    settings = lens.LensSettings(top_p=top_p, alphas=(0.5, 1.0, 5.0, math.inf), budget_bytes=budget)
+    got = lens.decode_residuals(lm, resid, settings)
+    ref = reference_decode(lm, resid, settings)
+    np.testing.assert_array_equal(got.top1_id, ref["top1_id"])
+    # Sizes equal, but where float32 rounding of the reference's log-softmax (6000 terms summed in
+    # float32) moves its cumulative mass across top_p: there the float64 size decides.
+    exact = float64_reference(lens.lens_logits(lm, resid.reshape(15, 16)), top_p)
+    size, straddle = exact["size"].reshape(3, 5).numpy(), exact["straddle"].reshape(3, 5).numpy()
+    same = got.nucleus_size == ref["nucleus_size"]
+    assert ((got.nucleus_size == size) | straddle)[~same].all()
+    assert same.mean() > 0.8
+    pairs = same & np.roll(same, -1, axis=1)  # the Jaccard of (l, l + 1) needs both sets equal
+    np.testing.assert_array_equal(got.nucleus_jaccard[pairs], ref["nucleus_jaccard"][pairs])
+    for name in ("entropy", "renyi"):
+        np.testing.assert_allclose(getattr(got, name), ref[name], atol=5e-5, err_msg=name)
+
+
+def test_softcap_is_applied_per_tile():
+    lm = fake_lens_model(vocab=3000, hidden=16, seed=2)
+    capped = dataclasses.replace(lm, softcap=2.0)
+    resid = torch.randn(2, 4, 16, generator=torch.Generator().manual_seed(7)) * 10
+    settings = lens.LensSettings(budget_bytes=3000 * metrics.bytes_per_logit())
+    got = lens.decode_residuals(capped, resid, settings)
+    ref = reference_decode(capped, resid, settings)
+    np.testing.assert_array_equal(got.nucleus_size, ref["nucleus_size"])
+    np.testing.assert_allclose(got.entropy, ref["entropy"], atol=5e-5)
+    assert float(got.entropy.min()) > 1.0  # the cap really flattened the logits
+
+
+@pytest.mark.parametrize(("n_rows", "vocab"), [(144, 262144), (480, 49152), (35, 3000), (2304, 151936)])
+@pytest.mark.parametrize("budget", [3 * 262144 * 48, 48 * 2**20, 512 * 2**20])
+def test_plans_respect_the_budget(n_rows, vocab, budget):
+    plan = lens.plan_tiles(n_rows, vocab, budget)
+    assert plan.bytes(vocab) <= budget
+    assert 1 <= plan.rows <= n_rows and 1 <= plan.width <= vocab
