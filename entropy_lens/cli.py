@@ -106,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
 def _profile(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.endswith(".zarr"):
         raise ValueError(f"--out must name a .zarr store, got {args.out!r}")
-    from entropy_lens.lens import extract_profiles  # torch and transformers load only for commands that need them
+    from entropy_lens.generation import GenerationSettings  # torch loads only for commands that need it
+    from entropy_lens.lens import LensSettings, extract_profiles
     from entropy_lens.models import load_model
 
     lm = load_model(args.model, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
@@ -114,13 +115,9 @@ def _profile(args: argparse.Namespace) -> int:
         ds = extract_profiles(
             lm,
             args.prompt,
-            max_new_tokens=args.max_new_tokens,
-            top_p=args.top_p,
-            alphas=args.alphas,
+            generation=GenerationSettings(args.max_new_tokens, args.sample, args.temperature, args.seed),
+            lens=LensSettings(args.top_p, tuple(args.alphas)),
             batch_size=args.batch_size,
-            do_sample=args.sample,
-            temperature=args.temperature,
-            seed=args.seed,
             chat_template=args.chat_template,
             progress=bar.update,
         )

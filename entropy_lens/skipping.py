@@ -20,6 +20,7 @@ import pandas as pd
 
 from entropy_lens.accuracy import CORRECT_COLUMNS
 from entropy_lens.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
+from entropy_lens.generation import GenerationSettings
 from entropy_lens.hooks import check_layers, skip_blocks
 from entropy_lens.lens import LensSettings, extract_profiles
 from entropy_lens.letters import calibrate
@@ -30,6 +31,11 @@ logger = logging.getLogger(__name__)
 
 # measure -> [N, C] per-choice scores; the answer is the argmax.
 Scorer = Callable[[LensModel], Mapping[str, np.ndarray]]
+
+
+def shannon_only(lens: LensSettings) -> LensSettings:
+    """``lens`` measuring Shannon entropy only (the skip experiment reads nothing else)."""
+    return LensSettings(lens.top_p, (1.0,), lens.budget_bytes)
 
 
 def letter_scorer(
@@ -168,10 +174,8 @@ def profile_conditions(
             ds = extract_profiles(
                 lm,
                 list(prompts),
-                max_new_tokens=max_new_tokens,
-                top_p=lens.top_p,
-                alphas=[1.0],
-                budget_bytes=lens.budget_bytes,
+                generation=GenerationSettings(max_new_tokens),
+                lens=shannon_only(lens),
                 chat_template=chat_template,
             )
         mean = ds["entropy"].mean(("prompt", "token"), skipna=True)
@@ -220,10 +224,8 @@ def select_conditions(
         lm,
         table["prompt_text"].tolist(),
         prompt_ids=table["prompt_id"].tolist(),
-        max_new_tokens=tokens,
-        top_p=lens.top_p,
-        alphas=[1.0],
-        budget_bytes=lens.budget_bytes,
+        generation=GenerationSettings(tokens),
+        lens=shannon_only(lens),
         chat_template=chat_template,
     )
     delta_h = mean_delta_h(ds)
