@@ -25,7 +25,7 @@ from entropy_lens.intervals import (
 )
 from entropy_lens.letters import MEASURES, UNPARSED
 from entropy_lens.prompts.datasets import ANSWER, LETTERS, QUESTION_ID, STYLE
-from entropy_lens.schema import MODEL
+from entropy_lens.store.schema import MODEL
 
 CORRECT_COLUMNS = ("condition", "kind", "k", "replicate", "layers", "question", "measure", "correct")
 DIFFERENCE_COLUMNS = (

@@ -15,8 +15,9 @@ import xarray as xr
 import yaml
 from tqdm import tqdm
 
-from entropy_lens import locks, storage
+from entropy_lens import locks
 from entropy_lens import plan as planning
+from entropy_lens.store import storage
 
 SPARK = "▁▂▃▄▅▆▇█"
 SCHEMA = Path("schemas") / "config.schema.yaml"

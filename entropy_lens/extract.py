@@ -7,7 +7,7 @@ Shards.  A dataset split into jobs of ``prompts_per_job`` prompts is split along
 order the whole job would batch in (prompts sorted by token length, ties in table
 order): with ``prompts_per_job`` a multiple of the batch size, every shard runs exactly
 the batches the unsharded job would, so the gathered store
-(:func:`entropy_lens.combine.gather_shards`) equals the unsharded one value for value.
+(:func:`entropy_lens.store.combine.gather_shards`) equals the unsharded one value for value.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from entropy_lens import schema
 from entropy_lens.generation import GenerationSettings
 from entropy_lens.lens import LensSettings, encode_prompts, extract_profiles
 from entropy_lens.models import LensModel
 from entropy_lens.prompts.datasets import PROMPT_ID, PROMPT_TEXT, SEED, label_columns
+from entropy_lens.store import schema
 
 PROGRESS_SECONDS = 5.0
 

@@ -21,9 +21,10 @@ import numpy as np
 import torch
 import xarray as xr
 
-from entropy_lens import metrics, schema
+from entropy_lens import metrics
 from entropy_lens.generation import GenerationSettings, generate, row_seed
 from entropy_lens.models import LensModel
+from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
 
@@ -337,7 +338,7 @@ def extract_profiles(
         top_p, alphas, budget_bytes: Fields of ``lens``.
 
     Returns:
-        A dataset following :mod:`entropy_lens.schema` with dims
+        A dataset following :mod:`entropy_lens.store.schema` with dims
         ``(prompt, token, layer, alpha)``.
     """
     keywords = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, seed=seed)

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.prompts.datasets import LETTERS
-from entropy_lens.schema import CORRECT_CALIBRATED, CORRECT_LL, CORRECT_PARSED
+from entropy_lens.store.schema import CORRECT_CALIBRATED, CORRECT_LL, CORRECT_PARSED
 
 UNPARSED = "unparsed"
 LL_LETTER = "ll_letter"

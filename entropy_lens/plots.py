@@ -23,8 +23,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy.cluster.hierarchy import dendrogram
 
-from entropy_lens import schema
-from entropy_lens.storage import as_str
+from entropy_lens.store import schema
+from entropy_lens.store.storage import as_str
 
 if TYPE_CHECKING:
     from entropy_lens.analysis.families import Fingerprints

@@ -157,7 +157,7 @@ def score_prompts(
 
     Returns:
         One row per prompt: ids and labels, the letter of each :data:`MEASURES`, the
-        correctness flags of :data:`entropy_lens.schema.SCORE_VARIABLES`, the completion,
+        correctness flags of :data:`entropy_lens.store.schema.SCORE_VARIABLES`, the completion,
         ``logprob_A..D`` and the style's letter prior ``prior_A..D`` (see
         :func:`entropy_lens.letters.letter_prior`).
     """

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from entropy_lens import schema, storage
+from entropy_lens.store import schema, storage
 
 ALPHAS = (0.5, 2.0)
 VOCAB = 50
@@ -129,7 +129,7 @@ def combined_dataset(
 
 
 def lazy(ds: xr.Dataset, folder: Path) -> xr.Dataset:
-    """Write ``ds`` with :mod:`entropy_lens.storage` under ``folder`` and reopen it lazily.
+    """Write ``ds`` with :mod:`entropy_lens.store.storage` under ``folder`` and reopen it lazily.
 
     This is the real store path: dask-backed variables and strings read back as Zarr
     returns them (numpy ``StringDType``), not as fixed-width unicode.

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from synthetic import combined_dataset, lazy, linear_profiles
 
-from entropy_lens import schema
 from entropy_lens.analysis import families as FA
+from entropy_lens.store import schema
 
 SHAPES = {
     "rise": lambda d: 1.0 + 3.0 * d,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from synthetic import ALPHAS, combined_dataset, lazy, linear_profiles, renyi_from_entropy
 
-from entropy_lens import schema
 from entropy_lens.analysis import features as F
+from entropy_lens.store import schema
 
 
 def _masked_profiles() -> np.ndarray:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from synthetic import combined_dataset, lazy
 
-from entropy_lens import schema
 from entropy_lens.analysis import knn as K
 from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.store import schema
 
 FAST = K.KnnSettings(k=7, n_splits=5, n_repeats=1)
 # Null check: 200 samples, 10 balanced folds of 20 test samples.  One fold's AUC on

@@ -3,7 +3,8 @@
 import pytest
 from tiny import save_tiny_model
 
-from entropy_lens import cli, storage
+from entropy_lens import cli
+from entropy_lens.store import storage
 
 
 @pytest.fixture(scope="module")

@@ -19,12 +19,12 @@ from workflow_tiny import (
     store_without_note,
 )
 
-from entropy_lens import storage
-from entropy_lens.combine import gather_shards
 from entropy_lens.extract import Shard, extract_table, shard_rows
 from entropy_lens.generation import GenerationSettings
 from entropy_lens.lens import LensSettings
 from entropy_lens.prompts.datasets import build_formats, prompt_count
+from entropy_lens.store import storage
+from entropy_lens.store.combine import gather_shards
 
 TOPICS = ["black holes", "tea", "rivers", "the moon", "bees", "glass"]
 GENERATION = GenerationSettings(max_new_tokens=3)

@@ -5,7 +5,8 @@ import pytest
 import xarray as xr
 from tiny import tiny_model
 
-from entropy_lens import extract_profiles, storage
+from entropy_lens import extract_profiles
+from entropy_lens.store import storage
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,9 @@ from workflow_tiny import (
     start,
 )
 
-from entropy_lens import cli, schema, storage
+from entropy_lens import cli
 from entropy_lens.analysis import paper
+from entropy_lens.store import schema, storage
 
 pytestmark = pytest.mark.slow
 

@@ -318,7 +318,7 @@ def file_contents(root: Path, paths: tuple[str, ...]) -> dict[str, bytes]:
 
 def store_without_note(path: Path) -> xr.Dataset:
     """A per-model store, loaded, with the gathered-shards provenance note left out."""
-    from entropy_lens import storage
+    from entropy_lens.store import storage
 
     ds = storage.open_profiles(path).load()
     ds.attrs.pop("gathered_shards", None)

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from entropy_lens import storage
-from entropy_lens.combine import combine_dataset
 from entropy_lens.jobs import setup_logging
+from entropy_lens.store import storage
+from entropy_lens.store.combine import combine_dataset
 
 setup_logging(snakemake)
 models, store = snakemake.params.models, snakemake.params.storage

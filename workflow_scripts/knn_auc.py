@@ -1,10 +1,10 @@
 """Rule knn_auc: kNN AUC for every study target, Shannon and each Renyi alpha, grouped and study folds."""
 
-from entropy_lens import storage
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.knn import KnnSettings, knn_table
 from entropy_lens.jobs import setup_logging
 from entropy_lens.plots import plot_auc_bars
+from entropy_lens.store import storage
 from entropy_lens.tables import write_table
 
 setup_logging(snakemake)

@@ -26,9 +26,9 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from entropy_lens import schema
 from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers, model_names, model_values
 from entropy_lens.intervals import DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_bootstrap_mean
+from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,6 @@ from sklearn.manifold import TSNE
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from threadpoolctl import threadpool_limits
 
-from entropy_lens import schema
 from entropy_lens.analysis.features import (
     DEFAULT_GRID_POINTS,
     depth_grid,
@@ -43,6 +42,7 @@ from entropy_lens.analysis.features import (
     prompt_ids,
     resample_depth,
 )
+from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens import schema
-from entropy_lens.storage import as_str
+from entropy_lens.store import schema
+from entropy_lens.store.storage import as_str
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,6 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFol
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
-from entropy_lens import schema
 from entropy_lens.analysis.features import (
     FeatureSettings,
     metric_label,
@@ -51,6 +50,7 @@ from entropy_lens.analysis.features import (
     pooled_features,
     prompt_ids,
 )
+from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The data contract of profile datasets and stores: names, dtypes, units, attrs.
 
 Every profile dataset produced by :func:`entropy_lens.extract_profiles`, written by
-:mod:`entropy_lens.storage` or combined across models follows this schema.  The
+:mod:`entropy_lens.store.storage` or combined across models follows this schema.  The
 README's "Store schema" section is the written form of the constants below.
 
 Dims

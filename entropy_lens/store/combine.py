@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens import schema
+from entropy_lens.store import schema
 
 MODEL_ATTRS = ("model_source", "model_sha256", "dtype", "device", "chat_template", "vocab_size")
 
@@ -95,7 +95,7 @@ def _check_same_axes(a: xr.Dataset, b: xr.Dataset, name_a: str, name_b: str) -> 
 
 
 def attach_mmlu_scores(combined: xr.Dataset, scores: pd.DataFrame) -> xr.Dataset:
-    """Add the correctness variables of :data:`entropy_lens.schema.SCORE_VARIABLES` on ``(model, prompt)``.
+    """Add the correctness variables of :data:`entropy_lens.store.schema.SCORE_VARIABLES` on ``(model, prompt)``.
 
     Args:
         combined: A combined MMLU dataset.

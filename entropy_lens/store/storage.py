@@ -21,7 +21,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from entropy_lens import schema
+from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
 
