@@ -346,6 +346,7 @@ def extract_profiles(
     lens = _settings(LensSettings, "lens", lens, dict(top_p=top_p, alphas=alphas, budget_bytes=budget_bytes))
     ids = _check_prompts(prompts, prompt_ids, batch_size)
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
+    check_context(lm, encoded, settings.max_new_tokens, ids)
     buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas))
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     order = np.argsort([len(e) for e in encoded], kind="stable")
@@ -380,6 +381,27 @@ def _sample_seeds(sample_seeds: Sequence[int] | None, seed: int, n_prompts: int)
     if len(seeds) != n_prompts:
         raise ValueError(f"sample_seeds must hold {n_prompts} seeds, got {len(seeds)}")
     return seeds
+
+
+def check_context(lm: LensModel, encoded: Sequence[Sequence[int]], max_new_tokens: int, ids: Sequence[str]) -> None:
+    """Refuse, before any work, prompts that would run past the model's context window.
+
+    Raises:
+        ValueError: naming the longest such prompt, its length and the window (GPT-2's is
+            1,024 tokens: some MMLU questions do not fit it).
+    """
+    window = getattr(lm.model.config, "max_position_embeddings", None) or getattr(lm.model.config, "n_positions", None)
+    if not window:
+        return
+    need = [len(e) + max_new_tokens for e in encoded]
+    over = [i for i, n in enumerate(need) if n > window]
+    if over:
+        worst = max(over, key=need.__getitem__)
+        raise ValueError(
+            f"{len(over)} prompts need more than {lm.name}'s context of {window} tokens, e.g. {ids[worst]!r} "
+            f"({len(encoded[worst])} prompt + {max_new_tokens} new tokens); leave the model out of this "
+            "dataset (datasets.<name>.models) or shorten the prompts"
+        )
 
 
 def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, batch_size: int) -> list[str]:

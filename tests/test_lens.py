@@ -239,3 +239,11 @@ def test_bfloat16_tiles_equal_the_model_head(arch):
     ds = extract_profiles(lm, PROMPTS, max_new_tokens=3)
     generated = ds.token_id.values >= 0
     np.testing.assert_array_equal(ds.top1_id.values[..., -1][generated], ds.token_id.values[generated])
+
+
+def test_prompts_past_the_context_window_are_refused_before_any_work():
+    lm = tiny_model("gpt2")
+    window = lm.model.config.n_positions
+    long_prompt = " ".join(["the cat"] * window)
+    with pytest.raises(ValueError, match=rf"1 prompts need more than .*context of {window} tokens, e.g. 'p0001'"):
+        extract_profiles(lm, ["a short one", long_prompt], max_new_tokens=2)
