@@ -314,16 +314,21 @@ def _render_comparison(plan: planning.Plan, comparison) -> str:
         return "no benchmark files found"
     lines = ["predicted vs measured:", comparison.to_string(index=False, float_format=lambda v: f"{v:.2f}")]
     ratios = comparison["ratio"].dropna()
-    lines.append(f"median predicted/measured time: {ratios.median():.2f} over {len(ratios)} jobs")
+    spread = f"{ratios.min():.2f}-{ratios.max():.2f}"
+    lines.append(f"predicted/measured time: median {ratios.median():.2f}, {spread} over {len(ratios)} jobs")
     try:
-        calibrated = planning.calibrate(plan, comparison).rates(plan.run.device)
+        fitted = planning.calibrate(plan, comparison)
+        loo = planning.leave_one_out(plan, comparison)
     except ValueError as err:
         return "\n".join([*lines, f"no calibration: {err}"])
-    lines.append(
-        f"calibrated {plan.run.device} rates (median ratio 1): {calibrated.gflops:.1f} GFLOP/s, "
-        f"{calibrated.gbps:.2f} GB/s, {calibrated.metric_ns:.3g} ns per lens logit, "
-        f"{calibrated.step_us:.3g} us per layer step"
-    )
+    rates = fitted.rates(plan.run.device)
+    lines += [
+        f"calibrated on these jobs (plan: section of the config): overhead_s {fitted.overhead_s:.3g}, "
+        f"{plan.run.device}_gflops {rates.gflops:.4g}, {plan.run.device}_gbps {rates.gbps:.4g}, "
+        f"{plan.run.device}_metric_ns {rates.metric_ns:.3g}, {plan.run.device}_step_us {rates.step_us:.3g}",
+        f"leave-one-job-out predicted/measured: median {loo.median():.2f}, {loo.min():.2f}-{loo.max():.2f}; "
+        f"{int(((loo <= 1.5) & (loo >= 1 / 1.5)).sum())} of {len(loo)} jobs within 1.5x",
+    ]
     return "\n".join(lines)
 
 

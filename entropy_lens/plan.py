@@ -37,13 +37,14 @@ import json
 import logging
 import math
 import os
-import statistics
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy import optimize
 
 from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
 
@@ -508,6 +509,8 @@ class JobPlan:
     fixed_s: float
     fits_context: bool
     fits_device: bool
+    terms: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    io_s: float = 0.0
 
     @property
     def est_s(self) -> float:
@@ -529,11 +532,16 @@ class ClusterRequest:
 
 @dataclass(frozen=True)
 class WorkloadCost:
-    """What one workload costs: FLOPs, compute seconds (rates applied) and memory, bytes."""
+    """What one workload costs: FLOPs, compute seconds (rates applied) and memory, bytes.
+
+    ``terms`` are the amounts the rates apply to (see :data:`COST_TERMS`):
+    ``compute_s = flops / gflops + bytes / gbps + logits * metric_ns + layer_passes * step_us``.
+    """
 
     forward_flops: float
     lens_flops: float
     compute_s: float
+    terms: tuple[float, float, float, float]
     kv_bytes: int
     activation_bytes: int
     lens_bytes: int
@@ -549,12 +557,28 @@ def workload_cost(shape: ModelShape, work: Workload, run: RunSettings, rates: De
     forward += n * shape.attention_flops(work.mean_prompt_tokens, work.new_tokens)
     lens = head * shape.n_layers * work.lens_rows
     passes = math.ceil(work.prompts / work.batch_size) * work.repeats * steps
-    seconds = (forward + lens) / (rates.gflops * 1e9)
-    seconds += _streamed_bytes(shape, work, run, passes) / (rates.gbps * 1e9)
-    seconds += shape.n_layers * (
-        work.lens_rows * shape.vocab_size * rates.metric_ns * 1e-9 + passes * rates.step_us * 1e-6
+    terms = (
+        forward + lens,
+        _streamed_bytes(shape, work, run, passes),
+        shape.n_layers * work.lens_rows * shape.vocab_size,
+        shape.n_layers * passes,
     )
-    return WorkloadCost(forward, lens, seconds, *_workload_memory(shape, work, run))
+    return WorkloadCost(forward, lens, _seconds(terms, rates), terms, *_workload_memory(shape, work, run))
+
+
+# What the rates apply to: FLOPs (at gflops), bytes streamed (at gbps), lens logits (metric_ns each)
+# and layer passes (step_us each).
+COST_TERMS = ("flops", "streamed_bytes", "lens_logits", "layer_passes")
+
+
+def _seconds(terms: Sequence[float], rates: DeviceRates) -> float:
+    flops, streamed, logits, passes = terms
+    return (
+        flops / (rates.gflops * 1e9)
+        + streamed / (rates.gbps * 1e9)
+        + logits * rates.metric_ns * 1e-9
+        + passes * rates.step_us * 1e-6
+    )
 
 
 def _streamed_bytes(shape: ModelShape, work: Workload, run: RunSettings, passes: int) -> float:
@@ -592,7 +616,8 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
     else:
         device_peak = host_peak = weights + transient + store + rates.host_overhead_mb * MIB
     # Materialized weights are float32 on disk; the store is written once (half the buffers).
-    fixed = settings.overhead_s + (job.shape.n_params * 4 + store / 2) / (settings.io_gbps * 1e9)
+    io_s = (job.shape.n_params * 4 + store / 2) / (settings.io_gbps * 1e9)
+    fixed = settings.overhead_s + io_s
     first = job.workloads[0]
     return JobPlan(
         rule=job.rule,
@@ -618,6 +643,8 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
         fixed_s=fixed,
         fits_context=all(w.max_prompt_tokens + w.new_tokens <= job.shape.max_positions for w in job.workloads),
         fits_device=run.device != "cuda" or device_peak <= settings.gpu_mem_gb * GIB,
+        terms=tuple(sum(c.terms[i] for c in costs) for i in range(len(COST_TERMS))),
+        io_s=io_s,
     )
 
 
@@ -1102,39 +1129,65 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def speed_factor(comparison: pd.DataFrame) -> float:
-    """How much faster the device ran than planned: the median over jobs of
-    ``compute_s / (measured_s - fixed_s)``.
+def calibrate(plan: Plan, comparison: pd.DataFrame) -> PlanSettings:
+    """The plan's settings with the per-job overhead and the device's rates fitted to measurements.
 
-    Scaling every compute rate by this factor makes the median predicted/measured ratio 1
-    (each job's ratio falls as the rates rise, and equals 1 at its own factor).
+    Each measured job gives ``measured_s - io_s = overhead_s + flops / gflops + bytes / gbps
+    + logits * metric_ns + layer_passes * step_us`` (:data:`COST_TERMS`); the five unknowns
+    are fitted by non-negative least squares on relative error, so every job weighs alike.
+    A term the jobs cannot tell apart (fitted to 0) costs nothing afterwards.
 
     Raises:
-        ValueError: when no job spent longer than its fixed part.
+        ValueError: with fewer measured jobs than unknowns.
     """
-    spent = comparison["measured_s"] - comparison["fixed_s"]
-    factors = (comparison["compute_s"] / spent)[(spent > 0) & (comparison["compute_s"] > 0)]
-    if factors.empty:
-        raise ValueError(
-            "no benchmark ran longer than its fixed overhead, so the compute rate cannot be calibrated; "
-            "lower overhead_s / raise io_gbps or benchmark larger jobs"
-        )
-    return float(statistics.median(factors.tolist()))
-
-
-def calibrate(plan: Plan, comparison: pd.DataFrame) -> PlanSettings:
-    """The plan's settings with the device's rates rescaled by :func:`speed_factor`.
-
-    GFLOP/s and GB/s are multiplied by the factor, per-logit and per-step costs divided.
-    """
-    factor = speed_factor(comparison)
-    prefix, s = plan.run.device, plan.settings
+    rows = _measured_jobs(plan, comparison)
+    if len(rows) < len(COST_TERMS) + 1:
+        raise ValueError(f"{len(rows)} measured jobs cannot fit {len(COST_TERMS) + 1} cost terms; benchmark more jobs")
+    spent = np.array([measured - job.io_s for job, measured in rows])
+    design = np.array([[1.0, *job.terms] for job, _ in rows]) / np.maximum(spent, 1e-3)[:, None]
+    scale = design.max(axis=0)  # columns of FLOPs and of layer passes differ by ~10 orders of magnitude
+    coef = optimize.nnls(design / np.where(scale > 0, scale, 1.0), np.ones(len(rows)))[0]
+    coef = coef / np.where(scale > 0, scale, 1.0)
+    prefix = plan.run.device
     return dataclasses.replace(
-        s,
+        plan.settings,
+        overhead_s=float(coef[0]),
         **{
-            f"{prefix}_gflops": getattr(s, f"{prefix}_gflops") * factor,
-            f"{prefix}_gbps": getattr(s, f"{prefix}_gbps") * factor,
-            f"{prefix}_metric_ns": getattr(s, f"{prefix}_metric_ns") / factor,
-            f"{prefix}_step_us": getattr(s, f"{prefix}_step_us") / factor,
+            f"{prefix}_gflops": float(1e-9 / coef[1]) if coef[1] > 0 else FREE_RATE,
+            f"{prefix}_gbps": float(1e-9 / coef[2]) if coef[2] > 0 else FREE_RATE,
+            f"{prefix}_metric_ns": float(coef[3] * 1e9),
+            f"{prefix}_step_us": float(coef[4] * 1e6),
         },
     )
+
+
+# The rate of a term that measurements fit to zero cost.
+FREE_RATE = 1e12
+
+
+def _measured_jobs(plan: Plan, comparison: pd.DataFrame) -> list[tuple[JobPlan, float]]:
+    measured = comparison.set_index(["rule", "model", "dataset", "shard"])["measured_s"]
+    return [(job, float(measured[job.key])) for job in plan.jobs if job.key in measured.index]
+
+
+def predicted_s(job: JobPlan, settings: PlanSettings, device: str) -> float:
+    """The job's estimated seconds under other ``settings`` (same work, other rates)."""
+    return settings.overhead_s + job.io_s + _seconds(job.terms, settings.rates(device))
+
+
+def leave_one_out(plan: Plan, comparison: pd.DataFrame) -> pd.Series:
+    """Predicted / measured time of each measured job under rates fitted on the other jobs.
+
+    An honest check of :func:`calibrate`: no job's own measurement enters its prediction.
+
+    Returns:
+        Ratios indexed by ``(rule, model, dataset, shard)``.
+    """
+    rows = _measured_jobs(plan, comparison)
+    keys = list(zip(comparison["rule"], comparison["model"], comparison["dataset"], comparison["shard"], strict=True))
+    ratios = {}
+    for job, measured in rows:
+        others = comparison[[key != job.key for key in keys]]
+        settings = calibrate(plan, others)
+        ratios[job.key] = predicted_s(job, settings, plan.run.device) / measured
+    return pd.Series(ratios, name="loo_ratio")
