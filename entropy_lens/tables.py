@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -51,3 +52,8 @@ def _fmt(value: object, float_format: str) -> str:
 
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def read_frames(paths: Sequence[str | os.PathLike]) -> pd.DataFrame | None:
+    """The parquet files at ``paths`` stacked into one frame, or ``None`` when there are none."""
+    return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True) if len(paths) else None

@@ -9,7 +9,7 @@ setup_logging(snakemake)
 store = snakemake.params.storage
 
 table = read_table(snakemake.input.table, snakemake.wildcards.dataset)
-shards = [storage.open_profiles(path).load() for path in snakemake.input.shards]
+shards = list(storage.open_all(dict(enumerate(snakemake.input.shards)), load=True).values())
 storage.write_profiles(
     gather_shards(shards, table[PROMPT_ID].tolist()),
     snakemake.output[0],

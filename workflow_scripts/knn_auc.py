@@ -11,10 +11,10 @@ setup_logging(snakemake)
 knn, out = snakemake.params.knn, snakemake.output
 settings = KnnSettings(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"], test=knn["test"])
 
-stores = {name: storage.open_profiles(path, combined=True) for name, path in snakemake.input.items()}
+stores = storage.open_all(dict(snakemake.input.items()), combined=True)
 table = knn_table(
     stores,
-    alphas=[a for a in knn["alphas"] if a != 1.0],
+    alphas=knn["alphas"],
     features=FeatureSettings(mode=knn["feature"], n_windows=knn["windows"]),
     settings=settings,
 )

@@ -1,15 +1,13 @@
 """Rule layer_skip_table: accuracy per condition (Wilson) and paired expansion-vs-random/pruning differences."""
 
-import pandas as pd
-
 from entropy_lens.accuracy import skip_tables
 from entropy_lens.jobs import setup_logging
-from entropy_lens.tables import write_table
+from entropy_lens.tables import read_frames, write_table
 
 setup_logging(snakemake)
 out = snakemake.output
 
-correct = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
+correct = read_frames(snakemake.input)
 accuracy, differences = skip_tables(correct, n_boot=snakemake.params.n_boot, seed=snakemake.params.seed)
 write_table(accuracy, out.csv, out.md, title="MMLU accuracy under layer skipping (95% Wilson intervals)")
 write_table(

@@ -1,15 +1,13 @@
 """Rule mmlu_accuracy: accuracy per model, style and measure with Wilson intervals and the letter bias."""
 
-import pandas as pd
-
 from entropy_lens.accuracy import accuracy_table
 from entropy_lens.jobs import setup_logging
 from entropy_lens.plots import plot_letter_bias
-from entropy_lens.tables import write_table
+from entropy_lens.tables import read_frames, write_table
 
 setup_logging(snakemake)
 out = snakemake.output
 
-table = accuracy_table(pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True))
+table = accuracy_table(read_frames(snakemake.input))
 write_table(table, out.csv, out.md, title="MMLU accuracy, 95% Wilson intervals over questions, and the letter bias")
 plot_letter_bias(table, out.png)

@@ -449,7 +449,8 @@ def knn_table(
         stores: Combined datasets by dataset name (lazy is fine).  Targets whose
             dataset is absent are skipped with a warning.
         targets: What to predict (default :data:`STUDY_TARGETS`).
-        alphas: Rényi orders to evaluate (each must be in the store's ``alpha``).
+        alphas: Rényi orders to evaluate (each must be in the store's ``alpha``); order 1
+            is Shannon entropy and is left out when ``include_shannon`` scores it already.
         include_shannon: Also evaluate Shannon ``entropy``.
         features: Feature settings (default :class:`FeatureSettings`).
         settings: kNN settings (default :class:`KnnSettings`).
@@ -458,7 +459,8 @@ def knn_table(
         Tidy frame with :data:`TABLE_COLUMNS`, one row per (target, split, model,
         measure); rows that cannot be evaluated carry NaN scores and a ``note``.
     """
-    measures = [(schema.ENTROPY, None)] * include_shannon + [(schema.RENYI, float(a)) for a in alphas]
+    orders = [float(a) for a in alphas if not (include_shannon and float(a) == 1.0)]
+    measures = [(schema.ENTROPY, None)] * include_shannon + [(schema.RENYI, a) for a in orders]
     if not measures:
         raise ValueError("nothing to evaluate: include_shannon is False and alphas is empty")
     rows = []

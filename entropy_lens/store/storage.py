@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import uuid
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +117,9 @@ def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Data
 def as_str(values: np.ndarray) -> np.ndarray:
     """String coordinate values as a plain ``str`` array whatever dtype Zarr returned."""
     return np.asarray([str(v) for v in np.asarray(values).ravel()], dtype=object).reshape(np.shape(values))
+
+
+def open_all(paths: Mapping[str, str | os.PathLike], *, combined: bool = False, load: bool = False) -> dict:
+    """:func:`open_profiles` of every store of ``paths`` (name -> path), loaded into memory if asked."""
+    stores = {name: open_profiles(path, combined=combined) for name, path in paths.items()}
+    return {name: ds.load() for name, ds in stores.items()} if load else stores
