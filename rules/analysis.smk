@@ -208,6 +208,8 @@ rule run_timings:
         folder="results/benchmarks",
     log:
         "logs/run_timings.log",
+    benchmark:
+        "results/benchmarks/run_timings.tsv"
     conda:
         "../envs/entropy-lens.yaml"
     script:
