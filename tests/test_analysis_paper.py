@@ -187,8 +187,11 @@ def test_headline_keeps_the_verdict_measure_and_shannon():
     assert set(top.loc[top["claim"] == P.ACCURACY, "measure"]) == {"calibrated"}
     assert "renyi(a=5)" not in set(top.loc[top["claim"] == P.TASK, "measure"])
     assert (top["verdict"] != "").all()
-    order = [P.CLAIM_ORDER.index(c) for c in top["claim"]]
+    measured = top[~top["why"].str.startswith("not run")]
+    order = [P.CLAIM_ORDER.index(c) for c in measured["claim"]]
     assert order == sorted(order)
+    assert top["why"].str.startswith("not run").tolist() == sorted(top["why"].str.startswith("not run"))  # last
+    assert "not run by this configuration (listed last)" in P.verdicts_html(top)
 
 
 def test_display_and_html_show_intervals_in_the_units_people_read():

@@ -70,6 +70,7 @@ STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {
 NO_FIGURE = "—"
 PERCENT = 100.0
 DESCRIPTIVE = "descriptive: no claim of the study is tested"
+NOT_RUN = "not run"
 
 # Claims, in the order a reader meets them.
 TASK = "task separability (intact prompts)"
@@ -535,7 +536,8 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows a reader needs first, one per claim and model, in claim order.
+    """The rows a reader needs first, one per claim and model, in claim order (claims the
+    configuration did not run last).
 
     Shannon entropy for separability; MMLU pooled over styles (correctness and accuracy)
     under the verdict measure; layer skipping at the smallest ``k`` (the study's headline
@@ -551,7 +553,9 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     if not skip_ks.empty:
         smallest = min(skip_ks, key=lambda text: int(text[2:]))
         keep &= ~claim.isin([SKIP_RANDOM, SKIP_PRUNING]) | split.isin([smallest, ""])
-    return table[keep].reset_index(drop=True)
+    top = table[keep]
+    not_run = top["why"].str.startswith(NOT_RUN)
+    return pd.concat([top[~not_run], top[not_run]], ignore_index=True)  # what was measured first
 
 
 def _has_pooled(table: pd.DataFrame) -> pd.Series:
@@ -631,8 +635,10 @@ span.verdict{color:#fff;border-radius:10px;padding:1px 8px;white-space:nowrap;fo
 def verdicts_html(table: pd.DataFrame) -> str:
     """The headline table as a styled HTML fragment (coloured verdicts), for the report's first page."""
     view = display(table)
-    counts = table["verdict"].value_counts()
+    not_run = table["why"].str.startswith(NOT_RUN)
+    counts = table.loc[~not_run, "verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in V.VERDICTS)
+    summary += f"; {int(not_run.sum())} not run by this configuration (listed last)" if not_run.any() else ""
     hidden = ("n", "measure")  # the headline holds one measure per claim; the README says which
     header = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns if c not in hidden)
     rows = []
