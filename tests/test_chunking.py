@@ -46,7 +46,7 @@ def test_chunked_equals_unchunked(weight_scale):
 
 PROBE = textwrap.dedent(
     """
-    import json, resource, sys, torch
+    import json, sys, torch
     sys.path.insert(0, {tests!r})
     from test_chunking import fake_lens_model
     from entropy_lens import lens
@@ -55,7 +55,9 @@ PROBE = textwrap.dedent(
     peaked = fake_lens_model(vocab=262144, hidden=64)
     peaked.unembed.weight.data.mul_(30)  # top-p sets of a few tokens: streamed tiles alone
     resid = torch.randn(4, 16, 64)
-    peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    def peak():  # this process's own high-water mark; ru_maxrss would carry the forking parent's over exec
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
     out = {{}}
     for name, lm, budget in (("flat", flat, {budget}), ("peaked", peaked, {budget}), ("whole", flat, 2**40)):
         before = peak()
