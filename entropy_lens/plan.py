@@ -47,6 +47,7 @@ import pandas as pd
 from scipy import optimize
 
 from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
+from entropy_lens.timings import read_benchmark
 
 logger = logging.getLogger(__name__)
 
@@ -1060,19 +1061,6 @@ def plan_from_config(
 # Predicted against measured -------------------------------------------------------------------------------------
 
 
-def read_benchmark(path: str | os.PathLike) -> dict[str, float]:
-    """Wall seconds (``s``) and peak ``max_rss`` (MB) of a Snakemake ``benchmark:`` TSV.
-
-    A benchmark repeated with ``repeat()`` keeps its last run, as :mod:`entropy_lens.timings` does.
-    """
-    table = pd.read_csv(path, sep="\t")
-    if "s" not in table.columns or table.empty:
-        raise ValueError(f"{path} is not a Snakemake benchmark file (columns {list(table.columns)})")
-    last = table.iloc[-1]
-    rss = pd.to_numeric(last.get("max_rss", math.nan), errors="coerce")
-    return {"measured_s": float(last["s"]), "measured_rss_mb": float(rss)}
-
-
 def _benchmark_paths(plan: Plan, patterns: Mapping[str, str]) -> Iterator[tuple[JobPlan, Path]]:
     for job in plan.jobs:
         if job.rule in patterns:
@@ -1096,7 +1084,8 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
     for job, path in _benchmark_paths(plan, patterns):
         if not path.is_file():
             continue
-        measured = read_benchmark(path)
+        benchmark = read_benchmark(path)
+        measured = {"measured_s": benchmark["s"], "measured_rss_mb": benchmark["max_rss"]}
         rows.append(
             {
                 "rule": job.rule,

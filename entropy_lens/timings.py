@@ -7,6 +7,7 @@ resident memory (``max_rss``, MB) and CPU seconds (``cpu_time``).
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -28,17 +29,25 @@ def read_benchmarks(folder: str | os.PathLike) -> pd.DataFrame:
     rows = []
     for path in files:
         parts = path.relative_to(root).with_suffix("").parts
-        record = pd.read_csv(path, sep="\t").iloc[-1]  # a repeated benchmark keeps its last run
-        rows.append(
-            {
-                "rule": parts[0],
-                "job": "/".join(parts[1:]) or parts[0],
-                "s": float(record["s"]),
-                "max_rss": pd.to_numeric(record.get("max_rss"), errors="coerce"),
-                "cpu_time": pd.to_numeric(record.get("cpu_time"), errors="coerce"),
-            }
-        )
+        rows.append({"rule": parts[0], "job": "/".join(parts[1:]) or parts[0], **read_benchmark(path)})
     return pd.DataFrame(rows)
+
+
+def read_benchmark(path: str | os.PathLike) -> dict[str, float]:
+    """Wall seconds ``s``, peak ``max_rss`` (MB) and ``cpu_time`` of one Snakemake ``benchmark:`` TSV.
+
+    A benchmark repeated with ``repeat()`` keeps its last run; a missing or unparsable
+    memory or CPU figure is NaN.
+    """
+    table = pd.read_csv(path, sep="\t")
+    if "s" not in table.columns or table.empty:
+        raise ValueError(f"{path} is not a Snakemake benchmark file (columns {list(table.columns)})")
+    last = table.iloc[-1]
+    return {
+        "s": float(last["s"]),
+        "max_rss": float(pd.to_numeric(last.get("max_rss", math.nan), errors="coerce")),
+        "cpu_time": float(pd.to_numeric(last.get("cpu_time", math.nan), errors="coerce")),
+    }
 
 
 def timing_table(folder: str | os.PathLike) -> pd.DataFrame:

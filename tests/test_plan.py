@@ -14,7 +14,7 @@ from tiny import tiny_tokenizer
 from transformers import AutoConfig, AutoModelForCausalLM
 from workflow_tiny import REPO
 
-from entropy_lens import cli, plan
+from entropy_lens import cli, plan, timings
 
 PAPER = REPO / "config" / "paper.yaml"
 DEFAULT = REPO / "config.yaml"
@@ -375,7 +375,7 @@ def test_calibration_needs_enough_jobs_and_benchmark_files_must_be_snakemakes(tm
         plan.calibrate(result, table)
     (tmp_path / "bad.tsv").write_text("seconds\n3\n")
     with pytest.raises(ValueError, match="is not a Snakemake benchmark file"):
-        plan.read_benchmark(tmp_path / "bad.tsv")
+        timings.read_benchmark(tmp_path / "bad.tsv")
 
 
 # The CLI --------------------------------------------------------------------------------------------------------
