@@ -2,7 +2,8 @@
 
 Workflow scripts call these so that each stays a few lines: read inputs, call one
 library function, write outputs.  Nothing here imports Snakemake; a job is anything
-with Snakemake's ``log`` and ``threads`` attributes.
+with Snakemake's ``log`` (and, for model jobs, ``input.model``,
+``params.device``, ``params.dtype`` and ``threads``) attributes.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def setup_logging(job: Any) -> None:
 
 
 @contextlib.contextmanager
-def job_model(model_dir: str, *, device: str, dtype: str, threads: int) -> Iterator[LensModel]:
-    """Claim a device (a free GPU, or the CPU), use ``threads`` CPU threads and load the model."""
-    torch.set_num_threads(max(int(threads), 1))
-    with claim_device(device) as claimed:
-        yield load_model(model_dir, device=claimed, dtype=dtype)
+def job_model(job: Any) -> Iterator[LensModel]:
+    """Claim ``job.params.device`` (a free GPU, or the CPU), use ``job.threads`` CPU threads and
+    load ``job.input.model`` in ``job.params.dtype``."""
+    torch.set_num_threads(max(int(job.threads), 1))
+    with claim_device(job.params.device) as claimed:
+        yield load_model(job.input.model, device=claimed, dtype=job.params.dtype)

@@ -11,6 +11,9 @@ rule generate_stories:
     params:
         stories=config["stories"],
         n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
+        # the corpus is written on the CPU in float32 whatever compute says, so it is the same everywhere
+        device="cpu",
+        dtype="float32",
     log:
         "logs/generate_stories.log",
     benchmark:

@@ -14,9 +14,7 @@ generation = GenerationSettings(gen["max_new_tokens"], gen["do_sample"], gen["te
 lens_settings = LensSettings(lens["top_p"], tuple(lens["alphas"]), lens["budget_mb"] * 2**20)
 
 table = read_table(snakemake.input.table, dataset)
-with job_model(
-    snakemake.input.model, device=snakemake.params.device, dtype=snakemake.params.dtype, threads=snakemake.threads
-) as lm:
+with job_model(snakemake) as lm:
     ds = extract_table(
         lm,
         table,

@@ -6,7 +6,7 @@ from entropy_lens.prompts.stories import generate_stories, write_stories
 setup_logging(snakemake)
 settings, n_stories = snakemake.params.stories, snakemake.params.n_stories
 
-with job_model(snakemake.input.model, device="cpu", dtype="float32", threads=snakemake.threads) as lm:
+with job_model(snakemake) as lm:
     stories, provenance = generate_stories(
         lm,
         n_stories,

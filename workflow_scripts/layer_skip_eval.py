@@ -9,9 +9,7 @@ setup_logging(snakemake)
 lens, out = snakemake.params.lens, snakemake.output
 
 table = read_table(snakemake.input.evaluation, "mmlu")
-with job_model(
-    snakemake.input.model, device=snakemake.params.device, dtype=snakemake.params.dtype, threads=snakemake.threads
-) as lm:
+with job_model(snakemake) as lm:
     correct, profiles = evaluate_conditions(
         lm,
         table,

@@ -11,9 +11,7 @@ setup_logging(snakemake)
 skip, lens, out = snakemake.params.skip, snakemake.params.lens, snakemake.output
 
 table = read_table(snakemake.input.calibration, "mmlu")
-with job_model(
-    snakemake.input.model, device=snakemake.params.device, dtype=snakemake.params.dtype, threads=snakemake.threads
-) as lm:
+with job_model(snakemake) as lm:
     conditions, protected = select_conditions(
         lm,
         table,

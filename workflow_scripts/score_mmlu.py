@@ -11,9 +11,7 @@ scoring = snakemake.params.scoring
 
 table = read_table(snakemake.input.table, "mmlu")
 token_ids = storage.open_profiles(snakemake.input.profiles)["token_id"].sel(prompt=table["prompt_id"].tolist()).values
-with job_model(
-    snakemake.input.model, device=snakemake.params.device, dtype=snakemake.params.dtype, threads=snakemake.threads
-) as lm:
+with job_model(snakemake) as lm:
     scores = score_prompts(
         lm,
         table,
