@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from entropy_lens.checks import check_positive_int
 from entropy_lens.store import schema
 
 INTACT = "intact"
@@ -62,13 +63,6 @@ def check_layers(layers: Iterable[int], n_layers: int) -> list[int]:
             raise ValueError(f"layer {index} is listed twice; list each block to skip once")
         checked.append(index)
     return checked
-
-
-def check_positive_int(value: Any, name: str) -> int:
-    """``value`` as an int, or ``ValueError`` naming ``name`` unless it is a positive integer."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)

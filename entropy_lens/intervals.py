@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
+from entropy_lens.checks import check_positive_int
+
 DEFAULT_LEVEL = 0.95
 DEFAULT_N_BOOT = 1000
 
@@ -25,13 +27,6 @@ def check_level(level: float) -> float:
     if not isinstance(level, (int, float)) or not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
     return float(level)
-
-
-def check_n_boot(n_boot: int) -> int:
-    """``n_boot`` as an int, or ``ValueError`` unless it is a positive integer."""
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
-    return int(n_boot)
 
 
 def wilson_interval(successes: int, n: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
@@ -78,7 +73,7 @@ def paired_bootstrap(
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a and b must be equal-length non-empty 1-D arrays, got shapes {a.shape} and {b.shape}")
     diff = a - b
-    level, n_boot = check_level(level), check_n_boot(n_boot)
+    level, n_boot = check_level(level), check_positive_int(n_boot, "n_boot")
     picks = np.random.default_rng(seed).integers(0, diff.size, size=(n_boot, diff.size))
     return (float(diff.mean()), *_percentiles(diff[picks].mean(axis=1), level))
 
@@ -137,7 +132,7 @@ def cluster_bootstrap_correlation(
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1 or np.shape(clusters) != x.shape:
         raise ValueError(f"x, y and clusters must be 1-D of one length, got {x.shape}, {y.shape}, {np.shape(clusters)}")
-    level, n_boot = check_level(level), check_n_boot(n_boot)
+    level, n_boot = check_level(level), check_positive_int(n_boot, "n_boot")
     x, y = x - x.mean(), y - y.mean()  # centring keeps the sums well conditioned
     sums = cluster_sums((np.ones_like(x), x, y, x * x, y * y, x * y), clusters, n_boot=n_boot, seed=seed)
     if sums is None:
@@ -164,7 +159,7 @@ def cluster_bootstrap_mean(
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1 or np.shape(clusters) != values.shape:
         raise ValueError(f"values and clusters must be 1-D of one length, got {values.shape}, {np.shape(clusters)}")
-    level, n_boot = check_level(level), check_n_boot(n_boot)
+    level, n_boot = check_level(level), check_positive_int(n_boot, "n_boot")
     sums = cluster_sums((np.ones_like(values), values), clusters, n_boot=n_boot, seed=seed)
     if sums is None:
         return math.nan, math.nan
