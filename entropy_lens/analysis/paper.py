@@ -244,9 +244,8 @@ def _text(value: Any) -> str:
 def _separability(
     rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, k_study: int, expected: Expected
 ) -> V.Verdict:
-    blank = expected.datasets.get("blank")
-    if rec["target"] == "family" and blank is not None and len(blank) < 2:
-        return V.not_run(f"needs >= 2 models on 'blank', got {len(blank)}")
+    if rec["target"] == "family" and "blank" in expected.datasets and (shortfall := _family_shortfall(expected)):
+        return V.not_run(shortfall)
     if rec["target"] == "mmlu_correct":
         blocked = _correctness_blocked(accuracy, str(rec["model"]), split)
         if blocked is not None:
@@ -455,9 +454,18 @@ def _absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[st
                 out.append(_row(claim, model, POINTS, V.not_run(reason)))
     if not any(claim == CLUSTERING for claim, _ in seen):
         blank = list(expected.datasets.get("blank", ()))
-        reason = f"needs >= 2 models on 'blank', got {len(blank)}" if blank else "dataset 'blank' is disabled"
-        out.append(_row(CLUSTERING, ", ".join(blank) or "all", "", V.not_run(reason)))
+        out.append(
+            _row(CLUSTERING, ", ".join(blank) or "all", "", V.not_run(_family_shortfall(expected) or "no result"))
+        )
     return out
+
+
+def _family_shortfall(expected: Expected) -> str:
+    """Why the family analyses of blank prompts cannot run, or ``""`` when they can."""
+    blank = expected.datasets.get("blank")
+    if not blank:
+        return "dataset 'blank' is disabled"
+    return f"needs >= 2 models on 'blank', got {len(blank)}" if len(blank) < 2 else ""
 
 
 def _why_absent(dataset: str, model: str, profiled: Sequence[str], target: str) -> str:
