@@ -961,21 +961,37 @@ def jobs_from_config(
     return jobs
 
 
-def enabled_datasets(config: Mapping) -> list[str]:
-    """Datasets whose ``enabled`` flag is on, in config order."""
-    return [name for name, spec in _get(config, "datasets").items() if spec.get("enabled", True)]
+def dataset_models(config: Mapping) -> dict[str, list[str]]:
+    """Enabled dataset -> the models profiled on it, in config order.
+
+    A dataset's ``models`` list (empty: every model) must name configured models.
+    """
+    return {
+        name: _section_models(config, f"datasets.{name}", spec.get("models", []))
+        for name, spec in _get(config, "datasets").items()
+        if spec.get("enabled", True)
+    }
 
 
-def _runs_on(section: Mapping, model: str) -> bool:
-    """Whether a section's ``models`` list (empty: every model) includes ``model``."""
-    return not section.get("models") or model in section["models"]
+def skip_models(config: Mapping) -> list[str]:
+    """The models of the layer-skip experiment (``layer_skip.models``, empty: all); none when it is off."""
+    skip = config.get("layer_skip", {})
+    return _section_models(config, "layer_skip", skip.get("models", [])) if skip.get("enabled", False) else []
+
+
+def _section_models(config: Mapping, section: str, names: Sequence[str]) -> list[str]:
+    models = list(_get(config, "models"))
+    unknown = [name for name in names if name not in models]
+    if unknown:
+        raise ValueError(f"{section}.models names {unknown}, which are not configured models {models}")
+    return list(names) or models
 
 
 def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, settings: PlanSettings) -> list[Job]:
     jobs = []
     n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
-    for dataset in enabled_datasets(config):
-        if not _runs_on(_get(config, "datasets", dataset), model.name):
+    for dataset, models in dataset_models(config).items():
+        if model.name not in models:
             continue
         stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
         new = _get(config, "datasets", dataset, "max_new_tokens")
@@ -989,12 +1005,11 @@ def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, s
 def _per_model_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) -> list[Job]:
     jobs = []
     batch = _get(config, "generation", "batch_size")
-    if "mmlu" in enabled_datasets(config) and _runs_on(_get(config, "datasets", "mmlu"), model.name):
+    if model.name in dataset_models(config).get("mmlu", []):
         stats = prompts.stats(model, "mmlu", chat=model.chat_template)
         jobs.append(Job(SCORE, model.name, "", 0, 1, model.shape, (_scoring(stats, batch),), stats.source))
-    skip = config.get("layer_skip", {})
-    if skip.get("enabled", False) and _runs_on(skip, model.name):
-        jobs += _layer_skip_jobs(skip, model, prompts, batch)
+    if model.name in skip_models(config):
+        jobs += _layer_skip_jobs(config["layer_skip"], model, prompts, batch)
     return jobs
 
 

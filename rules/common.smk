@@ -4,7 +4,7 @@ import re
 
 from snakemake.utils import validate
 
-from entropy_lens.plan import plan_from_config
+from entropy_lens.plan import dataset_models, plan_from_config, skip_models
 from entropy_lens.prompts.datasets import prompt_count
 from entropy_lens.registry import source_kind
 
@@ -20,24 +20,14 @@ for _name, _spec in config["models"].items():
 
 
 MODELS = list(config["models"])
-DATASETS = [name for name, spec in config["datasets"].items() if spec["enabled"]]
+# Enabled dataset -> the models profiled on it (datasets.<name>.models, default all); the cost
+# plan lists its jobs from the same two functions.
+DATASET_MODELS = dataset_models(config)
+DATASETS = list(DATASET_MODELS)
 MMLU = "mmlu" in DATASETS
 GPU = config["compute"]["device"] == "cuda"
-SKIP = config["layer_skip"]["enabled"]
-
-
-def configured_models(section, names):
-    """The model list of a config section (all models when empty), checked against `models`."""
-    unknown = [name for name in names if name not in MODELS]
-    if unknown:
-        raise ValueError(f"{section}.models names {unknown}, which are not configured models {MODELS}")
-    return list(names) or MODELS
-
-
-# dataset -> the models profiled on it (datasets.<name>.models, default all).
-DATASET_MODELS = {d: configured_models(f"datasets.{d}", config["datasets"][d]["models"]) for d in DATASETS}
 MMLU_MODELS = DATASET_MODELS.get("mmlu", [])
-SKIP_MODELS = configured_models("layer_skip", config["layer_skip"]["models"]) if SKIP else []
+SKIP_MODELS = skip_models(config)
 # Family analyses compare models: they run only where the blank set has two or more.
 FAMILIES = len(DATASET_MODELS.get("blank", [])) >= 2
 PAIRS = [(m, d) for d in DATASETS for m in DATASET_MODELS[d]]

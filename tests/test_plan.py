@@ -315,6 +315,12 @@ def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
     result = plan.plan_from_config(config)
     assert [j.model for j in result.jobs if j.dataset == "blank"] == ["gemma3-270m"]
     assert [j.model for j in result.jobs if j.rule == plan.SKIP_EVAL] == ["smollm2-135m"]
+    assert plan.dataset_models(config)["blank"] == ["gemma3-270m"] and plan.skip_models(config) == ["smollm2-135m"]
+    config["layer_skip"]["enabled"] = False
+    assert plan.skip_models(config) == []
+    config["datasets"]["formats"]["models"] = ["gemma3-270m", "gpt-5"]
+    with pytest.raises(ValueError, match=r"datasets.formats.models names \['gpt-5'\], which are not configured models"):
+        plan.plan_from_config(config)
 
 
 def test_missing_config_key_is_named():
