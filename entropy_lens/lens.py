@@ -14,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -61,6 +62,11 @@ class LensSettings:
         object.__setattr__(self, "alphas", metrics.check_alphas(self.alphas))
         if not isinstance(self.budget_bytes, int) or self.budget_bytes <= 0:
             raise ValueError(f"budget_bytes must be a positive integer, got {self.budget_bytes!r}")
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> LensSettings:
+        """The settings of the workflow config's ``lens`` section (``top_p``, ``alphas``, ``budget_mb``)."""
+        return cls(section["top_p"], tuple(section["alphas"]), section["budget_mb"] * 2**20)
 
 
 @torch.inference_mode()

@@ -218,6 +218,13 @@ def test_settings_given_twice_or_wrongly_are_refused(kwargs, error, message):
         extract_profiles(tiny_model("llama"), ["the cat"], **kwargs)
 
 
+def test_lens_settings_from_the_config_section():
+    section = {"top_p": 0.6, "alphas": [0.5, 1.0, 5.0], "budget_mb": 256}
+    assert lens.LensSettings.from_config(section) == lens.LensSettings(0.6, (0.5, 1.0, 5.0), 256 * 2**20)
+    with pytest.raises(ValueError, match="top_p"):
+        lens.LensSettings.from_config({**section, "top_p": 1.5})
+
+
 @pytest.mark.parametrize("arch", ["llama", "gemma2"])
 def test_bfloat16_tiles_equal_the_model_head(arch):
     """Tiles run in the weight dtype: with bf16 weights the last layer is the model's own head."""

@@ -11,7 +11,7 @@ setup_logging(snakemake)
 gen, lens, store = snakemake.params.generation, snakemake.params.lens, snakemake.params.storage
 dataset, shard = snakemake.wildcards.dataset, Shard.of(snakemake.params.shard)
 generation = GenerationSettings(gen["max_new_tokens"], gen["do_sample"], gen["temperature"], gen["seed"])
-lens_settings = LensSettings(lens["top_p"], tuple(lens["alphas"]), lens["budget_mb"] * 2**20)
+lens_settings = LensSettings.from_config(lens)
 
 table = read_table(snakemake.input.table, dataset)
 with job_model(snakemake) as lm:

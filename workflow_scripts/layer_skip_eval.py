@@ -14,7 +14,7 @@ with job_model(snakemake) as lm:
         lm,
         table,
         read_conditions(snakemake.input.conditions),
-        lens=LensSettings(lens["top_p"], (1.0,), lens["budget_mb"] * 2**20),
+        lens=LensSettings.from_config(lens),
         batch_size=snakemake.params.batch_size,
         chat_template=snakemake.params.chat_template,
         profile_prompts=snakemake.params.profile_prompts,

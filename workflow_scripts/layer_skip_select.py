@@ -15,7 +15,7 @@ with job_model(snakemake) as lm:
     conditions, protected = select_conditions(
         lm,
         table,
-        lens=LensSettings(lens["top_p"], (1.0,), lens["budget_mb"] * 2**20),
+        lens=LensSettings.from_config(lens),
         chat_template=snakemake.params.chat_template,
         tokens=skip["calibration_tokens"],
         ks=skip["ks"],
