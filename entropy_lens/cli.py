@@ -25,7 +25,6 @@ SCHEMA = Path("schemas") / "config.schema.yaml"
 TABLE_PATH = "{results}/datasets/{table}.parquet"
 BENCHMARK_PATHS = {
     planning.EXTRACT: "{root}/extract_profiles/{{model}}/{{dataset}}.tsv",
-    planning.SCORE: "{root}/score_mmlu/{{model}}.tsv",
     planning.SKIP_SELECT: "{root}/layer_skip_select/{{model}}.tsv",
     planning.SKIP_EVAL: "{root}/layer_skip_eval/{{model}}.tsv",
 }

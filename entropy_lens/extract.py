@@ -12,7 +12,9 @@ the batches the unsharded job would, so the gathered store
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,11 +22,14 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
+from entropy_lens.choices import choice_logprobs, readout_of
 from entropy_lens.generation import GenerationSettings
 from entropy_lens.lens import LensSettings, encode_prompts, extract_profiles
 from entropy_lens.models import LensModel
 from entropy_lens.prompts.datasets import PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 from entropy_lens.store import schema
+
+logger = logging.getLogger(__name__)
 
 PROGRESS_SECONDS = 5.0
 
@@ -74,6 +79,7 @@ def extract_table(
     batch_size: int,
     chat_template: bool,
     shard: Shard | None = None,
+    choices: Sequence[str] = (),
 ) -> xr.Dataset:
     """Profiles of every prompt of a validated prompt table (or of one shard), labelled.
 
@@ -86,6 +92,9 @@ def extract_table(
         batch_size: Prompts per forward pass.
         chat_template: Render prompts with the model's chat template.
         shard: Profile only this shard (see the module docstring); ``None``: all prompts.
+        choices: Answer choices (e.g. ``A``..``D``) whose log-probabilities are read from the
+            first generation step into ``choice_logprob`` (see :mod:`entropy_lens.choices`);
+            prompts that step cannot serve are scored by a forward pass of their own.
 
     Returns:
         A schema-valid per-model dataset with the label coordinates on ``prompt`` and
@@ -94,12 +103,14 @@ def extract_table(
     if shard is not None:
         table = table.iloc[shard_rows(lm, table, shard, chat_template=chat_template)]
     seeds = table[SEED].tolist() if SEED in table else None
+    prompts = table[PROMPT_TEXT].tolist()
+    readout = readout_of(lm, prompts, choices, chat_template=chat_template) if choices else None
     with tqdm(
         total=len(table), desc=f"{lm.name} {dataset}", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS
     ) as bar:
         ds = extract_profiles(
             lm,
-            table[PROMPT_TEXT].tolist(),
+            prompts,
             prompt_ids=table[PROMPT_ID].tolist(),
             generation=generation,
             lens=lens,
@@ -107,7 +118,26 @@ def extract_table(
             batch_size=batch_size,
             chat_template=chat_template,
             progress=bar.update,
+            readout=readout,
         )
+    if readout is not None:
+        ds = _score_unread(lm, ds, prompts, ~readout.readable, batch_size=batch_size, chat_template=chat_template)
     labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table}
     ds = ds.assign_coords(labels).assign_attrs(dataset=dataset)
     return ds if shard is None else ds.assign_attrs(shard=shard.index, prompts_per_job=shard.size)
+
+
+def _score_unread(
+    lm: LensModel, ds: xr.Dataset, prompts: list[str], unread: np.ndarray, *, batch_size: int, chat_template: bool
+) -> xr.Dataset:
+    """Fill ``choice_logprob`` of the prompts the first generation step could not read."""
+    if not unread.any():
+        return ds
+    logger.info("%d of %d prompts need a forward pass of their own for their choices", unread.sum(), len(unread))
+    labels = [str(c) for c in ds[schema.CHOICE].values]
+    rows = np.flatnonzero(unread)
+    values = ds[schema.CHOICE_LOGPROB].values.copy()
+    values[rows] = choice_logprobs(
+        lm, [prompts[r] for r in rows], labels, batch_size=batch_size, chat_template=chat_template
+    )
+    return ds.assign({schema.CHOICE_LOGPROB: ds[schema.CHOICE_LOGPROB].copy(data=values)})

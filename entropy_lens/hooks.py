@@ -3,7 +3,9 @@
 * :func:`record_residuals` keeps every block's output at the last position (what the
   lens decodes at each generation step);
 * :func:`skip_blocks` makes chosen blocks pass their input through unchanged (layer
-  skipping, with or without a KV cache).
+  skipping, with or without a KV cache);
+* :func:`capture_block_calls` keeps how chosen blocks were called, so that
+  :func:`run_blocks` can rerun the model from there (layer skipping with a shared prefix).
 
 Both are context managers that remove their hooks in ``finally``, also on error.
 Skipping is not trained early exit: the skipped blocks are simply bypassed in a model
@@ -16,6 +18,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -129,3 +132,88 @@ def skip_blocks(lm: LensModel, layers: Iterable[int]) -> Iterator[tuple[int, ...
     finally:
         for handle in handles:
             handle.remove()
+
+
+@dataclass(frozen=True)
+class BlockCall:
+    """How the model called one block: its residual input (where kept) and every other argument.
+
+    Attributes:
+        hidden: ``[B, S, d]`` residual stream entering the block, or ``None`` where not kept.
+        args: The other positional arguments, as passed.
+        kwargs: The keyword arguments (attention mask, position embeddings, ...), as passed.
+    """
+
+    hidden: torch.Tensor | None
+    args: tuple
+    kwargs: dict[str, Any]
+
+
+@contextlib.contextmanager
+def capture_block_calls(lm: LensModel, starts: Iterable[int]) -> Iterator[dict[int, BlockCall]]:
+    """Keep how every block was called during the forward pass run inside the context.
+
+    A forward pre-hook (``with_kwargs=True``) on each block records its arguments besides
+    the residual input (masks, rotary embeddings: per block, since layers of different
+    types, sliding or global, get different ones) and, for the blocks listed in
+    ``starts``, the residual input itself.  None of these arguments depend on the
+    residual stream, so the model can be rerun from any of ``starts``
+    (:func:`run_blocks`).  The hooks are removed when the context exits, also on error.
+
+    Yields:
+        ``{block index: BlockCall}`` for every block, filled by the forward pass.
+    """
+    kept = set(check_layers(starts, lm.n_layers))
+    calls: dict[int, BlockCall] = {}
+
+    def make_hook(index: int, name: str):
+        def hook(_module: nn.Module, args: tuple, kwargs: dict) -> None:
+            if args:
+                hidden, rest_args, rest = args[0], tuple(args[1:]), dict(kwargs)
+            else:
+                hidden, rest_args, rest = kwargs[name], (), {k: v for k, v in kwargs.items() if k != name}
+            calls[index] = BlockCall(hidden if index in kept else None, rest_args, rest)
+
+        return hook
+
+    handles = [
+        block.register_forward_pre_hook(make_hook(i, _first_param(block)), with_kwargs=True)
+        for i, block in enumerate(lm.blocks)
+    ]
+    try:
+        yield calls
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def run_blocks(lm: LensModel, calls: dict[int, BlockCall], start: int, skip: Iterable[int] = ()) -> torch.Tensor:
+    """Run blocks ``start .. L-1`` as :func:`capture_block_calls` recorded them, leaving out ``skip``.
+
+    The intact model's blocks before ``start`` are not recomputed: every skip condition
+    whose first skipped block is ``start`` or later can share them.  A skipped block
+    passes its input through (as :func:`skip_blocks` makes it) without being computed.
+    No cache is read or written (the recorded pass ran with ``use_cache=False``).
+
+    Args:
+        lm: The model.
+        calls: The recorded calls; ``calls[start]`` must hold its residual input.
+        start: First block to run.
+        skip: Blocks to leave out.
+
+    Returns:
+        ``[B, S, d]`` the residual stream after the last block (before the final norm).
+
+    Raises:
+        ValueError: when the residual input of block ``start`` was not kept.
+    """
+    skipped = set(check_layers(skip, lm.n_layers))
+    hidden = calls[start].hidden if start in calls else None
+    if hidden is None:
+        raise ValueError(f"the input of block {start} was not kept; list it in capture_block_calls(starts=...)")
+    for index in range(start, lm.n_layers):
+        if index in skipped:
+            continue
+        output = lm.blocks[index](hidden, *calls[index].args, **calls[index].kwargs)
+        hidden = output[0] if isinstance(output, (tuple, list)) else output
+    return hidden

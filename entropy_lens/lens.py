@@ -69,6 +69,30 @@ class LensSettings:
         return cls(section["top_p"], tuple(section["alphas"]), section["budget_mb"] * 2**20)
 
 
+@dataclass(frozen=True)
+class Readout:
+    """Choices whose log-probabilities extraction reads at the first generated position.
+
+    Attributes:
+        labels: Names of the ``C`` choices (the store's ``choice`` coordinate), e.g. ``A``..``D``.
+        token_ids: ``[N, C]`` int64 token of each choice after each prompt; a row of ``-1``
+            marks a prompt whose choices that position cannot read (left NaN).
+    """
+
+    labels: tuple[str, ...]
+    token_ids: np.ndarray
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.token_ids)
+        if ids.ndim != 2 or ids.shape[1] != len(self.labels) or not self.labels:
+            raise ValueError(f"token_ids must be [N, {len(self.labels)}] for labels {self.labels}, got {ids.shape}")
+
+    @property
+    def readable(self) -> np.ndarray:
+        """``[N]`` bool: the prompts whose choices the first generated position reads."""
+        return (np.asarray(self.token_ids) >= 0).all(axis=1)
+
+
 @torch.inference_mode()
 def lens_logits(lm: LensModel, resid: torch.Tensor) -> torch.Tensor:
     """``[n, V]`` float32 logits of ``[n, d]`` residuals through norm, unembedding, soft-cap."""
@@ -252,6 +276,7 @@ class _Buffers:
     n_tokens: int
     n_layers: int
     n_alphas: int
+    n_choices: int = 0
     arrays: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -264,6 +289,8 @@ class _Buffers:
             schema.TOP1_ID: np.full(shape, schema.MASKED_INT, np.int32),
             schema.TOKEN_ID: np.full(shape[:2], schema.MASKED_INT, np.int32),
         }
+        if self.n_choices:
+            self.arrays[schema.CHOICE_LOGPROB] = np.full((self.n_prompts, self.n_choices), np.nan, np.float32)
 
     def put(self, rows: np.ndarray, step: int, sm: StepMetrics) -> None:
         for name in (schema.ENTROPY, schema.RENYI, schema.NUCLEUS_SIZE, schema.NUCLEUS_JACCARD, schema.TOP1_ID):
@@ -314,6 +341,7 @@ def extract_profiles(
     prompt_ids: Sequence[str] | None = None,
     sample_seeds: Sequence[int] | None = None,
     progress: Callable[[int], None] | None = None,
+    readout: Readout | None = None,
     max_new_tokens: int | None = None,
     top_p: float | None = None,
     alphas: Sequence[float] | None = None,
@@ -340,6 +368,9 @@ def extract_profiles(
         sample_seeds: Per-prompt sampling seeds (default derived from the seed and the
             prompt's position), so a prompt samples the same whatever its batch.
         progress: Called with the number of prompts finished after each batch.
+        readout: Choices whose log-probabilities to read from the model's own next-token
+            distribution at the first generated position (variable ``choice_logprob``,
+            NaN for the rows the readout marks unreadable).
         max_new_tokens, do_sample, temperature, seed: Fields of ``generation``.
         top_p, alphas, budget_bytes: Fields of ``lens``.
 
@@ -353,16 +384,29 @@ def extract_profiles(
     ids = _check_prompts(prompts, prompt_ids, batch_size)
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
     check_context(lm, encoded, settings.max_new_tokens, ids)
-    buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas))
+    n_choices = _check_readout(readout, len(prompts))
+    buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), n_choices)
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     order = np.argsort([len(e) for e in encoded], kind="stable")
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
-        _run_batch(lm, [encoded[r] for r in rows], rows, [seeds[r] for r in rows], settings, lens, buf)
+        choice_ids = None if readout is None else np.asarray(readout.token_ids)[rows]
+        _run_batch(lm, [encoded[r] for r in rows], rows, [seeds[r] for r in rows], settings, lens, buf, choice_ids)
         if progress is not None:
             progress(len(rows))
     attrs = _attrs(lm, lens, settings, chat_template)
-    return build_dataset(buf.arrays, ids, rendered, lm.n_layers, lens.alphas, attrs)
+    labels = () if readout is None else readout.labels
+    return build_dataset(buf.arrays, ids, rendered, lm.n_layers, lens.alphas, attrs, labels)
+
+
+def _check_readout(readout: Readout | None, n_prompts: int) -> int:
+    if readout is None:
+        return 0
+    if not isinstance(readout, Readout):
+        raise TypeError(f"readout must be a Readout, got {type(readout).__name__}")
+    if len(readout.token_ids) != n_prompts:
+        raise ValueError(f"readout has token ids for {len(readout.token_ids)} prompts, expected {n_prompts}")
+    return len(readout.labels)
 
 
 def _settings(cls: type, name: str, given: object | None, keywords: dict):
@@ -421,8 +465,10 @@ def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, bat
     return [str(i) for i in ids]
 
 
-def _run_batch(lm, batch, rows, seeds, settings, lens, buf) -> None:
-    def on_step(step: int, resid: torch.Tensor, _logits: torch.Tensor, alive: torch.Tensor) -> None:
+def _run_batch(lm, batch, rows, seeds, settings, lens, buf, choice_ids: np.ndarray | None) -> None:
+    def on_step(step: int, resid: torch.Tensor, logits: torch.Tensor, alive: torch.Tensor) -> None:
+        if step == 0 and choice_ids is not None:
+            _read_choices(logits, choice_ids, rows, buf)
         live = alive.cpu().numpy()
         if live.any():
             sm = decode_residuals(lm, resid[alive], lens)
@@ -430,6 +476,15 @@ def _run_batch(lm, batch, rows, seeds, settings, lens, buf) -> None:
 
     tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
     buf.arrays[schema.TOKEN_ID][rows] = tokens.cpu().numpy().astype(np.int32)
+
+
+def _read_choices(logits: torch.Tensor, choice_ids: np.ndarray, rows: np.ndarray, buf: _Buffers) -> None:
+    """Log-probabilities of the readable rows' choice tokens under the model's own ``[B, V]`` logits."""
+    ok = (choice_ids >= 0).all(axis=1)
+    if ok.any():
+        logp = torch.log_softmax(logits[torch.as_tensor(ok, device=logits.device)].float(), dim=-1)
+        index = torch.as_tensor(choice_ids[ok], dtype=torch.long, device=logp.device)  # [b, C]
+        buf.arrays[schema.CHOICE_LOGPROB][rows[ok]] = logp.gather(1, index).cpu().numpy()
 
 
 def _attrs(lm: LensModel, lens: LensSettings, settings: GenerationSettings, chat_template: bool) -> dict:
@@ -461,8 +516,12 @@ def build_dataset(
     n_layers: int,
     alphas: Sequence[float],
     attrs: dict,
+    choices: Sequence[str] = (),
 ) -> xr.Dataset:
-    """Wrap metric arrays into a schema-conformant dataset (validated before return)."""
+    """Wrap metric arrays into a schema-conformant dataset (validated before return).
+
+    ``choices`` labels the ``choice`` dim of ``choice_logprob`` when ``arrays`` holds it.
+    """
     layers = np.arange(n_layers, dtype=np.int32)
     coords = {
         schema.PROMPT: np.asarray(prompt_ids, dtype=object),
@@ -472,10 +531,13 @@ def build_dataset(
         schema.DEPTH: (schema.LAYER, schema.depth_of(layers, n_layers)),
         schema.ALPHA: np.asarray(alphas, dtype=np.float64),
     }
+    specs = {**schema.VARIABLES, **schema.optional_variables(arrays)}
     data_vars = {
         name: (spec.dims, arrays[name], {"units": spec.units, "long_name": spec.description})
-        for name, spec in schema.VARIABLES.items()
+        for name, spec in specs.items()
     }
+    if choices:
+        coords[schema.CHOICE] = np.asarray(choices, dtype=object)
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     schema.validate_profiles(ds)
     return ds

@@ -55,10 +55,10 @@ MODEL_CONFIGS_RESOURCE = "data/model_configs.json"
 GIB = 2**30
 MIB = 2**20
 EXTRACT = "extract_profiles"
-SCORE = "score_mmlu"
 SKIP_SELECT = "layer_skip_select"
 SKIP_EVAL = "layer_skip_eval"
-RULES = (EXTRACT, SCORE, SKIP_SELECT, SKIP_EVAL)
+# score_mmlu is no model job: it reads the letters the extraction pass stored.
+RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL)
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Mirrors entropy_lens.models.default_dtype (bf16 on GPUs, float32 on CPUs) without importing torch.
 AUTO_DTYPE = {"cuda": "bfloat16", "cpu": "float32"}
@@ -1005,9 +1005,6 @@ def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, s
 def _per_model_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) -> list[Job]:
     jobs = []
     batch = _get(config, "generation", "batch_size")
-    if model.name in dataset_models(config).get("mmlu", []):
-        stats = prompts.stats(model, "mmlu", chat=model.chat_template)
-        jobs.append(Job(SCORE, model.name, "", 0, 1, model.shape, (_scoring(stats, batch),), stats.source))
     if model.name in skip_models(config):
         jobs += _layer_skip_jobs(config["layer_skip"], model, prompts, batch)
     return jobs

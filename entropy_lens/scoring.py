@@ -1,22 +1,22 @@
-"""MMLU letter scoring with the model: log-likelihood of each answer letter after a prompt.
+"""MMLU letter scoring: log-likelihood of each answer letter after a prompt.
 
-:func:`letter_logprobs` reads the four letters' log-probabilities after each prompt (one
-forward pass per prompt, no generation); :func:`score_prompts` gives each prompt's answer
-under every measure of :mod:`entropy_lens.letters` (raw, calibrated, parsed).
+The extraction pass reads the four letters' log-probabilities from its first generation
+step (``choice_logprob``, :func:`store_logprobs`); :func:`letter_logprobs` computes the
+same values with a forward pass of its own (the layer-skip experiment, under each
+condition).  :func:`score_prompts` gives each prompt's answer under every measure of
+:mod:`entropy_lens.letters` (raw, calibrated, parsed).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import torch
+import xarray as xr
 
-from entropy_lens.generation import left_pad
-from entropy_lens.lens import encode_prompts
+from entropy_lens.choices import RAW_SEPARATOR, ChoiceQuery, choice_logprobs, choice_queries
 from entropy_lens.letters import (
     CALIBRATED_LETTER,
     LL_LETTER,
@@ -28,62 +28,19 @@ from entropy_lens.letters import (
     predicted_letters,
 )
 from entropy_lens.models import LensModel
-from entropy_lens.prompts.datasets import ANSWER, LETTERS, PROMPT_ID, PROMPT_TEXT, QUESTION_ID, STYLE, SUBJECT
+from entropy_lens.prompts.datasets import ANSWER, LETTERS, PROMPT_ID, QUESTION_ID, STYLE, SUBJECT
+from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SEPARATOR = " "
-
-
-@dataclass(frozen=True)
-class LetterQuery:
-    """Token ids to feed and the ids of the four letters to read at the last position."""
-
-    input_ids: list[int]
-    letter_ids: tuple[int, int, int, int]
-
 
 def letter_queries(
-    tokenizer: object, prompts: Sequence[str], separator: str = DEFAULT_SEPARATOR, *, add_special_tokens: bool = True
-) -> list[LetterQuery]:
-    """Where to read the letters after each prompt.
-
-    Encodes ``prompt + separator + letter`` for each letter (as the harness encodes
-    context + continuation) and splits at the first token where the four differ:
-    the common part is fed, the differing tokens are read.  Where ``" A"`` is one
-    token this is the letter token right after the prompt; where the space is a
-    token of its own it is fed and the letter is read after it.
-
-    Args:
-        tokenizer: The model's tokenizer.
-        prompts: Prompt texts as the model sees them.
-        separator: Text between prompt and letter.
-        add_special_tokens: Let the tokenizer add its BOS (off for chat-rendered text,
-            which carries its own).
-
-    Raises:
-        ValueError: naming the prompt when the letters do not start with four distinct tokens.
-    """
-    texts = [prompt + separator + letter for prompt in prompts for letter in LETTERS]
-    encoded = tokenizer(texts, add_special_tokens=add_special_tokens)["input_ids"]
-    n = len(LETTERS)
-    return [_split_letters(encoded[i * n : (i + 1) * n], prompt) for i, prompt in enumerate(prompts)]
+    tokenizer: object, prompts: Sequence[str], separator: str = RAW_SEPARATOR, *, add_special_tokens: bool = True
+) -> list[ChoiceQuery]:
+    """Where to read the letters A-D after each prompt (:func:`entropy_lens.choices.choice_queries`)."""
+    return choice_queries(tokenizer, prompts, LETTERS, separator, add_special_tokens=add_special_tokens)
 
 
-def _split_letters(encoded: list[list[int]], prompt: str) -> LetterQuery:
-    shared = 0
-    while all(len(e) > shared for e in encoded) and len({e[shared] for e in encoded}) == 1:
-        shared += 1
-    letter_ids = tuple(e[shared] if len(e) > shared else -1 for e in encoded)
-    if shared == 0 or -1 in letter_ids or len(set(letter_ids)) != len(LETTERS):
-        raise ValueError(
-            f"the letters A-D after prompt ...{prompt[-40:]!r} do not start with four distinct tokens "
-            f"(ids {letter_ids} after {shared} shared tokens); check the tokenizer or the separator"
-        )
-    return LetterQuery(list(encoded[0][:shared]), letter_ids)  # type: ignore[arg-type]
-
-
-@torch.inference_mode()
 def letter_logprobs(
     lm: LensModel,
     prompts: Sequence[str],
@@ -92,68 +49,50 @@ def letter_logprobs(
     chat_template: bool = False,
     separator: str | None = None,
 ) -> np.ndarray:
-    """Log-probability of each answer letter as the next token after each prompt.
+    """``[N, 4]`` float32 log-probabilities (nats) of A, B, C, D as the next token after each prompt.
 
-    Prompts are length-sorted into batches, left padded with an attention mask and
-    mask-following position ids, one forward pass per batch, no cache.
-
-    Args:
-        lm: The model.
-        prompts: ``N`` prompt texts (before any chat template).
-        batch_size: Prompts per forward pass.
-        chat_template: Render each prompt as a user turn, as
-            :func:`entropy_lens.lens.encode_prompts` does; the letter then opens the reply.
-        separator: Text between the (rendered) prompt and the letter; default ``" "``
-            after a raw prompt (``"Answer: A"``), ``""`` after a chat template's
-            assistant header (which ends in a newline for the registry's models).
-
-    Returns:
-        ``[N, 4]`` float32 log-probabilities (nats) of A, B, C, D.
+    One forward pass per batch (:func:`entropy_lens.choices.choice_logprobs`); the extraction
+    pass reads the same values at no extra cost (``choice_logprob`` of an MMLU store).
     """
-    if isinstance(prompts, str) or not len(prompts):
-        raise ValueError(f"prompts must be a non-empty list of strings, got {prompts!r}")
-    if not isinstance(batch_size, int) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    texts = encode_prompts(lm, prompts, chat_template=True)[1] if chat_template else list(prompts)
-    sep = separator if separator is not None else ("" if chat_template else DEFAULT_SEPARATOR)
-    queries = letter_queries(lm.tokenizer, texts, sep, add_special_tokens=not chat_template)
-    out = np.empty((len(queries), len(LETTERS)), dtype=np.float32)
-    order = np.argsort([len(q.input_ids) for q in queries], kind="stable")
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        out[rows] = _score_batch(lm, [queries[r] for r in rows])
-    return out
+    return choice_logprobs(
+        lm, prompts, LETTERS, batch_size=batch_size, chat_template=chat_template, separator=separator
+    )
 
 
-def _score_batch(lm: LensModel, queries: list[LetterQuery]) -> np.ndarray:
-    input_ids, mask = left_pad([q.input_ids for q in queries], lm.tokenizer.pad_token_id, lm.device)
-    positions = (mask.cumsum(-1) - 1).clamp_min(0)
-    logits = lm.model(
-        input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=1
-    ).logits[:, -1, :]  # [B, V]
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    ids = torch.as_tensor([q.letter_ids for q in queries], dtype=torch.long, device=logp.device)  # [B, 4]
-    return logp.gather(1, ids).cpu().numpy()
+def store_logprobs(store: xr.Dataset, prompt_ids: Sequence[str]) -> np.ndarray:
+    """``[N, 4]`` letter log-probabilities an MMLU store read during extraction, in ``prompt_ids`` order.
+
+    Raises:
+        ValueError: naming the store's model when it has no ``choice_logprob`` (profiled
+            without the letter readout) or a prompt's letters are missing.
+    """
+    if schema.CHOICE_LOGPROB not in store.data_vars:
+        raise ValueError(
+            f"the MMLU store of {store.attrs.get('model_name')!r} has no {schema.CHOICE_LOGPROB!r}: it was "
+            "extracted without the letter readout; extract it again (snakemake --forcerun extract_profiles)"
+        )
+    values = store[schema.CHOICE_LOGPROB].sel({schema.PROMPT: list(prompt_ids), schema.CHOICE: list(LETTERS)}).values
+    missing = np.isnan(values).any(axis=1)
+    if missing.any():
+        raise ValueError(f"{int(missing.sum())} prompts have no letter log-probabilities in the store")
+    return values.astype(np.float32)
 
 
 def score_prompts(
-    lm: LensModel,
     table: pd.DataFrame,
+    logprobs: np.ndarray,
     completions: Sequence[str],
     *,
     model: str,
-    batch_size: int = 8,
-    chat_template: bool = False,
 ) -> pd.DataFrame:
     """Each MMLU prompt's answer by raw and calibrated letter log-likelihood and by parsing.
 
     Args:
-        lm: The model.
         table: An ``mmlu`` prompt table.
+        logprobs: ``[N, 4]`` letter log-probabilities after each row's prompt (from the
+            extraction pass, :func:`store_logprobs`, or :func:`letter_logprobs`).
         completions: The model's generated text for each row (from its profile store).
         model: Name written in the ``model`` column.
-        batch_size: Prompts per forward pass.
-        chat_template: Render prompts with the model's chat template.
 
     Returns:
         One row per prompt: ids and labels, the letter of each :data:`MEASURES`, the
@@ -161,10 +100,11 @@ def score_prompts(
         ``logprob_A..D`` and the style's letter prior ``prior_A..D`` (see
         :func:`entropy_lens.letters.letter_prior`).
     """
-    if len(completions) != len(table):
-        raise ValueError(f"got {len(completions)} completions for {len(table)} prompts")
+    if len(completions) != len(table) or len(logprobs) != len(table):
+        raise ValueError(
+            f"got {len(completions)} completions and {len(logprobs)} letter log-probabilities for {len(table)} prompts"
+        )
     styles = table[STYLE].tolist()
-    logprobs = letter_logprobs(lm, table[PROMPT_TEXT].tolist(), batch_size=batch_size, chat_template=chat_template)
     prior = letter_prior(logprobs, styles)
     letters = {
         LL_LETTER: predicted_letters(logprobs),

@@ -1,8 +1,10 @@
 """The layer-skip experiment: MMLU answers and entropy profiles under every skip condition.
 
-One loaded model is scored under each :class:`~entropy_lens.conditions.Condition`
-inside :func:`~entropy_lens.hooks.skip_blocks`: letter log-likelihood needs one forward
-pass per prompt and condition, no generation.  Each question's correctness is kept, so
+One loaded model is scored under each :class:`~entropy_lens.conditions.Condition`:
+letter log-likelihood needs no generation.  The conditions share the intact model's
+prefix (:func:`condition_letter_logprobs`): one intact forward pass per batch records how
+every block was called, and each condition reruns only the blocks from its first skipped
+one onward, leaving the skipped ones out.  Each question's correctness is kept, so
 conditions are compared question by question (:func:`entropy_lens.accuracy.skip_differences`:
 paired bootstrap intervals of expansion minus random and expansion minus pruning).
 """
@@ -17,14 +19,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from entropy_lens.accuracy import CORRECT_COLUMNS
+from entropy_lens.choices import gather_logprobs, rendered_queries
 from entropy_lens.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.hooks import check_layers, skip_blocks
-from entropy_lens.lens import LensSettings, extract_profiles
+from entropy_lens.generation import GenerationSettings, left_pad
+from entropy_lens.hooks import capture_block_calls, check_layers, run_blocks, skip_blocks
+from entropy_lens.lens import LensSettings, extract_profiles, lens_logits
 from entropy_lens.letters import calibrate
 from entropy_lens.models import LensModel
+from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.scoring import letter_logprobs
 
 logger = logging.getLogger(__name__)
@@ -127,6 +132,11 @@ def score_conditions(
 def _score_condition(lm, condition: Condition, score: Scorer, answers, ids: list[str]) -> pd.DataFrame:
     with skip_blocks(lm, condition.layers):
         scores = score(lm)
+    return _correct_rows(condition, scores, answers, ids)
+
+
+def _correct_rows(condition: Condition, scores: Mapping[str, np.ndarray], answers, ids: list[str]) -> pd.DataFrame:
+    """Each question's correctness under ``condition`` for every measure's ``[N, C]`` scores."""
     frames = []
     for measure, values in scores.items():
         checked = _check_scores(values, len(ids), f"condition {condition.name!r}, measure {measure!r}")
@@ -139,6 +149,89 @@ def _score_condition(lm, condition: Condition, score: Scorer, answers, ids: list
     return pd.concat(frames, ignore_index=True).assign(
         condition=condition.name, kind=condition.kind, k=condition.k, replicate=condition.replicate, layers=layers
     )
+
+
+@torch.inference_mode()
+def condition_letter_logprobs(
+    lm: LensModel,
+    prompts: Sequence[str],
+    conditions: Sequence[Condition],
+    *,
+    batch_size: int = 8,
+    chat_template: bool = False,
+) -> dict[str, np.ndarray]:
+    """Letter log-probabilities after each prompt under every condition, sharing the intact prefix.
+
+    Per batch, one intact forward pass (no cache) records how every block is called
+    (:func:`~entropy_lens.hooks.capture_block_calls`); a condition whose first skipped
+    block is ``l`` reruns blocks ``l .. L-1`` from there without its skipped blocks
+    (:func:`~entropy_lens.hooks.run_blocks`) and decodes the last position with the final
+    norm and unembedding.  Equal to scoring each condition inside
+    :func:`~entropy_lens.hooks.skip_blocks` (tested), at the cost of the blocks after ``l``.
+
+    Args:
+        lm: The model.
+        prompts: ``N`` prompt texts (before any chat template).
+        conditions: Skip conditions (``intact`` reads the intact pass itself).
+        batch_size: Prompts per forward pass.
+        chat_template: Render prompts with the model's chat template.
+
+    Returns:
+        ``{condition name: [N, 4] float32 log-probabilities of A-D}``.
+    """
+    for condition in conditions:
+        check_layers(condition.layers, lm.n_layers)
+    queries, _ = rendered_queries(lm, prompts, LETTERS, chat_template=chat_template)
+    out = {c.name: np.empty((len(queries), len(LETTERS)), dtype=np.float32) for c in conditions}
+    starts = sorted({c.layers[0] for c in conditions if c.layers})
+    order = np.argsort([len(q.input_ids) for q in queries], kind="stable")
+    for first in range(0, len(order), batch_size):
+        rows = order[first : first + batch_size]
+        batch = [queries[r] for r in rows]
+        input_ids, mask = left_pad([q.input_ids for q in batch], lm.tokenizer.pad_token_id, lm.device)
+        positions = (mask.cumsum(-1) - 1).clamp_min(0)
+        with capture_block_calls(lm, starts) as calls:
+            intact = lm.model(
+                input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=1
+            ).logits[:, -1, :]  # [B, V]
+        ids = [q.choice_ids for q in batch]
+        for condition in conditions:
+            if condition.layers:
+                hidden = run_blocks(lm, calls, condition.layers[0], condition.layers)  # [B, S, d]
+                logits = lens_logits(lm, hidden[:, -1, :])
+            else:
+                logits = intact
+            out[condition.name][rows] = gather_logprobs(logits, ids)
+    return out
+
+
+def score_conditions_shared(
+    lm: LensModel,
+    table: pd.DataFrame,
+    conditions: Sequence[Condition],
+    *,
+    batch_size: int = 8,
+    chat_template: bool = False,
+) -> pd.DataFrame:
+    """:func:`score_conditions` of an ``mmlu`` table by raw and calibrated letter log-likelihood,
+    with the conditions sharing the intact prefix (:func:`condition_letter_logprobs`).
+
+    The letter prior is taken under the same skip as the answers (see
+    :func:`entropy_lens.letters.calibrate`), so a skip that shifts the letter prior does
+    not pass for knowledge lost or gained.
+    """
+    if not conditions:
+        raise ValueError("conditions is empty; pass at least one, e.g. [Condition('intact', 0)]")
+    styles, answers = table["style"].tolist(), table["answer"].tolist()
+    ids = [str(q) for q in table["question_id"]]
+    logprobs = condition_letter_logprobs(
+        lm, table["prompt_text"].tolist(), conditions, batch_size=batch_size, chat_template=chat_template
+    )
+    frames = [
+        _correct_rows(c, {"ll": logprobs[c.name], "calibrated": calibrate(logprobs[c.name], styles)}, answers, ids)
+        for c in conditions
+    ]
+    return pd.concat(frames, ignore_index=True)[list(CORRECT_COLUMNS)]
 
 
 def profiled(conditions: Sequence[Condition]) -> list[Condition]:
@@ -257,8 +350,7 @@ def evaluate_conditions(
         ``(correct, profiles)``: :func:`score_conditions` rows (raw and calibrated) and
         :func:`profile_conditions` rows at the answer position.
     """
-    score = letter_scorer(table["prompt_text"], table["style"], batch_size=batch_size, chat_template=chat_template)
-    correct = score_conditions(lm, conditions, score, table["answer"].tolist(), table["question_id"].tolist())
+    correct = score_conditions_shared(lm, table, conditions, batch_size=batch_size, chat_template=chat_template)
     prompts = table["prompt_text"].tolist()[:profile_prompts]
     profiles = profile_conditions(lm, prompts, profiled(conditions), lens=lens, chat_template=chat_template)
     return correct, profiles

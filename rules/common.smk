@@ -5,7 +5,7 @@ import re
 from snakemake.utils import validate
 
 from entropy_lens.plan import dataset_models, plan_from_config, skip_models
-from entropy_lens.prompts.datasets import prompt_count
+from entropy_lens.prompts.datasets import LETTERS, prompt_count
 from entropy_lens.registry import source_kind
 
 
@@ -109,6 +109,8 @@ def extract_params(wildcards):
         "seed": ds.get("seed", config["generation"]["seed"]),
         "batch_size": config["generation"]["batch_size"],
         "chat_template": config["models"][wildcards.model]["chat_template"] and not blank,
+        # MMLU answers are read off the extraction's first generation step (no second pass)
+        "choices": list(LETTERS) if wildcards.dataset == "mmlu" else [],
     }
 
 
@@ -139,14 +141,6 @@ def stories_input(wildcards):
 def stories_model_dir(wildcards):
     """The materialized folder of the configured model that writes synthetic stories."""
     return f"resources/models/{config['stories']['model']}"
-
-
-def score_params(wildcards):
-    """Batching and chat template for MMLU letter scoring of one model."""
-    return {
-        "batch_size": config["generation"]["batch_size"],
-        "chat_template": config["models"][wildcards.model]["chat_template"],
-    }
 
 
 BAND_LABELS = {"tasks": "task", "formats": "format", "mmlu": "style"}

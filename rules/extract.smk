@@ -83,20 +83,12 @@ rule score_mmlu:
         profiles="results/profiles/{model}/mmlu.zarr",
     output:
         "results/scores/{model}/mmlu.parquet",
-    params:
-        scoring=score_params,
-        device=config["compute"]["device"],
-        dtype=config["compute"]["dtype"],
     log:
         "logs/score_mmlu/{model}.log",
     benchmark:
         "results/benchmarks/score_mmlu/{model}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
-    threads: 2
-    resources:
-        **planned("score_mmlu"),
-        gpu=1 if GPU else 0,
     script:
         "../workflow_scripts/score_mmlu.py"
 

@@ -291,7 +291,7 @@ def test_paper_config_plans_every_model_and_dataset_offline(offline):
     assert len(models) == 13 and len(instruct) == 9 and not any(m.startswith("gpt2") for m in instruct)
     pairs = {(j.model, j.dataset) for j in result.jobs if j.rule == plan.EXTRACT}
     assert pairs == {(m, d) for m in models for d in ("tasks", "formats", "blank")} | {(m, "mmlu") for m in instruct}
-    for rule in (plan.SCORE, plan.SKIP_SELECT, plan.SKIP_EVAL):
+    for rule in (plan.SKIP_SELECT, plan.SKIP_EVAL):
         assert [j.model for j in result.jobs if j.rule == rule] == instruct
     shards = [j for j in result.jobs if j.rule == plan.EXTRACT and j.model == "gemma-2-9b-it" and j.dataset == "mmlu"]
     size = config["compute"]["prompts_per_job"]
@@ -335,7 +335,7 @@ def test_resources_read_the_wildcards(offline):
     expected = result.request(plan.EXTRACT, "smollm2-135m", "mmlu", attempt=2)
     assert resources["runtime"](wildcards, 2) == expected.runtime
     assert resources["mem_mb"](wildcards, 2) == expected.mem_mb
-    assert result.resources(plan.SCORE)["mem_mb"](SimpleNamespace(model="gemma3-270m")) > 0
+    assert result.resources(plan.SKIP_EVAL)["mem_mb"](SimpleNamespace(model="gemma3-270m")) > 0
     with pytest.raises(ValueError, match="no planned job extract_profiles/gpt-5"):
         result.request(plan.EXTRACT, "gpt-5", "mmlu")
 

@@ -12,9 +12,14 @@ from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast
 
 from entropy_lens import accuracy, letters, scoring
+from entropy_lens.choices import readout_of
+from entropy_lens.extract import extract_table
+from entropy_lens.generation import GenerationSettings
 from entropy_lens.intervals import wilson_interval
+from entropy_lens.lens import LensSettings
 from entropy_lens.models import wrap_model
 from entropy_lens.prompts.mmlu import build_mmlu
+from entropy_lens.store import combine, storage
 
 WORDS = "what is the answer question one two three cat dog a".split()
 LETTERS = ["A", "B", "C", "D"]
@@ -154,7 +159,7 @@ def test_letters_unknown_to_the_tokenizer_are_an_error():
     base = tiny_model("llama")
     tok = _tokenizer(WORDS, pre_tokenizers.WhitespaceSplit())  # no letters: all four become <unk>
     lm = wrap_model(base.model, tok, name="no-letters")
-    with pytest.raises(ValueError, match="do not start with four distinct tokens"):
+    with pytest.raises(ValueError, match="do not start with 4 distinct tokens"):
         scoring.letter_logprobs(lm, ["what is the answer"])
     with pytest.raises(ValueError, match="non-empty list of strings"):
         scoring.letter_logprobs(lm, "what is the answer")
@@ -238,16 +243,18 @@ def _questions() -> pd.DataFrame:
 def test_score_prompts_gives_every_measure_on_a_tiny_model():
     lm = tiny_model("llama")
     table = build_mmlu(_questions(), n=1, seed=0, styles=["base", "instruct"])
-    scores = scoring.score_prompts(lm, table, ["The answer is B", "hmm"], model="tiny", batch_size=2)
+    logprobs = scoring.letter_logprobs(lm, table["prompt_text"].tolist(), batch_size=2)
+    scores = scoring.score_prompts(table, logprobs, ["The answer is B", "hmm"], model="tiny")
     assert list(scores["model"]) == ["tiny", "tiny"] and list(scores["parsed_letter"]) == ["B", "unparsed"]
     assert list(scores["correct_parsed"]) == [1, -1]
     raw = scores[[f"logprob_{x}" for x in "ABCD"]].to_numpy()
+    np.testing.assert_array_equal(raw, logprobs)
     prior = scores[[f"prior_{x}" for x in "ABCD"]].to_numpy()
     assert list(scores["calibrated_letter"]) == letters.predicted_letters(raw - prior)
     assert list(scores["ll_letter"]) == letters.predicted_letters(raw)
     np.testing.assert_allclose(prior, letters.letter_prior(raw, scores["style"]))
-    with pytest.raises(ValueError, match="got 1 completions for 2 prompts"):
-        scoring.score_prompts(lm, table, ["x"], model="tiny")
+    with pytest.raises(ValueError, match="got 1 completions and 2 letter log-probabilities for 2 prompts"):
+        scoring.score_prompts(table, logprobs, ["x"], model="tiny")
 
 
 @pytest.mark.slow
@@ -256,17 +263,17 @@ def test_real_tokenizer_letters(smollm2):
     header = "The following are multiple choice questions (with answers) about anatomy.\n\n"
     prompt = header + "Which?\nA. x\nB. y\nC. z\nD. w\nAnswer:"
     raw = scoring.letter_queries(lm.tokenizer, [prompt])[0]
-    assert lm.tokenizer.convert_ids_to_tokens(list(raw.letter_ids)) == ["ĠA", "ĠB", "ĠC", "ĠD"]
+    assert lm.tokenizer.convert_ids_to_tokens(list(raw.choice_ids)) == ["ĠA", "ĠB", "ĠC", "ĠD"]
     assert raw.input_ids == lm.tokenizer(prompt)["input_ids"]
     got = scoring.letter_logprobs(lm, [prompt, "Is the sky blue?\nA. yes\nB. no\nC. maybe\nD. never\nAnswer:"])
     with torch.no_grad():
         logits = lm.model(input_ids=torch.tensor([raw.input_ids])).logits[0, -1]
-    np.testing.assert_allclose(got[0], torch.log_softmax(logits.float(), -1)[list(raw.letter_ids)].numpy(), atol=1e-3)
+    np.testing.assert_allclose(got[0], torch.log_softmax(logits.float(), -1)[list(raw.choice_ids)].numpy(), atol=1e-3)
     rendered = lm.tokenizer.apply_chat_template(
         [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
     )
     chat = scoring.letter_queries(lm.tokenizer, [rendered], "", add_special_tokens=False)[0]
-    assert lm.tokenizer.convert_ids_to_tokens(list(chat.letter_ids)) == ["A", "B", "C", "D"]
+    assert lm.tokenizer.convert_ids_to_tokens(list(chat.choice_ids)) == ["A", "B", "C", "D"]
 
 
 def test_accuracy_table_pools_styles_with_a_question_bootstrap():
@@ -293,3 +300,96 @@ def test_accuracy_table_pools_styles_with_a_question_bootstrap():
     assert pooled["n"] == 60 and pooled["accuracy"] == 0.5 == one["accuracy"]
     wilson_60 = wilson_interval(30, 60)
     assert pooled["ci_high"] - pooled["ci_low"] > 1.2 * (wilson_60[1] - wilson_60[0])  # 30 questions, not 60
+
+
+# -- letters from the extraction pass --------------------------------------------------------------
+
+
+def _extracted_letters(lm, prompts, *, chat_template=False, batch_size=3):
+    """The extraction pass's ``choice_logprob`` of ``prompts`` and the readout it used."""
+    readout = readout_of(lm, prompts, LETTERS, chat_template=chat_template)
+    table = pd.DataFrame({"prompt_id": [f"q{i}" for i in range(len(prompts))], "prompt_text": prompts})
+    ds = extract_table(
+        lm,
+        table,
+        "blank",  # any kind: the readout does not depend on it
+        generation=GenerationSettings(2),
+        lens=LensSettings(alphas=(1.0,)),
+        batch_size=batch_size,
+        chat_template=chat_template,
+        choices=LETTERS,
+    )
+    return ds["choice_logprob"].sel(choice=LETTERS).values, readout
+
+
+@pytest.mark.parametrize(
+    ("make_tokenizer", "readable"), [(word_tokenizer, True), (merged_tokenizer, True), (space_tokenizer, False)]
+)
+def test_extraction_reads_the_same_letters_as_a_forward_pass(make_tokenizer, readable):
+    tok, _, _ = make_tokenizer()
+    lm = wrap_model(tiny_model("llama").model, tok, name="tiny-llama")
+    got, readout = _extracted_letters(lm, PROMPTS)
+    # readable prompts come from the first generation step; the others (the space is fed) from a pass of their own
+    assert readout.readable.tolist() == [readable] * len(PROMPTS)
+    want = scoring.letter_logprobs(lm, PROMPTS, batch_size=3)
+    assert got.dtype == np.float32 and not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert letters.predicted_letters(got) == letters.predicted_letters(want)
+
+
+def test_extraction_letters_after_a_chat_template_and_across_batches():
+    tok = _tokenizer(WORDS + LETTERS + ["user", "assistant"], pre_tokenizers.WhitespaceSplit())
+    # like the registry models' templates, the assistant header ends in a newline
+    tok.chat_template = CHAT_TEMPLATE.replace("assistant{% endif %}", "assistant\n{% endif %}")
+    lm = wrap_model(tiny_model("qwen2").model, tok, name="tiny-chat")
+    got, readout = _extracted_letters(lm, PROMPTS, chat_template=True, batch_size=2)
+    assert readout.readable.all()
+    np.testing.assert_allclose(got, scoring.letter_logprobs(lm, PROMPTS, batch_size=5, chat_template=True), atol=1e-5)
+
+
+def test_store_logprobs_round_trip_and_refusals(tmp_path):
+    tok, _, _ = word_tokenizer()
+    lm = wrap_model(tiny_model("llama").model, tok, name="tiny-llama")
+    table = build_mmlu(_questions(), n=1, seed=0, styles=["base", "instruct"])
+    ds = extract_table(
+        lm, table, "mmlu", generation=GenerationSettings(1), lens=LensSettings(), batch_size=2, chat_template=False
+    )
+    with pytest.raises(ValueError, match=r"has no 'choice_logprob'.*--forcerun extract_profiles"):
+        scoring.store_logprobs(ds, table["prompt_id"])
+    ds = extract_table(
+        lm,
+        table,
+        "mmlu",
+        generation=GenerationSettings(1),
+        lens=LensSettings(),
+        batch_size=2,
+        chat_template=False,
+        choices=LETTERS,
+    )
+    storage.write_profiles(ds, tmp_path / "m.zarr")
+    back = storage.open_profiles(tmp_path / "m.zarr")
+    ids = table["prompt_id"].tolist()[::-1]
+    got = scoring.store_logprobs(back, ids)
+    np.testing.assert_allclose(got, scoring.letter_logprobs(lm, table["prompt_text"].tolist()[::-1]), atol=1e-5)
+    combined = combine.combine_models({"a": back}, families={"a": "x"}, n_params={"a": 1})
+    assert "choice_logprob" not in combined and "choice" not in combined.dims
+
+
+@pytest.mark.slow
+def test_real_model_extraction_letters_equal_letter_logprobs(smollm2):
+    questions = pd.concat([_questions().assign(question_id=f"q{i}", question=f"Which {i}?") for i in range(3)])
+    table = build_mmlu(questions.reset_index(drop=True), n=3, seed=0, styles=["base", "instruct"])
+    for chat in (False, True):
+        ds = extract_table(
+            smollm2,
+            table,
+            "mmlu",
+            generation=GenerationSettings(1),
+            lens=LensSettings(alphas=(1.0,)),
+            batch_size=4,
+            chat_template=chat,
+            choices=LETTERS,
+        )
+        want = scoring.letter_logprobs(smollm2, table["prompt_text"].tolist(), batch_size=4, chat_template=chat)
+        assert readout_of(smollm2, table["prompt_text"].tolist(), LETTERS, chat_template=chat).readable.all()
+        np.testing.assert_allclose(scoring.store_logprobs(ds, table["prompt_id"]), want, atol=1e-4)

@@ -11,10 +11,10 @@ import torch
 import xarray as xr
 from tiny import ARCHS, N_LAYERS, tiny_model
 
-from entropy_lens import accuracy, conditions, skipping
+from entropy_lens import accuracy, conditions, scoring, skipping
 from entropy_lens.conditions import Condition
 from entropy_lens.generation import GenerationSettings, generate, left_pad
-from entropy_lens.hooks import record_residuals, skip_blocks
+from entropy_lens.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
 from entropy_lens.models import find_lens_parts, wrap_model
 from entropy_lens.store import schema
 
@@ -382,3 +382,57 @@ def test_skip_differences_pair_questions_and_average_random_sets():
         _long({"intact": intact, "expansion_k1": intact, "pruning_k1": intact, "random_k1_r0": intact}), n_boot=200
     )
     assert (same["difference"] == 0).all() and (same["ci_low"] == 0).all() and (same["ci_high"] == 0).all()
+
+
+# --------------------------------------------------------------------------- shared prefix
+
+MMLU_PROMPTS = [
+    "once upon a time there was a little girl who loved to play in the park Answer:",
+    "what is the capital of france Answer:",
+    "how many words are in the story one two three four five Answer:",
+    "the cat Answer:",
+    "what is the main idea of the story A B C D Answer:",
+]
+SHARED_CONDITIONS = [
+    Condition("intact", 0),
+    Condition("expansion", 1, (1,)),
+    Condition("pruning", 1, (2,)),
+    Condition("random", 1, (0,)),
+    Condition("random", 2, (0, 2), replicate=1),
+    Condition("expansion", 2, (1, 2)),
+]
+
+
+def test_shared_prefix_equals_the_plain_skip(lm):
+    got = skipping.condition_letter_logprobs(lm, MMLU_PROMPTS, SHARED_CONDITIONS, batch_size=2)
+    assert set(got) == {c.name for c in SHARED_CONDITIONS}
+    for condition in SHARED_CONDITIONS:
+        with skip_blocks(lm, condition.layers):
+            want = scoring.letter_logprobs(lm, MMLU_PROMPTS, batch_size=2)
+        np.testing.assert_allclose(got[condition.name], want, atol=ATOL, err_msg=condition.name)
+    # the conditions really differ, so equality is not a property of an ignored skip
+    assert not np.allclose(got["intact"], got["expansion_k1"], atol=1e-3)
+    assert all(not block._forward_pre_hooks and not block._forward_hooks for block in lm.blocks)
+
+
+def test_shared_prefix_scores_equal_scoring_under_skip_blocks():
+    lm = tiny_model("gemma2")  # alternating sliding and global layers: per-block masks are replayed
+    questions = [f"q{i}" for i in range(len(MMLU_PROMPTS))]
+    table = pd.DataFrame(
+        {"prompt_text": MMLU_PROMPTS, "style": "base", "answer": list("ABCDA"), "question_id": questions}
+    )
+    shared = skipping.score_conditions_shared(lm, table, SHARED_CONDITIONS, batch_size=3)
+    score = skipping.letter_scorer(table["prompt_text"], table["style"], batch_size=3)
+    plain = skipping.score_conditions(lm, SHARED_CONDITIONS, score, table["answer"].tolist(), questions)
+    pd.testing.assert_frame_equal(shared, plain)
+
+
+def test_run_blocks_needs_a_kept_input():
+    lm = tiny_model("llama")
+    input_ids, mask, positions = encode(lm, PROMPTS)
+    with capture_block_calls(lm, [1]) as calls:
+        logits_of(lm.model, input_ids, mask, positions)
+    with pytest.raises(ValueError, match="the input of block 2 was not kept"):
+        run_blocks(lm, calls, 2)
+    with pytest.raises(ValueError, match="out of range"):
+        run_blocks(lm, calls, 1, skip=[7])

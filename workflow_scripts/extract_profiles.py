@@ -24,6 +24,7 @@ with job_model(snakemake) as lm:
         batch_size=gen["batch_size"],
         chat_template=gen["chat_template"],
         shard=shard,
+        choices=gen["choices"],
     )
 storage.write_profiles(
     ds, snakemake.output[0], chunk_prompts=store["chunk_prompts"], shard_prompts=store["shard_prompts"]

@@ -1,23 +1,26 @@
-"""Rule score_mmlu: each question's answer by raw and calibrated letter log-likelihood and by parsing."""
+"""Rule score_mmlu: each question's answer by raw and calibrated letter log-likelihood and by parsing.
 
-from entropy_lens.jobs import job_model, setup_logging
+The letter log-probabilities come from the extraction pass (the store's ``choice_logprob``);
+only the tokenizer is loaded, to decode the completions.
+"""
+
+from entropy_lens.jobs import setup_logging
 from entropy_lens.letters import completions_of
+from entropy_lens.models import load_tokenizer
 from entropy_lens.prompts.datasets import read_table
-from entropy_lens.scoring import score_prompts
+from entropy_lens.scoring import score_prompts, store_logprobs
 from entropy_lens.store import storage
 
 setup_logging(snakemake)
-scoring = snakemake.params.scoring
 
 table = read_table(snakemake.input.table, "mmlu")
-token_ids = storage.open_profiles(snakemake.input.profiles)["token_id"].sel(prompt=table["prompt_id"].tolist()).values
-with job_model(snakemake) as lm:
-    scores = score_prompts(
-        lm,
-        table,
-        completions_of(lm.tokenizer, token_ids),
-        model=snakemake.wildcards.model,
-        batch_size=scoring["batch_size"],
-        chat_template=scoring["chat_template"],
-    )
+store = storage.open_profiles(snakemake.input.profiles)
+prompt_ids = table["prompt_id"].tolist()
+token_ids = store["token_id"].sel(prompt=prompt_ids).values
+scores = score_prompts(
+    table,
+    store_logprobs(store, prompt_ids),
+    completions_of(load_tokenizer(snakemake.input.model), token_ids),
+    model=snakemake.wildcards.model,
+)
 scores.to_parquet(snakemake.output[0], index=False)

@@ -62,7 +62,8 @@ def combine_models(
     n_layers = {m: int(stores[m].sizes[schema.LAYER]) for m in names}
     n_max = max(n_layers.values())
     texts = [stores[m][schema.PROMPT_TEXT].values for m in names]
-    body = [_pad_layers(stores[m].drop_vars(schema.PROMPT_TEXT), n_max) for m in names]
+    # per-model readouts (choice_logprob) stay in the per-model stores; their scores are attached instead
+    body = [_pad_layers(_profiles_only(stores[m]).drop_vars(schema.PROMPT_TEXT), n_max) for m in names]
     combined = xr.concat(body, dim=schema.MODEL, combine_attrs="drop_conflicts")
     combined = combined.assign_coords(_model_coords(names, n_layers, n_max, families, n_params))
     combined = combined.assign_coords({schema.PROMPT_TEXT: ((schema.MODEL, schema.PROMPT), np.stack(texts))})
@@ -73,6 +74,12 @@ def combine_models(
     combined.attrs["models"] = ",".join(names)
     schema.validate_profiles(combined, combined=True)
     return combined
+
+
+def _profiles_only(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` without its optional per-model variables and their dims' coordinates."""
+    optional = list(schema.optional_variables(ds.data_vars))
+    return ds.drop_vars(optional).drop_vars([schema.CHOICE], errors="ignore")
 
 
 def _model_coords(names, n_layers, n_max, families, n_params) -> dict:

@@ -21,6 +21,13 @@ Variables (masked token slots hold NaN for floats and -1 for ints)
                          layer l and l+1 (NaN at the last layer).
     ``top1_id``          (prompt, token, layer) int32, most probable token id.
     ``token_id``         (prompt, token) int32, the generated token (-1 where masked).
+
+Optional variables (present only where the job reads them)
+    ``choice_logprob``   (prompt, choice) float32, nats: log-probability of each answer
+                         choice's token under the model's own next-token distribution at
+                         the first generated position (MMLU stores; coordinate ``choice``
+                         holds the labels ``A``..``D``).  Per-model stores only: combined
+                         stores carry the scores it yields instead.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ TOKEN = "token"
 LAYER = "layer"
 ALPHA = "alpha"
 MODEL = "model"
+CHOICE = "choice"
 
 ENTROPY = "entropy"
 RENYI = "renyi"
@@ -49,6 +57,7 @@ NUCLEUS_SIZE = "nucleus_size"
 NUCLEUS_JACCARD = "nucleus_jaccard"
 TOP1_ID = "top1_id"
 TOKEN_ID = "token_id"
+CHOICE_LOGPROB = "choice_logprob"
 
 PROMPT_TEXT = "prompt_text"
 DEPTH = "depth"
@@ -80,6 +89,22 @@ VARIABLES: dict[str, VariableSpec] = {
     TOP1_ID: VariableSpec((PROMPT, TOKEN, LAYER), "int32", "token id", "most probable token"),
     TOKEN_ID: VariableSpec((PROMPT, TOKEN), "int32", "token id", "generated token (-1 masked)"),
 }
+
+# Variables a per-model store may carry; validated when present.
+OPTIONAL_VARIABLES: dict[str, VariableSpec] = {
+    CHOICE_LOGPROB: VariableSpec(
+        (PROMPT, CHOICE),
+        "float32",
+        "nat",
+        "log-probability of each answer choice's token as the model's own next token after the prompt",
+    ),
+}
+
+
+def optional_variables(names: Any) -> dict[str, VariableSpec]:
+    """The :data:`OPTIONAL_VARIABLES` among ``names`` (a dataset's variables, or a mapping's keys)."""
+    return {name: spec for name, spec in OPTIONAL_VARIABLES.items() if name in names}
+
 
 # MMLU correctness per (model, prompt), only in combined MMLU stores: 1 correct, 0 wrong,
 # -1 where no answer could be read (a completion with no letter in it).
@@ -153,12 +178,13 @@ def validate_profiles(ds: xr.Dataset, *, combined: bool = False) -> None:
 
 def _variable_problems(ds: xr.Dataset, combined: bool) -> list[str]:
     problems = []
-    for name, spec in VARIABLES.items():
+    optional = {} if combined else optional_variables(ds.data_vars)
+    for name, spec in {**VARIABLES, **optional}.items():
         if name not in ds.data_vars:
             problems.append(f"variable {name!r} is missing")
             continue
         var = ds[name]
-        dims = variable_dims(name, combined=combined)
+        dims = (MODEL, *spec.dims) if combined else spec.dims
         if var.dims != dims:
             problems.append(f"variable {name!r} has dims {var.dims}, expected {dims}")
         if str(var.dtype) != spec.dtype:
