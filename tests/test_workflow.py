@@ -132,6 +132,35 @@ def test_mmlu_scores_and_tables(tiny_run):
     assert (tiny_run / "results/figures/mean_profiles_blank.png").stat().st_size > 5000
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_user_mmlu_file_feeds_the_prompt_set_and_the_layer_skip_questions(tmp_path, suffix):
+    """datasets.mmlu.source: local with a file in the schema's columns (no mapping), through the workflow."""
+    workdir = prepare_workdir(tmp_path)
+    questions = pd.DataFrame(
+        {
+            "subject": ["astronomy"] * 4 + ["virology"] * 4,
+            "question": [f"user question {i}?" for i in range(8)],
+            **{f"choice_{c}": [f"{c}{i}" for i in range(8)] for c in "abcd"},
+            "answer": list("ABCDabcd"),
+        }
+    )
+    path = workdir / f"my_questions{suffix}"
+    if suffix == ".csv":
+        questions.to_csv(path, index=False)
+    else:
+        questions.to_json(path, orient="records", lines=True)
+    # n_questions 0: every question of the file, counted when the DAG is built.
+    edit_config(workdir, {"datasets": {"mmlu": {"source": "local", "path": path.name, "n_questions": 0}}})
+    targets = ("results/datasets/mmlu.parquet", "results/datasets/layer_skip_eval.parquet")
+    out = run_snakemake(workdir, *targets, "--cores", "1")
+    assert jobs_in(out.stdout) == {"prepare_mmlu", "prepare_layer_skip"}
+    table = pd.read_parquet(workdir / targets[0])
+    assert len(table) == 8 * 2 and set(table["question"]) == set(questions["question"])  # two styles
+    assert set(table["answer"]) == set("ABCD") and table["prompt_text"].str.contains("user question").all()
+    evaluation = pd.read_parquet(workdir / targets[1])
+    assert len(evaluation) == 4 and evaluation["question"].isin(questions["question"]).all()
+
+
 def test_the_run_ends_with_the_verdicts(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/paper_comparison.csv", keep_default_na=False)
     assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
