@@ -207,6 +207,16 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     family = table[table["claim"] == paper.FAMILY]  # one family: nothing to separate, and the table says so
     assert len(family) > 0 and (family["verdict"] == "inconclusive").all()
     assert family["why"].str.contains(">= 2", regex=False).all(), family["why"].tolist()
+    # The family shape claims: the llama model gets a verdict on its blank profiles; no GPT model, so not run.
+    assert "family_shapes" in jobs_in(out.stdout)
+    llama = table[table["claim"] == paper.SHAPE_LLAMA]
+    assert llama["model"].tolist() == [model] and llama["split"].tolist() == ["blank"] and llama["verdict"].all()
+    gpt = table[table["claim"] == paper.SHAPE_GPT]
+    assert gpt["why"].tolist() == ["not run: no model of family gpt or gpt2 in this configuration"]
+    overlap = table[table["claim"] == paper.OVERLAP]
+    assert len(overlap) == 1 and overlap["verdict"].item() in {"reproduced", "not reproduced", "inconclusive"}
+    headline = (workdir / "results/tables/verdicts.md").read_text()
+    assert "**Claims of the study:" in headline and "**Preconditions: 0 met" in headline
 
 
 @pytest.fixture
