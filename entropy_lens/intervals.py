@@ -11,7 +11,8 @@ nested in prompts.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -164,3 +165,42 @@ def cluster_bootstrap_mean(
     if sums is None:
         return math.nan, math.nan
     return _percentiles(sums[1] / sums[0], level)
+
+
+def bootstrap_mean_statistic(
+    rows: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of ``statistic`` of the mean row, resampling rows with replacement.
+
+    Each row is one independent unit (e.g. the mean profile of one source); a replicate
+    draws as many rows as there are and takes their mean.
+
+    Args:
+        rows: ``[N, L]`` values per unit.
+        statistic: Maps ``[B, L]`` mean rows to ``[B, J]`` statistics (NaN allowed).
+        n_boot: Bootstrap replicates.
+        seed: Seed of :func:`numpy.random.default_rng`.
+        level: Coverage.
+
+    Returns:
+        ``(low, high)``, each ``[J]``; NaN with fewer than two rows or where every replicate is NaN.
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.ndim != 2:
+        raise ValueError(f"rows must be a 2-D [units, values] array, got shape {rows.shape}")
+    level, n_boot = check_level(level), check_positive_int(n_boot, "n_boot")
+    n_stats = statistic(rows[:1]).shape[-1]
+    if rows.shape[0] < 2:
+        return np.full(n_stats, math.nan), np.full(n_stats, math.nan)
+    counts = np.random.default_rng(seed).multinomial(rows.shape[0], np.full(rows.shape[0], 1 / rows.shape[0]), n_boot)
+    draws = statistic(counts @ rows / rows.shape[0])  # [B, J]
+    tail = (1 - level) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN statistic gives NaN, as documented
+        low, high = np.nanquantile(draws, [tail, 1 - tail], axis=0)
+    return low, high

@@ -92,6 +92,27 @@ rule expansion_stats:
         "../workflow_scripts/expansion_stats.py"
 
 
+rule family_shapes:
+    input:
+        unpack(combined_stores),
+    output:
+        csv=report(
+            "results/tables/family_shapes.csv", caption="../report/family_shapes.rst", category="6. Family fingerprints"
+        ),
+        md="results/tables/family_shapes.md",
+    params:
+        seed=config["analysis"]["knn"]["seed"],
+        n_boot=config["analysis"]["n_boot"],
+    log:
+        "logs/family_shapes.log",
+    benchmark:
+        "results/benchmarks/family_shapes.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/family_shapes.py"
+
+
 rule family_fingerprints:
     input:
         "results/profiles/blank.zarr",

@@ -161,6 +161,7 @@ def paper_inputs(wildcards):
         "knn": "results/tables/knn_auc.csv",
         "expansion": expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS),
         "overlap": expand("results/tables/overlap_{dataset}.csv", dataset=DATASETS),
+        "shapes": "results/tables/family_shapes.csv",
     }
     if MMLU:
         inputs["accuracy"] = "results/tables/mmlu_accuracy.csv"

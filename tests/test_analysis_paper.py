@@ -187,10 +187,15 @@ def test_headline_keeps_the_verdict_measure_and_shannon():
     assert set(top.loc[top["claim"] == P.ACCURACY, "measure"]) == {"calibrated"}
     assert "renyi(a=5)" not in set(top.loc[top["claim"] == P.TASK, "measure"])
     assert (top["verdict"] != "").all()
-    measured = top[~top["why"].str.startswith("not run")]
+    findings = top[top["role"] == P.FINDING]
+    measured = findings[~findings["why"].str.startswith("not run")]
     order = [P.CLAIM_ORDER.index(c) for c in measured["claim"]]
     assert order == sorted(order)
-    assert top["why"].str.startswith("not run").tolist() == sorted(top["why"].str.startswith("not run"))  # last
+    not_run = findings["why"].str.startswith("not run").tolist()
+    assert not_run == sorted(not_run)  # findings not run come after those measured
+    roles = top["role"].tolist()
+    assert roles == sorted(roles, key=[P.FINDING, P.PRECONDITION].index)  # preconditions last of all
+    assert set(top.loc[top["role"] == P.PRECONDITION, "claim"]) == {P.ACCURACY}
     assert "not run by this configuration (listed last)" in P.verdicts_html(top)
 
 
@@ -246,3 +251,76 @@ def test_to_markdown_renders_escapes_and_blanks_nan(tmp_path):
     write_table(df, tmp_path / "t.csv", tmp_path / "t.md", title="T")
     assert (tmp_path / "t.md").read_text().startswith("# T\n\n| claim |")
     assert pd.read_csv(tmp_path / "t.csv").shape == (2, 2)
+
+
+def _overlap() -> pd.DataFrame:
+    row = {"model": "smollm2-135m", "family": "llama", "n_layers": 30, "n": 5000, "n_prompts": 40, "std": 0.2}
+    return _csv(
+        [
+            {**row, "mean": 0.68, "ci_low": 0.65, "ci_high": 0.71, "dataset": "blank"},
+            {**row, "mean": 0.52, "ci_low": 0.45, "ci_high": 0.6, "dataset": "tasks"},
+        ]
+    )
+
+
+def test_adjacent_layer_overlap_rows_get_a_verdict_and_reach_the_headline():
+    table = P.paper_table(overlap=_overlap(), expected=_expected())
+    rows = table[table["claim"] == P.OVERLAP].set_index("split")
+    assert rows.loc["blank", "verdict"] == V.REPRODUCED and "lies above 0.5" in rows.loc["blank", "why"]
+    assert rows.loc["tasks", "verdict"] == V.INCONCLUSIVE and rows.loc["tasks", "n_sources"] == 40
+    assert "descriptive" not in " ".join(table["why"])
+    assert set(P.headline(table).query("claim == @P.OVERLAP")["split"]) == {"blank", "tasks"}
+
+
+def _shapes() -> pd.DataFrame:
+    base = {"n_layers": 30, "n_prompts": 20, "n_sources": 20, "third_layers": 10, "start": 1.0, "final": 1.5}
+    llama_like = {"rise": 2.0, "rise_low": 1.5, "rise_high": 2.5, "refine": 1.5, "refine_low": 1.0}
+    llama_like |= {"refine_high": 2.0, "drift": 0.05, "drift_low": 0.01, "drift_high": 0.1}
+    return _csv(
+        [
+            {"model": "smollm2-135m", "family": "llama", **base, **llama_like, "dataset": "blank"},
+            {"model": "smollm2-135m", "family": "llama", **base, **llama_like, "n_sources": 3, "dataset": "tasks"},
+            {"model": "qwen2.5-coder-0.5b", "family": "qwen", **base, **llama_like, "dataset": "blank"},
+        ]
+    )
+
+
+def test_family_shape_rows_where_the_run_has_the_family_and_not_run_where_it_has_none():
+    families = {"smollm2-135m": "llama", "qwen2.5-coder-0.5b": "qwen"}
+    expected = P.Expected(datasets={"blank": list(families), "tasks": ["smollm2-135m"]}, families=families)
+    table = P.paper_table(shapes=_shapes(), expected=expected)
+    llama = table[table["claim"] == P.SHAPE_LLAMA].set_index("split")
+    assert llama.loc["blank", "verdict"] == V.REPRODUCED and llama.loc["blank", "model"] == "smollm2-135m"
+    assert "plateaus" in llama.loc["blank", "why"] and "drift 0.050 [0.010, 0.100]" in llama.loc["blank", "note"]
+    assert llama.loc["tasks", "verdict"] == V.INCONCLUSIVE and "only 3 independent sources" in llama.loc["tasks", "why"]
+    gpt = table[table["claim"] == P.SHAPE_GPT]
+    assert len(gpt) == 1 and gpt["why"].item() == "not run: no model of family gpt or gpt2 in this configuration"
+    assert "qwen2.5-coder-0.5b" not in set(table.loc[table["claim"].isin([P.SHAPE_GPT, P.SHAPE_LLAMA]), "model"])
+    # A GPT-2 model (config family gpt2) is judged by the GPT claim; one profiled nowhere says so.
+    gpt2 = {"gpt2-small": "gpt2", "gpt2-xl": "GPT2"}
+    shapes = _shapes().assign(model="gpt2-small", family="gpt2").iloc[:1]
+    table = P.paper_table(shapes=shapes, expected=P.Expected(datasets={"blank": ["gpt2-small"]}, families=gpt2))
+    rows = table[table["claim"] == P.SHAPE_GPT].set_index("model")
+    assert rows.loc["gpt2-small", "verdict"] == V.NOT_REPRODUCED  # it starts low: rise > 0 fails "starts high"
+    assert rows.loc["gpt2-xl", "why"] == "not run: gpt2-xl is profiled on no dataset"
+    assert table.loc[table["claim"] == P.SHAPE_LLAMA, "why"].str.contains("no model of family llama").all()
+
+
+def test_mmlu_accuracy_is_a_precondition_counted_apart():
+    table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), overlap=_overlap(), expected=_expected())
+    assert set(table.loc[table["role"] == P.PRECONDITION, "claim"]) == {P.ACCURACY}
+    assert set(table.loc[table["claim"] != P.ACCURACY, "role"]) == {P.FINDING}
+    top = P.headline(table)
+    findings, preconditions = P.summary(top)
+    assert findings.startswith("Claims of the study: 5 reproduced, 1 not reproduced, 3 inconclusive; 24 not run")
+    assert preconditions.startswith("Preconditions: 0 met, 0 not met, 1 undecided (not findings of the study")
+    n_findings = int((top["role"] == P.FINDING).sum())
+    counted = sum(int(part.split()[0]) for part in findings.split(": ", 1)[1].rstrip(".").replace(";", ",").split(", "))
+    assert counted == n_findings  # every finding is counted once, no precondition among them
+    text = P.verdicts_markdown(top, "Verdicts")
+    body, section = text.split(f"## {P.PRECONDITION_HEADING}")
+    assert text.startswith("# Verdicts\n\n**Claims of the study:") and "| claim | model |" in body
+    assert P.ACCURACY not in body and f"{P.ACCURACY} (precondition)" in section
+    html = P.verdicts_html(top)
+    assert html.index("Preconditions: 0 met") < html.index(P.PRECONDITION_HEADING.replace("?", ""))
+    assert html.count("<table") == 2

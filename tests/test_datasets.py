@@ -335,8 +335,60 @@ def test_local_mmlu_questions(tmp_path):
     frame.assign(gold=["b", "F"], topic="x").to_csv(path, index=False)
     with pytest.raises(ValueError, match=r"q.csv: row 1: answer 'F' is not one of A-D"):
         mmlu.questions_from_local(path, {**mapping, "answer": "gold", "subject": "topic"})
-    with pytest.raises(ValueError, match=r"lacks \['subject'\]"):
+    with pytest.raises(ValueError, match=r"q.csv: no column 'subject'"):  # unmapped: read under its own name
         mmlu.questions_from_local(path, {**mapping, "answer": "gold"})
+    with pytest.raises(ValueError, match=r"names \['gold'\], which are not among"):
+        mmlu.questions_from_local(path, {"gold": "answer"})
+
+
+SCHEMA_QUESTIONS = pd.DataFrame(
+    {
+        "subject": ["High School Physics", "anatomy", "anatomy"],
+        "question": ["Why?", "How?", "Where?"],
+        "choice_a": ["1", "2", "3"],
+        "choice_b": ["4", "5", "6"],
+        "choice_c": ["7", "8", "9"],
+        "choice_d": ["10", "11", "12"],
+        "answer": ["b", "D", "A"],
+    }
+)
+
+
+def _write_questions(frame: pd.DataFrame, path) -> None:
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_json(path, orient="records", lines=True)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_local_mmlu_file_in_the_schema_columns_needs_no_mapping(tmp_path, suffix):
+    """datasets.mmlu.source: local reads a file whose columns are the schema's, with no mapping."""
+    path = tmp_path / f"questions{suffix}"
+    _write_questions(SCHEMA_QUESTIONS, path)
+    questions = mmlu.load_questions("local", str(path))
+    assert list(questions.columns) == list(mmlu.QUESTION_COLUMNS)
+    assert questions["question_id"].tolist() == ["high_school_physics-0000", "anatomy-0000", "anatomy-0001"]
+    assert questions["answer"].tolist() == ["B", "D", "A"] and questions["choice_d"].tolist() == ["10", "11", "12"]
+    pd.testing.assert_frame_equal(questions, mmlu.questions_from_local(path, {}))
+    table = mmlu.build_mmlu(questions, n=None, seed=0, styles=("base",))
+    assert len(table) == 3 and table["prompt_text"].str.endswith("Answer:").all()
+    # The file's own ids are kept, and must be unique.
+    _write_questions(SCHEMA_QUESTIONS.assign(question_id=["q1", "q2", "q3"]), path)
+    assert mmlu.load_questions("local", str(path))["question_id"].tolist() == ["q1", "q2", "q3"]
+    _write_questions(SCHEMA_QUESTIONS.assign(question_id=["q1", "q2", "q1"]), path)
+    with pytest.raises(ValueError, match=rf"questions{suffix}: question_id 'q1' repeats"):
+        mmlu.load_questions("local", str(path))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_local_mmlu_file_missing_a_column_names_it_and_the_file(tmp_path, suffix):
+    path = tmp_path / f"questions{suffix}"
+    _write_questions(SCHEMA_QUESTIONS.drop(columns="choice_c"), path)
+    with pytest.raises(ValueError, match=rf"questions{suffix}: no column 'choice_c'"):
+        mmlu.load_questions("local", str(path))
+    with pytest.raises(ValueError, match=r"datasets\.mmlu\.path is not set"):
+        mmlu.load_questions("local", None)
 
 
 # -- offline story generator -----------------------------------------------------------------------

@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from synthetic import combined_dataset
 
 from entropy_lens.analysis import knn as K
 from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.expansion import nucleus_overlap
 from entropy_lens.intervals import paired_bootstrap, wilson_interval
 
 SETTINGS = K.KnnSettings(k=29, n_splits=5, n_repeats=3)
@@ -161,3 +163,33 @@ def test_corrected_interval_is_wider_than_the_naive_one():
     naive = 2.145 * scores.std(ddof=1) / math.sqrt(scores.size)
     assert lo < scores.mean() < hi and (hi - lo) / 2 > 1.5 * naive
     assert all(math.isnan(v) for v in K.corrected_t_interval(scores[:1], 0.25))
+
+
+def _overlap_verdict(levels: np.ndarray, *, n_tokens: int = 5, n_layers: int = 9, seed: int = 0) -> V.Verdict:
+    """The overlap verdict on a store whose prompt p has adjacent-layer Jaccards around ``levels[p]``."""
+    rng = np.random.default_rng(seed)
+    shape = (levels.size, n_tokens, n_layers)
+    jaccard = np.clip(levels[:, None, None] + 0.05 * rng.normal(size=shape), 0, 1)
+    jaccard[:, :, -1] = np.nan  # the last layer has no successor
+    ds = combined_dataset({"m": 2.0 + rng.normal(size=shape)}, jaccard={"m": jaccard})
+    row = nucleus_overlap(ds).iloc[0]
+    return V.nucleus_overlap(V.Interval(row["mean"], row["ci_low"], row["ci_high"]), n_prompts=int(row["n_prompts"]))
+
+
+def test_nucleus_overlap_rule_on_prompt_clusters():
+    rng = np.random.default_rng(1)
+    shared = _overlap_verdict(rng.normal(0.7, 0.05, 30))
+    assert shared.verdict == V.REPRODUCED and "lies above 0.5" in shared.why
+    assert _overlap_verdict(rng.normal(0.3, 0.05, 30)).verdict == V.NOT_REPRODUCED
+    assert _overlap_verdict(rng.normal(0.5, 0.05, 30)).verdict == V.INCONCLUSIVE
+    few = _overlap_verdict(np.full(4, 0.8))
+    assert few.verdict == V.INCONCLUSIVE and "only 4 prompts (need 6)" in few.why
+    missing = V.nucleus_overlap(V.Interval(math.nan, math.nan, math.nan), n_prompts=30)
+    assert missing.verdict == V.INCONCLUSIVE and "not computed" in missing.why
+
+
+def test_nucleus_overlap_interval_counts_prompts_not_cells():
+    """Eight prompts, half sharing 90% and half 20%: 320 cells pin the cell mean, eight prompts do not."""
+    levels = np.tile([0.9, 0.2], 4)
+    verdict = _overlap_verdict(levels, n_tokens=5, n_layers=9)
+    assert verdict.verdict == V.INCONCLUSIVE and "straddles 0.5" in verdict.why, verdict.why

@@ -132,6 +132,35 @@ def test_mmlu_scores_and_tables(tiny_run):
     assert (tiny_run / "results/figures/mean_profiles_blank.png").stat().st_size > 5000
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_user_mmlu_file_feeds_the_prompt_set_and_the_layer_skip_questions(tmp_path, suffix):
+    """datasets.mmlu.source: local with a file in the schema's columns (no mapping), through the workflow."""
+    workdir = prepare_workdir(tmp_path)
+    questions = pd.DataFrame(
+        {
+            "subject": ["astronomy"] * 4 + ["virology"] * 4,
+            "question": [f"user question {i}?" for i in range(8)],
+            **{f"choice_{c}": [f"{c}{i}" for i in range(8)] for c in "abcd"},
+            "answer": list("ABCDabcd"),
+        }
+    )
+    path = workdir / f"my_questions{suffix}"
+    if suffix == ".csv":
+        questions.to_csv(path, index=False)
+    else:
+        questions.to_json(path, orient="records", lines=True)
+    # n_questions 0: every question of the file, counted when the DAG is built.
+    edit_config(workdir, {"datasets": {"mmlu": {"source": "local", "path": path.name, "n_questions": 0}}})
+    targets = ("results/datasets/mmlu.parquet", "results/datasets/layer_skip_eval.parquet")
+    out = run_snakemake(workdir, *targets, "--cores", "1")
+    assert jobs_in(out.stdout) == {"prepare_mmlu", "prepare_layer_skip"}
+    table = pd.read_parquet(workdir / targets[0])
+    assert len(table) == 8 * 2 and set(table["question"]) == set(questions["question"])  # two styles
+    assert set(table["answer"]) == set("ABCD") and table["prompt_text"].str.contains("user question").all()
+    evaluation = pd.read_parquet(workdir / targets[1])
+    assert len(evaluation) == 4 and evaluation["question"].isin(questions["question"]).all()
+
+
 def test_the_run_ends_with_the_verdicts(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/paper_comparison.csv", keep_default_na=False)
     assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
@@ -178,6 +207,16 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     family = table[table["claim"] == paper.FAMILY]  # one family: nothing to separate, and the table says so
     assert len(family) > 0 and (family["verdict"] == "inconclusive").all()
     assert family["why"].str.contains(">= 2", regex=False).all(), family["why"].tolist()
+    # The family shape claims: the llama model gets a verdict on its blank profiles; no GPT model, so not run.
+    assert "family_shapes" in jobs_in(out.stdout)
+    llama = table[table["claim"] == paper.SHAPE_LLAMA]
+    assert llama["model"].tolist() == [model] and llama["split"].tolist() == ["blank"] and llama["verdict"].all()
+    gpt = table[table["claim"] == paper.SHAPE_GPT]
+    assert gpt["why"].tolist() == ["not run: no model of family gpt or gpt2 in this configuration"]
+    overlap = table[table["claim"] == paper.OVERLAP]
+    assert len(overlap) == 1 and overlap["verdict"].item() in {"reproduced", "not reproduced", "inconclusive"}
+    headline = (workdir / "results/tables/verdicts.md").read_text()
+    assert "**Claims of the study:" in headline and "**Preconditions: 0 met" in headline
 
 
 @pytest.fixture

@@ -1,6 +1,15 @@
 """Rule paper_table: every claim of the study, our 95% interval, the study's figure and a verdict."""
 
-from entropy_lens.analysis.paper import Expected, display, headline, paper_table_from_files, verdicts_html
+from pathlib import Path
+
+from entropy_lens.analysis.paper import (
+    Expected,
+    display,
+    headline,
+    paper_table_from_files,
+    verdicts_html,
+    verdicts_markdown,
+)
 from entropy_lens.jobs import setup_logging
 from entropy_lens.tables import write_table
 
@@ -12,6 +21,6 @@ write_table(
     table, out.csv, out.md, markdown=display(table), title="Entropy-Lens: every claim of the study, ours beside it"
 )
 top = headline(table)
-write_table(top, out.verdicts_csv, out.verdicts_md, markdown=display(top), title="Verdicts: did each claim hold here?")
-with open(out.verdicts_html, "w") as handle:
-    handle.write(verdicts_html(top))
+top.to_csv(out.verdicts_csv, index=False)
+Path(out.verdicts_md).write_text(verdicts_markdown(top, "Verdicts: did each claim hold here?"))
+Path(out.verdicts_html).write_text(verdicts_html(top))

@@ -11,9 +11,14 @@ One row per claim, model and split.  Each row carries
 * a verdict from :mod:`entropy_lens.analysis.verdicts` with the reason.
 
 Claims the configuration did not measure (a dataset not profiled for a model, a model
-left out of the layer-skip experiment, a family analysis with one model) get a row
-that says so: nothing is dropped silently.  :func:`headline` picks the rows a reader
-needs first: Shannon entropy, the verdict measure of MMLU, one row per claim and model.
+left out of the layer-skip experiment, a family analysis with one model, a family shape
+claim with no model of that family) get a row that says so: nothing is dropped silently.
+:func:`headline` picks the rows a reader needs first: Shannon entropy, the verdict
+measure of MMLU, one row per claim and model.
+
+Each row has a ``role``: a ``finding`` is a claim of the study about the models; a
+``precondition`` (MMLU accuracy) is not: it decides whether the correctness and
+layer-skip claims can be read at all, and is counted apart from the findings.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from entropy_lens.accuracy import ALL_STYLES
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import STUDY_SPEARMAN
 from entropy_lens.analysis.knn import GROUPED, POOLED_MODEL, STUDY
+from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.letters import VERDICT_MEASURE
+from entropy_lens.tables import to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +76,9 @@ STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {
 }
 NO_FIGURE = "—"
 PERCENT = 100.0
-DESCRIPTIVE = "descriptive: no claim of the study is tested"
 NOT_RUN = "not run"
+STUDY_OVERLAP_CLAIM = "a large fraction (qualitative)"
+STUDY_SHAPE_CLAIM = "qualitative (mean profiles by family)"
 
 # Claims, in the order a reader meets them.
 TASK = "task separability (intact prompts)"
@@ -84,7 +92,16 @@ ACCURACY = "MMLU accuracy above chance and the majority letter"
 SKIP_RANDOM = "skipping expansion layers hurts more than random layers"
 SKIP_PRUNING = "skipping expansion layers hurts more than pruning layers"
 CLUSTERING = "family, not size, clusters blank-prompt profiles"
-OVERLAP = "adjacent-layer nucleus Jaccard"
+OVERLAP = "adjacent layers share a large fraction of their top-p sets"
+SHAPE_GPT = "GPT profiles start high and sharpen"
+SHAPE_LLAMA = "Llama profiles start low, plateau, then refine"
+# Shape claim (verdicts.SHAPE_CLAIMS key) -> its row's claim, and the config `family:` values it covers.
+SHAPE_ROWS = {V.GPT_SHAPE: SHAPE_GPT, V.LLAMA_SHAPE: SHAPE_LLAMA}
+SHAPE_FAMILIES: dict[str, tuple[str, ...]] = {V.GPT_SHAPE: ("gpt", "gpt2"), V.LLAMA_SHAPE: ("llama",)}
+# Roles: a finding of the study about the models, or a precondition for reading other claims.
+FINDING = "finding"
+PRECONDITION = "precondition"
+PRECONDITIONS = frozenset({ACCURACY})
 # kNN target name -> claim (targets of :data:`entropy_lens.analysis.knn.STUDY_TARGETS`).
 KNN_CLAIMS = {
     "task": TASK,
@@ -103,6 +120,7 @@ KNN_DATASETS = {
 
 COLUMNS = (
     "claim",
+    "role",
     "model",
     "split",
     "measure",
@@ -123,8 +141,8 @@ COLUMNS = (
     "n_sources",
     "note",
 )
-AUC, RHO, ACC, POINTS, JACCARD = "AUC %", "rho", "accuracy %", "accuracy points", "Jaccard"
-SCALES = {AUC: PERCENT, RHO: 1.0, ACC: PERCENT, POINTS: PERCENT, JACCARD: 1.0}
+AUC, RHO, ACC, POINTS, JACCARD, NATS = "AUC %", "rho", "accuracy %", "accuracy points", "Jaccard", "nats"
+SCALES = {AUC: PERCENT, RHO: 1.0, ACC: PERCENT, POINTS: PERCENT, JACCARD: 1.0, NATS: 1.0}
 
 
 @dataclass(frozen=True)
@@ -164,11 +182,11 @@ def _interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str
     return V.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
 
 
-def _row(claim: str, model: str, unit: str, verdict: V.Verdict | None, **values: Any) -> dict[str, Any]:
+def _row(claim: str, model: str, unit: str, verdict: V.Verdict, **values: Any) -> dict[str, Any]:
     """One table row; intervals (:class:`~entropy_lens.analysis.verdicts.Interval`) expand into columns."""
     row: dict[str, Any] = {c: "" for c in COLUMNS}
-    row.update(claim=claim, model=model, unit=unit, verdict=verdict.verdict if verdict else "")
-    row["why"] = verdict.why if verdict else DESCRIPTIVE
+    role = PRECONDITION if claim in PRECONDITIONS else FINDING
+    row.update(claim=claim, role=role, model=model, unit=unit, verdict=verdict.verdict, why=verdict.why)
     for key, value in values.items():
         if isinstance(value, V.Interval):
             row[key if key != "ours" else "estimate"], row[f"{_prefix(key)}_low"], row[f"{_prefix(key)}_high"] = (
@@ -382,21 +400,60 @@ def _skip_rows(skip: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str
 
 
 def _overlap_rows(overlap: pd.DataFrame) -> list[dict[str, Any]]:
-    return [
-        _row(
-            OVERLAP,
-            str(rec["model"]),
-            JACCARD,
-            None,
-            split=str(rec.get("dataset", "")),
-            measure="shannon",
-            ours=_interval(rec, "mean", "ci_low", "ci_high"),
-            study=NO_FIGURE,
-            n=int(rec["n"]),
-            n_sources=int(rec.get("n_prompts", 0) or 0),
+    rows = []
+    for rec in overlap.to_dict("records"):
+        jaccard = _interval(rec, "mean", "ci_low", "ci_high")
+        n_prompts = int(rec.get("n_prompts", 0) or 0)
+        rows.append(
+            _row(
+                OVERLAP,
+                str(rec["model"]),
+                JACCARD,
+                V.nucleus_overlap(jaccard, n_prompts=n_prompts),
+                split=str(rec.get("dataset", "")),
+                measure="shannon",
+                ours=jaccard,
+                study=STUDY_OVERLAP_CLAIM,
+                n=int(rec["n"]),
+                n_sources=n_prompts,
+                note="mean over (token, layer) cells; the interval resamples prompts",
+            )
         )
-        for rec in overlap.to_dict("records")
-    ]
+    return rows
+
+
+def shape_claim(family: str) -> str | None:
+    """The shape claim (a :data:`SHAPE_ROWS` key) about a config ``family:``, or ``None``."""
+    name = family.strip().lower()
+    return next((claim for claim, names in SHAPE_FAMILIES.items() if name in names), None)
+
+
+def _shape_rows(shapes: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A verdict per model (of a family with a shape claim) and dataset; other families have no claim."""
+    rows = []
+    for rec in shapes.to_dict("records"):
+        model = str(rec["model"])
+        claim = shape_claim(str(families.get(model, rec.get("family", ""))))
+        if claim is None:
+            continue
+        stats = {s: _interval(rec, s, f"{s}_low", f"{s}_high") for s in SHAPE_STATISTICS}
+        verdict = V.family_shape(claim, stats, n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"]))
+        note = "; ".join(f"{s} {i.text(1.0, 3)}" for s, i in stats.items())
+        rows.append(
+            _row(
+                SHAPE_ROWS[claim],
+                model,
+                NATS,
+                verdict,
+                split=str(rec.get("dataset", "")),
+                measure="shannon",
+                study=STUDY_SHAPE_CLAIM,
+                n=int(rec["n_prompts"]),
+                n_sources=int(rec["n_sources"]),
+                note=f"{note}; start {float(rec['start']):.3f}, final {float(rec['final']):.3f} nats",
+            )
+        )
+    return rows
 
 
 def _clustering_rows(clustering: pd.DataFrame, models: Sequence[str], families: Mapping[str, str]) -> list[dict]:
@@ -457,6 +514,21 @@ def _absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[st
         out.append(
             _row(CLUSTERING, ", ".join(blank) or "all", "", V.not_run(_family_shortfall(expected) or "no result"))
         )
+    return out + _absent_shape_rows(seen, models, expected)
+
+
+def _absent_shape_rows(seen: set[tuple[str, str]], profiled: Sequence[str], expected: Expected) -> list[dict]:
+    """A "not run" row for each shape claim without a model of its family, or a family model without a result."""
+    out = []
+    for key, claim in SHAPE_ROWS.items():
+        members = [m for m, family in expected.families.items() if shape_claim(str(family)) == key]
+        if not members:
+            names = " or ".join(SHAPE_FAMILIES[key])
+            out.append(_row(claim, "none", NATS, V.not_run(f"no model of family {names} in this configuration")))
+        for model in members:
+            if (claim, model) not in seen:
+                reason = "no result" if model in profiled else f"{model} is profiled on no dataset"
+                out.append(_row(claim, model, NATS, V.not_run(reason)))
     return out
 
 
@@ -489,6 +561,7 @@ def paper_table(
     overlap: pd.DataFrame | None = None,
     clustering: pd.DataFrame | None = None,
     layer_skip: pd.DataFrame | None = None,
+    shapes: pd.DataFrame | None = None,
     expected: Expected | None = None,
 ) -> pd.DataFrame:
     """Every claim with our estimate, its interval, the study's figure and a verdict.
@@ -501,6 +574,7 @@ def paper_table(
         overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` rows (``dataset`` as above).
         clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
         layer_skip: :func:`entropy_lens.accuracy.skip_differences` rows with a ``model`` column.
+        shapes: :func:`~entropy_lens.analysis.shapes.profile_shapes` rows (``dataset`` as above).
         expected: What the configuration asked for (absent claims get a "not run" row).
 
     Returns:
@@ -517,6 +591,7 @@ def paper_table(
     if clustering is not None:
         rows += _clustering_rows(clustering, list(expected.datasets.get("blank", ())), expected.families)
     rows += _overlap_rows(overlap) if overlap is not None else []
+    rows += _shape_rows(shapes, expected.families) if shapes is not None else []
     rows += _absent_rows(rows, expected) if expected.datasets else []
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 
@@ -527,13 +602,15 @@ CLAIM_ORDER = (
     FORMAT,
     FAMILY,
     SPEARMAN,
+    OVERLAP,
     MMLU_CORRECT,
-    ACCURACY,
     SKIP_RANDOM,
     SKIP_PRUNING,
     RENYI,
     CLUSTERING,
-    OVERLAP,
+    SHAPE_GPT,
+    SHAPE_LLAMA,
+    ACCURACY,
 )
 
 
@@ -544,13 +621,13 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows a reader needs first, one per claim and model, in claim order (claims the
-    configuration did not run last).
+    """The rows a reader needs first, one per claim and model, in claim order: findings
+    measured, findings the configuration did not run, then preconditions.
 
     Shannon entropy for separability; MMLU pooled over styles (correctness and accuracy)
     under the verdict measure; layer skipping at the smallest ``k`` (the study's headline
     skips one layer).  Per-style, per-order and larger-``k`` rows stay in the full table;
-    descriptive rows (no claim) are left out.
+    rows without a verdict are left out.
     """
     claim, measure, split = table["claim"], table["measure"], table["split"]
     keep = table["verdict"] != ""
@@ -563,7 +640,10 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
         keep &= ~claim.isin([SKIP_RANDOM, SKIP_PRUNING]) | split.isin([smallest, ""])
     top = table[keep]
     not_run = top["why"].str.startswith(NOT_RUN)
-    return pd.concat([top[~not_run], top[not_run]], ignore_index=True)  # what was measured first
+    precondition = top["role"] == PRECONDITION
+    return pd.concat(
+        [top[~not_run & ~precondition], top[not_run & ~precondition], top[precondition]], ignore_index=True
+    )
 
 
 def _has_pooled(table: pd.DataFrame) -> pd.Series:
@@ -574,9 +654,10 @@ def _has_pooled(table: pd.DataFrame) -> pd.Series:
 
 def display(table: pd.DataFrame) -> pd.DataFrame:
     """Strings for reading: ``ours``, ``baseline`` and ``study protocol`` as ``x [lo, hi]`` in the row's unit."""
+    claims = table["claim"].where(table["role"] != PRECONDITION, table["claim"] + f" ({PRECONDITION})")
     out = pd.DataFrame(
         {
-            "claim": table["claim"],
+            "claim": claims,
             "model": table["model"],
             "split": table["split"],
             "measure": table["measure"],
@@ -620,7 +701,7 @@ def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: E
     return paper_table(**tables, expected=expected)
 
 
-TABLE_INPUTS = ("knn", "accuracy", "expansion", "overlap", "clustering", "layer_skip")
+TABLE_INPUTS = ("knn", "accuracy", "expansion", "overlap", "clustering", "layer_skip", "shapes")
 
 
 def _read_csvs(value: str | Sequence[str]) -> pd.DataFrame:
@@ -640,27 +721,88 @@ span.verdict{color:#fff;border-radius:10px;padding:1px 8px;white-space:nowrap;fo
 </style>"""
 
 
+# How a precondition's verdict reads: it is met or not, not reproduced.
+PRECONDITION_WORDS = {V.REPRODUCED: "met", V.NOT_REPRODUCED: "not met", V.INCONCLUSIVE: "undecided"}
+PRECONDITION_HEADING = "Preconditions: do the models know MMLU?"
+PRECONDITION_TEXT = (
+    "not findings of the study: MMLU correctness and layer skipping can only be read on a model that answers "
+    "above chance and the majority letter"
+)
+
+
+def summary(table: pd.DataFrame) -> list[str]:
+    """The headline's counts: findings (measured, then not run) and preconditions, apart.
+
+    Args:
+        table: :func:`headline` rows.
+
+    Returns:
+        Two sentences: the findings' verdict counts, and the preconditions' (met, not met,
+        undecided) with what they are for.
+    """
+    findings, preconditions = _split(table)
+    not_run = findings["why"].str.startswith(NOT_RUN)
+    counts = findings.loc[~not_run, "verdict"].value_counts()
+    first = "Claims of the study: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in V.VERDICTS)
+    first += f"; {int(not_run.sum())} not run by this configuration (listed last)" if not_run.any() else ""
+    met = preconditions["verdict"].value_counts()
+    second = "Preconditions: " + ", ".join(f"{int(met.get(v, 0))} {w}" for v, w in PRECONDITION_WORDS.items())
+    return [first + ".", f"{second} ({PRECONDITION_TEXT})."]
+
+
+def _split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    precondition = table["role"] == PRECONDITION
+    return table[~precondition], table[precondition]
+
+
+def verdicts_markdown(table: pd.DataFrame, title: str) -> str:
+    """The headline as Markdown: the counts, the findings' table, then the preconditions' table."""
+    findings, preconditions = _split(table)
+    text = f"# {title}\n\n" + "".join(f"**{line}**\n\n" for line in summary(table)) + to_markdown(display(findings))
+    if not preconditions.empty:
+        text += f"\n## {PRECONDITION_HEADING}\n\n{to_markdown(display(preconditions))}"
+    return text
+
+
+VERDICT_COLOURS = {V.REPRODUCED: "#1a7f37", V.NOT_REPRODUCED: "#cf222e", V.INCONCLUSIVE: "#9a6700"}
+HTML_STYLE = """<style>
+.prose.max-w-lg{max-width:none !important}
+.h-screen.items-center{align-items:flex-start !important}
+table.verdicts{border-collapse:collapse;font-size:13px;margin:8px 0 16px 0}
+table.verdicts th,table.verdicts td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+table.verdicts th{background:#f6f8fa}
+table.verdicts td.why{max-width:460px;color:#444}
+span.verdict{color:#fff;border-radius:10px;padding:1px 8px;white-space:nowrap;font-weight:600}
+</style>"""
+# The headline holds one measure per claim (the README says which); n is in the full table.
+HTML_HIDDEN = ("n", "measure")
+
+
 def verdicts_html(table: pd.DataFrame) -> str:
-    """The headline table as a styled HTML fragment (coloured verdicts), for the report's first page."""
+    """The headline as a styled HTML fragment (coloured verdicts) for the report's first page:
+    the counts, the findings' table, then the preconditions' table."""
+    findings, preconditions = _split(table)
+    lines = "<br>".join(html.escape(line) for line in summary(table))
+    text = f"{HTML_STYLE}\n<p><b>{lines}</b><br>(95% intervals; rules in the README, section Verdict rules)</p>\n"
+    text += _html_table(findings)
+    if not preconditions.empty:
+        text += f"<h4>{html.escape(PRECONDITION_HEADING)}</h4>\n" + _html_table(preconditions)
+    return text
+
+
+def _html_table(table: pd.DataFrame) -> str:
     view = display(table)
-    not_run = table["why"].str.startswith(NOT_RUN)
-    counts = table.loc[~not_run, "verdict"].value_counts()
-    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in V.VERDICTS)
-    summary += f"; {int(not_run.sum())} not run by this configuration (listed last)" if not_run.any() else ""
-    hidden = ("n", "measure")  # the headline holds one measure per claim; the README says which
-    header = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns if c not in hidden)
+    header = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns if c not in HTML_HIDDEN)
     rows = []
     for rec in view.to_dict("records"):
         cells = []
         for column, value in rec.items():
-            if column in hidden:
+            if column in HTML_HIDDEN:
                 continue
             text = html.escape(str(value))
             if column == "verdict" and value:
                 text = f'<span class="verdict" style="background:{VERDICT_COLOURS[value]}">{text}</span>'
             cells.append(f'<td class="{"why" if column == "why" else ""}">{text}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        f"{HTML_STYLE}\n<p><b>{summary}</b> (95% intervals; rules in the README, section Verdicts)</p>\n"
-        f'<table class="verdicts"><thead><tr>{header}</tr></thead><tbody>\n' + "\n".join(rows) + "\n</tbody></table>\n"
-    )
+    body = "\n".join(rows)
+    return f'<table class="verdicts"><thead><tr>{header}</tr></thead><tbody>\n{body}\n</tbody></table>\n'

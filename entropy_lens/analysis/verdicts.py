@@ -34,12 +34,27 @@ Rényi invariance
     separability row where Shannon reproduced; ``not reproduced`` when some order is
     ``not reproduced`` there; ``inconclusive`` when Shannon reproduced nothing or an
     order is inconclusive.
+
+Adjacent layers share a large fraction of their top-p sets (prompt-cluster bootstrap 95%
+interval of the mean adjacent-layer nucleus Jaccard)
+    ``reproduced`` above :data:`JACCARD_THRESHOLD` (more than half of the two sets'
+    union is shared), ``not reproduced`` below it, otherwise ``inconclusive``; also
+    ``inconclusive`` with fewer than :data:`MIN_GROUPS` prompts.
+
+Family shapes (:data:`SHAPE_CLAIMS`; statistics of the mean entropy profile against
+normalized depth, each with a bootstrap 95% interval over sources)
+    Each claim is a list of parts, each a statistic on one side of a bar.  A part
+    *holds* when its interval lies on the claimed side, *fails* when it lies on the
+    other side.  ``reproduced`` when every part holds; ``not reproduced`` when a part
+    fails; otherwise ``inconclusive``; also ``inconclusive`` with fewer than
+    :data:`MIN_GROUPS` sources or fewer than :data:`MIN_THIRD_LAYERS` layers in the first or
+    middle third of depth.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 REPRODUCED = "reproduced"
@@ -58,6 +73,13 @@ SPEARMAN_THRESHOLD = 0.5
 MIN_ACCURACY_EFFECT = 0.10
 # A drop smaller than this (accuracy, 0-1) from skipping is no collapse.
 MIN_SKIP_EFFECT = 0.05
+# "A large fraction" of two adjacent layers' top-p sets: more than half of their union.
+JACCARD_THRESHOLD = 0.5
+# A plateau: across the middle third of depth the mean profile's fitted line moves by less than
+# this share of the profile's whole range (a straight line moves by about a third of it).
+PLATEAU_DRIFT = 0.25
+# Fewest layers in the first and in the middle third of depth for a shape to be read.
+MIN_THIRD_LAYERS = 2
 
 
 @dataclass(frozen=True)
@@ -213,3 +235,84 @@ def renyi_invariance(shannon: Sequence[str], renyi: Sequence[Sequence[str]]) -> 
 def not_run(reason: str) -> Verdict:
     """An inconclusive verdict for a claim the configuration did not measure."""
     return Verdict(INCONCLUSIVE, f"not run: {reason}")
+
+
+def nucleus_overlap(jaccard: Interval, *, n_prompts: int) -> Verdict:
+    """Verdict on "adjacent layers share a large fraction of their top-p sets" (mean Jaccard, 0-1)."""
+    if not jaccard.finite:
+        return Verdict(INCONCLUSIVE, "not computed: no adjacent-layer Jaccard or too few prompts")
+    if n_prompts < MIN_GROUPS:
+        return Verdict(INCONCLUSIVE, f"only {n_prompts} prompts (need {MIN_GROUPS})")
+    text = jaccard.text(1.0, 3)
+    if jaccard.low > JACCARD_THRESHOLD:
+        return Verdict(REPRODUCED, f"mean Jaccard {text} lies above {JACCARD_THRESHOLD}")
+    if jaccard.high < JACCARD_THRESHOLD:
+        return Verdict(NOT_REPRODUCED, f"mean Jaccard {text} lies below {JACCARD_THRESHOLD}")
+    return Verdict(INCONCLUSIVE, f"mean Jaccard {text} straddles {JACCARD_THRESHOLD}")
+
+
+@dataclass(frozen=True)
+class ShapePart:
+    """One part of a shape claim: ``statistic`` lies above (or below) ``bar``.
+
+    Statistics (of :mod:`entropy_lens.analysis.shapes`): ``rise`` = mean of the middle
+    third minus mean of the first third of depth (nats); ``refine`` = mean of the middle
+    third minus the last layer (nats); ``drift`` = change of a line fitted across the
+    middle third over the range of the whole profile (absolute value).
+    """
+
+    statistic: str
+    above: bool
+    bar: float
+    text: str
+
+    def judge(self, value: Interval) -> str:
+        """``"holds"``, ``"fails"`` or ``"open"`` for the interval ``value``."""
+        low, high = (value.low, value.high) if self.above else (-value.high, -value.low)
+        bar = self.bar if self.above else -self.bar
+        return "holds" if low > bar else "fails" if high < bar else "open"
+
+
+GPT_SHAPE = "gpt"
+LLAMA_SHAPE = "llama"
+# The study's family shape claims, each a conjunction of parts.
+SHAPE_CLAIMS: dict[str, tuple[ShapePart, ...]] = {
+    GPT_SHAPE: (
+        ShapePart("rise", False, 0.0, "starts high (first third above the middle third)"),
+        ShapePart("refine", True, 0.0, "sharpens (last layer below the middle third)"),
+    ),
+    LLAMA_SHAPE: (
+        ShapePart("rise", True, 0.0, "starts low (first third below the middle third)"),
+        ShapePart("drift", False, PLATEAU_DRIFT, f"plateaus (middle third drifts < {PLATEAU_DRIFT:.0%} of the range)"),
+        ShapePart("refine", True, 0.0, "refines (last layer below the middle third)"),
+    ),
+}
+
+
+def family_shape(claim: str, statistics: Mapping[str, Interval], *, n_sources: int, third_layers: int) -> Verdict:
+    """Verdict on a family shape claim of :data:`SHAPE_CLAIMS` for one model's mean profile.
+
+    Args:
+        claim: A key of :data:`SHAPE_CLAIMS`.
+        statistics: Statistic name -> its estimate and 95% interval.
+        n_sources: Independent sources (stories, topics, questions, samples) behind the profile.
+        third_layers: Layers in the smaller of the first and middle thirds of depth.
+    """
+    if claim not in SHAPE_CLAIMS:
+        raise ValueError(f"unknown shape claim {claim!r}; use one of {list(SHAPE_CLAIMS)}")
+    parts = SHAPE_CLAIMS[claim]
+    if third_layers < MIN_THIRD_LAYERS:
+        return Verdict(INCONCLUSIVE, f"too few layers: {third_layers} in a third of depth (need {MIN_THIRD_LAYERS})")
+    if n_sources < MIN_GROUPS:
+        return Verdict(INCONCLUSIVE, f"only {n_sources} independent sources (need {MIN_GROUPS})")
+    missing = [p.statistic for p in parts if p.statistic not in statistics or not statistics[p.statistic].finite]
+    if missing:
+        return Verdict(INCONCLUSIVE, f"not computed: no interval for {missing}")
+    judged = [p.judge(statistics[p.statistic]) for p in parts]
+    why = "; ".join(
+        f"{part.text}: {part.statistic} {statistics[part.statistic].text(1.0, 3)} {judgement}"
+        for part, judgement in zip(parts, judged, strict=True)
+    )
+    if all(j == "holds" for j in judged):
+        return Verdict(REPRODUCED, why)
+    return Verdict(NOT_REPRODUCED if "fails" in judged else INCONCLUSIVE, why)

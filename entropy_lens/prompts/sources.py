@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -17,16 +17,17 @@ import pandas as pd
 LOCAL_SUFFIXES = (".jsonl", ".parquet", ".csv")
 
 
-def read_local(path: str | os.PathLike, mapping: Mapping[str, str]) -> pd.DataFrame:
+def read_local(path: str | os.PathLike, mapping: Mapping[str, str], *, optional: Collection[str] = ()) -> pd.DataFrame:
     """Read a user's jsonl / parquet / csv file, keeping and renaming the mapped columns.
 
     Args:
         path: A ``.jsonl``, ``.parquet`` or ``.csv`` file.
         mapping: ``{our column: their column}``, e.g. ``{"story_id": "id", "text": "story"}``.
+        optional: Our columns of ``mapping`` the file may lack; they are left out when it does.
 
     Returns:
-        A DataFrame with exactly the columns ``mapping`` names, in its order; row ``i``
-        is the file's ``i``-th record (0-based).
+        A DataFrame with the columns ``mapping`` names (less absent optional ones), in its
+        order; row ``i`` is the file's ``i``-th record (0-based).
 
     Raises:
         ValueError: naming the file and the missing column, the bad line, or the first
@@ -36,6 +37,7 @@ def read_local(path: str | os.PathLike, mapping: Mapping[str, str]) -> pd.DataFr
         raise ValueError(f"mapping must be a non-empty {{our column: file column}} dict of str, got {mapping!r}")
     src = Path(path)
     raw = _read_frame(src)
+    mapping = {ours: theirs for ours, theirs in mapping.items() if theirs in raw.columns or ours not in optional}
     missing = sorted({col for col in mapping.values() if col not in raw.columns})
     if missing:
         raise ValueError(
