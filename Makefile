@@ -1,12 +1,13 @@
 # Two commands on a fresh clone:  `make run` (install + the whole workflow on the
-# embedded default) and `make test` (install + lint + the test suite).
+# embedded default) and `make test` (install + lint + the test suite); `make study` adds the
+# claims that need a model that knows MMLU (config/study.yaml, in runs/study).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 CORES ?= all
 
-.PHONY: install models models-extra families test-models run unlock test lint bench report plan push pull clean
+.PHONY: install models models-extra study test-models run unlock test lint bench report plan push pull clean
 
 $(VENV)/.installed: requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,10 +43,16 @@ run: models
 unlock: install
 	$(BIN)/entropy-lens unlock
 
-# Family fingerprints with a real same-family size pair (config/families.yaml), in runs/families.
-families: models-extra
-	$(BIN)/snakemake results/tables/family_size_pairs.csv --cores $(CORES) -s $(CURDIR)/Snakefile \
-		--directory runs/families --configfile $(CURDIR)/config/families.yaml
+# The whole study on embedded models (config/study.yaml) in runs/study, so the default's results stay:
+# MMLU correctness, layer skipping and family-not-size decided with Qwen2.5-Coder-1.5B (models-extra).
+# Ends with the verdict table and runs/study/report.html, which opens on it.
+STUDY_DIR ?= runs/study
+STUDY_SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) -s $(CURDIR)/Snakefile --directory $(STUDY_DIR) \
+	--configfile $(CURDIR)/config/study.yaml
+study: models-extra
+	$(BIN)/entropy-lens unlock --directory $(STUDY_DIR)
+	$(STUDY_SNAKEMAKE) --rerun-incomplete
+	$(STUDY_SNAKEMAKE) --report $(CURDIR)/$(STUDY_DIR)/report.html --report-metadata $(CURDIR)/report/metadata.yaml
 
 # The report opens on the verdict table (report/workflow.rst; the metadata makes it the landing page).
 report: run
@@ -65,6 +72,7 @@ test: test-models lint
 
 bench: models
 	$(BIN)/python benchmarks/bench_extract.py
+	$(BIN)/python benchmarks/bench_mmlu.py
 
 # Share results through DVC (docs/cluster_and_dvc.md): push adds every artifact folder and
 # pushes it to the default remote; pull restores them and marks them up to date for Snakemake.
