@@ -25,6 +25,7 @@ import xarray as xr
 from entropy_lens import metrics
 from entropy_lens.generation import GenerationSettings, generate, row_seed
 from entropy_lens.models import LensModel
+from entropy_lens.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
 from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
@@ -252,6 +253,7 @@ class _Buffers:
     n_tokens: int
     n_layers: int
     n_alphas: int
+    top_k: int = 0  # routing slots per (token, layer); 0: a dense model records no routing
     arrays: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -264,10 +266,17 @@ class _Buffers:
             schema.TOP1_ID: np.full(shape, schema.MASKED_INT, np.int32),
             schema.TOKEN_ID: np.full(shape[:2], schema.MASKED_INT, np.int32),
         }
+        if self.top_k:
+            self.arrays[schema.ROUTING_ENTROPY] = np.full(shape, np.nan, np.float32)
+            self.arrays[schema.ROUTING_EXPERTS] = np.full((*shape, self.top_k), schema.MASKED_INT, np.int32)
 
     def put(self, rows: np.ndarray, step: int, sm: StepMetrics) -> None:
         for name in (schema.ENTROPY, schema.RENYI, schema.NUCLEUS_SIZE, schema.NUCLEUS_JACCARD, schema.TOP1_ID):
             self.arrays[name][rows, step] = getattr(sm, name)
+
+    def put_routing(self, rows: np.ndarray, step: int, entropy: np.ndarray, experts: np.ndarray) -> None:
+        self.arrays[schema.ROUTING_ENTROPY][rows, step] = entropy
+        self.arrays[schema.ROUTING_EXPERTS][rows, step] = experts
 
 
 def blank_prompt_ids(tokenizer) -> list[int]:
@@ -353,12 +362,14 @@ def extract_profiles(
     ids = _check_prompts(prompts, prompt_ids, batch_size)
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
     check_context(lm, encoded, settings.max_new_tokens, ids)
-    buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas))
+    routers = find_routers(lm.blocks, getattr(lm.model, "config", None))
+    buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers))
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     order = np.argsort([len(e) for e in encoded], kind="stable")
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
-        _run_batch(lm, [encoded[r] for r in rows], rows, [seeds[r] for r in rows], settings, lens, buf)
+        batch = [encoded[r] for r in rows]
+        _run_batch(lm, batch, rows, [seeds[r] for r in rows], settings, lens, buf, routers)
         if progress is not None:
             progress(len(rows))
     attrs = _attrs(lm, lens, settings, chat_template)
@@ -421,14 +432,20 @@ def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, bat
     return [str(i) for i in ids]
 
 
-def _run_batch(lm, batch, rows, seeds, settings, lens, buf) -> None:
-    def on_step(step: int, resid: torch.Tensor, _logits: torch.Tensor, alive: torch.Tensor) -> None:
-        live = alive.cpu().numpy()
-        if live.any():
-            sm = decode_residuals(lm, resid[alive], lens)
-            buf.put(rows[live], step, sm)
+def _run_batch(lm, batch, rows, seeds, settings, lens, buf, routers: list[Router | None]) -> None:
+    moe = any(r is not None for r in routers)
+    with record_routing(routers) as routing:
 
-    tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
+        def on_step(step: int, resid: torch.Tensor, _logits: torch.Tensor, alive: torch.Tensor) -> None:
+            live = alive.cpu().numpy()
+            if live.any():
+                sm = decode_residuals(lm, resid[alive], lens)
+                buf.put(rows[live], step, sm)
+                if moe:
+                    live_slots = [None if s is None else s[alive] for s in routing]
+                    buf.put_routing(rows[live], step, *routing_metrics(live_slots, routers))
+
+        tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
     buf.arrays[schema.TOKEN_ID][rows] = tokens.cpu().numpy().astype(np.int32)
 
 
@@ -472,10 +489,13 @@ def build_dataset(
         schema.DEPTH: (schema.LAYER, schema.depth_of(layers, n_layers)),
         schema.ALPHA: np.asarray(alphas, dtype=np.float64),
     }
+    specs = {**schema.VARIABLES, **{k: v for k, v in schema.ROUTING_VARIABLES.items() if k in arrays}}
     data_vars = {
         name: (spec.dims, arrays[name], {"units": spec.units, "long_name": spec.description})
-        for name, spec in schema.VARIABLES.items()
+        for name, spec in specs.items()
     }
+    if schema.ROUTING_EXPERTS in arrays:
+        coords[schema.EXPERT_RANK] = np.arange(arrays[schema.ROUTING_EXPERTS].shape[-1], dtype=np.int32)
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     schema.validate_profiles(ds)
     return ds

@@ -55,7 +55,7 @@ def _common(tok) -> dict:
 
 
 def tiny_config(arch: str, tok) -> transformers.PretrainedConfig:
-    """Config for ``arch`` in {llama, gemma2, gemma3, qwen2, gpt2, gpt_neox}."""
+    """Config for ``arch`` in :data:`ARCHS` (dense) or :data:`MOE_ARCHS` (mixture of experts)."""
     c = _common(tok)
     decoder = dict(
         hidden_size=HIDDEN,
@@ -81,6 +81,8 @@ def tiny_config(arch: str, tok) -> transformers.PretrainedConfig:
         )
     if arch == "gemma3":
         return transformers.Gemma3TextConfig(**decoder, head_dim=8, sliding_window=4, query_pre_attn_scalar=8)
+    if arch in MOE_ARCHS:
+        return _moe_config(arch, decoder)
     if arch == "gpt2":
         return transformers.GPT2Config(n_embd=HIDDEN, n_layer=N_LAYERS, n_head=4, n_positions=256, **c)
     if arch == "gpt_neox":
@@ -96,6 +98,27 @@ def tiny_config(arch: str, tok) -> transformers.PretrainedConfig:
 
 
 ARCHS = ("llama", "gemma2", "gemma3", "qwen2", "gpt2", "gpt_neox")
+# Mixture-of-experts decoders: 4 experts, 2 per token. Qwen2-MoE keeps block 1 dense (mlp_only_layers), so
+# that a model mixes MoE and dense blocks.
+MOE_ARCHS = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe")
+N_EXPERTS = 4
+TOP_K = 2
+DENSE_QWEN2_MOE_LAYER = 1
+
+
+def _moe_config(arch: str, decoder: dict) -> transformers.PretrainedConfig:
+    experts = dict(num_experts_per_tok=TOP_K, output_router_logits=False)
+    narrow = {**decoder, "intermediate_size": 24}  # Mixtral and OLMoE size their experts by intermediate_size
+    if arch == "mixtral":
+        return transformers.MixtralConfig(**narrow, num_local_experts=N_EXPERTS, **experts)
+    if arch == "olmoe":
+        return transformers.OlmoeConfig(**narrow, num_experts=N_EXPERTS, **experts)
+    moe = dict(num_experts=N_EXPERTS, moe_intermediate_size=24, decoder_sparse_step=1, **experts)
+    if arch == "qwen2_moe":
+        return transformers.Qwen2MoeConfig(
+            **decoder, **moe, shared_expert_intermediate_size=32, mlp_only_layers=[DENSE_QWEN2_MOE_LAYER]
+        )
+    return transformers.Qwen3MoeConfig(**decoder, **moe, head_dim=8)
 
 
 def tiny_model(arch: str = "llama", seed: int = 0, scale: float = 1.0) -> LensModel:
