@@ -8,6 +8,10 @@ order the whole job would batch in (prompts sorted by token length, ties in tabl
 order): with ``prompts_per_job`` a multiple of the batch size, every shard runs exactly
 the batches the unsharded job would, so the gathered store
 (:func:`entropy_lens.store.combine.gather_shards`) equals the unsharded one value for value.
+
+Image tables (kind ``images``) are profiled by an image classifier
+(:func:`entropy_lens.vision_lens.extract_image_profiles`); their shards are slices of the
+table order, every image being one forward pass of the same size.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from tqdm import tqdm
 from entropy_lens.generation import GenerationSettings
 from entropy_lens.lens import LensSettings, encode_prompts, extract_profiles
 from entropy_lens.models import LensModel
-from entropy_lens.prompts.datasets import PROMPT_ID, PROMPT_TEXT, SEED, label_columns
+from entropy_lens.prompts.datasets import IMAGE, PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 from entropy_lens.store import schema
+from entropy_lens.vision_lens import extract_image_profiles
 
 PROGRESS_SECONDS = 5.0
 
@@ -53,8 +58,11 @@ def shard_rows(lm: LensModel, table: pd.DataFrame, shard: Shard, *, chat_templat
         ValueError: when the shard lies past the end of the table (the config counted more
             prompts than the table holds).
     """
-    encoded, _ = encode_prompts(lm, table[PROMPT_TEXT].tolist(), chat_template=chat_template)
-    order = np.argsort([len(ids) for ids in encoded], kind="stable")
+    if lm.readout is not None:  # an image classifier: every image costs the same
+        order = np.arange(len(table))
+    else:
+        encoded, _ = encode_prompts(lm, table[PROMPT_TEXT].tolist(), chat_template=chat_template)
+        order = np.argsort([len(ids) for ids in encoded], kind="stable")
     rows = order[shard.index * shard.size : (shard.index + 1) * shard.size]
     if rows.size == 0:
         raise ValueError(
@@ -97,17 +105,28 @@ def extract_table(
     with tqdm(
         total=len(table), desc=f"{lm.name} {dataset}", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS
     ) as bar:
-        ds = extract_profiles(
-            lm,
-            table[PROMPT_TEXT].tolist(),
-            prompt_ids=table[PROMPT_ID].tolist(),
-            generation=generation,
-            lens=lens,
-            sample_seeds=seeds,
-            batch_size=batch_size,
-            chat_template=chat_template,
-            progress=bar.update,
-        )
-    labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table}
+        if IMAGE in table:
+            ds = extract_image_profiles(
+                lm,
+                table[IMAGE].tolist(),
+                prompt_ids=table[PROMPT_ID].tolist(),
+                references=table[PROMPT_TEXT].tolist(),
+                lens=lens,
+                batch_size=batch_size,
+                progress=bar.update,
+            )
+        else:
+            ds = extract_profiles(
+                lm,
+                table[PROMPT_TEXT].tolist(),
+                prompt_ids=table[PROMPT_ID].tolist(),
+                generation=generation,
+                lens=lens,
+                sample_seeds=seeds,
+                batch_size=batch_size,
+                chat_template=chat_template,
+                progress=bar.update,
+            )
+    labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table and c != IMAGE}
     ds = ds.assign_coords(labels).assign_attrs(dataset=dataset)
     return ds if shard is None else ds.assign_attrs(shard=shard.index, prompts_per_job=shard.size)

@@ -246,7 +246,7 @@ def _to_numpy(parts: list[metrics.StreamResult], jac: torch.Tensor, batch: int, 
 
 
 @dataclass
-class _Buffers:
+class ProfileBuffers:
     """Output arrays ``[N, T, L(, A)]`` filled step by step; masked slots keep fills."""
 
     n_prompts: int
@@ -356,6 +356,11 @@ def extract_profiles(
         A dataset following :mod:`entropy_lens.store.schema` with dims
         ``(prompt, token, layer, alpha)``.
     """
+    if lm.readout is not None:
+        raise ValueError(
+            f"model {lm.name!r} is an image classifier: it profiles images (the 'images' dataset, "
+            "entropy_lens.vision_lens.extract_image_profiles), not text prompts"
+        )
     keywords = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, seed=seed)
     settings = _settings(GenerationSettings, "generation", generation, keywords)
     lens = _settings(LensSettings, "lens", lens, dict(top_p=top_p, alphas=alphas, budget_bytes=budget_bytes))
@@ -363,7 +368,7 @@ def extract_profiles(
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
     check_context(lm, encoded, settings.max_new_tokens, ids)
     routers = find_routers(lm.blocks, getattr(lm.model, "config", None))
-    buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers))
+    buf = ProfileBuffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers))
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     order = np.argsort([len(e) for e in encoded], kind="stable")
     for start in range(0, len(order), batch_size):

@@ -142,3 +142,82 @@ def save_tiny_model(arch: str, folder: Path, family: str) -> Path:
     _save_plain(tiny_model(arch), folder)
     (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": family}))
     return folder
+
+
+# Image classifiers: 10 classes, 32 x 32 images in 8 x 8 patches (16 patches + CLS).
+VISION_ARCHS = ("vit", "deit", "beit")
+N_CLASSES = 10
+IMAGE_SIZE = 32
+PATTERNS = ("stripes", "columns", "checker")
+
+
+def tiny_vision_config(arch: str) -> transformers.PretrainedConfig:
+    """Config of a tiny random image classifier; ``beit`` mean-pools its patch tokens."""
+    shape = dict(
+        hidden_size=HIDDEN,
+        num_hidden_layers=N_LAYERS,
+        num_attention_heads=4,
+        intermediate_size=64,
+        image_size=IMAGE_SIZE,
+        patch_size=8,
+        num_labels=N_CLASSES,
+        id2label={i: f"class{i}" for i in range(N_CLASSES)},
+        label2id={f"class{i}": i for i in range(N_CLASSES)},
+    )
+    if arch == "vit":
+        return transformers.ViTConfig(**shape, architectures=["ViTForImageClassification"])
+    if arch == "deit":  # DeiT maps to two classification heads: the config names the plain one
+        return transformers.DeiTConfig(**shape, architectures=["DeiTForImageClassification"])
+    if arch == "beit":
+        return transformers.BeitConfig(**shape, use_mean_pooling=True, architectures=["BeitForImageClassification"])
+    raise ValueError(f"unknown tiny vision architecture {arch!r}")
+
+
+def tiny_image_processor():
+    """The processor of the tiny classifiers: resize to 32 x 32, scale and normalize (PIL backend)."""
+    return transformers.ViTImageProcessorPil(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+
+
+def tiny_vision_model(arch: str = "vit", seed: int = 0) -> LensModel:
+    """A random-init image classifier of ``arch`` with its processor, checked to be tiny."""
+    config = tiny_vision_config(arch)
+    config.initializer_range = 0.2  # spread logits so that entropies are not all log(classes)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForImageClassification.from_config(config, dtype=torch.float32)
+    n_params = sum(p.numel() for p in model.parameters())
+    assert n_params < MAX_PARAMS, f"{arch} tiny classifier has {n_params} parameters: a config key was ignored"
+    return wrap_model(model, tiny_image_processor(), name=f"tiny-{arch}", source="tests", family=arch)
+
+
+def save_tiny_vision_model(arch: str, folder: Path, family: str) -> Path:
+    """Save ``tiny_vision_model(arch)`` as a local model folder with provenance, like a materialized one."""
+    _save_plain(tiny_vision_model(arch), folder)
+    (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": family}))
+    return folder
+
+
+def pattern_image(pattern: str, seed: int, size: int = 40) -> bytes:
+    """A PNG of a seeded noisy pattern (``stripes``, ``columns`` or ``checker``) at a seeded period."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[:size, :size]
+    period = int(rng.integers(4, 9))
+    wave = {"stripes": y // period, "columns": x // period, "checker": y // period + x // period}[pattern] % 2
+    colour = rng.uniform(0.3, 1.0, size=3)
+    pixels = wave[..., None] * colour + rng.normal(0, 0.1, size=(size, size, 3))
+    buffer = io.BytesIO()
+    Image.fromarray((np.clip(pixels, 0, 1) * 255).astype(np.uint8)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def write_image_folder(root: Path, per_class: int, seed: int = 0) -> Path:
+    """``root/<pattern>/<pattern>_<i>.png``: ``per_class`` images of every pattern (the folder layout)."""
+    for c, pattern in enumerate(PATTERNS):
+        (root / pattern).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            (root / pattern / f"{pattern}_{i}.png").write_bytes(pattern_image(pattern, seed * 1000 + c * 100 + i))
+    return root
