@@ -33,7 +33,7 @@ from entropy_lens.registry import (
     PackageFile,
     source_kind,
 )
-from entropy_lens.vision import find_vision_parts, has_classifier_head, is_image_classifier
+from entropy_lens.vision import ClassNames, find_vision_parts, has_classifier_head, is_image_classifier
 
 logger = logging.getLogger(__name__)
 
@@ -386,7 +386,12 @@ def _save_plain(lm: LensModel, folder: Path) -> None:
 
 
 def load_tokenizer(name_or_path: str | os.PathLike):
-    """The tokenizer of a model folder or hub id (e.g. to decode token ids of a store); an image
-    classifier's image processor."""
-    _, auto_tok = _auto_classes(name_or_path)
+    """The tokenizer of a model folder or hub id (e.g. to decode token ids of a store); for an image
+    classifier, its class names (:class:`~entropy_lens.vision.ClassNames`), which decode class ids alike."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(name_or_path)
+    if is_image_classifier(config):
+        return ClassNames({int(k): str(v) for k, v in config.id2label.items()})
+    _, auto_tok = _auto_classes()
     return auto_tok.from_pretrained(name_or_path)

@@ -51,6 +51,17 @@ class VisionParts:
     readout: str
 
 
+@dataclass(frozen=True)
+class ClassNames:
+    """Decodes class ids to label names as a tokenizer decodes token ids (for tables and plots)."""
+
+    id2label: dict[int, str]
+
+    def decode(self, ids) -> str:
+        """The names of ``ids``, joined by ``", "``; an unnamed id reads as ``class <id>``."""
+        return ", ".join(self.id2label.get(int(i), f"class {int(i)}") for i in ids)
+
+
 def is_image_classifier(config: object) -> bool:
     """Whether transformers maps this config to an image-classification model (ViT, DeiT, BEiT, ...)."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING
