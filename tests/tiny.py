@@ -54,13 +54,13 @@ def _common(tok) -> dict:
     )
 
 
-def tiny_config(arch: str, tok) -> transformers.PretrainedConfig:
+def tiny_config(arch: str, tok, n_layers: int = N_LAYERS) -> transformers.PretrainedConfig:
     """Config for ``arch`` in :data:`ARCHS` (dense) or :data:`MOE_ARCHS` (mixture of experts)."""
     c = _common(tok)
     decoder = dict(
         hidden_size=HIDDEN,
         intermediate_size=64,
-        num_hidden_layers=N_LAYERS,
+        num_hidden_layers=n_layers,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=256,
@@ -84,12 +84,12 @@ def tiny_config(arch: str, tok) -> transformers.PretrainedConfig:
     if arch in MOE_ARCHS:
         return _moe_config(arch, decoder)
     if arch == "gpt2":
-        return transformers.GPT2Config(n_embd=HIDDEN, n_layer=N_LAYERS, n_head=4, n_positions=256, **c)
+        return transformers.GPT2Config(n_embd=HIDDEN, n_layer=n_layers, n_head=4, n_positions=256, **c)
     if arch == "gpt_neox":
         return transformers.GPTNeoXConfig(
             hidden_size=HIDDEN,
             intermediate_size=64,
-            num_hidden_layers=N_LAYERS,
+            num_hidden_layers=n_layers,
             num_attention_heads=4,
             max_position_embeddings=256,
             **c,
@@ -121,14 +121,14 @@ def _moe_config(arch: str, decoder: dict) -> transformers.PretrainedConfig:
     return transformers.Qwen3MoeConfig(**decoder, **moe, head_dim=8)
 
 
-def tiny_model(arch: str = "llama", seed: int = 0, scale: float = 1.0) -> LensModel:
+def tiny_model(arch: str = "llama", seed: int = 0, scale: float = 1.0, n_layers: int = N_LAYERS) -> LensModel:
     """A random-init model of ``arch`` with the tiny tokenizer, checked to be tiny.
 
     ``scale`` multiplies the initializer range so logits are spread enough to give
     non-trivial entropies.
     """
     tok = tiny_tokenizer()
-    config = tiny_config(arch, tok)
+    config = tiny_config(arch, tok, n_layers)
     config.initializer_range = 0.02 * scale * 10
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager")
@@ -137,9 +137,9 @@ def tiny_model(arch: str = "llama", seed: int = 0, scale: float = 1.0) -> LensMo
     return wrap_model(model, tok, name=f"tiny-{arch}", source="tests", family=arch)
 
 
-def save_tiny_model(arch: str, folder: Path, family: str) -> Path:
+def save_tiny_model(arch: str, folder: Path, family: str, n_layers: int = N_LAYERS) -> Path:
     """Save ``tiny_model(arch)`` as a local model folder with provenance, like a materialized one."""
-    _save_plain(tiny_model(arch), folder)
+    _save_plain(tiny_model(arch, n_layers=n_layers), folder)
     (folder / SOURCE_FILE).write_text(json.dumps({"source": "tests", "sha256": "", "family": family}))
     return folder
 
