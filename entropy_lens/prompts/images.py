@@ -130,7 +130,7 @@ def load_hub_images(
         {
             PROMPT_TEXT: [f"hub:{hub_id}/{split}/{i:06d}" for i in range(len(data))],
             LABEL: [names[v] if names else str(v) for v in data[columns["label"]]],
-            IMAGE: [record["bytes"] for record in data[columns["image"]]],
+            IMAGE: [record["bytes"] or Path(record["path"]).read_bytes() for record in data[columns["image"]]],
         }
     )
 
