@@ -8,6 +8,10 @@ order the whole job would batch in (prompts sorted by token length, ties in tabl
 order): with ``prompts_per_job`` a multiple of the batch size, every shard runs exactly
 the batches the unsharded job would, so the gathered store
 (:func:`entropy_lens.store.combine.gather_shards`) equals the unsharded one value for value.
+
+Image tables (kind ``images``) are profiled by an image classifier
+(:func:`entropy_lens.vision_lens.extract_image_profiles`); their shards are slices of the
+table order, every image being one forward pass of the same size.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from entropy_lens.choices import choice_logprobs, readout_of
 from entropy_lens.generation import GenerationSettings
 from entropy_lens.lens import LensSettings, encode_prompts, extract_profiles
 from entropy_lens.models import LensModel
-from entropy_lens.prompts.datasets import PROMPT_ID, PROMPT_TEXT, SEED, label_columns
+from entropy_lens.prompts.datasets import IMAGE, PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 from entropy_lens.store import schema
+from entropy_lens.vision_lens import extract_image_profiles
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +63,11 @@ def shard_rows(lm: LensModel, table: pd.DataFrame, shard: Shard, *, chat_templat
         ValueError: when the shard lies past the end of the table (the config counted more
             prompts than the table holds).
     """
-    encoded, _ = encode_prompts(lm, table[PROMPT_TEXT].tolist(), chat_template=chat_template)
-    order = np.argsort([len(ids) for ids in encoded], kind="stable")
+    if lm.readout is not None:  # an image classifier: every image costs the same
+        order = np.arange(len(table))
+    else:
+        encoded, _ = encode_prompts(lm, table[PROMPT_TEXT].tolist(), chat_template=chat_template)
+        order = np.argsort([len(ids) for ids in encoded], kind="stable")
     rows = order[shard.index * shard.size : (shard.index + 1) * shard.size]
     if rows.size == 0:
         raise ValueError(
@@ -102,29 +110,45 @@ def extract_table(
     """
     if shard is not None:
         table = table.iloc[shard_rows(lm, table, shard, chat_template=chat_template)]
-    seeds = table[SEED].tolist() if SEED in table else None
-    prompts = table[PROMPT_TEXT].tolist()
-    readout = readout_of(lm, prompts, choices, chat_template=chat_template) if choices else None
     with tqdm(
         total=len(table), desc=f"{lm.name} {dataset}", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS
     ) as bar:
-        ds = extract_profiles(
-            lm,
-            prompts,
-            prompt_ids=table[PROMPT_ID].tolist(),
-            generation=generation,
-            lens=lens,
-            sample_seeds=seeds,
-            batch_size=batch_size,
-            chat_template=chat_template,
-            progress=bar.update,
-            readout=readout,
-        )
-    if readout is not None:
-        ds = _score_unread(lm, ds, prompts, ~readout.readable, batch_size=batch_size, chat_template=chat_template)
-    labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table}
+        if IMAGE in table:
+            ds = extract_image_profiles(
+                lm,
+                table[IMAGE].tolist(),
+                prompt_ids=table[PROMPT_ID].tolist(),
+                references=table[PROMPT_TEXT].tolist(),
+                lens=lens,
+                batch_size=batch_size,
+                progress=bar.update,
+            )
+        else:
+            ds = _text_profiles(lm, table, generation, lens, batch_size, chat_template, choices, bar.update)
+    labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table and c != IMAGE}
     ds = ds.assign_coords(labels).assign_attrs(dataset=dataset)
     return ds if shard is None else ds.assign_attrs(shard=shard.index, prompts_per_job=shard.size)
+
+
+def _text_profiles(lm, table, generation, lens, batch_size, chat_template, choices, progress) -> xr.Dataset:
+    """Profiles of a text prompt table, with the choices' log-probabilities where asked."""
+    prompts = table[PROMPT_TEXT].tolist()
+    readout = readout_of(lm, prompts, choices, chat_template=chat_template) if choices else None
+    ds = extract_profiles(
+        lm,
+        prompts,
+        prompt_ids=table[PROMPT_ID].tolist(),
+        generation=generation,
+        lens=lens,
+        sample_seeds=table[SEED].tolist() if SEED in table else None,
+        batch_size=batch_size,
+        chat_template=chat_template,
+        progress=progress,
+        readout=readout,
+    )
+    if readout is None:
+        return ds
+    return _score_unread(lm, ds, prompts, ~readout.readable, batch_size=batch_size, chat_template=chat_template)
 
 
 def _score_unread(

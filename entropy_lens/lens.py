@@ -25,6 +25,7 @@ import xarray as xr
 from entropy_lens import metrics
 from entropy_lens.generation import GenerationSettings, generate, row_seed
 from entropy_lens.models import LensModel
+from entropy_lens.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
 from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
@@ -269,14 +270,15 @@ def _to_numpy(parts: list[metrics.StreamResult], jac: torch.Tensor, batch: int, 
 
 
 @dataclass
-class _Buffers:
+class ProfileBuffers:
     """Output arrays ``[N, T, L(, A)]`` filled step by step; masked slots keep fills."""
 
     n_prompts: int
     n_tokens: int
     n_layers: int
     n_alphas: int
-    n_choices: int = 0
+    top_k: int = 0  # routing slots per (token, layer); 0: a dense model records no routing
+    n_choices: int = 0  # choices read at the first step (Readout); 0: none
     arrays: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -291,10 +293,17 @@ class _Buffers:
         }
         if self.n_choices:
             self.arrays[schema.CHOICE_LOGPROB] = np.full((self.n_prompts, self.n_choices), np.nan, np.float32)
+        if self.top_k:
+            self.arrays[schema.ROUTING_ENTROPY] = np.full(shape, np.nan, np.float32)
+            self.arrays[schema.ROUTING_EXPERTS] = np.full((*shape, self.top_k), schema.MASKED_INT, np.int32)
 
     def put(self, rows: np.ndarray, step: int, sm: StepMetrics) -> None:
         for name in (schema.ENTROPY, schema.RENYI, schema.NUCLEUS_SIZE, schema.NUCLEUS_JACCARD, schema.TOP1_ID):
             self.arrays[name][rows, step] = getattr(sm, name)
+
+    def put_routing(self, rows: np.ndarray, step: int, entropy: np.ndarray, experts: np.ndarray) -> None:
+        self.arrays[schema.ROUTING_ENTROPY][rows, step] = entropy
+        self.arrays[schema.ROUTING_EXPERTS][rows, step] = experts
 
 
 def blank_prompt_ids(tokenizer) -> list[int]:
@@ -378,6 +387,11 @@ def extract_profiles(
         A dataset following :mod:`entropy_lens.store.schema` with dims
         ``(prompt, token, layer, alpha)``.
     """
+    if lm.readout is not None:
+        raise ValueError(
+            f"model {lm.name!r} is an image classifier: it profiles images (the 'images' dataset, "
+            "entropy_lens.vision_lens.extract_image_profiles), not text prompts"
+        )
     keywords = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, seed=seed)
     settings = _settings(GenerationSettings, "generation", generation, keywords)
     lens = _settings(LensSettings, "lens", lens, dict(top_p=top_p, alphas=alphas, budget_bytes=budget_bytes))
@@ -385,13 +399,17 @@ def extract_profiles(
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
     check_context(lm, encoded, settings.max_new_tokens, ids)
     n_choices = _check_readout(readout, len(prompts))
-    buf = _Buffers(len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), n_choices)
+    routers = find_routers(lm.blocks, getattr(lm.model, "config", None))
+    buf = ProfileBuffers(
+        len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers), n_choices
+    )
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     order = np.argsort([len(e) for e in encoded], kind="stable")
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
+        batch = [encoded[r] for r in rows]
         choice_ids = None if readout is None else np.asarray(readout.token_ids)[rows]
-        _run_batch(lm, [encoded[r] for r in rows], rows, [seeds[r] for r in rows], settings, lens, buf, choice_ids)
+        _run_batch(lm, batch, rows, [seeds[r] for r in rows], settings, lens, buf, routers, choice_ids)
         if progress is not None:
             progress(len(rows))
     attrs = _attrs(lm, lens, settings, chat_template)
@@ -465,20 +483,26 @@ def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, bat
     return [str(i) for i in ids]
 
 
-def _run_batch(lm, batch, rows, seeds, settings, lens, buf, choice_ids: np.ndarray | None) -> None:
-    def on_step(step: int, resid: torch.Tensor, logits: torch.Tensor, alive: torch.Tensor) -> None:
-        if step == 0 and choice_ids is not None:
-            _read_choices(logits, choice_ids, rows, buf)
-        live = alive.cpu().numpy()
-        if live.any():
-            sm = decode_residuals(lm, resid[alive], lens)
-            buf.put(rows[live], step, sm)
+def _run_batch(lm, batch, rows, seeds, settings, lens, buf, routers: list[Router | None], choice_ids) -> None:
+    moe = any(r is not None for r in routers)
+    with record_routing(routers) as routing:
 
-    tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
+        def on_step(step: int, resid: torch.Tensor, logits: torch.Tensor, alive: torch.Tensor) -> None:
+            if step == 0 and choice_ids is not None:
+                _read_choices(logits, choice_ids, rows, buf)
+            live = alive.cpu().numpy()
+            if live.any():
+                sm = decode_residuals(lm, resid[alive], lens)
+                buf.put(rows[live], step, sm)
+                if moe:
+                    live_slots = [None if s is None else s[alive] for s in routing]
+                    buf.put_routing(rows[live], step, *routing_metrics(live_slots, routers))
+
+        tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
     buf.arrays[schema.TOKEN_ID][rows] = tokens.cpu().numpy().astype(np.int32)
 
 
-def _read_choices(logits: torch.Tensor, choice_ids: np.ndarray, rows: np.ndarray, buf: _Buffers) -> None:
+def _read_choices(logits: torch.Tensor, choice_ids: np.ndarray, rows: np.ndarray, buf: ProfileBuffers) -> None:
     """Log-probabilities of the readable rows' choice tokens under the model's own ``[B, V]`` logits."""
     ok = (choice_ids >= 0).all(axis=1)
     if ok.any():
@@ -531,13 +555,19 @@ def build_dataset(
         schema.DEPTH: (schema.LAYER, schema.depth_of(layers, n_layers)),
         schema.ALPHA: np.asarray(alphas, dtype=np.float64),
     }
-    specs = {**schema.VARIABLES, **schema.optional_variables(arrays)}
+    specs = {
+        **schema.VARIABLES,
+        **{k: v for k, v in schema.ROUTING_VARIABLES.items() if k in arrays},
+        **schema.optional_variables(arrays),
+    }
     data_vars = {
         name: (spec.dims, arrays[name], {"units": spec.units, "long_name": spec.description})
         for name, spec in specs.items()
     }
     if choices:
         coords[schema.CHOICE] = np.asarray(choices, dtype=object)
+    if schema.ROUTING_EXPERTS in arrays:
+        coords[schema.EXPERT_RANK] = np.arange(arrays[schema.ROUTING_EXPERTS].shape[-1], dtype=np.int32)
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     schema.validate_profiles(ds)
     return ds

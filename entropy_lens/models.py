@@ -3,6 +3,9 @@
 A :class:`LensModel` bundles a frozen causal LM with what the logit lens needs,
 found from what the architecture exposes (never from its name): the stack of
 decoder blocks, the final norm, the unembedding and any final-logit soft-capping.
+An image classifier (ViT, DeiT, BEiT: a config transformers maps to image
+classification) is bundled the same way, its classification head standing for the
+unembedding and its image processor for the tokenizer (:mod:`entropy_lens.vision`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from entropy_lens.registry import (
     PackageFile,
     source_kind,
 )
+from entropy_lens.vision import ClassNames, find_vision_parts, has_classifier_head, is_image_classifier
 
 logger = logging.getLogger(__name__)
 
@@ -40,19 +44,21 @@ _NORM_ATTRS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "final_nor
 
 @dataclass(frozen=True)
 class LensModel:
-    """A frozen causal LM plus the parts the logit lens decodes with.
+    """A frozen causal LM (or image classifier) plus the parts the logit lens decodes with.
 
     Attributes:
-        model: The Hugging Face causal LM, in eval mode.
-        tokenizer: Its tokenizer (left padding).
+        model: The Hugging Face causal LM (or image classifier), in eval mode.
+        tokenizer: Its tokenizer (left padding); an image classifier's image processor.
         name: Registry name, hub id or path the model came from.
         source: Where the weights came from (``registry:...``, ``hub:...``, a path).
         sha256: Checksum of the source file, or ``""`` where there is no single file.
         family: Model family label (``"unknown"`` when not given).
         blocks: The decoder blocks, in order.
         final_norm: The norm applied before the unembedding.
-        unembed: The unembedding (``get_output_embeddings()``).
+        unembed: The unembedding (``get_output_embeddings()``); an image classifier's head.
         softcap: Final-logit soft-capping constant, or ``None``.
+        readout: ``None`` for a causal LM; for an image classifier, what its head reads
+            (``"cls"`` or ``"mean"``, see :mod:`entropy_lens.vision`).
     """
 
     model: nn.Module
@@ -65,6 +71,7 @@ class LensModel:
     final_norm: nn.Module
     unembed: nn.Module
     softcap: float | None
+    readout: str | None = None
 
     @property
     def n_layers(self) -> int:
@@ -145,9 +152,25 @@ def wrap_model(
     sha256: str = "",
     family: str = "unknown",
 ) -> LensModel:
-    """Bundle an already loaded causal LM and tokenizer into a :class:`LensModel`."""
+    """Bundle an already loaded causal LM and tokenizer (or image classifier and image processor)
+    into a :class:`LensModel`."""
     model.eval()
     model.requires_grad_(False)
+    if has_classifier_head(model):
+        parts = find_vision_parts(model)
+        return LensModel(
+            model,
+            tokenizer,
+            name,
+            source,
+            sha256,
+            family,
+            parts.blocks,
+            parts.final_norm,
+            parts.head,
+            None,
+            parts.readout,
+        )
     blocks, norm, unembed, softcap = find_lens_parts(model)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
@@ -225,14 +248,24 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "entropy_lens" / "models"
 
 
-def _auto_classes():
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _auto_classes(source: str | os.PathLike | None = None):
+    """The auto classes of a model and its preprocessor: an image classifier (decided by its config)
+    loads with its image processor, anything else as a causal LM with its tokenizer."""
+    from transformers import (
+        AutoConfig,
+        AutoImageProcessor,
+        AutoModelForCausalLM,
+        AutoModelForImageClassification,
+        AutoTokenizer,
+    )
 
+    if source is not None and is_image_classifier(AutoConfig.from_pretrained(source)):
+        return AutoModelForImageClassification, AutoImageProcessor
     return AutoModelForCausalLM, AutoTokenizer
 
 
 def _load_folder(folder: Path, name: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
-    auto_model, auto_tok = _auto_classes()
+    auto_model, auto_tok = _auto_classes(folder)
     meta = read_source(folder)
     model = auto_model.from_pretrained(folder, dtype=dtype).to(device)
     tokenizer = auto_tok.from_pretrained(folder)
@@ -257,7 +290,7 @@ def _load_gguf(path: Path, name: str, device: str, dtype: torch.dtype, family: s
 
 
 def _load_hub(hub_id: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
-    auto_model, auto_tok = _auto_classes()
+    auto_model, auto_tok = _auto_classes(hub_id)
     model = auto_model.from_pretrained(hub_id, dtype=dtype).to(device)
     tokenizer = auto_tok.from_pretrained(hub_id)
     revision = getattr(model.config, "_commit_hash", None) or ""
@@ -353,6 +386,12 @@ def _save_plain(lm: LensModel, folder: Path) -> None:
 
 
 def load_tokenizer(name_or_path: str | os.PathLike):
-    """The tokenizer of a model folder or hub id (e.g. to decode token ids of a store)."""
+    """The tokenizer of a model folder or hub id (e.g. to decode token ids of a store); for an image
+    classifier, its class names (:class:`~entropy_lens.vision.ClassNames`), which decode class ids alike."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(name_or_path)
+    if is_image_classifier(config):
+        return ClassNames({int(k): str(v) for k, v in config.id2label.items()})
     _, auto_tok = _auto_classes()
     return auto_tok.from_pretrained(name_or_path)

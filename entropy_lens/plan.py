@@ -7,7 +7,8 @@ an estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
 The cost model, per job (``N`` prompts of mean length ``S``, ``T`` generated tokens,
 batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
 
-* forward FLOPs: ``2 P_ne`` per processed token (``P_ne`` non-embedding parameters;
+* forward FLOPs: ``2 P_ne`` per processed token (``P_ne`` non-embedding parameters, the
+  *active* ones in mixture-of-experts models: the router and the ``k`` experts a token uses;
   prefill ``S`` tokens, then ``T - 1`` KV-cached decode tokens), ``2 d V`` per row of
   the model's own head (one per step), plus causal attention ``4 H h_d`` per query
   per context token per layer;
@@ -16,7 +17,7 @@ batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
 * time: ``overhead_s`` + weights read and store written at ``io_gbps`` (fixed part)
   + FLOPs at the device's ``gflops`` + weights (and KV cache) streamed once per
   forward pass at ``gbps`` + ``step_us`` per layer per forward pass (launches, Python);
-* peak memory: weights (parameters x dtype bytes) + KV cache of the largest batch
+* peak memory: weights (*all* parameters x dtype bytes, every expert) + KV cache of the largest batch
   (``2 L n_kv h_d (S_max + T) B`` x dtype bytes) + one layer's activations (and the
   ``B H S_max^2`` float32 scores where soft-capped attention runs eagerly) + the lens
   budget + the output buffers (``N T L (4 + A)`` values, held twice while writing)
@@ -24,6 +25,8 @@ batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
   through it while loading, then the output buffers fill it.
 
 Generation is planned to its full ``max_new_tokens`` (rows that stop early cost less).
+An image classifier's job is one forward pass per image of ``patches + 1`` tokens and one
+lens row per block (no generation, no KV cache to speak of).
 Default rates are stated on :class:`PlanSettings`; :func:`calibrate` rescales them from
 measured Snakemake benchmarks.  :func:`plan_from_config` is the only function that
 knows the layout of ``config.yaml``.
@@ -46,7 +49,14 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
+from entropy_lens.prompts.datasets import (
+    FORMAT_TEMPLATES,
+    PROMPT_TEXT,
+    TASK_QUESTIONS,
+    TASK_TEMPLATES,
+    load_topics,
+    prompt_count,
+)
 from entropy_lens.timings import read_benchmark
 
 logger = logging.getLogger(__name__)
@@ -90,6 +100,7 @@ class _Traits:
     norms_per_layer: int = 2
     norm_bias: bool = False
     qk_norm: bool = False
+    qk_norm_full: bool = False  # q and k normed over their whole width (OLMoE), not per head
     learned_positions: bool = False
 
 
@@ -101,6 +112,15 @@ _TRAITS = {
     "qwen3": _Traits(qk_norm=True),
     "gemma2": _Traits(norms_per_layer=4),
     "gemma3_text": _Traits(norms_per_layer=4, qk_norm=True),
+    "mixtral": _Traits(),
+    "olmoe": _Traits(qk_norm_full=True),
+    "qwen2_moe": _Traits(qkv_bias=True),
+    "qwen3_moe": _Traits(qk_norm=True),
+    # Image classifiers: counted exactly for ViT; DeiT's distillation token and BEiT's relative position
+    # biases and layer scales are left out (a fraction of a percent).
+    "vit": _Traits(gated_mlp=False, linear_bias=True, norm_bias=True, learned_positions=True),
+    "deit": _Traits(gated_mlp=False, linear_bias=True, norm_bias=True, learned_positions=True),
+    "beit": _Traits(gated_mlp=False, linear_bias=True, norm_bias=True, learned_positions=True),
 }
 # GPT-2 style names of config.json, mapped to the names the plan reads.
 _ALIASES = {
@@ -129,6 +149,14 @@ class ModelShape:
         max_positions: Longest sequence the model takes (prompt + generated tokens).
         eager_attention: Attention logits are soft-capped (Gemma-2), which runs eager
             attention and materializes ``B x H x S x S`` float32 scores.
+        n_experts: Experts per mixture-of-experts block (0: a dense model).
+        experts_per_token: Experts a token is routed to (``k``).
+        expert_size: MLP width of one expert.
+        shared_expert_size: MLP width of an always-on shared expert (Qwen2-MoE; 0: none).
+        moe_layers: Blocks with experts (the others have a dense MLP of ``intermediate_size``).
+        image_tokens: Tokens per image of an image classifier (patches + CLS; 0: a causal LM,
+            whose ``vocab_size`` then counts classes).
+        patch_inputs: Values in one patch (channels x patch x patch) of an image classifier.
     """
 
     model_type: str
@@ -142,6 +170,13 @@ class ModelShape:
     tied_embeddings: bool
     max_positions: int
     eager_attention: bool = False
+    n_experts: int = 0
+    experts_per_token: int = 0
+    expert_size: int = 0
+    shared_expert_size: int = 0
+    moe_layers: int = 0
+    image_tokens: int = 0
+    patch_inputs: int = 0
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "hidden_size", "intermediate_size", "n_heads", "n_kv_heads", "head_dim"):
@@ -158,24 +193,56 @@ class ModelShape:
         return _TRAITS.get(self.model_type, _Traits())
 
     @property
-    def layer_params(self) -> int:
-        """Parameters of one decoder block."""
+    def _attention_and_norms(self) -> int:
         t, d, q, kv = self.traits, self.hidden_size, self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
         attn = 2 * d * q + 2 * d * kv + (q + 2 * kv) * (t.qkv_bias or t.linear_bias) + d * t.linear_bias
-        mlp = (3 if t.gated_mlp else 2) * d * self.intermediate_size + (self.intermediate_size + d) * t.linear_bias
         norms = t.norms_per_layer * d * (2 if t.norm_bias else 1) + 2 * self.head_dim * t.qk_norm
-        return attn + mlp + norms
+        return attn + norms + (q + kv) * t.qk_norm_full
+
+    def _mlp(self, width: int) -> int:
+        t = self.traits
+        return (3 if t.gated_mlp else 2) * self.hidden_size * width + (width + self.hidden_size) * t.linear_bias
+
+    @property
+    def layer_params(self) -> int:
+        """Parameters of one dense decoder block."""
+        return self._attention_and_norms + self._mlp(self.intermediate_size)
+
+    def moe_layer_params(self, experts: int) -> int:
+        """Parameters of one mixture-of-experts block counting ``experts`` experts (all, or the ``k`` active)."""
+        d = self.hidden_size
+        shared = self._mlp(self.shared_expert_size) + d if self.shared_expert_size else 0  # and its 1-logit gate
+        return self._attention_and_norms + self.n_experts * d + experts * self._mlp(self.expert_size) + shared
+
+    def _blocks_and_norm(self, experts: int) -> int:
+        dense = (self.n_layers - self.moe_layers) * self.layer_params
+        final_norm = self.hidden_size * (2 if self.traits.norm_bias else 1)
+        return dense + self.moe_layers * self.moe_layer_params(experts) + final_norm
 
     @property
     def non_embedding_params(self) -> int:
-        """Parameters of the blocks and the final norm (what ``2 P`` FLOPs per token counts)."""
-        return self.n_layers * self.layer_params + self.hidden_size * (2 if self.traits.norm_bias else 1)
+        """Parameters of the blocks and the final norm, every expert counted."""
+        return self._blocks_and_norm(self.n_experts)
+
+    @property
+    def active_non_embedding_params(self) -> int:
+        """What one token runs through (``2 P`` FLOPs per token): in MoE blocks the router and ``k`` experts."""
+        return self._blocks_and_norm(self.experts_per_token)
 
     @property
     def n_params(self) -> int:
-        """All parameters; tied input and output embeddings count once."""
-        embed = self.vocab_size * self.hidden_size
-        positions = self.max_positions * self.hidden_size * self.traits.learned_positions
+        """All parameters (every expert); tied input and output embeddings count once."""
+        d = self.hidden_size
+        if self.image_tokens:  # patch projection, CLS token and positions; a classifier head with bias
+            return (
+                self.non_embedding_params
+                + (self.patch_inputs + 1) * d
+                + d
+                + self.image_tokens * d
+                + (d + 1) * self.vocab_size
+            )
+        embed = self.vocab_size * d
+        positions = self.max_positions * d * self.traits.learned_positions
         return self.non_embedding_params + embed * (1 if self.tied_embeddings else 2) + positions
 
     def kv_bytes_per_token(self, dtype_bytes: int) -> int:
@@ -203,6 +270,7 @@ def shape_from_fields(fields: Mapping) -> ModelShape:
     """
     text = fields.get("text_config") or fields
     f = {_ALIASES.get(k, k): v for k, v in text.items() if v is not None}
+    f = {**f, **_image_fields(f)}
     missing = [
         k
         for k in ("model_type", "num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
@@ -223,7 +291,44 @@ def shape_from_fields(fields: Mapping) -> ModelShape:
         tied_embeddings=bool(f.get("tie_word_embeddings", False)),
         max_positions=int(f.get("max_position_embeddings") or 2048),
         eager_attention=bool(f.get("attn_logit_softcapping")),
+        **_moe_fields(f),
+        image_tokens=int(f.get("image_tokens", 0)),
+        patch_inputs=int(f.get("patch_inputs", 0)),
     )
+
+
+def _moe_fields(f: Mapping) -> dict[str, int]:
+    """Experts, their width and which blocks have them: Mixtral's ``num_local_experts``, Qwen-MoE's and
+    OLMoE's ``num_experts``; Qwen-MoE's ``moe_intermediate_size``, shared expert, ``decoder_sparse_step``
+    and ``mlp_only_layers`` (dense blocks)."""
+    n_experts = int(f.get("num_local_experts") or f.get("num_experts") or 0)
+    if not n_experts:
+        return {}
+    step, dense = int(f.get("decoder_sparse_step") or 1), set(f.get("mlp_only_layers") or ())
+    layers = int(f["num_hidden_layers"])
+    return {
+        "n_experts": n_experts,
+        "experts_per_token": int(f.get("num_experts_per_tok") or 1),
+        "expert_size": int(f.get("moe_intermediate_size") or f.get("intermediate_size") or 4 * f["hidden_size"]),
+        "shared_expert_size": int(f.get("shared_expert_intermediate_size") or 0),
+        "moe_layers": sum(1 for i in range(layers) if i not in dense and (i + 1) % step == 0),
+    }
+
+
+def _image_fields(f: Mapping) -> dict[str, int]:
+    """An image classifier's ``config.json`` (``image_size`` and ``patch_size``) in the plan's terms: classes
+    (``num_labels`` or its ``id2label``) as the vocabulary (BEiT's ``vocab_size`` counts visual tokens of its
+    pretraining, not what the head predicts), patches + CLS as positions and tokens."""
+    if "image_size" not in f or "patch_size" not in f:
+        return {}
+    tokens = (int(f["image_size"]) // int(f["patch_size"])) ** 2 + 1
+    channels = int(f.get("num_channels", 3))
+    return {
+        "vocab_size": int(f.get("num_labels") or len(f.get("id2label") or {}) or 2),
+        "max_position_embeddings": tokens,
+        "image_tokens": tokens,
+        "patch_inputs": channels * int(f["patch_size"]) ** 2,
+    }
 
 
 @functools.cache
@@ -554,7 +659,7 @@ def workload_cost(shape: ModelShape, work: Workload, run: RunSettings, rates: De
     n, steps = work.prompts * work.repeats, max(work.new_tokens, 1)
     tokens = n * (work.mean_prompt_tokens + max(work.new_tokens - 1, 0))
     head = 2.0 * shape.hidden_size * shape.vocab_size
-    forward = 2.0 * shape.non_embedding_params * tokens + head * n * steps
+    forward = 2.0 * shape.active_non_embedding_params * tokens + head * n * steps
     forward += n * shape.attention_flops(work.mean_prompt_tokens, work.new_tokens)
     lens = head * shape.n_layers * work.lens_rows
     passes = math.ceil(work.prompts / work.batch_size) * work.repeats * steps
@@ -600,7 +705,8 @@ def _workload_memory(shape: ModelShape, work: Workload, run: RunSettings) -> tup
         act += b * shape.n_heads * s * s * 4
     lens = run.lens_budget_mb * MIB + b * shape.n_layers * shape.hidden_size * 4 if work.n_alphas else 0
     cells = work.prompts * work.repeats * t * shape.n_layers if work.n_alphas else 0
-    store = 2 * 4 * cells * (STORE_VALUES + work.n_alphas)  # buffers, and the dataset built from them
+    routing = 1 + shape.experts_per_token if shape.n_experts else 0  # routing entropy and top-k experts
+    store = 2 * 4 * cells * (STORE_VALUES + work.n_alphas + routing)  # buffers, and the dataset built from them
     return int(kv), int(act), int(lens), int(store)
 
 
@@ -993,8 +1099,12 @@ def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, s
     for dataset, models in dataset_models(config).items():
         if model.name not in models:
             continue
-        stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
-        new = _get(config, "datasets", dataset, "max_new_tokens")
+        if model.shape.image_tokens:  # an image classifier: one pass per image, its patches and the CLS slot
+            patches, images = model.shape.image_tokens - 1, prompt_count(dataset, config["datasets"][dataset])
+            stats, new = PromptStats(images, patches, patches, "image"), 1  # the one lens slot is the CLS token
+        else:
+            stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
+            new = _get(config, "datasets", dataset, "max_new_tokens")
         shards = stats.shards(config["compute"].get("prompts_per_job", 0))
         for i, part in enumerate(shards):
             work = Workload(part.prompts, part.mean_tokens, part.max_tokens, new, batch, n_alphas)

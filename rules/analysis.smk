@@ -113,6 +113,29 @@ rule family_shapes:
         "../workflow_scripts/family_shapes.py"
 
 
+rule routing_entropy:
+    input:
+        unpack(combined_stores),
+    output:
+        summary=report(
+            "results/tables/routing_entropy.csv", caption="../report/routing.rst", category="4. Expansion and pruning"
+        ),
+        summary_md="results/tables/routing_entropy.md",
+        layers="results/tables/routing_layers.csv",
+        layers_md="results/tables/routing_layers.md",
+    params:
+        seed=config["analysis"]["knn"]["seed"],
+        n_boot=config["analysis"]["n_boot"],
+    log:
+        "logs/routing_entropy.log",
+    benchmark:
+        "results/benchmarks/routing_entropy.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/routing_entropy.py"
+
+
 rule family_fingerprints:
     input:
         "results/profiles/blank.zarr",

@@ -85,6 +85,7 @@ def result_outputs():
 def analysis_outputs():
     """Tables and figures of the analyses (kNN, expansion, families, paper table)."""
     out = ["results/tables/knn_auc.csv", "results/figures/knn_auc.png", "results/tables/paper_comparison.md"]
+    out += ["results/tables/routing_entropy.csv"]  # empty where no model has mixture-of-experts blocks
     out += expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS)
     out += expand("results/figures/profile_bands_{dataset}.png", dataset=[d for d in DATASETS if d in BAND_LABELS])
     out += [f"results/figures/heatmap_{m}_{d}.png" for m, d in first_pairs()]
@@ -103,7 +104,7 @@ def extract_params(wildcards):
     ds = config["datasets"][wildcards.dataset]
     blank = wildcards.dataset == "blank"
     return {
-        "max_new_tokens": ds["max_new_tokens"],
+        "max_new_tokens": ds.get("max_new_tokens", 1),  # images: one slot, the classification
         "do_sample": blank,
         "temperature": ds.get("temperature", 1.0),
         "seed": ds.get("seed", config["generation"]["seed"]),
@@ -143,7 +144,7 @@ def stories_model_dir(wildcards):
     return f"resources/models/{config['stories']['model']}"
 
 
-BAND_LABELS = {"tasks": "task", "formats": "format", "mmlu": "style"}
+BAND_LABELS = {"tasks": "task", "formats": "format", "mmlu": "style", "images": "label"}
 
 
 def combined_stores(wildcards=None):

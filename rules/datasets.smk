@@ -85,3 +85,18 @@ rule prepare_blank:
         "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/prepare_blank.py"
+
+
+rule prepare_images:
+    output:
+        "results/datasets/images.parquet",
+    params:
+        images=config["datasets"].get("images", {}),
+    log:
+        "logs/prepare_images.log",
+    benchmark:
+        "results/benchmarks/prepare_images.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/prepare_images.py"

@@ -10,13 +10,15 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from tiny import tiny_tokenizer
-from transformers import AutoConfig, AutoModelForCausalLM
+from tiny import MOE_ARCHS, N_EXPERTS, N_LAYERS, TOP_K, tiny_config, tiny_tokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification
 from workflow_tiny import REPO
 
 from entropy_lens import cli, plan, timings
+from entropy_lens.vision import is_image_classifier
 
 PAPER = REPO / "config" / "paper.yaml"
+VIT = "vit-base-patch16-224"
 DEFAULT = REPO / "config.yaml"
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 # A llama-type model small enough to count by hand.
@@ -32,6 +34,7 @@ TINY = {
     "max_position_embeddings": 64,
     "tie_word_embeddings": False,
 }
+IMAGE_FIELDS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "image_size", "patch_size", "num_labels")
 ARCHITECTURE_FIELDS = (
     "num_hidden_layers",
     "hidden_size",
@@ -46,9 +49,12 @@ def load(path: Path) -> dict:
 
 
 def meta_params(fields: dict) -> int:
-    """Parameters of the real transformers model of these fields, built without memory."""
+    """Parameters of the real transformers model of these fields (a causal LM or an image classifier),
+    built without memory."""
+    config = AutoConfig.for_model(**fields)
+    auto = AutoModelForImageClassification if is_image_classifier(config) else AutoModelForCausalLM
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**fields))
+        model = auto.from_config(config)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -79,6 +85,10 @@ def test_every_shipped_config_loads_and_counts_exactly(source):
     fields = plan.shipped_model_configs()[source]
     config = AutoConfig.for_model(**fields)
     assert config.model_type == fields["model_type"]
+    if is_image_classifier(config):
+        assert all(getattr(config, name) for name in IMAGE_FIELDS)
+        assert plan.shape_from_fields(fields).n_params == meta_params(fields)
+        return
     assert all(getattr(config, name) for name in ARCHITECTURE_FIELDS)
     assert "tie_word_embeddings" in fields
     if fields["model_type"] == "gemma2":
@@ -287,10 +297,12 @@ def test_token_counter_mirrors_extraction_encoding(tmp_path):
 def test_paper_config_plans_every_model_and_dataset_offline(offline):
     config = load(PAPER)
     result = plan.plan_from_config(config)
-    models, instruct = list(config["models"]), config["datasets"]["mmlu"]["models"]
-    assert len(models) == 13 and len(instruct) == 9 and not any(m.startswith("gpt2") for m in instruct)
+    models, instruct = list(config["datasets"]["tasks"]["models"]), config["datasets"]["mmlu"]["models"]
+    assert len(models) == 14 and len(instruct) == 10 and not any(m.startswith("gpt2") for m in instruct)
+    assert list(config["models"]) == [*models, VIT]
     pairs = {(j.model, j.dataset) for j in result.jobs if j.rule == plan.EXTRACT}
-    assert pairs == {(m, d) for m in models for d in ("tasks", "formats", "blank")} | {(m, "mmlu") for m in instruct}
+    text = {(m, d) for m in models for d in ("tasks", "formats", "blank")} | {(m, "mmlu") for m in instruct}
+    assert pairs == text | {(VIT, "images")}
     for rule in (plan.SKIP_SELECT, plan.SKIP_EVAL):
         assert [j.model for j in result.jobs if j.rule == rule] == instruct
     shards = [j for j in result.jobs if j.rule == plan.EXTRACT and j.model == "gemma-2-9b-it" and j.dataset == "mmlu"]
@@ -304,8 +316,37 @@ def test_paper_config_plans_every_model_and_dataset_offline(offline):
     request = result.request(plan.EXTRACT, "gemma-2-9b-it", "mmlu", shard=1)
     assert request.mem_mb > result.request(plan.EXTRACT, "gpt2-small", "blank").mem_mb
     totals = result.totals()
-    assert totals.loc["all", "jobs"] == len(result.jobs) == 13 * 3 + 9 * len(shards) + 9 * 3
+    assert totals.loc["all", "jobs"] == len(result.jobs) == 14 * 3 + 10 * len(shards) + 10 * 2 + 1
     assert totals.loc["all", "est_s"] == pytest.approx(sum(j.est_s for j in result.jobs))
+
+
+@pytest.mark.parametrize("arch", MOE_ARCHS)
+def test_moe_shapes_count_every_expert_and_run_the_active_ones(arch):
+    fields = tiny_config(arch, tiny_tokenizer()).to_dict()
+    shape = plan.shape_from_fields(fields)
+    assert shape.n_params == meta_params(fields)
+    assert shape.n_experts == N_EXPERTS and shape.experts_per_token == TOP_K
+    assert shape.moe_layers == (N_LAYERS - 1 if arch == "qwen2_moe" else N_LAYERS)
+    one_expert = shape.moe_layer_params(1) - shape.moe_layer_params(0)
+    idle = shape.moe_layers * (N_EXPERTS - TOP_K) * one_expert  # the experts a token does not use
+    assert shape.non_embedding_params - shape.active_non_embedding_params == idle > 0
+
+
+def test_paper_moe_and_vit_jobs_use_active_flops_and_total_memory(offline):
+    result = plan.plan_from_config(load(PAPER))
+    olmoe = plan.model_shape("allenai/OLMoE-1B-7B-0924-Instruct")
+    assert olmoe.n_params == pytest.approx(6.92e9, rel=0.01)  # OLMoE paper: 6.9B total, 1.3B active
+    assert olmoe.active_non_embedding_params + 2 * 50304 * 2048 == pytest.approx(1.28e9, rel=0.01)
+    blank = result.job(plan.EXTRACT, "olmoe-1b-7b-instruct", "blank")
+    assert blank.weights_bytes == olmoe.n_params * 2  # every expert is in memory
+    # Its 8 active experts of width 1024 cost what one dense MLP of width 8192 does (plus the router).
+    dense = dataclasses.replace(olmoe, n_experts=0, experts_per_token=0, moe_layers=0, intermediate_size=8 * 1024)
+    work = plan.Workload(100, 1.0, 1, 32, 32, 3)
+    costs = [plan.workload_cost(s, work, result.run, result.settings.rates("cuda")) for s in (olmoe, dense)]
+    assert costs[0].forward_flops == pytest.approx(costs[1].forward_flops, rel=0.01)
+    vit = result.job(plan.EXTRACT, VIT, "images")
+    assert vit.prompts == 3925 and vit.new_tokens == 1 and vit.mean_prompt_tokens == 196 and vit.fits_context
+    assert plan.model_shape("google/vit-base-patch16-224").n_params == 86_567_656  # ViT-B/16, ImageNet-1k head
 
 
 def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
@@ -392,7 +433,7 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "job               model" in printed and "extract_profiles  gemma-2-9b-it" in printed
-    assert printed.count("  total ") == 13 and "TOTAL all models: 165 jobs" in printed
+    assert printed.count("  total ") == 15 and "TOTAL all models: 183 jobs" in printed
     assert "longer than the model's context" not in printed
 
 

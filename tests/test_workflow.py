@@ -14,12 +14,15 @@ import xarray as xr
 import yaml
 from workflow_tiny import (
     CONFIG_FILE,
+    IMAGES_PER_CLASS,
+    MOE_LAYERS,
     REPO,
     SMALL_TARGET,
     TINY_MODELS,
     edit_config,
     jobs_in,
     nothing_to_do,
+    prepare_moe_vit_workdir,
     prepare_workdir,
     run,
     run_snakemake,
@@ -50,8 +53,8 @@ def test_dry_run_builds_the_dag(configfile):
 
 def test_paper_config_lists_the_study_models():
     models = yaml.safe_load((REPO / "config/paper.yaml").read_text())["models"]
-    assert len(models) == 13
-    assert {m["family"] for m in models.values()} == {"gpt2", "gemma", "llama", "qwen", "phi"}
+    assert len(models) == 15  # the study's 12, Phi-3-mini, and beyond the study an MoE decoder and a ViT
+    assert {m["family"] for m in models.values()} == {"gpt2", "gemma", "llama", "qwen", "phi", "olmoe", "vit"}
 
 
 def test_lint_passes():
@@ -186,6 +189,34 @@ def test_rerun_of_same_config_gives_identical_stores(tiny_run, tmp_path):
         a = storage.open_profiles(tiny_run / f"{PROFILES}/{name}.zarr", combined=True).load()
         b = storage.open_profiles(tmp_path / f"{PROFILES}/{name}.zarr", combined=True).load()
         xr.testing.assert_equal(a, b)
+
+
+def test_moe_decoder_and_vit_run_through_the_whole_workflow(tmp_path):
+    """rule all on a tiny OLMoE (blank set) and a tiny ViT (generated images): 20 jobs."""
+    workdir = prepare_moe_vit_workdir(tmp_path)
+    run_snakemake(workdir, "--cores", "2")
+    blank = storage.open_profiles(workdir / f"{PROFILES}/blank.zarr", combined=True)
+    routing = blank[schema.ROUTING_ENTROPY].sel(model="tiny-moe").values  # [P, T, L]
+    generated = blank.token_id.sel(model="tiny-moe").values >= 0  # [P, T]: a sample may stop at its EOS
+    assert np.isfinite(routing[generated]).all() and np.isnan(routing[~generated]).all()
+    assert blank.sizes[schema.EXPERT_RANK] == 2
+    vit = storage.open_profiles(workdir / f"{PROFILES}/tiny-vit/images.zarr")
+    assert vit.sizes["token"] == 1 and vit.attrs["modality"] == "image" and vit.attrs["readout"] == "cls"
+    images = storage.open_profiles(workdir / f"{PROFILES}/images.zarr", combined=True)
+    assert images.sizes["prompt"] == 3 * IMAGES_PER_CLASS
+    assert set(images.label.values) == {"stripes", "columns", "checker"}
+    table = pd.read_csv(workdir / "results/tables/routing_entropy.csv")
+    row = table.set_index(["dataset", "model"]).loc[("blank", "tiny-moe")]
+    assert row["n_moe_layers"] == MOE_LAYERS - 1 and row["n_prompts"] == 4
+    assert row["ci_low"] <= row["spearman_layers"] <= row["ci_high"]
+    knn = pd.read_csv(workdir / "results/tables/knn_auc.csv")
+    image_rows = knn[(knn["target"] == "image_class") & (knn["measure"] == "shannon")]
+    assert set(image_rows["protocol"]) == {"grouped", "study"} and (image_rows["n_samples"] == 12).all()
+    assert image_rows["auc_mean"].notna().all()
+    expansion = pd.read_csv(workdir / "results/tables/expansion_images.csv")
+    assert expansion["model"].tolist() == ["tiny-vit"] and expansion["n_prompts"].item() == 12
+    claims = pd.read_csv(workdir / "results/tables/paper_comparison.csv")
+    assert (claims["claim"] == paper.IMAGE_CLASS).any()
 
 
 def test_one_model_plans_no_family_analysis_and_completes(tmp_path):

@@ -151,6 +151,42 @@ def tiny_config() -> dict:
     }
 
 
+# Beyond dense decoders: a tiny mixture-of-experts decoder (OLMoE, 5 blocks of 4 experts, so that 4 ΔH pair
+# with a routing entropy) profiled on the blank set, and a tiny ViT on generated images of 3 patterns.
+MOE_VIT_MODELS = {"tiny-moe": ("olmoe", "olmoe"), "tiny-vit": ("vit", "vit")}
+MOE_LAYERS = 5
+IMAGE_DIR = "images"
+IMAGES_PER_CLASS = 4
+
+
+def moe_vit_config() -> dict:
+    """The tiny configuration with only the MoE decoder (blank set) and the ViT (images set): the whole DAG
+    in a few jobs (no MMLU, no layer skipping)."""
+    config = tiny_config()
+    config["models"] = {
+        name: {"source": f"./{MODELS_DIR}/{name}", "family": family, "chat_template": False, "n_params": 0}
+        for name, (_, family) in MOE_VIT_MODELS.items()
+    }
+    config["datasets"] = {
+        "blank": {**config["datasets"]["blank"], "models": ["tiny-moe"]},
+        "images": {"models": ["tiny-vit"], "source": "folder", "path": IMAGE_DIR, "n_images": 0, "seed": 0},
+    }
+    config["layer_skip"] = {"enabled": False}
+    return config
+
+
+def prepare_moe_vit_workdir(workdir: Path) -> Path:
+    """The tiny MoE decoder and ViT as local model folders, an image folder, and :func:`moe_vit_config`."""
+    from tiny import save_tiny_model, save_tiny_vision_model, write_image_folder
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    save_tiny_model("olmoe", workdir / MODELS_DIR / "tiny-moe", "olmoe", n_layers=MOE_LAYERS)
+    save_tiny_vision_model("vit", workdir / MODELS_DIR / "tiny-vit", "vit")
+    write_image_folder(workdir / IMAGE_DIR, per_class=IMAGES_PER_CLASS)
+    (workdir / CONFIG_FILE).write_text(yaml.safe_dump(moe_vit_config(), sort_keys=False))
+    return workdir
+
+
 def prepare_workdir(workdir: Path) -> Path:
     """Write the tiny models, the story file and ``config.yaml`` into ``workdir``; return ``workdir``."""
     # conftest imports this module: torch loads only in the tests that build a working directory.

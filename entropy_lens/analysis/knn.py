@@ -431,6 +431,8 @@ STUDY_TARGETS: tuple[Target, ...] = (
     Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, group_by="question_id"),
     Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, split_by="style", group_by="question_id"),
     Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT),
+    # Beyond the study: image classes from image classifiers' profiles (one token slot).
+    Target("image_class", "images", "label", group_by="source"),
 )
 
 

@@ -86,6 +86,7 @@ SCRAMBLED = "task separability (scrambled control)"
 FORMAT = "format separability"
 MMLU_CORRECT = "MMLU correctness separability"
 FAMILY = "family separability (blank prompts)"
+IMAGE_CLASS = "image class separability (image classifiers)"
 RENYI = "Rényi entropy leaves the separability conclusions intact"
 SPEARMAN = "Spearman ΔH vs Δ nucleus size"
 ACCURACY = "MMLU accuracy above chance and the majority letter"
@@ -109,6 +110,7 @@ KNN_CLAIMS = {
     "format": FORMAT,
     "mmlu_correct": MMLU_CORRECT,
     "family": FAMILY,
+    "image_class": IMAGE_CLASS,
 }
 KNN_DATASETS = {
     "task": "tasks",
@@ -116,7 +118,10 @@ KNN_DATASETS = {
     "format": "formats",
     "mmlu_correct": "mmlu",
     "family": "blank",
+    "image_class": "images",
 }
+# Targets beyond the study's claims: absent rows only for the models of a configured dataset.
+EXTENSION_TARGETS = ("image_class",)
 
 COLUMNS = (
     "claim",
@@ -495,7 +500,7 @@ def _absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[st
     for target, claim in KNN_CLAIMS.items():
         dataset = KNN_DATASETS[target]
         profiled = list(expected.datasets.get(dataset, ()))
-        wanted = [POOLED_MODEL] if target == "family" else models
+        wanted = [POOLED_MODEL] if target == "family" else profiled if target in EXTENSION_TARGETS else models
         for model in wanted:
             if (claim, model) in seen:
                 continue
@@ -601,6 +606,7 @@ CLAIM_ORDER = (
     SCRAMBLED,
     FORMAT,
     FAMILY,
+    IMAGE_CLASS,
     SPEARMAN,
     OVERLAP,
     MMLU_CORRECT,

@@ -12,6 +12,8 @@ formats    format (str), topic (str)
 mmlu       style (str), subject (str), question_id (str), question (str), answer (A-D),
            choice_a .. choice_d (str)
 blank      sample (int), seed (int); the prompt is ``""`` (the model's BOS token alone)
+images     label (str), source (str), image (bytes: the encoded file); the prompt text is
+           where the image came from (a relative path or ``hub:<id>/<split>/<row>``)
 =========  ==============================================================================
 
 Extra columns are allowed and kept.  :func:`write_table` validates before writing and
@@ -19,7 +21,8 @@ writes atomically; :func:`read_table` validates on read.  JSON-safe table attrs 
 the provenance of synthetic stories) travel in the parquet metadata as ``df.attrs``.
 
 Builders: :func:`build_formats`, :func:`build_blank` here; ``tasks`` in
-:mod:`entropy_lens.prompts.tasks`; ``mmlu`` in :mod:`entropy_lens.prompts.mmlu`; story sources
+:mod:`entropy_lens.prompts.tasks`; ``mmlu`` in :mod:`entropy_lens.prompts.mmlu`; ``images`` in
+:mod:`entropy_lens.prompts.images`; story sources
 (hub, offline generator) in :mod:`entropy_lens.prompts.stories`; users' own files are read
 by :func:`entropy_lens.prompts.sources.read_local`.
 """
@@ -68,6 +71,10 @@ STYLES = ("base", "instruct", "explain")
 # blank
 SAMPLE = "sample"
 SEED = "seed"
+# images
+LABEL = "label"
+SOURCE = "source"
+IMAGE = "image"
 # story sources
 TEXT = "text"
 
@@ -116,6 +123,7 @@ KINDS: dict[str, tuple[Column, ...]] = {
         *(Column(c, str) for c in CHOICES),
     ),
     "blank": (Column(SAMPLE, int), Column(SEED, int)),
+    "images": (Column(LABEL, str), Column(SOURCE, str), Column(IMAGE, bytes)),
 }
 
 
@@ -166,6 +174,9 @@ def _check_column(df: pd.DataFrame, column: Column, kind: str) -> None:
     if column.kind is str:
         bad = ~values.map(lambda v: isinstance(v, str)).to_numpy(bool)
         _raise_at(df, bad, kind, f"column {column.name!r} must hold strings")
+    if column.kind is bytes:
+        bad = ~values.map(lambda v: isinstance(v, bytes) and len(v) > 0).to_numpy(bool)
+        _raise_at(df, bad, kind, f"column {column.name!r} must hold the encoded image (non-empty bytes)")
     if column.allowed is not None:
         bad = ~values.isin(column.allowed).to_numpy(bool)
         _raise_at(df, bad, kind, f"column {column.name!r} must be one of {list(column.allowed)}")
@@ -347,6 +358,10 @@ def prompt_count(dataset: str, spec: Mapping) -> int:
         return int(spec["n_samples"])
     if dataset == "mmlu":
         return _mmlu_questions(spec) * len(spec["styles"])
+    if dataset == "images":
+        from entropy_lens.prompts.images import image_count  # images builds on this module
+
+        return image_count(spec)
     raise ValueError(f"unknown dataset {dataset!r}; use one of {sorted(KINDS)}")
 
 

@@ -34,6 +34,23 @@ def _pad_layers(ds: xr.Dataset, n_max: int) -> xr.Dataset:
     return padded.drop_vars(schema.DEPTH, errors="ignore")
 
 
+def _with_routing(ds: xr.Dataset, top_k: int) -> xr.Dataset:
+    """``ds`` with routing variables over ``top_k`` expert ranks: a dense model's are NaN / -1,
+    an MoE model routing to fewer experts is padded with -1."""
+    if schema.ROUTING_ENTROPY in ds:
+        return ds.reindex({schema.EXPERT_RANK: np.arange(top_k, dtype=np.int32)}, fill_value=schema.MASKED_INT)
+    shape = tuple(ds.sizes[d] for d in (schema.PROMPT, schema.TOKEN, schema.LAYER))
+    return ds.assign_coords({schema.EXPERT_RANK: np.arange(top_k, dtype=np.int32)}).assign(
+        {
+            schema.ROUTING_ENTROPY: (ds[schema.ENTROPY].dims, np.full(shape, np.nan, np.float32)),
+            schema.ROUTING_EXPERTS: (
+                (*ds[schema.ENTROPY].dims, schema.EXPERT_RANK),
+                np.full((*shape, top_k), schema.MASKED_INT, np.int32),
+            ),
+        }
+    )
+
+
 def combine_models(
     stores: Mapping[str, xr.Dataset],
     *,
@@ -63,13 +80,16 @@ def combine_models(
     n_max = max(n_layers.values())
     texts = [stores[m][schema.PROMPT_TEXT].values for m in names]
     # per-model readouts (choice_logprob) stay in the per-model stores; their scores are attached instead
-    body = [_pad_layers(_profiles_only(stores[m]).drop_vars(schema.PROMPT_TEXT), n_max) for m in names]
+    body = [_profiles_only(stores[m]).drop_vars(schema.PROMPT_TEXT) for m in names]
+    top_k = max((ds.sizes.get(schema.EXPERT_RANK, 0) for ds in body), default=0)
+    body = [_pad_layers(_with_routing(ds, top_k) if top_k else ds, n_max) for ds in body]
     combined = xr.concat(body, dim=schema.MODEL, combine_attrs="drop_conflicts")
     combined = combined.assign_coords(_model_coords(names, n_layers, n_max, families, n_params))
     combined = combined.assign_coords({schema.PROMPT_TEXT: ((schema.MODEL, schema.PROMPT), np.stack(texts))})
     combined = combined.assign_coords({k: (schema.PROMPT, np.asarray(v)) for k, v in (labels or {}).items()})
-    for var, spec in schema.VARIABLES.items():
-        combined[var].attrs = {"units": spec.units, "long_name": spec.description}
+    for var, spec in {**schema.VARIABLES, **schema.ROUTING_VARIABLES}.items():
+        if var in combined:
+            combined[var].attrs = {"units": spec.units, "long_name": spec.description}
     combined.attrs = {k: v for k, v in first.attrs.items() if k not in (*MODEL_ATTRS, "model_name", "n_layers")}
     combined.attrs["models"] = ",".join(names)
     schema.validate_profiles(combined, combined=True)

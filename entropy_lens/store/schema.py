@@ -12,6 +12,8 @@ Dims
     ``alpha``   Rényi order; coordinate ``alpha`` (float64, ``inf`` allowed).
     ``model``   only in combined stores; coordinate ``model`` (str) plus per-model
                 ``n_layers`` and ``family``; ``depth`` then lives on ``(model, layer)``.
+    ``expert_rank``  only in stores of mixture-of-experts models: 0..K-1, the rank of an
+                expert in a token's top-k routing set (K: the model's largest top-k).
 
 Variables (masked token slots hold NaN for floats and -1 for ints)
     ``entropy``          (prompt, token, layer) float32, nats.
@@ -28,6 +30,23 @@ Optional variables (present only where the job reads them)
                          the first generated position (MMLU stores; coordinate ``choice``
                          holds the labels ``A``..``D``).  Per-model stores only: combined
                          stores carry the scores it yields instead.
+
+Routing variables (:data:`ROUTING_VARIABLES`; present when a profiled model has
+mixture-of-experts blocks, see :mod:`entropy_lens.routing`; a combined store fills
+them for dense models)
+    ``routing_entropy``  (prompt, token, layer) float32, nats: Shannon entropy of the router
+                         distribution over experts (softmax of the router logits) at the
+                         position that predicts the token; at most ``log E``; NaN on dense
+                         layers and masked slots.
+    ``routing_experts``  (prompt, token, layer, expert_rank) int32, the token's top-k expert
+                         ids by decreasing router probability; -1 on dense layers, masked
+                         slots and ranks beyond a layer's top-k.
+
+Image classifiers (:mod:`entropy_lens.vision`) follow the same contract: ``prompt`` is an
+image, ``token`` has length 1 (no generation: the one slot is the classification), the
+"vocabulary" is the classes (``vocab_size`` = number of classes), ``top1_id`` the most
+probable class at each block and ``token_id`` the model's own predicted class; attrs add
+``modality = "image"`` and ``readout`` (``cls`` or ``mean``).
 """
 
 from __future__ import annotations
@@ -50,6 +69,7 @@ LAYER = "layer"
 ALPHA = "alpha"
 MODEL = "model"
 CHOICE = "choice"
+EXPERT_RANK = "expert_rank"
 
 ENTROPY = "entropy"
 RENYI = "renyi"
@@ -105,6 +125,18 @@ def optional_variables(names: Any) -> dict[str, VariableSpec]:
     """The :data:`OPTIONAL_VARIABLES` among ``names`` (a dataset's variables, or a mapping's keys)."""
     return {name: spec for name, spec in OPTIONAL_VARIABLES.items() if name in names}
 
+
+# Mixture-of-experts routing, beside the lens metrics (see the module docstring).
+ROUTING_ENTROPY = "routing_entropy"
+ROUTING_EXPERTS = "routing_experts"
+ROUTING_VARIABLES: dict[str, VariableSpec] = {
+    ROUTING_ENTROPY: VariableSpec(
+        (PROMPT, TOKEN, LAYER), "float32", "nat", "entropy of the router distribution over experts (NaN: dense)"
+    ),
+    ROUTING_EXPERTS: VariableSpec(
+        (PROMPT, TOKEN, LAYER, EXPERT_RANK), "int32", "expert id", "top-k experts by router probability (-1: none)"
+    ),
+}
 
 # MMLU correctness per (model, prompt), only in combined MMLU stores: 1 correct, 0 wrong,
 # -1 where no answer could be read (a completion with no letter in it).
@@ -177,11 +209,14 @@ def validate_profiles(ds: xr.Dataset, *, combined: bool = False) -> None:
 
 
 def _variable_problems(ds: xr.Dataset, combined: bool) -> list[str]:
-    problems = []
+    problems = [f"variable {name!r} is missing" for name in VARIABLES if name not in ds.data_vars]
+    routing = [name for name in ROUTING_VARIABLES if name in ds.data_vars]
+    if routing and len(routing) != len(ROUTING_VARIABLES):
+        problems.append(f"routing variables come together: has {routing}, expected {list(ROUTING_VARIABLES)}")
     optional = {} if combined else optional_variables(ds.data_vars)
-    for name, spec in {**VARIABLES, **optional}.items():
+    specs = {**VARIABLES, **{name: ROUTING_VARIABLES[name] for name in routing}, **optional}
+    for name, spec in specs.items():
         if name not in ds.data_vars:
-            problems.append(f"variable {name!r} is missing")
             continue
         var = ds[name]
         dims = (MODEL, *spec.dims) if combined else spec.dims
