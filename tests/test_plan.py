@@ -433,7 +433,7 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "job               model" in printed and "extract_profiles  gemma-2-9b-it" in printed
-    assert printed.count("  total ") == 15 and "TOTAL all models: 183 jobs" in printed
+    assert printed.count("  total ") == 15 and "TOTAL all models: 173 jobs" in printed
     assert "longer than the model's context" not in printed
 
 
