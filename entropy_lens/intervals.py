@@ -204,3 +204,41 @@ def bootstrap_mean_statistic(
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN statistic gives NaN, as documented
         low, high = np.nanquantile(draws, [tail, 1 - tail], axis=0)
     return low, high
+
+
+def bootstrap_group_means(
+    groups: Sequence[np.ndarray], *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0
+) -> list[np.ndarray]:
+    """Bootstrap replicates of each group's mean row, each group resampled on its own.
+
+    For groups measured independently (the blank samples of different models are generated
+    independently): replicate ``b`` of group ``i`` is the mean of ``N_i`` rows drawn with
+    replacement from that group alone.
+
+    Args:
+        groups: ``[N_i, L_i]`` rows (independent units) of each group.
+        n_boot: Replicates.
+        seed: Seed of :func:`numpy.random.default_rng` (one stream, groups in order).
+
+    Returns:
+        ``[n_boot, L_i]`` replicate means per group.
+    """
+    n_boot = check_positive_int(n_boot, "n_boot")
+    rng = np.random.default_rng(seed)
+    out = []
+    for rows in groups:
+        rows = np.asarray(rows, dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[0] == 0:
+            raise ValueError(f"each group must be a non-empty 2-D [units, values] array, got shape {rows.shape}")
+        counts = rng.multinomial(rows.shape[0], np.full(rows.shape[0], 1 / rows.shape[0]), n_boot)
+        out.append(counts @ rows / rows.shape[0])
+    return out
+
+
+def percentile_interval(draws: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of ``[B, ...]`` bootstrap draws along the first axis (NaN draws ignored)."""
+    tail = (1 - check_level(level)) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column gives NaN
+        low, high = np.nanquantile(np.asarray(draws, dtype=np.float64), [tail, 1 - tail], axis=0)
+    return low, high

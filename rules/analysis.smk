@@ -146,6 +146,10 @@ rule family_fingerprints:
         ),
         clustering_md="results/tables/family_clustering.md",
         size_pairs="results/tables/family_size_pairs.csv",
+        pairs=report(
+            "results/tables/family_pairs.csv", caption="../report/families.rst", category="6. Family fingerprints"
+        ),
+        pairs_md="results/tables/family_pairs.md",
         shapes="results/tables/profile_shapes.csv",
         dendrogram=report(
             "results/figures/dendrogram.png", caption="../report/families.rst", category="6. Family fingerprints"
@@ -162,6 +166,7 @@ rule family_fingerprints:
     params:
         grid_points=config["analysis"]["depth_grid"],
         seed=config["analysis"]["knn"]["seed"],
+        n_boot=config["analysis"]["n_boot"],
     log:
         "logs/family_fingerprints.log",
     benchmark:

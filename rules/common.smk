@@ -168,6 +168,7 @@ def paper_inputs(wildcards):
         inputs["accuracy"] = "results/tables/mmlu_accuracy.csv"
     if FAMILIES:
         inputs["clustering"] = "results/tables/family_clustering.csv"
+        inputs["family_pairs"] = "results/tables/family_pairs.csv"
     if SKIP_MODELS:
         inputs["layer_skip"] = "results/tables/layer_skip_differences.csv"
     return inputs

@@ -7,8 +7,10 @@ import io
 import numpy as np
 import pandas as pd
 
+from entropy_lens.accuracy import ALL_STYLES
 from entropy_lens.analysis import paper as P
 from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.pairs import FAMILY_GAP, RESOLUTION_GAP
 from entropy_lens.tables import to_markdown, write_table
 
 
@@ -312,7 +314,7 @@ def test_mmlu_accuracy_is_a_precondition_counted_apart():
     assert set(table.loc[table["claim"] != P.ACCURACY, "role"]) == {P.FINDING}
     top = P.headline(table)
     findings, preconditions = P.summary(top)
-    assert findings.startswith("Claims of the study: 5 reproduced, 1 not reproduced, 3 inconclusive; 24 not run")
+    assert findings.startswith("Claims of the study: 5 reproduced, 1 not reproduced, 3 inconclusive; 25 not run")
     assert preconditions.startswith("Preconditions: 0 met, 0 not met, 1 undecided (not findings of the study")
     n_findings = int((top["role"] == P.FINDING).sum())
     counted = sum(int(part.split()[0]) for part in findings.split(": ", 1)[1].rstrip(".").replace(";", ",").split(", "))
@@ -324,3 +326,84 @@ def test_mmlu_accuracy_is_a_precondition_counted_apart():
     html = P.verdicts_html(top)
     assert html.index("Preconditions: 0 met") < html.index(P.PRECONDITION_HEADING.replace("?", ""))
     assert html.count("<table") == 2
+
+
+def _pairs(gap: tuple[float, float, float] = (0.4, 0.3, 0.5), n_other: int = 2) -> pd.DataFrame:
+    return _csv(
+        [
+            {
+                "statistic": statistic,
+                "family": "qwen",
+                "small": "q-0.5b",
+                "large": "q-1.5b",
+                "n_models": 2 + n_other,
+                "n_other": n_other,
+                "n_samples": 40,
+                "same": 0.2,
+                "nearest": "s-135m" if n_other else "",
+                "nearest_value": 0.6 if n_other else float("nan"),
+                "gap": gap[0] if n_other else float("nan"),
+                "gap_low": gap[1] if n_other else float("nan"),
+                "gap_high": gap[2] if n_other else float("nan"),
+            }
+            for statistic in (FAMILY_GAP, RESOLUTION_GAP)
+        ]
+    )
+
+
+def _family_expected(families: dict[str, str]) -> P.Expected:
+    return P.Expected(datasets={"blank": list(families)}, families=families)
+
+
+PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "llama", "g-270m": "gemma"}
+
+
+def test_same_family_pairs_get_verdicts_and_reach_the_headline():
+    table = P.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
+    rows = table[table["claim"].isin([P.CLUSTERING, P.SIZE_RESOLUTION])].set_index("claim")
+    assert set(rows["verdict"]) == {V.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
+    assert "lies above 0" in rows.loc[P.CLUSTERING, "why"] and "(s-135m)" in rows.loc[P.CLUSTERING, "why"]
+    assert rows.loc[P.CLUSTERING, "note"].startswith("d(q-0.5b, q-1.5b) = 0.200 nats; nearest other family: s-135m")
+    assert rows.loc[P.SIZE_RESOLUTION, "n_sources"] == 40 and rows.loc[P.SIZE_RESOLUTION, "ci_low"] == 0.3
+    markdown = P.verdicts_markdown(P.headline(table), "Verdicts")
+    assert P.CLUSTERING in markdown and P.SIZE_RESOLUTION in markdown and "0.400 [0.300, 0.500] nats" in markdown
+    below = P.paper_table(family_pairs=_pairs((-0.3, -0.4, -0.2)), expected=_family_expected(PAIR_FAMILIES))
+    assert set(below.loc[below["claim"] == P.SIZE_RESOLUTION, "verdict"]) == {V.NOT_REPRODUCED}
+    wide = P.paper_table(family_pairs=_pairs((0.05, -0.1, 0.2)), expected=_family_expected(PAIR_FAMILIES))
+    why = wide.loc[wide["claim"] == P.CLUSTERING, "why"].item()
+    assert "with 40 blank samples per model: about 360 would decide it" in why, why
+
+
+def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_help():
+    def reasons(families, pairs=None, clustering=True):
+        frame = pd.DataFrame([{"grouping": "family", "ari_models": 1.0, "silhouette_samples": 0.5}])
+        table = P.paper_table(
+            clustering=frame if clustering else None, family_pairs=pairs, expected=_family_expected(families)
+        )
+        rows = table[table["claim"].isin([P.CLUSTERING, P.SIZE_RESOLUTION])]
+        assert len(rows) == 2 and (rows["verdict"] == V.INCONCLUSIVE).all()
+        return set(rows["why"])
+
+    assert reasons({"a": "x", "b": "y"}) == {
+        "not run: one model per family: family and model identity coincide, so size cannot be told apart "
+        "(make families)"
+    }
+    assert reasons({"a": "x", "b": "x"}) == {"not run: only family x on 'blank': no other family to compare with"}
+    assert reasons({"a": "x", "b": "x", "c": "y"}) == {
+        "not run: no two models of one family with different layer counts on 'blank'"
+    }
+    alone = reasons({"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0))
+    assert alone == {"not run: only family qwen on 'blank': no other family to compare with"}
+    assert reasons({"a": "x"}, clustering=False) == {"not run: needs >= 2 models on 'blank', got 1"}
+
+
+def test_family_pairs_and_pooled_accuracy_from_files(tmp_path):
+    path = tmp_path / "family_pairs.csv"
+    _pairs(n_other=0).to_csv(path, index=False)
+    table = P.paper_table_from_files({"family_pairs": str(path)}, _family_expected(PAIR_FAMILIES))
+    assert table.loc[table["claim"] == P.CLUSTERING, "why"].str.startswith("not run: only family qwen").all()
+    styles = _accuracy(top_share=0.4)
+    pooled = styles.assign(style=ALL_STYLES, n=80)  # 40 questions in two styles: the pooled n counts prompts
+    acc = P.paper_table(accuracy=pd.concat([styles, pooled]), expected=_expected())
+    why = acc.loc[(acc["claim"] == P.ACCURACY) & (acc["split"] == ALL_STYLES), "why"]
+    assert why.str.contains("with 40 questions: about").all(), why.tolist()

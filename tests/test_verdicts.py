@@ -193,3 +193,58 @@ def test_nucleus_overlap_interval_counts_prompts_not_cells():
     levels = np.tile([0.9, 0.2], 4)
     verdict = _overlap_verdict(levels, n_tokens=5, n_layers=9)
     assert verdict.verdict == V.INCONCLUSIVE and "straddles 0.5" in verdict.why, verdict.why
+
+
+def test_units_to_decide_follows_the_square_root_law():
+    # estimate 0.1, half-width 0.2 at 100 units: the half-width reaches the margin 0.1 at 100 * (0.2 / 0.1)^2.
+    assert V.units_to_decide(V.Interval(0.1, -0.1, 0.3), 100, [(0.0, True)]) == 400
+    # the half facing the threshold counts: an asymmetric interval, thresholds on either side
+    assert V.units_to_decide(V.Interval(0.1, 0.0, 0.5), 100, [(0.0, True)]) == 100
+    assert V.units_to_decide(V.Interval(0.1, 0.0, 0.5), 100, [(0.3, False)]) == 400
+    # the decision reached first (the farthest threshold on the deciding side) sets the number
+    assert V.units_to_decide(V.Interval(0.52, 0.45, 0.59), 10, [(0.5, True), (0.55, False)]) == 55
+    assert V.units_to_decide(V.Interval(0.5, 0.4, 0.6), 10, [(0.5, True), (0.5, False)]) == math.inf
+    assert V.units_to_decide(V.Interval(math.nan, 0.4, 0.6), 10, [(0.0, True)]) == math.inf
+
+
+def test_units_to_decide_predicts_a_fresh_sample_of_that_size():
+    """Measured on 40 units: fresh samples of the predicted size from the measured mean and spread
+    decide about half the time (their interval just reaches the threshold), four times as many almost always."""
+    rng = np.random.default_rng(0)
+    first = rng.normal(0.15, 1.0, 40)
+    mean, sd = first.mean(), first.std(ddof=1)
+    half = 1.96 * sd / math.sqrt(first.size)
+    needed = int(V.units_to_decide(V.Interval(mean, mean - half, mean + half), 40, [(0.0, True)]))
+    assert 40 < needed < 10_000
+
+    def decided(n: int) -> float:
+        draws = rng.normal(mean, sd, size=(400, n))
+        return float(np.mean(draws.mean(axis=1) - 1.96 * draws.std(axis=1, ddof=1) / math.sqrt(n) > 0))
+
+    assert 0.4 < decided(needed) < 0.6
+    assert decided(4 * needed) > 0.95
+
+
+def test_undecided_rows_give_the_units_that_would_decide_them():
+    dummy = V.Interval(0.5, 0.42, 0.58)
+    wide = V.separability(V.Interval(0.62, 0.45, 0.79), dummy, k_used=29, k_study=29, n_groups=10, unit="stories")
+    assert "effect too small to decide with 10 stories: about 181 would decide it" in wide.why
+    rho = V.spearman(V.Interval(0.55, 0.4, 0.7), n_prompts=50)
+    assert "with 50 prompts: about 450 would" in rho.why
+    acc = V.accuracy(V.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2, n=100)
+    assert "with 100 questions: about 400 would" in acc.why
+    skip = V.layer_skip(V.Interval(-0.05, -0.15, 0.05), intact=_acc(70, 100), chance=0.25, versus="random", n=100)
+    assert "with 100 questions: about 400 would" in skip.why
+    jaccard = V.nucleus_overlap(V.Interval(0.55, 0.45, 0.65), n_prompts=20)
+    assert "with 20 prompts: about 80 would" in jaccard.why
+    on_threshold = V.spearman(V.Interval(0.5, 0.4, 0.6), n_prompts=50)
+    assert "no feasible number of prompts would" in on_threshold.why
+    assert "too small" not in V.accuracy(V.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2).why  # n unknown
+
+
+def test_shape_claims_give_the_sources_that_would_decide_them():
+    stats = {"rise": V.Interval(-0.2, -0.4, 0.0), "refine": V.Interval(0.5, 0.3, 0.7)}
+    verdict = V.family_shape(V.GPT_SHAPE, {**stats, "rise": V.Interval(-0.2, -0.4, 0.1)}, n_sources=10, third_layers=3)
+    assert verdict.verdict == V.INCONCLUSIVE and "with 10 sources: about 23 would" in verdict.why
+    failing = {**stats, "rise": V.Interval(0.1, -0.1, 0.3)}  # on the wrong side: the first part to fail decides
+    assert "about 40 would" in V.family_shape(V.GPT_SHAPE, failing, n_sources=10, third_layers=3).why

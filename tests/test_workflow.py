@@ -172,6 +172,11 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     assert (claimed["why"] != "").all()
     headline = (tiny_run / "results/tables/verdicts.md").read_text()
     assert "task separability (intact prompts)" in headline and "Spearman" in headline
+    # one model per family in the tiny run: the same-family pair claims are listed, saying why they cannot run
+    assert paper.CLUSTERING in headline and paper.SIZE_RESOLUTION in headline
+    pairs = table[table["claim"].isin([paper.CLUSTERING, paper.SIZE_RESOLUTION])]
+    assert len(pairs) == 2 and pairs["why"].str.startswith("not run: one model per family").all(), pairs["why"]
+    assert "gap_low" in pd.read_csv(tiny_run / "results/tables/family_pairs.csv").columns
     timings = pd.read_csv(tiny_run / "results/tables/run_timings.csv")
     assert "extract_profiles" in set(timings["rule"]) and timings["seconds"].iloc[-1] > 0
     assert "| claim | model |" in RUN_OUTPUT[tiny_run]  # printed by the onsuccess hook

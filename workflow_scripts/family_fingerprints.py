@@ -1,21 +1,21 @@
-"""Rule family_fingerprints: blank-prompt profiles on a depth grid, clustered by family vs size."""
+"""Rule family_fingerprints: blank-prompt profiles on a depth grid, clustered by family vs size; same-family pairs."""
 
 from entropy_lens.analysis.families import fingerprints
+from entropy_lens.analysis.pairs import family_pairs
 from entropy_lens.jobs import setup_logging
 from entropy_lens.plots import plot_fingerprints
 from entropy_lens.store import storage
 from entropy_lens.tables import write_table
 
 setup_logging(snakemake)
-out = snakemake.output
+out, params = snakemake.output, snakemake.params
 
-found = fingerprints(
-    storage.open_profiles(snakemake.input[0], combined=True),
-    grid_points=snakemake.params.grid_points,
-    seed=snakemake.params.seed,
-)
+blank = storage.open_profiles(snakemake.input[0], combined=True)
+found = fingerprints(blank, grid_points=params.grid_points, seed=params.seed)
+pairs = family_pairs(blank, grid_points=params.grid_points, n_boot=params.n_boot, seed=params.seed)
 found.distances.to_csv(out.distances)
 write_table(found.clustering, out.clustering, out.clustering_md, title="family clustering of blank-prompt profiles")
+write_table(pairs, out.pairs, out.pairs_md, title="same-family pairs against other families (gaps in nats)")
 found.size_pairs.to_csv(out.size_pairs, index=False)
 found.shapes.to_csv(out.shapes, index=False)
 plot_fingerprints(found, dendrogram=out.dendrogram, pca=out.pca, tsne=out.tsne)

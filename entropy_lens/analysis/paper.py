@@ -36,6 +36,7 @@ from entropy_lens.accuracy import ALL_STYLES
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import STUDY_SPEARMAN
 from entropy_lens.analysis.knn import GROUPED, POOLED_MODEL, STUDY
+from entropy_lens.analysis.pairs import FAMILY_GAP, RESOLUTION_GAP
 from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.letters import VERDICT_MEASURE
 from entropy_lens.tables import to_markdown
@@ -93,6 +94,8 @@ ACCURACY = "MMLU accuracy above chance and the majority letter"
 SKIP_RANDOM = "skipping expansion layers hurts more than random layers"
 SKIP_PRUNING = "skipping expansion layers hurts more than pruning layers"
 CLUSTERING = "family, not size, clusters blank-prompt profiles"
+SIZE_RESOLUTION = "size as resolution: a smaller model looks like a coarser sampling of its family's schedule"
+STUDY_RESOLUTION_CLAIM = "qualitative (smaller models look like coarser samplings of the same schedule)"
 OVERLAP = "adjacent layers share a large fraction of their top-p sets"
 SHAPE_GPT = "GPT profiles start high and sharpen"
 SHAPE_LLAMA = "Llama profiles start low, plateau, then refine"
@@ -111,6 +114,14 @@ KNN_CLAIMS = {
     "mmlu_correct": MMLU_CORRECT,
     "family": FAMILY,
     "image_class": IMAGE_CLASS,
+}
+# kNN target -> its independent sources, named where an undecided row says how many would decide it.
+KNN_UNITS = {
+    "task": "stories",
+    "task_scrambled": "stories",
+    "format": "topics",
+    "mmlu_correct": "questions",
+    "family": "blank samples",
 }
 KNN_DATASETS = {
     "task": "tasks",
@@ -281,6 +292,7 @@ def _separability(
         k_study=k_study,
         n_groups=int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0,
         skipped=note if note.startswith("skipped") else "",
+        unit=KNN_UNITS.get(str(rec["target"]), "sources"),
     )
 
 
@@ -345,9 +357,21 @@ def _spearman_rows(expansion: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
+def _questions(accuracy: pd.DataFrame) -> list[int]:
+    """Questions behind each accuracy row: its ``n``, or for a row pooled over styles (whose ``n``
+    counts prompts) the most answered in one style of that model and measure."""
+    per_style = accuracy[accuracy["style"] != ALL_STYLES].groupby(["model", "measure"])["n"].max()
+    return [
+        int(per_style.get((m, measure), n)) if style == ALL_STYLES else int(n)
+        for m, style, measure, n in zip(
+            accuracy["model"], accuracy["style"], accuracy["measure"], accuracy["n"], strict=True
+        )
+    ]
+
+
 def _accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
     rows = []
-    for rec in accuracy.to_dict("records"):
+    for rec, n_questions in zip(accuracy.to_dict("records"), _questions(accuracy), strict=True):
         family = families.get(str(rec["model"]), "").lower()
         study = (
             f"{_range(STUDY_MMLU_ACCURACY[family])} ({family} family)" if family in STUDY_MMLU_ACCURACY else NO_FIGURE
@@ -363,7 +387,7 @@ def _accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[
                 ACCURACY,
                 str(rec["model"]),
                 ACC,
-                V.accuracy(acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"])),
+                V.accuracy(acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=n_questions),
                 split=str(rec["style"]),
                 measure=str(rec["measure"]),
                 ours=acc,
@@ -383,7 +407,8 @@ def _skip_rows(skip: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str
         claim = SKIP_RANDOM if rec["versus"] == "random" else SKIP_PRUNING
         diff = _interval(rec, "difference", "ci_low", "ci_high")
         intact = _interval(rec, "intact", "intact_low", "intact_high")
-        verdict = V.layer_skip(diff, intact=intact, chance=float(rec["chance"]), versus=str(rec["versus"]))
+        chance, versus = float(rec["chance"]), str(rec["versus"])
+        verdict = V.layer_skip(diff, intact=intact, chance=chance, versus=versus, n=int(rec["n"]))
         study = STUDY_SKIP_CLAIM.get(families.get(str(rec["model"]), "").lower(), STUDY_SKIP_DEFAULT)
         rows.append(
             _row(
@@ -461,28 +486,69 @@ def _shape_rows(shapes: pd.DataFrame, families: Mapping[str, str]) -> list[dict[
     return rows
 
 
-def _clustering_rows(clustering: pd.DataFrame, models: Sequence[str], families: Mapping[str, str]) -> list[dict]:
+# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study figure and note.
+PAIR_CLAIMS = {
+    FAMILY_GAP: (CLUSTERING, V.family_not_size, STUDY_FAMILY_CLAIM, "d({small}, {large})"),
+    RESOLUTION_GAP: (SIZE_RESOLUTION, V.size_resolution, STUDY_RESOLUTION_CLAIM, "r({small}, {large} at its depths)"),
+}
+
+
+def _pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expected: Expected) -> list[dict]:
+    """A row per same-family pair and pair claim; one "not run" row per claim without pairs."""
+    blank = list(expected.datasets.get("blank", ()))
+    scores = _clustering_note(clustering)
+    rows = []
+    for statistic, (claim, judge, study, same) in PAIR_CLAIMS.items():
+        mine = pairs[pairs["statistic"] == statistic] if pairs is not None else pd.DataFrame()
+        if mine.empty:
+            why = _family_shortfall(expected) or _pair_shortfall(blank, expected.families)
+            rows.append(_row(claim, ", ".join(blank) or "all", NATS, V.not_run(why), study=study, note=scores))
+            continue
+        for rec in mine.to_dict("records"):
+            gap, n = _interval(rec, "gap", "gap_low", "gap_high"), int(rec["n_samples"])
+            verdict = judge(gap, n_samples=n, nearest=_text(rec["nearest"]))
+            if int(rec["n_other"]) == 0:
+                verdict = V.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
+            note = f"{same.format(**rec)} = {float(rec['same']):.3f} nats"
+            if _text(rec["nearest"]):
+                note += f"; nearest other family: {rec['nearest']} at {float(rec['nearest_value']):.3f} nats"
+            rows.append(
+                _row(
+                    claim,
+                    f"{rec['small']}, {rec['large']}",
+                    NATS,
+                    verdict,
+                    split="blank",
+                    measure="shannon",
+                    ours=gap,
+                    study=study,
+                    n=n,
+                    n_sources=n,
+                    note="; ".join(t for t in (note, scores) if t),
+                )
+            )
+    return rows
+
+
+def _clustering_note(clustering: pd.DataFrame | None) -> str:
+    """The clustering scores (ARI, silhouette), descriptive: they carry no interval."""
+    if clustering is None or clustering.empty:
+        return ""
     by = clustering.set_index("grouping")
-    counts = pd.Series([families.get(m, "") for m in models]).value_counts()
-    scores = "; ".join(
+    return "; ".join(
         f"{g}: ARI {_score(by.loc[g, 'ari_models'])}, silhouette {_score(by.loc[g, 'silhouette_samples'])}"
         for g in by.index
     )
+
+
+def _pair_shortfall(models: Sequence[str], families: Mapping[str, str]) -> str:
+    """Why no same-family pair was compared (more prompts would not change it)."""
+    counts = pd.Series([families.get(m, "") for m in models]).value_counts()
     if counts.empty or counts.max() < 2:
-        why = "one model per family: family and model identity coincide, so size cannot be told apart (make families)"
-    else:
-        why = f"qualitative claim on {len(models)} models; no interval for clustering scores ({scores})"
-    return [
-        _row(
-            CLUSTERING,
-            ", ".join(models),
-            "",
-            V.Verdict(V.INCONCLUSIVE, why),
-            study=STUDY_FAMILY_CLAIM,
-            n=len(models),
-            note=scores,
-        )
-    ]
+        return "one model per family: family and model identity coincide, so size cannot be told apart (make families)"
+    if counts.size < 2:
+        return f"only family {counts.index[0]} on 'blank': no other family to compare with"
+    return "no two models of one family with different layer counts on 'blank'"
 
 
 def _score(value: float) -> str:
@@ -514,12 +580,18 @@ def _absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[st
                     else ("not in layer_skip.models" if model not in expected.layer_skip else "no result")
                 )
                 out.append(_row(claim, model, POINTS, V.not_run(reason)))
-    if not any(claim == CLUSTERING for claim, _ in seen):
-        blank = list(expected.datasets.get("blank", ()))
-        out.append(
-            _row(CLUSTERING, ", ".join(blank) or "all", "", V.not_run(_family_shortfall(expected) or "no result"))
-        )
-    return out + _absent_shape_rows(seen, models, expected)
+    return out + _absent_pair_rows(seen, expected) + _absent_shape_rows(seen, models, expected)
+
+
+def _absent_pair_rows(seen: set[tuple[str, str]], expected: Expected) -> list[dict]:
+    """A "not run" row for each same-family pair claim with no row (no family analysis ran)."""
+    blank = list(expected.datasets.get("blank", ()))
+    why = _family_shortfall(expected) or "no result"
+    return [
+        _row(claim, ", ".join(blank) or "all", NATS, V.not_run(why))
+        for claim in (CLUSTERING, SIZE_RESOLUTION)
+        if not any(c == claim for c, _ in seen)
+    ]
 
 
 def _absent_shape_rows(seen: set[tuple[str, str]], profiled: Sequence[str], expected: Expected) -> list[dict]:
@@ -567,6 +639,7 @@ def paper_table(
     clustering: pd.DataFrame | None = None,
     layer_skip: pd.DataFrame | None = None,
     shapes: pd.DataFrame | None = None,
+    family_pairs: pd.DataFrame | None = None,
     expected: Expected | None = None,
 ) -> pd.DataFrame:
     """Every claim with our estimate, its interval, the study's figure and a verdict.
@@ -580,6 +653,8 @@ def paper_table(
         clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
         layer_skip: :func:`entropy_lens.accuracy.skip_differences` rows with a ``model`` column.
         shapes: :func:`~entropy_lens.analysis.shapes.profile_shapes` rows (``dataset`` as above).
+        family_pairs: :func:`~entropy_lens.analysis.pairs.family_pairs` rows (the family and
+            size-resolution claims; ``clustering`` scores join their note).
         expected: What the configuration asked for (absent claims get a "not run" row).
 
     Returns:
@@ -593,8 +668,8 @@ def paper_table(
     rows += _spearman_rows(expansion) if expansion is not None else []
     rows += _accuracy_rows(accuracy, expected.families) if accuracy is not None else []
     rows += _skip_rows(layer_skip, expected.families) if layer_skip is not None else []
-    if clustering is not None:
-        rows += _clustering_rows(clustering, list(expected.datasets.get("blank", ())), expected.families)
+    if clustering is not None or family_pairs is not None:
+        rows += _pair_rows(family_pairs, clustering, expected)
     rows += _overlap_rows(overlap) if overlap is not None else []
     rows += _shape_rows(shapes, expected.families) if shapes is not None else []
     rows += _absent_rows(rows, expected) if expected.datasets else []
@@ -614,6 +689,7 @@ CLAIM_ORDER = (
     SKIP_PRUNING,
     RENYI,
     CLUSTERING,
+    SIZE_RESOLUTION,
     SHAPE_GPT,
     SHAPE_LLAMA,
     ACCURACY,
@@ -684,7 +760,7 @@ def _fmt(row: Mapping[str, Any], value: str, prefix: str) -> str:
     if estimate == "" or pd.isna(estimate):
         return ""
     scale = SCALES.get(row["unit"], 1.0)
-    digits = 3 if row["unit"] in (RHO, JACCARD) else 1
+    digits = 3 if row["unit"] in (RHO, JACCARD, NATS) else 1
     lo, hi = row[f"{prefix}_low"], row[f"{prefix}_high"]
     text = f"{float(estimate) * scale:.{digits}f}"
     if lo != "" and pd.notna(lo) and pd.notna(hi):
@@ -707,7 +783,7 @@ def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: E
     return paper_table(**tables, expected=expected)
 
 
-TABLE_INPUTS = ("knn", "accuracy", "expansion", "overlap", "clustering", "layer_skip", "shapes")
+TABLE_INPUTS = ("knn", "accuracy", "expansion", "overlap", "clustering", "layer_skip", "shapes", "family_pairs")
 
 
 def _read_csvs(value: str | Sequence[str]) -> pd.DataFrame:

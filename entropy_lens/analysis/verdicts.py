@@ -49,6 +49,22 @@ normalized depth, each with a bootstrap 95% interval over sources)
     fails; otherwise ``inconclusive``; also ``inconclusive`` with fewer than
     :data:`MIN_GROUPS` sources or fewer than :data:`MIN_THIRD_LAYERS` layers in the first or
     middle third of depth.
+
+Family, not size (per same-family pair, small and large; RMS distances of mean blank-prompt
+profiles on the common depth grid, bootstrap 95% interval over blank samples, resampled
+within each model)
+    ``gap`` = min over the pair's models and every model of another family of their distance,
+    minus the pair's own distance.  ``reproduced`` above 0 (the pair is closer than any
+    cross-family pair), ``not reproduced`` below 0, otherwise ``inconclusive``.
+
+Size as resolution (per same-family pair; the smaller model's profile against other models
+read at its depths)
+    ``gap`` = min over models of another family of their RMS difference from the smaller
+    model, minus the larger same-family model's.  Same rule as above.
+
+An interval too wide to decide
+    the ``why`` gives the number of units (questions, prompts, sources, samples) that would
+    decide the row at the measured spread (:func:`units_to_decide`).
 """
 
 from __future__ import annotations
@@ -80,6 +96,10 @@ JACCARD_THRESHOLD = 0.5
 PLATEAU_DRIFT = 0.25
 # Fewest layers in the first and in the middle third of depth for a shape to be read.
 MIN_THIRD_LAYERS = 2
+# A family gap (nats) above this is a same-family pair closer than every cross-family pair.
+GAP_THRESHOLD = 0.0
+# Beyond this many units the estimate is too close to a threshold for a number to mean much.
+MAX_UNITS_TO_DECIDE = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -117,6 +137,44 @@ def _pct(interval: Interval) -> str:
     return interval.text(100.0, 1)
 
 
+def units_to_decide(value: Interval, n: int, decisions: Sequence[tuple[float, bool]]) -> float:
+    """Units (questions, prompts, samples) that would decide a row at the measured spread.
+
+    An interval's half-width shrinks as ``1 / sqrt(n)``: with estimate ``d``, the half ``h``
+    of the interval facing a threshold ``t`` (``d - low`` when the interval must lie above
+    ``t``, ``high - d`` below) and ``margin = |d - t|``, the row is decided at about
+    ``n * (h / margin) ** 2`` units.  The smallest over the decisions reachable from ``d``.
+
+    Args:
+        value: Estimate and interval measured on ``n`` units.
+        n: Units behind the interval.
+        decisions: ``(threshold, above)``: the row is decided when the interval lies above
+            (``above=True``) or below ``threshold``.
+
+    Returns:
+        Units needed, rounded up; ``inf`` when no decision is reachable (the estimate sits
+        on every threshold) or the interval is not finite.
+    """
+    if n < 1 or not value.finite:
+        return math.inf
+    needed = []
+    for threshold, above in decisions:
+        margin = value.estimate - threshold if above else threshold - value.estimate
+        half = value.estimate - value.low if above else value.high - value.estimate
+        if margin > 0 and half >= 0:
+            needed.append(n * (half / margin) ** 2)
+    return float(math.ceil(round(min(needed), 6))) if needed else math.inf  # round: 400.0000001 is 400
+
+
+def _too_small(needed: float, n: int, unit: str) -> str:
+    """The sentence an interval too wide to decide adds to its ``why``."""
+    if n < 1:
+        return ""
+    if not math.isfinite(needed) or needed > MAX_UNITS_TO_DECIDE:
+        return f"; effect too small to decide: no feasible number of {unit} would (now {n})"
+    return f"; effect too small to decide with {n} {unit}: about {needed:,.0f} would decide it at the measured spread"
+
+
 def separability(
     auc: Interval,
     dummy: Interval,
@@ -125,23 +183,29 @@ def separability(
     k_study: int,
     n_groups: int,
     skipped: str = "",
+    unit: str = "sources",
 ) -> Verdict:
-    """Verdict on a kNN separability row (AUCs in 0-1; see the module docstring)."""
+    """Verdict on a kNN separability row (AUCs in 0-1; see the module docstring).
+
+    ``unit`` names the independent sources (stories, questions, ...) in the ``why`` of an
+    interval too wide to decide.
+    """
     if skipped or not auc.finite or not dummy.finite:
         return Verdict(INCONCLUSIVE, f"not scored: {skipped or 'no interval'}")
     if k_used is not None and k_used < k_study:
         return Verdict(INCONCLUSIVE, f"too few prompts for the study's k={k_study} (k capped to {k_used})")
     if n_groups < MIN_GROUPS:
         return Verdict(INCONCLUSIVE, f"only {n_groups} independent sources (need {MIN_GROUPS})")
-    bar = max(CHANCE_AUC, dummy.high)
+    bar, effect = max(CHANCE_AUC, dummy.high), CHANCE_AUC + MIN_AUC_EFFECT
     if auc.low > bar:
         return Verdict(REPRODUCED, f"AUC {_pct(auc)} lies above the dummy {_pct(dummy)} and 50")
-    if auc.high < CHANCE_AUC + MIN_AUC_EFFECT:
-        return Verdict(NOT_REPRODUCED, f"AUC {_pct(auc)} rules out AUC >= {100 * (CHANCE_AUC + MIN_AUC_EFFECT):.0f}")
+    if auc.high < effect:
+        return Verdict(NOT_REPRODUCED, f"AUC {_pct(auc)} rules out AUC >= {100 * effect:.0f}")
+    needed = units_to_decide(auc, n_groups, [(bar, True), (effect, False)])
     return Verdict(
         INCONCLUSIVE,
-        f"AUC {_pct(auc)} overlaps the dummy {_pct(dummy)} or 50 and cannot rule out AUC >= "
-        f"{100 * (CHANCE_AUC + MIN_AUC_EFFECT):.0f}",
+        f"AUC {_pct(auc)} overlaps the dummy {_pct(dummy)} or 50 and cannot rule out AUC >= {100 * effect:.0f}"
+        + _too_small(needed, n_groups, unit),
     )
 
 
@@ -177,11 +241,16 @@ def spearman(rho: Interval, *, n_prompts: int) -> Verdict:
         return Verdict(REPRODUCED, f"rho {text} lies above {SPEARMAN_THRESHOLD}")
     if rho.high < SPEARMAN_THRESHOLD:
         return Verdict(NOT_REPRODUCED, f"rho {text} lies below {SPEARMAN_THRESHOLD}")
-    return Verdict(INCONCLUSIVE, f"rho {text} straddles {SPEARMAN_THRESHOLD}")
+    needed = units_to_decide(rho, n_prompts, [(SPEARMAN_THRESHOLD, True), (SPEARMAN_THRESHOLD, False)])
+    why = f"rho {text} straddles {SPEARMAN_THRESHOLD}" + _too_small(needed, n_prompts, "prompts")
+    return Verdict(INCONCLUSIVE, why)
 
 
-def accuracy(acc: Interval, *, chance: float, majority: float) -> Verdict:
-    """Verdict on MMLU accuracy against chance and the majority-letter baseline (0-1)."""
+def accuracy(acc: Interval, *, chance: float, majority: float, n: int = 0) -> Verdict:
+    """Verdict on MMLU accuracy against chance and the majority-letter baseline (0-1).
+
+    ``n`` (questions behind the interval) sizes the questions needed when undecided.
+    """
     if not acc.finite:
         return Verdict(INCONCLUSIVE, "no scored questions")
     bar = max(chance, majority)
@@ -193,11 +262,17 @@ def accuracy(acc: Interval, *, chance: float, majority: float) -> Verdict:
             NOT_REPRODUCED,
             f"accuracy {_pct(acc)} rules out beating {name} ({100 * bar:.1f}) by {100 * MIN_ACCURACY_EFFECT:.0f}",
         )
-    return Verdict(INCONCLUSIVE, f"accuracy {_pct(acc)} overlaps {name} ({100 * bar:.1f})")
+    needed = units_to_decide(acc, n, [(bar, True), (bar + MIN_ACCURACY_EFFECT, False)])
+    return Verdict(
+        INCONCLUSIVE, f"accuracy {_pct(acc)} overlaps {name} ({100 * bar:.1f})" + _too_small(needed, n, "questions")
+    )
 
 
-def layer_skip(difference: Interval, *, intact: Interval, chance: float, versus: str) -> Verdict:
-    """Verdict on accuracy(expansion skipped) - accuracy(``versus`` skipped), paired over questions."""
+def layer_skip(difference: Interval, *, intact: Interval, chance: float, versus: str, n: int = 0) -> Verdict:
+    """Verdict on accuracy(expansion skipped) - accuracy(``versus`` skipped), paired over questions.
+
+    ``n`` (paired questions) sizes the questions needed when undecided.
+    """
     if not intact.finite or intact.low <= chance:
         return Verdict(
             INCONCLUSIVE, f"intact model not above chance: accuracy {_pct(intact)} (chance {100 * chance:.0f})"
@@ -209,7 +284,8 @@ def layer_skip(difference: Interval, *, intact: Interval, chance: float, versus:
         return Verdict(REPRODUCED, f"{text}: skipping expansion layers hurts more")
     if difference.low > -MIN_SKIP_EFFECT:
         return Verdict(NOT_REPRODUCED, f"{text}: rules out an extra drop of {100 * MIN_SKIP_EFFECT:.0f} points")
-    return Verdict(INCONCLUSIVE, f"{text}: the interval includes 0")
+    needed = units_to_decide(difference, n, [(0.0, False), (-MIN_SKIP_EFFECT, True)])
+    return Verdict(INCONCLUSIVE, f"{text}: the interval includes 0" + _too_small(needed, n, "questions"))
 
 
 def renyi_invariance(shannon: Sequence[str], renyi: Sequence[Sequence[str]]) -> Verdict:
@@ -248,7 +324,10 @@ def nucleus_overlap(jaccard: Interval, *, n_prompts: int) -> Verdict:
         return Verdict(REPRODUCED, f"mean Jaccard {text} lies above {JACCARD_THRESHOLD}")
     if jaccard.high < JACCARD_THRESHOLD:
         return Verdict(NOT_REPRODUCED, f"mean Jaccard {text} lies below {JACCARD_THRESHOLD}")
-    return Verdict(INCONCLUSIVE, f"mean Jaccard {text} straddles {JACCARD_THRESHOLD}")
+    needed = units_to_decide(jaccard, n_prompts, [(JACCARD_THRESHOLD, True), (JACCARD_THRESHOLD, False)])
+    return Verdict(
+        INCONCLUSIVE, f"mean Jaccard {text} straddles {JACCARD_THRESHOLD}" + _too_small(needed, n_prompts, "prompts")
+    )
 
 
 @dataclass(frozen=True)
@@ -271,6 +350,18 @@ class ShapePart:
         low, high = (value.low, value.high) if self.above else (-value.high, -value.low)
         bar = self.bar if self.above else -self.bar
         return "holds" if low > bar else "fails" if high < bar else "open"
+
+    def on_failing_side(self, value: Interval) -> bool:
+        """Whether the estimate lies on the side of :attr:`bar` that the claim rules out."""
+        return value.estimate < self.bar if self.above else value.estimate > self.bar
+
+
+def _shape_units(parts: Sequence[ShapePart], statistics: Mapping[str, Interval], n: int) -> float:
+    """Sources that would decide a shape claim: the first part to fail, else the last part to hold."""
+    failing = [p for p in parts if p.on_failing_side(statistics[p.statistic])]
+    if failing:
+        return min(units_to_decide(statistics[p.statistic], n, [(p.bar, not p.above)]) for p in failing)
+    return max(units_to_decide(statistics[p.statistic], n, [(p.bar, p.above)]) for p in parts)
 
 
 GPT_SHAPE = "gpt"
@@ -315,4 +406,57 @@ def family_shape(claim: str, statistics: Mapping[str, Interval], *, n_sources: i
     )
     if all(j == "holds" for j in judged):
         return Verdict(REPRODUCED, why)
-    return Verdict(NOT_REPRODUCED if "fails" in judged else INCONCLUSIVE, why)
+    if "fails" in judged:
+        return Verdict(NOT_REPRODUCED, why)
+    return Verdict(INCONCLUSIVE, why + _too_small(_shape_units(parts, statistics, n_sources), n_sources, "sources"))
+
+
+def _gap_verdict(gap: Interval, *, n_samples: int, closer: str, farther: str) -> Verdict:
+    """Reproduced when the gap's interval lies above :data:`GAP_THRESHOLD`, not when below."""
+    if not gap.finite:
+        return Verdict(INCONCLUSIVE, "not computed: no interval for the gap")
+    if n_samples < MIN_GROUPS:
+        return Verdict(INCONCLUSIVE, f"only {n_samples} blank samples per model (need {MIN_GROUPS})")
+    text = f"gap {gap.text(1.0, 3)} nats"
+    if gap.low > GAP_THRESHOLD:
+        return Verdict(REPRODUCED, f"{text} lies above 0: {closer}")
+    if gap.high < GAP_THRESHOLD:
+        return Verdict(NOT_REPRODUCED, f"{text} lies below 0: {farther}")
+    needed = units_to_decide(gap, n_samples, [(GAP_THRESHOLD, True), (GAP_THRESHOLD, False)])
+    return Verdict(INCONCLUSIVE, f"{text} straddles 0" + _too_small(needed, n_samples, "blank samples per model"))
+
+
+def family_not_size(gap: Interval, *, n_samples: int, nearest: str = "") -> Verdict:
+    """Verdict on "family, not size" for one same-family (small, large) pair.
+
+    Args:
+        gap: Min over the pair's two models and every model of another family of their RMS
+            profile distance, minus the pair's own distance (nats), with its interval.
+        n_samples: Blank samples of the model with the fewest, among those compared.
+        nearest: The other-family model nearest to the pair, named in the ``why``.
+    """
+    other = f" ({nearest})" if nearest else ""
+    return _gap_verdict(
+        gap,
+        n_samples=n_samples,
+        closer=f"the pair is closer than it is to any model of another family{other}",
+        farther=f"a model of another family{other} is closer to the pair than its two sizes are to each other",
+    )
+
+
+def size_resolution(gap: Interval, *, n_samples: int, nearest: str = "") -> Verdict:
+    """Verdict on "size as resolution" for one same-family (small, large) pair.
+
+    Args:
+        gap: Min over models of another family of their RMS difference from the smaller
+            model at its own depths, minus the larger same-family model's (nats), with its interval.
+        n_samples: Blank samples of the model with the fewest, among those compared.
+        nearest: The other-family model that matches the smaller one best, named in the ``why``.
+    """
+    other = f" ({nearest})" if nearest else ""
+    return _gap_verdict(
+        gap,
+        n_samples=n_samples,
+        closer=f"read at the smaller model's depths, the larger one matches it better than any other family{other}",
+        farther=f"read at the smaller model's depths, a model of another family{other} matches it better",
+    )

@@ -1,0 +1,121 @@
+"""Same-family pairs against other families, on constructed families whose answer is known."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from synthetic import combined_dataset, lazy
+
+from entropy_lens.analysis import pairs as PA
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.intervals import bootstrap_group_means, percentile_interval
+from entropy_lens.store import schema
+
+SIZES = {"small": 6, "large": 12}
+
+
+def _store(shapes: dict[str, dict[str, object]], *, n_samples: int = 20, noise: float = 0.1, seed: int = 0):
+    """Models ``{family}-{size}`` whose samples are ``shapes[family][size](depth)`` plus per-sample noise."""
+    rng = np.random.default_rng(seed)
+    profiles, families = {}, {}
+    for family, by_size in shapes.items():
+        for size, shape in by_size.items():
+            n_layers = SIZES[size]
+            depth = schema.depth_of(np.arange(n_layers), n_layers).astype(float)
+            level = noise * rng.normal(size=(n_samples, 1, 1))  # a sample's own offset, shared by its tokens
+            profiles[f"{family}-{size}"] = shape(depth) + level + 0.01 * rng.normal(size=(n_samples, 2, n_layers))
+            families[f"{family}-{size}"] = family
+    return combined_dataset(profiles, families=families)
+
+
+def rise(d):
+    return 1.0 + 3.0 * d
+
+
+def fall(d):
+    return 4.0 - 3.0 * d
+
+
+def hump(d):
+    return 1.0 + 3.0 * np.sin(np.pi * d)
+
+
+def _rows(ds, **kwargs):
+    table = PA.family_pairs(ds, n_boot=300, **kwargs)
+    return {(r["statistic"], r["family"]): r for r in table.to_dict("records")}
+
+
+def _verdict(row) -> V.Verdict:
+    gap = V.Interval(row["gap"], row["gap_low"], row["gap_high"])
+    judge = V.family_not_size if row["statistic"] == PA.FAMILY_GAP else V.size_resolution
+    return judge(gap, n_samples=int(row["n_samples"]), nearest=row["nearest"])
+
+
+def test_families_with_their_own_schedule_reproduce_both_claims(tmp_path):
+    ds = lazy(_store({f.__name__: {"small": f, "large": f} for f in (rise, fall, hump)}), tmp_path)
+    rows = _rows(ds, grid_points=16)
+    assert len(rows) == 6
+    for (statistic, family), row in rows.items():
+        verdict = _verdict(row)
+        assert verdict.verdict == V.REPRODUCED, (statistic, family, verdict.why)
+        assert row["gap_low"] <= row["gap"] <= row["gap_high"] and row["n_other"] == 4 and row["n_samples"] == 20
+    assert rows[(PA.RESOLUTION_GAP, "rise")]["same"] < 0.1  # the same line, read at the smaller model's depths
+    assert "lies above 0" in _verdict(rows[(PA.FAMILY_GAP, "rise")]).why
+
+
+def test_profiles_set_by_size_not_family_are_not_reproduced():
+    """Both families' small models rise and their large models fall: size, not family, sets the profile."""
+    ds = _store({"a": {"small": rise, "large": fall}, "b": {"small": rise, "large": fall}})
+    rows = _rows(ds)
+    for key, row in rows.items():
+        verdict = _verdict(row)
+        assert verdict.verdict == V.NOT_REPRODUCED, (key, verdict.why)
+        assert "lies below 0" in verdict.why
+    assert rows[(PA.FAMILY_GAP, "a")]["nearest"] in {"b-small", "b-large"}
+    assert rows[(PA.RESOLUTION_GAP, "a")]["nearest"] == "b-small"
+
+
+def test_an_effect_lost_in_sample_noise_is_inconclusive_with_the_samples_it_needs():
+    """Family b is family a shifted by 0.3 nats; samples scatter by 1 nat: 20 samples cannot tell."""
+    shift = {"small": lambda d: rise(d) + 0.3, "large": lambda d: rise(d) + 0.3}
+    ds = _store({"a": {"small": rise, "large": rise}, "b": shift}, n_samples=20, noise=1.0, seed=3)
+    for row in _rows(ds).values():
+        verdict = _verdict(row)
+        assert verdict.verdict == V.INCONCLUSIVE and "straddles 0" in verdict.why, verdict.why
+        assert "effect too small to decide with 20 blank samples per model: about" in verdict.why
+
+
+def test_one_family_has_no_gap_and_few_samples_are_inconclusive():
+    ds = _store({"a": {"small": rise, "large": rise}}, n_samples=4)
+    rows = _rows(ds)
+    assert set(rows) == {(PA.FAMILY_GAP, "a"), (PA.RESOLUTION_GAP, "a")}
+    row = rows[(PA.FAMILY_GAP, "a")]
+    assert row["n_other"] == 0 and math.isnan(row["gap"]) and row["same"] >= 0
+    assert _verdict(row).verdict == V.INCONCLUSIVE and "not computed" in _verdict(row).why
+    few = _rows(_store({"a": {"small": rise, "large": rise}, "b": {"small": fall}}, n_samples=4))
+    assert "only 4 blank samples" in _verdict(few[(PA.FAMILY_GAP, "a")]).why
+    assert PA.family_pairs(_store({"a": {"small": rise}, "b": {"small": fall}})).empty  # no pair
+
+
+def test_resolution_reads_the_larger_model_at_the_smaller_models_depths():
+    rng = np.random.default_rng(5)
+    big = rng.uniform(1.0, 4.0, size=12)
+    depths = {"s": schema.depth_of(np.arange(6), 6).astype(float), "l": schema.depth_of(np.arange(12), 12)}
+    depths["o"] = depths["s"][2:]  # a model that covers only the deeper 4 of the small model's depths
+    means = {"s": big[None, 1::2], "l": big[None], "o": big[None, 5::2] + 1.0}
+    same, values, gaps = PA.resolution_gap(means, depths, np.empty(0), ("s", "l"), ["o"])
+    assert same[0] == pytest.approx(0.0, abs=1e-9)  # depths (l + 1) / 6 are layers of the 12-layer model
+    assert values[0, 0] == pytest.approx(1.0) and gaps[0, 0] == pytest.approx(1.0)
+
+
+def test_each_models_samples_are_resampled_on_their_own():
+    constant, noisy = np.ones((10, 3)), np.random.default_rng(0).normal(size=(40, 3))
+    a, b = bootstrap_group_means([constant, noisy], n_boot=200, seed=1)
+    assert a.shape == (200, 3) and b.shape == (200, 3)
+    np.testing.assert_allclose(a, 1.0)  # a model whose samples agree has no spread, whatever the other's
+    low, high = percentile_interval(b[:, 0])
+    assert low < noisy[:, 0].mean() < high and 0.3 < high - low < 1.0  # about 2 x 1.96 / sqrt(40)
+    with pytest.raises(ValueError, match="non-empty 2-D"):
+        bootstrap_group_means([np.ones(3)])
