@@ -29,8 +29,8 @@ import psutil
 import torch
 
 from entropy_lens import extract_profiles, load_model
-from entropy_lens.generation import GenerationSettings, record_residuals
-from entropy_lens.lens import LensSettings, lens_logits
+from entropy_lens.lens.logit_lens import LensSettings, lens_logits
+from entropy_lens.model.generation import GenerationSettings, record_residuals
 
 ALPHAS = (0.5, 1.0, 5.0)
 TOP_P = 0.6

@@ -7,7 +7,7 @@ For each model it records the residuals of a few real generation steps, then, pe
   same round on as many FLOPs: 2048^3 products, and untiled products of the step's own
   shape (``F.linear``, as the row-chunked method ran them);
 - the whole tiled decode against the row-chunked exact reference it replaced (full
-  ``[rows, V]`` logits, :func:`entropy_lens.metrics.row_metrics`, bool masks), whose
+  ``[rows, V]`` logits, :func:`entropy_lens.lens.metrics.row_metrics`, bool masks), whose
   profiles it must reproduce before anything is reported.
 
 Rounds are interleaved (rate, lens, decode, reference, ...) and the best round of each
@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from bench_extract import story_prompts
 
-from entropy_lens import load_model, metrics
-from entropy_lens.generation import GenerationSettings, generate
-from entropy_lens.lens import (
+from entropy_lens import load_model
+from entropy_lens.lens import metrics
+from entropy_lens.lens.logit_lens import (
     LensSettings,
     decode_residuals,
     lens_logits,
@@ -38,6 +38,7 @@ from entropy_lens.lens import (
     project_tile,
     rows_per_chunk,
 )
+from entropy_lens.model.generation import GenerationSettings, generate
 
 MODELS = ("smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b")
 SQUARE = 2048

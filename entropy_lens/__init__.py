@@ -18,11 +18,11 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "extract_profiles": "entropy_lens.lens",
-    "REGISTRY": "entropy_lens.registry",
-    "LensModel": "entropy_lens.models",
-    "load_model": "entropy_lens.models",
-    "materialize_model": "entropy_lens.models",
+    "extract_profiles": "entropy_lens.lens.logit_lens",
+    "REGISTRY": "entropy_lens.model.registry",
+    "LensModel": "entropy_lens.model.loading",
+    "load_model": "entropy_lens.model.loading",
+    "materialize_model": "entropy_lens.model.loading",
 }
 __all__ = ["REGISTRY", "LensModel", "__version__", "extract_profiles", "load_model", "materialize_model"]
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from entropy_lens.analysis import paper as P
 from entropy_lens.analysis import verdicts as V
-from entropy_lens.tables import to_markdown, write_table
+from entropy_lens.workflow.tables import to_markdown, write_table
 
 
 def _csv(rows: list[dict]) -> pd.DataFrame:

@@ -14,7 +14,8 @@ from tiny import tiny_tokenizer
 from transformers import AutoConfig, AutoModelForCausalLM
 from workflow_tiny import REPO
 
-from entropy_lens import cli, plan, timings
+from entropy_lens import cli
+from entropy_lens.workflow import plan, timings
 
 PAPER = REPO / "config" / "paper.yaml"
 DEFAULT = REPO / "config.yaml"

@@ -11,9 +11,9 @@ from tokenizers import Regex, Tokenizer, models, pre_tokenizers
 from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast
 
-from entropy_lens import accuracy, letters, scoring
-from entropy_lens.intervals import wilson_interval
-from entropy_lens.models import wrap_model
+from entropy_lens.answers import accuracy, letters, scoring
+from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.model.loading import wrap_model
 from entropy_lens.prompts.mmlu import build_mmlu
 
 WORDS = "what is the answer question one two three cat dog a".split()

@@ -1,10 +1,10 @@
 """Rule family_fingerprints: blank-prompt profiles on a depth grid, clustered by family vs size."""
 
 from entropy_lens.analysis.families import fingerprints
-from entropy_lens.jobs import setup_logging
 from entropy_lens.plots import plot_fingerprints
 from entropy_lens.store import storage
-from entropy_lens.tables import write_table
+from entropy_lens.workflow.jobs import setup_logging
+from entropy_lens.workflow.tables import write_table
 
 setup_logging(snakemake)
 out = snakemake.output

@@ -1,8 +1,8 @@
 """Rule paper_table: every claim of the study, our 95% interval, the study's figure and a verdict."""
 
 from entropy_lens.analysis.paper import Expected, display, headline, paper_table_from_files, verdicts_html
-from entropy_lens.jobs import setup_logging
-from entropy_lens.tables import write_table
+from entropy_lens.workflow.jobs import setup_logging
+from entropy_lens.workflow.tables import write_table
 
 setup_logging(snakemake)
 out = snakemake.output

@@ -1,10 +1,10 @@
 """Rule score_mmlu: each question's answer by raw and calibrated letter log-likelihood and by parsing."""
 
-from entropy_lens.jobs import job_model, setup_logging
-from entropy_lens.letters import completions_of
+from entropy_lens.answers.letters import completions_of
+from entropy_lens.answers.scoring import score_prompts
 from entropy_lens.prompts.datasets import read_table
-from entropy_lens.scoring import score_prompts
 from entropy_lens.store import storage
+from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
 scoring = snakemake.params.scoring

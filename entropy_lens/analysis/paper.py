@@ -27,11 +27,11 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.accuracy import ALL_STYLES
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import STUDY_SPEARMAN
 from entropy_lens.analysis.knn import GROUPED, POOLED_MODEL, STUDY
-from entropy_lens.letters import VERDICT_MEASURE
+from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.answers.letters import VERDICT_MEASURE
 
 log = logging.getLogger(__name__)
 
@@ -495,12 +495,12 @@ def paper_table(
 
     Args:
         knn: :func:`~entropy_lens.analysis.knn.knn_table` output (both protocols).
-        accuracy: :func:`entropy_lens.scoring.accuracy_table` output.
+        accuracy: :func:`entropy_lens.answers.scoring.accuracy_table` output.
         expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` rows, with a
             ``dataset`` column when several datasets are stacked.
         overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` rows (``dataset`` as above).
         clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
-        layer_skip: :func:`entropy_lens.accuracy.skip_differences` rows with a ``model`` column.
+        layer_skip: :func:`entropy_lens.answers.accuracy.skip_differences` rows with a ``model`` column.
         expected: What the configuration asked for (absent claims get a "not run" row).
 
     Returns:

@@ -2,7 +2,7 @@
 
 :func:`letter_logprobs` reads the four letters' log-probabilities after each prompt (one
 forward pass per prompt, no generation); :func:`score_prompts` gives each prompt's answer
-under every measure of :mod:`entropy_lens.letters` (raw, calibrated, parsed).
+under every measure of :mod:`entropy_lens.answers.letters` (raw, calibrated, parsed).
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from entropy_lens.generation import left_pad
-from entropy_lens.lens import encode_prompts
-from entropy_lens.letters import (
+from entropy_lens.answers.letters import (
     CALIBRATED_LETTER,
     LL_LETTER,
     MEASURES,
@@ -27,7 +25,9 @@ from entropy_lens.letters import (
     parse_letter,
     predicted_letters,
 )
-from entropy_lens.models import LensModel
+from entropy_lens.lens.logit_lens import encode_prompts
+from entropy_lens.model.generation import left_pad
+from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import ANSWER, LETTERS, PROMPT_ID, PROMPT_TEXT, QUESTION_ID, STYLE, SUBJECT
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def letter_logprobs(
         prompts: ``N`` prompt texts (before any chat template).
         batch_size: Prompts per forward pass.
         chat_template: Render each prompt as a user turn, as
-            :func:`entropy_lens.lens.encode_prompts` does; the letter then opens the reply.
+            :func:`entropy_lens.lens.logit_lens.encode_prompts` does; the letter then opens the reply.
         separator: Text between the (rendered) prompt and the letter; default ``" "``
             after a raw prompt (``"Answer: A"``), ``""`` after a chat template's
             assistant header (which ends in a newline for the registry's models).
@@ -159,7 +159,7 @@ def score_prompts(
         One row per prompt: ids and labels, the letter of each :data:`MEASURES`, the
         correctness flags of :data:`entropy_lens.store.schema.SCORE_VARIABLES`, the completion,
         ``logprob_A..D`` and the style's letter prior ``prior_A..D`` (see
-        :func:`entropy_lens.letters.letter_prior`).
+        :func:`entropy_lens.answers.letters.letter_prior`).
     """
     if len(completions) != len(table):
         raise ValueError(f"got {len(completions)} completions for {len(table)} prompts")

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from entropy_lens.registry import (
+from entropy_lens.model.registry import (
     FOLDER_SOURCE,
     GGUF_SOURCE,
     REGISTRY,

@@ -20,9 +20,9 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.lens import LensSettings, encode_prompts, extract_profiles
-from entropy_lens.models import LensModel
+from entropy_lens.lens.logit_lens import LensSettings, encode_prompts, extract_profiles
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 from entropy_lens.store import schema
 

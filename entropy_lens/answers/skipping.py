@@ -1,9 +1,9 @@
 """The layer-skip experiment: MMLU answers and entropy profiles under every skip condition.
 
-One loaded model is scored under each :class:`~entropy_lens.conditions.Condition`
-inside :func:`~entropy_lens.hooks.skip_blocks`: letter log-likelihood needs one forward
+One loaded model is scored under each :class:`~entropy_lens.answers.conditions.Condition`
+inside :func:`~entropy_lens.model.hooks.skip_blocks`: letter log-likelihood needs one forward
 pass per prompt and condition, no generation.  Each question's correctness is kept, so
-conditions are compared question by question (:func:`entropy_lens.accuracy.skip_differences`:
+conditions are compared question by question (:func:`entropy_lens.answers.accuracy.skip_differences`:
 paired bootstrap intervals of expansion minus random and expansion minus pruning).
 """
 
@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from entropy_lens.accuracy import CORRECT_COLUMNS
-from entropy_lens.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.hooks import check_layers, skip_blocks
-from entropy_lens.lens import LensSettings, extract_profiles
-from entropy_lens.letters import calibrate
-from entropy_lens.models import LensModel
-from entropy_lens.scoring import letter_logprobs
+from entropy_lens.answers.accuracy import CORRECT_COLUMNS
+from entropy_lens.answers.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
+from entropy_lens.answers.letters import calibrate
+from entropy_lens.answers.scoring import letter_logprobs
+from entropy_lens.lens.logit_lens import LensSettings, extract_profiles
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.model.hooks import check_layers, skip_blocks
+from entropy_lens.model.loading import LensModel
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def letter_scorer(
     """A scorer of MMLU prompts by raw (``ll``) and calibrated letter log-likelihood.
 
     The letter prior is taken under the same skip as the answers (see
-    :func:`entropy_lens.letters.calibrate`), so a skip that shifts the letter prior does
+    :func:`entropy_lens.answers.letters.calibrate`), so a skip that shifts the letter prior does
     not pass for knowledge lost or gained.
     """
     texts, labels = list(prompts), list(styles)
@@ -98,7 +98,7 @@ def score_conditions(
     """Each question's correctness under every condition and measure, on one loaded model.
 
     All layer lists are validated before any scoring starts; the model is restored after
-    each condition (see :func:`~entropy_lens.hooks.skip_blocks`).
+    each condition (see :func:`~entropy_lens.model.hooks.skip_blocks`).
 
     Args:
         lm: The model.
@@ -218,7 +218,7 @@ def select_conditions(
 
     Returns:
         ``(conditions, protected)``: JSON-safe ``{"model", "n_layers", "conditions": [...]}``
-        (see :meth:`Condition.to_dict`) and :func:`~entropy_lens.conditions.protected_layers`.
+        (see :meth:`Condition.to_dict`) and :func:`~entropy_lens.answers.conditions.protected_layers`.
     """
     ds = extract_profiles(
         lm,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from entropy_lens.checks import check_positive_int
+from entropy_lens.core.checks import check_positive_int
 from entropy_lens.store import schema
 
 INTACT = "intact"
