@@ -16,6 +16,7 @@ from workflow_tiny import REPO
 
 from entropy_lens import cli
 from entropy_lens.workflow import plan, timings
+from entropy_lens.workflow.plan import shapes
 
 PAPER = REPO / "config" / "paper.yaml"
 DEFAULT = REPO / "config.yaml"
@@ -60,7 +61,7 @@ def offline(monkeypatch):
     def refuse(source):
         raise OSError(f"offline: would have fetched {source}")
 
-    monkeypatch.setattr(plan, "_auto_config", refuse)
+    monkeypatch.setattr(shapes, "_auto_config", refuse)
 
 
 # Shapes ---------------------------------------------------------------------------------------------------------
