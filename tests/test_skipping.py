@@ -13,6 +13,7 @@ from tiny import ARCHS, N_LAYERS, tiny_model
 
 from entropy_lens.answers import accuracy, conditions, skipping
 from entropy_lens.answers.conditions import Condition
+from entropy_lens.core import checks
 from entropy_lens.model.generation import GenerationSettings, generate, left_pad
 from entropy_lens.model.hooks import record_residuals, skip_blocks
 from entropy_lens.model.loading import find_lens_parts, wrap_model
@@ -169,7 +170,7 @@ def test_bad_layer_indices_are_refused(layers, error, message):
 
 
 def test_numpy_integer_indices_are_accepted():
-    assert conditions.check_layers(np.array([2, 0]), 3) == [2, 0]
+    assert checks.check_layers(np.array([2, 0]), 3) == [2, 0]
 
 
 # --------------------------------------------------------------------------- selection

@@ -22,9 +22,10 @@ from entropy_lens.answers.accuracy import CORRECT_COLUMNS
 from entropy_lens.answers.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
 from entropy_lens.answers.letters import calibrate
 from entropy_lens.answers.scoring import letter_logprobs
+from entropy_lens.core.checks import check_layers
 from entropy_lens.lens.logit_lens import LensSettings, extract_profiles
 from entropy_lens.model.generation import GenerationSettings
-from entropy_lens.model.hooks import check_layers, skip_blocks
+from entropy_lens.model.hooks import skip_blocks
 from entropy_lens.model.loading import LensModel
 
 logger = logging.getLogger(__name__)

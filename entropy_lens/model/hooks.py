@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from entropy_lens.answers.conditions import check_layers
+from entropy_lens.core.checks import check_layers
 from entropy_lens.model.loading import LensModel
 
 logger = logging.getLogger(__name__)
