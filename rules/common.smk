@@ -5,7 +5,7 @@ import re
 from snakemake.utils import validate
 
 from entropy_lens.workflow.plan import dataset_models, plan_from_config, skip_models
-from entropy_lens.prompts.datasets import prompt_count
+from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.model.registry import source_kind
 
 
