@@ -166,3 +166,26 @@ def test_an_upward_import_and_a_cycle_are_caught(tmp_path):
     bad = import_graph(module_files(tmp_path))
     assert upward_imports(bad) == ["entropy_lens.store.schema (store) -> entropy_lens.lens.metrics (lens)"]
     assert import_cycles(bad) == [["benchmarks.a", "benchmarks.b"]]
+
+
+def test_the_public_api_resolves():
+    import entropy_lens
+    from entropy_lens.lens.logit_lens import LensSettings
+    from entropy_lens.model.generation import GenerationSettings
+
+    assert all(getattr(entropy_lens, name) is not None for name in entropy_lens.__all__)
+    assert (entropy_lens.GenerationSettings, entropy_lens.LensSettings) == (GenerationSettings, LensSettings)
+
+
+def test_every_import_in_the_docs_resolves():
+    """Each ``from entropy_lens... import ...`` line of the README and docs/ runs."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    lines = {
+        line.strip()
+        for page in pages
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.strip().startswith(("from entropy_lens", "import entropy_lens"))
+    }
+    assert lines, "no import lines found in the docs"
+    for line in sorted(lines):
+        exec(line.split("  #")[0], {})  # a missing module or name raises here
