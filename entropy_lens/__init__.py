@@ -2,9 +2,14 @@
 
 The public API::
 
-    from entropy_lens import load_model, extract_profiles
+    from entropy_lens import GenerationSettings, LensSettings, extract_profiles, load_model
     lm = load_model("smollm2-135m")
     ds = extract_profiles(lm, ["Once upon a time"], max_new_tokens=8)
+    ds = extract_profiles(lm, ["Once upon a time"], generation=GenerationSettings(8), lens=LensSettings(top_p=0.6))
+
+The package's folders are its layers, lowest first: ``core``, ``store``, ``model``, ``prompts``,
+``lens``, ``answers``, ``analysis``, ``workflow``; ``cli`` and ``plots`` face the user.  A module
+imports only its own layer and those below it (docs/architecture.md).
 
 The names below are imported on first use, so that ``import entropy_lens.prompts.datasets`` or an
 analysis job does not pay for importing torch and transformers.
@@ -18,13 +23,24 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "extract_profiles": "entropy_lens.lens",
-    "REGISTRY": "entropy_lens.registry",
-    "LensModel": "entropy_lens.models",
-    "load_model": "entropy_lens.models",
-    "materialize_model": "entropy_lens.models",
+    "extract_profiles": "entropy_lens.lens.logit_lens",
+    "LensSettings": "entropy_lens.lens.logit_lens",
+    "GenerationSettings": "entropy_lens.model.generation",
+    "REGISTRY": "entropy_lens.model.registry",
+    "LensModel": "entropy_lens.model.loading",
+    "load_model": "entropy_lens.model.loading",
+    "materialize_model": "entropy_lens.model.loading",
 }
-__all__ = ["REGISTRY", "LensModel", "__version__", "extract_profiles", "load_model", "materialize_model"]
+__all__ = [
+    "REGISTRY",
+    "GenerationSettings",
+    "LensModel",
+    "LensSettings",
+    "__version__",
+    "extract_profiles",
+    "load_model",
+    "materialize_model",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -15,9 +15,9 @@ import xarray as xr
 import yaml
 from tqdm import tqdm
 
-from entropy_lens import locks
-from entropy_lens import plan as planning
 from entropy_lens.store import storage
+from entropy_lens.workflow import locks
+from entropy_lens.workflow import plan as planning
 
 SPARK = "▁▂▃▄▅▆▇█"
 SCHEMA = Path("schemas") / "config.schema.yaml"
@@ -106,9 +106,9 @@ def _parser() -> argparse.ArgumentParser:
 def _profile(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.endswith(".zarr"):
         raise ValueError(f"--out must name a .zarr store, got {args.out!r}")
-    from entropy_lens.generation import GenerationSettings  # torch loads only for commands that need it
-    from entropy_lens.lens import LensSettings, extract_profiles
-    from entropy_lens.models import load_model
+    from entropy_lens.lens.logit_lens import LensSettings, extract_profiles
+    from entropy_lens.model.generation import GenerationSettings  # torch loads only for commands that need it
+    from entropy_lens.model.loading import load_model
 
     lm = load_model(args.model, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
     with tqdm(total=len(args.prompt), desc="prompts", unit="prompt", file=sys.stderr) as bar:
@@ -129,7 +129,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _models() -> int:
-    from entropy_lens.registry import REGISTRY
+    from entropy_lens.model.registry import REGISTRY
 
     for spec in REGISTRY.values():
         print(f"{spec.name:22s} family={spec.family:6s} {spec.description}\n{'':22s} install: {spec.install}")
@@ -351,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _plan(args)
         if args.command == "unlock":
             return _unlock(args)
-        from entropy_lens.models import materialize_model
+        from entropy_lens.model.loading import materialize_model
 
         materialize_model(args.model, args.out)
         print(f"materialized {args.model} into {args.out}")

@@ -392,7 +392,7 @@ def plot_letter_bias(
     majority-letter baseline (dashed).
 
     Args:
-        table: :func:`entropy_lens.scoring.accuracy_table` output.
+        table: :func:`entropy_lens.answers.scoring.accuracy_table` output.
         path: PNG path.
         title: Figure title.
     """
@@ -445,7 +445,7 @@ def plot_layer_skip(table: pd.DataFrame, path: str | Path, *, title: str = "") -
     """MMLU accuracy against the number of skipped layers: expansion, pruning, random band.
 
     Args:
-        table: One model's rows of :func:`entropy_lens.accuracy.condition_table` for one
+        table: One model's rows of :func:`entropy_lens.answers.accuracy.condition_table` for one
             measure (``kind`` is ``intact``/``expansion``/``pruning``/``random``).
         path: PNG path.
         title: Figure title.
@@ -483,7 +483,7 @@ def plot_skip_profiles(profiles: pd.DataFrame, path: str | Path, *, title: str =
 
     Args:
         profiles: Rows ``condition, kind, depth, entropy`` (one line per condition), as
-            :func:`entropy_lens.skipping.profile_conditions` gives them.
+            :func:`entropy_lens.answers.skipping.profile_conditions` gives them.
         path: PNG path.
         title: Figure title.
     """

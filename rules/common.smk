@@ -4,9 +4,10 @@ import re
 
 from snakemake.utils import validate
 
-from entropy_lens.plan import dataset_models, plan_from_config, skip_models
-from entropy_lens.prompts.datasets import LETTERS, prompt_count
-from entropy_lens.registry import source_kind
+from entropy_lens.workflow.plan import dataset_models, plan_from_config, skip_models
+from entropy_lens.prompts.counts import prompt_count
+from entropy_lens.prompts.datasets import LETTERS
+from entropy_lens.model.registry import source_kind
 
 
 validate(config, "../schemas/config.schema.yaml", set_default=True)

@@ -8,7 +8,7 @@ from scipy import stats
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import expansion as E
-from entropy_lens.intervals import cluster_bootstrap_correlation
+from entropy_lens.core.intervals import cluster_bootstrap_correlation
 
 
 def _entropy(shape, seed=0):

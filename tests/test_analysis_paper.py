@@ -7,11 +7,11 @@ import io
 import numpy as np
 import pandas as pd
 
-from entropy_lens.accuracy import ALL_STYLES
 from entropy_lens.analysis import paper as P
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.pairs import FAMILY_GAP, RESOLUTION_GAP
-from entropy_lens.tables import to_markdown, write_table
+from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.core.tables import to_markdown, write_table
 
 
 def _csv(rows: list[dict]) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import shapes as S
 from entropy_lens.analysis import verdicts as V
-from entropy_lens.intervals import bootstrap_mean_statistic
+from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 
 SHAPES = {

@@ -12,8 +12,9 @@ import pytest
 import torch
 from torch import nn
 
-from entropy_lens import lens, metrics
-from entropy_lens.models import LensModel
+from entropy_lens.lens import logit_lens as lens
+from entropy_lens.lens import metrics
+from entropy_lens.model.loading import LensModel
 
 
 def fake_lens_model(vocab: int, hidden: int = 32, seed: int = 0) -> LensModel:
@@ -49,7 +50,7 @@ PROBE = textwrap.dedent(
     import json, sys, torch
     sys.path.insert(0, {tests!r})
     from test_chunking import fake_lens_model
-    from entropy_lens import lens
+    from entropy_lens.lens import logit_lens as lens
     torch.set_num_threads(1)
     flat = fake_lens_model(vocab=262144, hidden=64)  # top-p sets of ~half the vocabulary: full rows
     peaked = fake_lens_model(vocab=262144, hidden=64)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from entropy_lens.devices import claim_device
+from entropy_lens.model.devices import claim_device
 
 
 def test_cpu_is_always_available():

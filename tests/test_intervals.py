@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from entropy_lens import intervals as I
+from entropy_lens.core import intervals as I
 
 
 def test_wilson_matches_the_closed_form():

@@ -9,8 +9,9 @@ import torch
 import xarray as xr
 from tiny import ARCHS, VOCAB_SIZE, tiny_model
 
-from entropy_lens import extract_profiles, lens
-from entropy_lens.generation import GenerationSettings, generate
+from entropy_lens import extract_profiles
+from entropy_lens.lens import logit_lens as lens
+from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.store import schema
 
 PROMPTS = ["once upon a time there was a little girl", "the cat", "how many words are in the story"]

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from entropy_lens import metrics
+from entropy_lens.lens import metrics
 
 
 def ref_probs(logits: torch.Tensor) -> torch.Tensor:

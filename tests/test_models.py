@@ -9,9 +9,11 @@ import torch
 from tiny import tiny_model
 from torch import nn
 
-from entropy_lens import REGISTRY, extract_profiles, load_model, models, registry
-from entropy_lens.generation import GenerationSettings, generate
-from entropy_lens.lens import lens_logits
+from entropy_lens import REGISTRY, extract_profiles, load_model
+from entropy_lens.lens.logit_lens import lens_logits
+from entropy_lens.model import loading as models
+from entropy_lens.model import registry
+from entropy_lens.model.generation import GenerationSettings, generate
 
 
 def test_unknown_model_lists_the_registry():

@@ -8,9 +8,10 @@ import torch
 import xarray as xr
 from tiny import DENSE_QWEN2_MOE_LAYER, MAX_PARAMS, MOE_ARCHS, N_EXPERTS, N_LAYERS, TOP_K, save_tiny_model, tiny_model
 
-from entropy_lens import extract_profiles, lens, load_model
-from entropy_lens.generation import GenerationSettings, generate
-from entropy_lens.routing import find_routers, record_routing, routing_metrics
+from entropy_lens import extract_profiles, load_model
+from entropy_lens.lens import logit_lens as lens
+from entropy_lens.model.generation import GenerationSettings, generate
+from entropy_lens.model.routing import find_routers, record_routing, routing_metrics
 from entropy_lens.store import schema, storage
 from entropy_lens.store.combine import combine_models
 

@@ -14,8 +14,9 @@ from tiny import MOE_ARCHS, N_EXPERTS, N_LAYERS, TOP_K, tiny_config, tiny_tokeni
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification
 from workflow_tiny import REPO
 
-from entropy_lens import cli, plan, timings
-from entropy_lens.vision import is_image_classifier
+from entropy_lens import cli
+from entropy_lens.model.vision import is_image_classifier
+from entropy_lens.workflow import plan, timings
 
 PAPER = REPO / "config" / "paper.yaml"
 VIT = "vit-base-patch16-224"

@@ -11,13 +11,13 @@ from tokenizers import Regex, Tokenizer, models, pre_tokenizers
 from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast
 
-from entropy_lens import accuracy, letters, scoring
-from entropy_lens.choices import readout_of
-from entropy_lens.extract import extract_table
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.intervals import wilson_interval
-from entropy_lens.lens import LensSettings
-from entropy_lens.models import wrap_model
+from entropy_lens.answers import accuracy, letters, scoring
+from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.lens.choices import readout_of
+from entropy_lens.lens.extract import extract_table
+from entropy_lens.lens.logit_lens import LensSettings
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.model.loading import wrap_model
 from entropy_lens.prompts.mmlu import build_mmlu
 from entropy_lens.store import combine, storage
 

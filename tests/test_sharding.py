@@ -19,10 +19,11 @@ from workflow_tiny import (
     store_without_note,
 )
 
-from entropy_lens.extract import Shard, extract_table, shard_rows
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.lens import LensSettings
-from entropy_lens.prompts.datasets import build_formats, prompt_count
+from entropy_lens.lens.extract import Shard, extract_table, shard_rows
+from entropy_lens.lens.logit_lens import LensSettings
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.prompts.counts import prompt_count
+from entropy_lens.prompts.datasets import build_formats
 from entropy_lens.store import storage
 from entropy_lens.store.combine import gather_shards
 

@@ -11,11 +11,11 @@ import torch
 import xarray as xr
 from tiny import ARCHS, N_LAYERS, tiny_model
 
-from entropy_lens import accuracy, conditions, scoring, skipping
-from entropy_lens.conditions import Condition
-from entropy_lens.generation import GenerationSettings, generate, left_pad
-from entropy_lens.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
-from entropy_lens.models import find_lens_parts, wrap_model
+from entropy_lens.answers import accuracy, conditions, scoring, skipping
+from entropy_lens.answers.conditions import Condition
+from entropy_lens.model.generation import GenerationSettings, generate, left_pad
+from entropy_lens.model.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
+from entropy_lens.model.loading import find_lens_parts, wrap_model
 from entropy_lens.store import schema
 
 PROMPTS = ["once upon a time there was a little girl", "the cat", "how many words are in the story"]

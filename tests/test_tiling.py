@@ -8,7 +8,8 @@ import pytest
 import torch
 from test_chunking import fake_lens_model
 
-from entropy_lens import lens, metrics
+from entropy_lens.lens import logit_lens as lens
+from entropy_lens.lens import metrics
 
 ALPHAS = (0.0, 0.5, 1.0, 2.0, 5.0, math.inf)
 

@@ -11,7 +11,7 @@ from synthetic import combined_dataset
 from entropy_lens.analysis import knn as K
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import nucleus_overlap
-from entropy_lens.intervals import paired_bootstrap, wilson_interval
+from entropy_lens.core.intervals import paired_bootstrap, wilson_interval
 
 SETTINGS = K.KnnSettings(k=29, n_splits=5, n_repeats=3)
 

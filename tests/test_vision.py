@@ -22,16 +22,17 @@ from tiny import (
 )
 
 from entropy_lens import extract_profiles, load_model
-from entropy_lens.extract import Shard, extract_table
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.lens import LensSettings, lens_logits
-from entropy_lens.metrics import shannon_entropy
-from entropy_lens.models import materialize_model
-from entropy_lens.prompts.datasets import IMAGE, LABEL, SOURCE, prompt_count, read_table, validate_table, write_table
+from entropy_lens.lens.extract import Shard, extract_table
+from entropy_lens.lens.logit_lens import LensSettings, lens_logits
+from entropy_lens.lens.metrics import shannon_entropy
+from entropy_lens.lens.vision import classify_with_readouts, extract_image_profiles, pixel_values
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.model.loading import materialize_model
+from entropy_lens.model.vision import CLS, MEAN, find_vision_parts
+from entropy_lens.prompts.counts import prompt_count
+from entropy_lens.prompts.datasets import IMAGE, LABEL, SOURCE, read_table, validate_table, write_table
 from entropy_lens.prompts.images import build_images, folder_records, image_count, list_records
 from entropy_lens.store import schema, storage
-from entropy_lens.vision import CLS, MEAN, find_vision_parts
-from entropy_lens.vision_lens import classify_with_readouts, extract_image_profiles, pixel_values
 
 IMAGES = [pattern_image(p, seed) for seed in range(3) for p in PATTERNS]  # 9 images, 3 per pattern
 READOUTS = {"vit": CLS, "deit": CLS, "beit": MEAN}

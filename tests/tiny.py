@@ -10,7 +10,7 @@ import transformers
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from entropy_lens.models import SOURCE_FILE, LensModel, _save_plain, wrap_model
+from entropy_lens.model.loading import SOURCE_FILE, LensModel, _save_plain, wrap_model
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 WORDS = (

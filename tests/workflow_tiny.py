@@ -192,7 +192,7 @@ def prepare_workdir(workdir: Path) -> Path:
     # conftest imports this module: torch loads only in the tests that build a working directory.
     from tiny import save_tiny_model
 
-    from entropy_lens.models import SOURCE_FILE
+    from entropy_lens.model.loading import SOURCE_FILE
 
     workdir.mkdir(parents=True, exist_ok=True)
     for name, (arch, family) in TINY_MODELS.items():

@@ -1,11 +1,11 @@
 """Rules extract_profiles and extract_shard: profile one model on one prompt set (or one shard of it) into a store."""
 
-from entropy_lens.extract import Shard, extract_table
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.jobs import job_model, setup_logging
-from entropy_lens.lens import LensSettings
+from entropy_lens.lens.extract import Shard, extract_table
+from entropy_lens.lens.logit_lens import LensSettings
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.store import storage
+from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
 gen, lens, store = snakemake.params.generation, snakemake.params.lens, snakemake.params.storage

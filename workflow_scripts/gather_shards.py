@@ -1,9 +1,9 @@
 """Rule gather_shards: join the shard stores of one (model, dataset) into its per-model store."""
 
-from entropy_lens.jobs import setup_logging
 from entropy_lens.prompts.datasets import PROMPT_ID, read_table
 from entropy_lens.store import storage
 from entropy_lens.store.combine import gather_shards
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 store = snakemake.params.storage

@@ -1,7 +1,7 @@
 """Rule generate_stories: write the offline TinyStories-like corpus with an embedded model."""
 
-from entropy_lens.jobs import job_model, setup_logging
 from entropy_lens.prompts.stories import generate_stories, write_stories
+from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
 settings, n_stories = snakemake.params.stories, snakemake.params.n_stories

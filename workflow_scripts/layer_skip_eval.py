@@ -1,9 +1,9 @@
 """Rule layer_skip_eval: each question's correctness under every skip condition, and profiles under skip."""
 
-from entropy_lens.jobs import job_model, setup_logging
-from entropy_lens.lens import LensSettings
+from entropy_lens.answers.skipping import evaluate_conditions, read_conditions
+from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.prompts.datasets import read_table
-from entropy_lens.skipping import evaluate_conditions, read_conditions
+from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
 lens, out = snakemake.params.lens, snakemake.output

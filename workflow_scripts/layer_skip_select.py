@@ -2,10 +2,10 @@
 
 import json
 
-from entropy_lens.jobs import job_model, setup_logging
-from entropy_lens.lens import LensSettings
+from entropy_lens.answers.skipping import select_conditions
+from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.prompts.datasets import read_table
-from entropy_lens.skipping import select_conditions
+from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
 skip, lens, out = snakemake.params.skip, snakemake.params.lens, snakemake.output

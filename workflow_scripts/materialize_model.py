@@ -1,7 +1,7 @@
 """Rule materialize_model: save a fast-loading copy of one configured model."""
 
-from entropy_lens.jobs import setup_logging
-from entropy_lens.models import materialize_model
+from entropy_lens.model.loading import materialize_model
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 spec = snakemake.params.model

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from entropy_lens.jobs import setup_logging
-from entropy_lens.letters import VERDICT_MEASURE
+from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.plots import plot_layer_skip, plot_skip_profiles
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 model, out = snakemake.wildcards.model, snakemake.output

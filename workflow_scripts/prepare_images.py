@@ -1,8 +1,8 @@
 """Rule prepare_images: labelled images (folder, path list or hub) as a table holding each encoded image."""
 
-from entropy_lens.jobs import setup_logging
 from entropy_lens.prompts.datasets import write_table
 from entropy_lens.prompts.images import build_images, image_records
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 images = snakemake.params.images

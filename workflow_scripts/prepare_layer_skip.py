@@ -1,8 +1,8 @@
 """Rule prepare_layer_skip: disjoint MMLU calibration and evaluation questions in one style."""
 
-from entropy_lens.jobs import setup_logging
 from entropy_lens.prompts.datasets import write_table
 from entropy_lens.prompts.mmlu import layer_skip_tables, load_questions
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 skip, source, out = snakemake.params.skip, snakemake.params.source, snakemake.output

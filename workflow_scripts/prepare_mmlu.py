@@ -1,8 +1,8 @@
 """Rule prepare_mmlu: MMLU questions in the configured styles, stratified by subject."""
 
-from entropy_lens.jobs import setup_logging
 from entropy_lens.prompts.datasets import write_table
 from entropy_lens.prompts.mmlu import build_mmlu, load_questions
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 mmlu = snakemake.params.mmlu

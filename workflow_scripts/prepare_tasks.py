@@ -1,9 +1,9 @@
 """Rule prepare_tasks: TinyStories tasks x phrasings x templates, intact and scrambled."""
 
-from entropy_lens.jobs import setup_logging
 from entropy_lens.prompts.datasets import write_table
 from entropy_lens.prompts.stories import load_stories
 from entropy_lens.prompts.tasks import build_tasks
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 tasks = snakemake.params.tasks

@@ -4,12 +4,12 @@ The letter log-probabilities come from the extraction pass (the store's ``choice
 only the tokenizer is loaded, to decode the completions.
 """
 
-from entropy_lens.jobs import setup_logging
-from entropy_lens.letters import completions_of
-from entropy_lens.models import load_tokenizer
+from entropy_lens.answers.letters import completions_of
+from entropy_lens.answers.scoring import score_prompts, store_logprobs
+from entropy_lens.model.loading import load_tokenizer
 from entropy_lens.prompts.datasets import read_table
-from entropy_lens.scoring import score_prompts, store_logprobs
 from entropy_lens.store import storage
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 

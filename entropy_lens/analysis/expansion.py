@@ -10,7 +10,7 @@ top-p sets of layers ``l`` and ``l+1``) is summarized per model by its mean and
 quantiles.  Masked token slots (NaN / -1) and padded layers never enter.
 
 Intervals.  The (token, layer) rows of one prompt are not independent, so every interval
-resamples prompts, not rows (:mod:`entropy_lens.intervals`): the Spearman interval is a
+resamples prompts, not rows (:mod:`entropy_lens.core.intervals`): the Spearman interval is a
 prompt-cluster bootstrap of the correlation of the full sample's ranks, and the Jaccard
 mean's interval a prompt-cluster bootstrap of the mean.
 """
@@ -27,7 +27,7 @@ import xarray as xr
 from scipy import stats
 
 from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers, model_names, model_values
-from entropy_lens.intervals import DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_bootstrap_mean
+from entropy_lens.core.intervals import DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_bootstrap_mean
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)

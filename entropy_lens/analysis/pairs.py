@@ -25,7 +25,7 @@ the range would drop it and inflate noise on flat profiles.
 
 Intervals: each model's blank samples are generated independently of every other model's,
 so a replicate resamples samples within each model on its own
-(:func:`entropy_lens.intervals.bootstrap_group_means`).  A sample's profile is its mean
+(:func:`entropy_lens.core.intervals.bootstrap_group_means`).  A sample's profile is its mean
 over valid tokens (:func:`entropy_lens.analysis.shapes.source_profiles`, each sample its
 own source).  Verdicts: :func:`entropy_lens.analysis.verdicts.family_not_size` and
 :func:`~entropy_lens.analysis.verdicts.size_resolution`.
@@ -45,7 +45,7 @@ import xarray as xr
 from entropy_lens.analysis.families import family_size_pairs, layer_profiles
 from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, depth_grid, model_depth, model_names, model_profiles
 from entropy_lens.analysis.shapes import prompt_sources, source_profiles
-from entropy_lens.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, bootstrap_group_means, percentile_interval
+from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, bootstrap_group_means, percentile_interval
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)

@@ -32,14 +32,14 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.accuracy import ALL_STYLES
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import STUDY_SPEARMAN
 from entropy_lens.analysis.knn import GROUPED, POOLED_MODEL, STUDY
 from entropy_lens.analysis.pairs import FAMILY_GAP, RESOLUTION_GAP
 from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
-from entropy_lens.letters import VERDICT_MEASURE
-from entropy_lens.tables import to_markdown
+from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.answers.letters import VERDICT_MEASURE
+from entropy_lens.core.tables import to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -646,12 +646,12 @@ def paper_table(
 
     Args:
         knn: :func:`~entropy_lens.analysis.knn.knn_table` output (both protocols).
-        accuracy: :func:`entropy_lens.scoring.accuracy_table` output.
+        accuracy: :func:`entropy_lens.answers.scoring.accuracy_table` output.
         expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` rows, with a
             ``dataset`` column when several datasets are stacked.
         overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` rows (``dataset`` as above).
         clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
-        layer_skip: :func:`entropy_lens.accuracy.skip_differences` rows with a ``model`` column.
+        layer_skip: :func:`entropy_lens.answers.accuracy.skip_differences` rows with a ``model`` column.
         shapes: :func:`~entropy_lens.analysis.shapes.profile_shapes` rows (``dataset`` as above).
         family_pairs: :func:`~entropy_lens.analysis.pairs.family_pairs` rows (the family and
             size-resolution claims; ``clustering`` scores join their note).

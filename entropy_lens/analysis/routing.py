@@ -1,13 +1,13 @@
 """Do layers of expansion coincide with diffuse routing?  ΔH against routing entropy in MoE models.
 
 For every model whose store carries ``routing_entropy`` (mixture-of-experts blocks, see
-:mod:`entropy_lens.routing`), block ``l``'s lens entropy change ``ΔH_l = H_l - H_{l-1}``
+:mod:`entropy_lens.model.routing`), block ``l``'s lens entropy change ``ΔH_l = H_l - H_{l-1}``
 is paired with the entropy ``R_l`` of block ``l``'s router distribution at the same
 (prompt, token): the block that changes the entropy is the one whose router spread its
 token over experts, or not.  Dense blocks (NaN routing) and masked slots never enter.
 
 Two readings, each with a 95% interval from a bootstrap over prompts (the token x layer
-rows of a prompt are not independent; :mod:`entropy_lens.intervals`):
+rows of a prompt are not independent; :mod:`entropy_lens.core.intervals`):
 
 * **over layers** (the question asked): Spearman across MoE layers of the per-layer mean
   ``ΔH`` and mean ``R``; each replicate redraws prompts and recomputes both means.
@@ -29,7 +29,7 @@ from scipy import stats
 
 from entropy_lens.analysis.expansion import spearman
 from entropy_lens.analysis.features import model_depth, model_n_layers, model_names, model_values
-from entropy_lens.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_sums
+from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_sums
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)

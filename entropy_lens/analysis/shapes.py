@@ -18,7 +18,7 @@ model's mean profile against normalized depth ``d = (l + 1) / L`` with three sta
 Each prompt's profile is first averaged over its valid tokens; prompts of one source
 (story, question, topic; a blank sample is its own source) are averaged into one
 profile, and the mean profile is the mean over sources.  Intervals resample sources,
-the independent unit (:func:`entropy_lens.intervals.bootstrap_mean_statistic`).  The
+the independent unit (:func:`entropy_lens.core.intervals.bootstrap_mean_statistic`).  The
 verdicts are :func:`entropy_lens.analysis.verdicts.family_shape`.
 """
 
@@ -33,7 +33,7 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.features import model_depth, model_names, model_profiles, plain
-from entropy_lens.intervals import DEFAULT_N_BOOT, bootstrap_mean_statistic
+from entropy_lens.core.intervals import DEFAULT_N_BOOT, bootstrap_mean_statistic
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)

@@ -6,6 +6,7 @@ Modules:
     stories   story sources: the TinyStories hub split, the user's file, or an embedded model writing stories.
     mmlu      MMLU question sources and the three prompt styles.
     sources   reading a user's jsonl / parquet / csv file.
+    counts    how many prompts a dataset's config section builds, before its table exists.
 
 Nothing here loads a model except :func:`entropy_lens.prompts.stories.generate_stories`.
 """

@@ -5,7 +5,7 @@ A *questions* table has columns ``question_id``, ``subject``, ``question``,
 snake_case (``high_school_physics``) whatever the source spelled them as.
 
 Every prompt style ends with ``"Answer:"``, so the letter log-likelihood of
-:func:`entropy_lens.scoring.letter_logprobs` is taken at the same position for all
+:func:`entropy_lens.answers.scoring.letter_logprobs` is taken at the same position for all
 three styles:
 
 - ``base``: the classic header ("The following are multiple choice questions (with

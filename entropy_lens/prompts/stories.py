@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from entropy_lens.generation import GenerationSettings, generate, row_seed
-from entropy_lens.models import LensModel
+from entropy_lens.model.generation import GenerationSettings, generate, row_seed
+from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import STORY_ID, TEXT, read_parquet, write_parquet
 from entropy_lens.prompts.sources import read_local
 from entropy_lens.prompts.tasks import check_stories

@@ -164,7 +164,7 @@ def combine_dataset(
         stores: ``{model name: per-model dataset}`` in config order.
         labels: ``{model: {"family": str, "n_params": int}}``; ``n_params`` 0 means read
             the count from the model's store.
-        scores: MMLU scores of every model (:func:`entropy_lens.scoring.score_prompts`
+        scores: MMLU scores of every model (:func:`entropy_lens.answers.scoring.score_prompts`
             rows), or ``None`` for other datasets.
     """
     n_params = {m: int(labels[m]["n_params"]) or int(stores[m].attrs["n_params"]) for m in stores}

@@ -32,7 +32,7 @@ Optional variables (present only where the job reads them)
                          stores carry the scores it yields instead.
 
 Routing variables (:data:`ROUTING_VARIABLES`; present when a profiled model has
-mixture-of-experts blocks, see :mod:`entropy_lens.routing`; a combined store fills
+mixture-of-experts blocks, see :mod:`entropy_lens.model.routing`; a combined store fills
 them for dense models)
     ``routing_entropy``  (prompt, token, layer) float32, nats: Shannon entropy of the router
                          distribution over experts (softmax of the router logits) at the
@@ -42,7 +42,7 @@ them for dense models)
                          ids by decreasing router probability; -1 on dense layers, masked
                          slots and ranks beyond a layer's top-k.
 
-Image classifiers (:mod:`entropy_lens.vision`) follow the same contract: ``prompt`` is an
+Image classifiers (:mod:`entropy_lens.model.vision`) follow the same contract: ``prompt`` is an
 image, ``token`` has length 1 (no generation: the one slot is the classification), the
 "vocabulary" is the classes (``vocab_size`` = number of classes), ``top1_id`` the most
 probable class at each block and ``token_id`` the model's own predicted class; attrs add

@@ -10,7 +10,7 @@ the batches the unsharded job would, so the gathered store
 (:func:`entropy_lens.store.combine.gather_shards`) equals the unsharded one value for value.
 
 Image tables (kind ``images``) are profiled by an image classifier
-(:func:`entropy_lens.vision_lens.extract_image_profiles`); their shards are slices of the
+(:func:`entropy_lens.lens.vision.extract_image_profiles`); their shards are slices of the
 table order, every image being one forward pass of the same size.
 """
 
@@ -26,13 +26,13 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
-from entropy_lens.choices import choice_logprobs, readout_of
-from entropy_lens.generation import GenerationSettings
-from entropy_lens.lens import LensSettings, encode_prompts, extract_profiles
-from entropy_lens.models import LensModel
+from entropy_lens.lens.choices import choice_logprobs, readout_of
+from entropy_lens.lens.logit_lens import LensSettings, encode_prompts, extract_profiles
+from entropy_lens.lens.vision import extract_image_profiles
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import IMAGE, PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 from entropy_lens.store import schema
-from entropy_lens.vision_lens import extract_image_profiles
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def extract_table(
         chat_template: Render prompts with the model's chat template.
         shard: Profile only this shard (see the module docstring); ``None``: all prompts.
         choices: Answer choices (e.g. ``A``..``D``) whose log-probabilities are read from the
-            first generation step into ``choice_logprob`` (see :mod:`entropy_lens.choices`);
+            first generation step into ``choice_logprob`` (see :mod:`entropy_lens.lens.choices`);
             prompts that step cannot serve are scored by a forward pass of their own.
 
     Returns:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from entropy_lens.hooks import record_residuals
-from entropy_lens.models import LensModel
+from entropy_lens.model.hooks import record_residuals
+from entropy_lens.model.loading import LensModel
 
 # End-of-turn markers that chat templates close a reply with; used only when the
 # tokenizer actually has them as tokens.

@@ -14,7 +14,7 @@ Three measures of each MMLU answer (:data:`MEASURES`):
 * ``parsed``: the letter parsed from the generated completion alone, never from the
   prompt, or ``"unparsed"``.
 
-Pure functions (no model): :mod:`entropy_lens.scoring` runs the forward passes.
+Pure functions (no model): :mod:`entropy_lens.answers.scoring` runs the forward passes.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from entropy_lens.checks import check_positive_int
+from entropy_lens.core.checks import check_positive_int
 
 DEFAULT_LEVEL = 0.95
 DEFAULT_N_BOOT = 1000

@@ -6,8 +6,8 @@
   layer-skip experiment's accuracy per condition and the paired differences (expansion
   minus random, expansion minus pruning) with bootstrap intervals over questions.
 
-Pure pandas: the forward passes live in :mod:`entropy_lens.scoring` and
-:mod:`entropy_lens.skipping`.
+Pure pandas: the forward passes live in :mod:`entropy_lens.answers.scoring` and
+:mod:`entropy_lens.answers.skipping`.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from entropy_lens.conditions import EXPANSION, INTACT, PRUNING, RANDOM
-from entropy_lens.intervals import (
+from entropy_lens.answers.conditions import EXPANSION, INTACT, PRUNING, RANDOM
+from entropy_lens.answers.letters import MEASURES, UNPARSED
+from entropy_lens.core.intervals import (
     DEFAULT_LEVEL,
     DEFAULT_N_BOOT,
     cluster_bootstrap_mean,
     paired_bootstrap,
     wilson_interval,
 )
-from entropy_lens.letters import MEASURES, UNPARSED
 from entropy_lens.prompts.datasets import ANSWER, LETTERS, QUESTION_ID, STYLE
 from entropy_lens.store.schema import MODEL
 
@@ -157,7 +157,7 @@ def skip_differences(
 
     For each measure and ``k``, the per-question accuracy with the expansion layers
     skipped is compared with the mean over the random sets of the same ``k`` and with
-    the pruning skip; questions are resampled together (:func:`entropy_lens.intervals.paired_bootstrap`).
+    the pruning skip; questions are resampled together (:func:`entropy_lens.core.intervals.paired_bootstrap`).
     The intact accuracy and its Wilson interval stand beside, since a model at chance
     has nothing to lose.
 

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from entropy_lens.conditions import check_layers
-from entropy_lens.models import LensModel
+from entropy_lens.core.checks import check_layers
+from entropy_lens.model.loading import LensModel
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def skip_blocks(lm: LensModel, layers: Iterable[int]) -> Iterator[tuple[int, ...
     * Return conventions and attributes: the block object stays in place, so model
       loops that read ``decoder_layer.attention_type`` or index ``config.layer_types``
       work, and tensor vs tuple returns are mirrored from the real output.
-    * Other hooks (e.g. the residual recorder of :mod:`entropy_lens.generation`) see
+    * Other hooks (e.g. the residual recorder of :mod:`entropy_lens.model.generation`) see
       the skipped output because this hook is prepended.
 
     The price is that a skipped block costs as much compute as an intact one; skipping

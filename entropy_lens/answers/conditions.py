@@ -14,7 +14,6 @@ pool (layer 0 excluded by default) so the comparison is like for like.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from entropy_lens.checks import check_positive_int
+from entropy_lens.core.checks import check_layers, check_positive_int
 from entropy_lens.store import schema
 
 INTACT = "intact"
@@ -37,32 +36,6 @@ FIRST_LAYER_RULE = (
 )
 DEFAULT_EXCLUDE = (0,)
 DEFAULT_MIN_INCREASE = 0.0
-
-
-def check_layers(layers: Iterable[int], n_layers: int) -> list[int]:
-    """Validate block indices: integers in ``0..n_layers-1``, each at most once.
-
-    Returns:
-        The indices as Python ints, in the order given.
-
-    Raises:
-        TypeError: for an index that is not an integer.
-        ValueError: for an index out of range or listed twice.
-    """
-    checked: list[int] = []
-    for value in layers:
-        if isinstance(value, bool):
-            raise TypeError(f"layer index must be an integer, got {value!r}")
-        try:
-            index = operator.index(value)
-        except TypeError as err:
-            raise TypeError(f"layer index must be an integer, got {value!r} ({type(value).__name__})") from err
-        if not 0 <= index < n_layers:
-            raise ValueError(f"layer {index} is out of range: the model has {n_layers} blocks, valid 0..{n_layers - 1}")
-        if index in checked:
-            raise ValueError(f"layer {index} is listed twice; list each block to skip once")
-        checked.append(index)
-    return checked
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ found from what the architecture exposes (never from its name): the stack of
 decoder blocks, the final norm, the unembedding and any final-logit soft-capping.
 An image classifier (ViT, DeiT, BEiT: a config transformers maps to image
 classification) is bundled the same way, its classification head standing for the
-unembedding and its image processor for the tokenizer (:mod:`entropy_lens.vision`).
+unembedding and its image processor for the tokenizer (:mod:`entropy_lens.model.vision`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from entropy_lens.registry import (
+from entropy_lens.model.registry import (
     FOLDER_SOURCE,
     GGUF_SOURCE,
     REGISTRY,
@@ -33,7 +33,7 @@ from entropy_lens.registry import (
     PackageFile,
     source_kind,
 )
-from entropy_lens.vision import ClassNames, find_vision_parts, has_classifier_head, is_image_classifier
+from entropy_lens.model.vision import ClassNames, find_vision_parts, has_classifier_head, is_image_classifier
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class LensModel:
         unembed: The unembedding (``get_output_embeddings()``); an image classifier's head.
         softcap: Final-logit soft-capping constant, or ``None``.
         readout: ``None`` for a causal LM; for an image classifier, what its head reads
-            (``"cls"`` or ``"mean"``, see :mod:`entropy_lens.vision`).
+            (``"cls"`` or ``"mean"``, see :mod:`entropy_lens.model.vision`).
     """
 
     model: nn.Module
@@ -387,7 +387,7 @@ def _save_plain(lm: LensModel, folder: Path) -> None:
 
 def load_tokenizer(name_or_path: str | os.PathLike):
     """The tokenizer of a model folder or hub id (e.g. to decode token ids of a store); for an image
-    classifier, its class names (:class:`~entropy_lens.vision.ClassNames`), which decode class ids alike."""
+    classifier, its class names (:class:`~entropy_lens.model.vision.ClassNames`), which decode class ids alike."""
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(name_or_path)

@@ -49,15 +49,15 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import (
     FORMAT_TEMPLATES,
     PROMPT_TEXT,
     TASK_QUESTIONS,
     TASK_TEMPLATES,
     load_topics,
-    prompt_count,
 )
-from entropy_lens.timings import read_benchmark
+from entropy_lens.workflow.timings import read_benchmark
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ SKIP_EVAL = "layer_skip_eval"
 # score_mmlu is no model job: it reads the letters the extraction pass stored.
 RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL)
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-# Mirrors entropy_lens.models.default_dtype (bf16 on GPUs, float32 on CPUs) without importing torch.
+# Mirrors entropy_lens.model.loading.default_dtype (bf16 on GPUs, float32 on CPUs) without importing torch.
 AUTO_DTYPE = {"cuda": "bfloat16", "cpu": "float32"}
 # extract_profiles' default batch size, which the layer-skip scripts use (they pass none).
 LIBRARY_BATCH_SIZE = 8
@@ -870,7 +870,7 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 def token_counter(folder: str | os.PathLike, *, chat_template: bool) -> TokenCounter | None:
     """Count prompt tokens as extraction encodes them, with the tokenizer in ``folder``.
 
-    Mirrors :func:`entropy_lens.lens.encode_prompts`: chat-rendered text is encoded
+    Mirrors :func:`entropy_lens.lens.logit_lens.encode_prompts`: chat-rendered text is encoded
     without added special tokens, raw text with them, and ``""`` is the BOS token.
 
     Returns:

@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from entropy_lens.devices import claim_device
-from entropy_lens.models import LensModel, load_model
+from entropy_lens.model.devices import claim_device
+from entropy_lens.model.loading import LensModel, load_model
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

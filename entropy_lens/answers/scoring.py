@@ -4,7 +4,7 @@ The extraction pass reads the four letters' log-probabilities from its first gen
 step (``choice_logprob``, :func:`store_logprobs`); :func:`letter_logprobs` computes the
 same values with a forward pass of its own (the layer-skip experiment, under each
 condition).  :func:`score_prompts` gives each prompt's answer under every measure of
-:mod:`entropy_lens.letters` (raw, calibrated, parsed).
+:mod:`entropy_lens.answers.letters` (raw, calibrated, parsed).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.choices import RAW_SEPARATOR, ChoiceQuery, choice_logprobs, choice_queries
-from entropy_lens.letters import (
+from entropy_lens.answers.letters import (
     CALIBRATED_LETTER,
     LL_LETTER,
     MEASURES,
@@ -27,7 +26,8 @@ from entropy_lens.letters import (
     parse_letter,
     predicted_letters,
 )
-from entropy_lens.models import LensModel
+from entropy_lens.lens.choices import RAW_SEPARATOR, ChoiceQuery, choice_logprobs, choice_queries
+from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import ANSWER, LETTERS, PROMPT_ID, QUESTION_ID, STYLE, SUBJECT
 from entropy_lens.store import schema
 
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 def letter_queries(
     tokenizer: object, prompts: Sequence[str], separator: str = RAW_SEPARATOR, *, add_special_tokens: bool = True
 ) -> list[ChoiceQuery]:
-    """Where to read the letters A-D after each prompt (:func:`entropy_lens.choices.choice_queries`)."""
+    """Where to read the letters A-D after each prompt (:func:`entropy_lens.lens.choices.choice_queries`)."""
     return choice_queries(tokenizer, prompts, LETTERS, separator, add_special_tokens=add_special_tokens)
 
 
@@ -51,7 +51,7 @@ def letter_logprobs(
 ) -> np.ndarray:
     """``[N, 4]`` float32 log-probabilities (nats) of A, B, C, D as the next token after each prompt.
 
-    One forward pass per batch (:func:`entropy_lens.choices.choice_logprobs`); the extraction
+    One forward pass per batch (:func:`entropy_lens.lens.choices.choice_logprobs`); the extraction
     pass reads the same values at no extra cost (``choice_logprob`` of an MMLU store).
     """
     return choice_logprobs(
@@ -98,7 +98,7 @@ def score_prompts(
         One row per prompt: ids and labels, the letter of each :data:`MEASURES`, the
         correctness flags of :data:`entropy_lens.store.schema.SCORE_VARIABLES`, the completion,
         ``logprob_A..D`` and the style's letter prior ``prior_A..D`` (see
-        :func:`entropy_lens.letters.letter_prior`).
+        :func:`entropy_lens.answers.letters.letter_prior`).
     """
     if len(completions) != len(table) or len(logprobs) != len(table):
         raise ValueError(

@@ -4,7 +4,7 @@ Each residual is decoded as the model decodes its last one: final norm (applied 
 that residual's own statistics), unembedding in the weight dtype, then soft-capping
 where the model has it.  The vocabulary is decoded in tiles: every (batch x layer) row
 of a step against one tile of the unembedding is one efficient matrix product, and
-:class:`~entropy_lens.metrics.TileStream` folds each tile into running sums, so the
+:class:`~entropy_lens.lens.metrics.TileStream` folds each tile into running sums, so the
 ``[rows, vocab]`` logits never exist at once and the unembedding is read once per step.
 Tile width (and, for very many rows, row chunks) follow a memory budget.
 """
@@ -22,10 +22,10 @@ import numpy as np
 import torch
 import xarray as xr
 
-from entropy_lens import metrics
-from entropy_lens.generation import GenerationSettings, generate, row_seed
-from entropy_lens.models import LensModel
-from entropy_lens.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
+from entropy_lens.lens import metrics
+from entropy_lens.model.generation import GenerationSettings, generate, row_seed
+from entropy_lens.model.loading import LensModel
+from entropy_lens.model.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
 from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def rows_per_chunk(vocab_size: int, budget_bytes: int) -> int:
     """How many full rows of logits fit the budget; raises if not even one does.
 
     Full rows are decoded only for the rare rows whose top-p set the streamed candidates
-    cannot settle (exact histogram search of :mod:`entropy_lens.metrics`).
+    cannot settle (exact histogram search of :mod:`entropy_lens.lens.metrics`).
     """
     per_row = vocab_size * metrics.bytes_per_logit()
     if budget_bytes < per_row:
@@ -231,7 +231,7 @@ def _settle_open_rows(lm, resid, result: metrics.StreamResult, settings: LensSet
     """Decode in full the rows whose top-p set the streamed candidates left open (rare).
 
     Returns:
-        The completed result, and the chunk's sets as :class:`~entropy_lens.metrics.NucleusSets`.
+        The completed result, and the chunk's sets as :class:`~entropy_lens.lens.metrics.NucleusSets`.
     """
     size, top1 = result.nucleus_size.clone(), result.top1_id.clone()
     bits = metrics.membership_bits(len(size), lm.vocab_size, resid.device)
@@ -390,7 +390,7 @@ def extract_profiles(
     if lm.readout is not None:
         raise ValueError(
             f"model {lm.name!r} is an image classifier: it profiles images (the 'images' dataset, "
-            "entropy_lens.vision_lens.extract_image_profiles), not text prompts"
+            "entropy_lens.lens.vision.extract_image_profiles), not text prompts"
         )
     keywords = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, seed=seed)
     settings = _settings(GenerationSettings, "generation", generation, keywords)

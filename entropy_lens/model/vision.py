@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from entropy_lens.models import LensModel
+    from entropy_lens.model.loading import LensModel
 
 CLS, MEAN = "cls", "mean"
 READOUTS = (CLS, MEAN)

@@ -1,11 +1,11 @@
 """The layer-skip experiment: MMLU answers and entropy profiles under every skip condition.
 
-One loaded model is scored under each :class:`~entropy_lens.conditions.Condition`:
+One loaded model is scored under each :class:`~entropy_lens.answers.conditions.Condition`:
 letter log-likelihood needs no generation.  The conditions share the intact model's
 prefix (:func:`condition_letter_logprobs`): one intact forward pass per batch records how
 every block was called, and each condition reruns only the blocks from its first skipped
 one onward, leaving the skipped ones out.  Each question's correctness is kept, so
-conditions are compared question by question (:func:`entropy_lens.accuracy.skip_differences`:
+conditions are compared question by question (:func:`entropy_lens.answers.accuracy.skip_differences`:
 paired bootstrap intervals of expansion minus random and expansion minus pruning).
 """
 
@@ -14,25 +14,29 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
+from tqdm import tqdm
 
-from entropy_lens.accuracy import CORRECT_COLUMNS
-from entropy_lens.choices import gather_logprobs, rendered_queries
-from entropy_lens.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
-from entropy_lens.generation import GenerationSettings, left_pad
-from entropy_lens.hooks import capture_block_calls, check_layers, run_blocks, skip_blocks
-from entropy_lens.lens import LensSettings, extract_profiles, lens_logits
-from entropy_lens.letters import calibrate
-from entropy_lens.models import LensModel
+from entropy_lens.answers.accuracy import CORRECT_COLUMNS
+from entropy_lens.answers.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
+from entropy_lens.answers.letters import calibrate
+from entropy_lens.answers.scoring import letter_logprobs
+from entropy_lens.lens.choices import gather_logprobs, rendered_queries
+from entropy_lens.lens.logit_lens import LensSettings, extract_profiles, lens_logits
+from entropy_lens.model.generation import GenerationSettings, left_pad
+from entropy_lens.model.hooks import capture_block_calls, check_layers, run_blocks, skip_blocks
+from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import LETTERS
-from entropy_lens.scoring import letter_logprobs
 
 logger = logging.getLogger(__name__)
+
+PROGRESS_SECONDS = 5.0
 
 # measure -> [N, C] per-choice scores; the answer is the argmax.
 Scorer = Callable[[LensModel], Mapping[str, np.ndarray]]
@@ -49,7 +53,7 @@ def letter_scorer(
     """A scorer of MMLU prompts by raw (``ll``) and calibrated letter log-likelihood.
 
     The letter prior is taken under the same skip as the answers (see
-    :func:`entropy_lens.letters.calibrate`), so a skip that shifts the letter prior does
+    :func:`entropy_lens.answers.letters.calibrate`), so a skip that shifts the letter prior does
     not pass for knowledge lost or gained.
     """
     texts, labels = list(prompts), list(styles)
@@ -103,7 +107,7 @@ def score_conditions(
     """Each question's correctness under every condition and measure, on one loaded model.
 
     All layer lists are validated before any scoring starts; the model is restored after
-    each condition (see :func:`~entropy_lens.hooks.skip_blocks`).
+    each condition (see :func:`~entropy_lens.model.hooks.skip_blocks`).
 
     Args:
         lm: The model.
@@ -163,11 +167,11 @@ def condition_letter_logprobs(
     """Letter log-probabilities after each prompt under every condition, sharing the intact prefix.
 
     Per batch, one intact forward pass (no cache) records how every block is called
-    (:func:`~entropy_lens.hooks.capture_block_calls`); a condition whose first skipped
+    (:func:`~entropy_lens.model.hooks.capture_block_calls`); a condition whose first skipped
     block is ``l`` reruns blocks ``l .. L-1`` from there without its skipped blocks
-    (:func:`~entropy_lens.hooks.run_blocks`) and decodes the last position with the final
+    (:func:`~entropy_lens.model.hooks.run_blocks`) and decodes the last position with the final
     norm and unembedding.  Equal to scoring each condition inside
-    :func:`~entropy_lens.hooks.skip_blocks` (tested), at the cost of the blocks after ``l``.
+    :func:`~entropy_lens.model.hooks.skip_blocks` (tested), at the cost of the blocks after ``l``.
 
     Args:
         lm: The model.
@@ -185,6 +189,7 @@ def condition_letter_logprobs(
     out = {c.name: np.empty((len(queries), len(LETTERS)), dtype=np.float32) for c in conditions}
     starts = sorted({c.layers[0] for c in conditions if c.layers})
     order = np.argsort([len(q.input_ids) for q in queries], kind="stable")
+    bar = tqdm(total=len(order), desc=f"{lm.name} skip", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS)
     for first in range(0, len(order), batch_size):
         rows = order[first : first + batch_size]
         batch = [queries[r] for r in rows]
@@ -202,6 +207,8 @@ def condition_letter_logprobs(
             else:
                 logits = intact
             out[condition.name][rows] = gather_logprobs(logits, ids)
+        bar.update(len(rows))
+    bar.close()
     return out
 
 
@@ -217,7 +224,7 @@ def score_conditions_shared(
     with the conditions sharing the intact prefix (:func:`condition_letter_logprobs`).
 
     The letter prior is taken under the same skip as the answers (see
-    :func:`entropy_lens.letters.calibrate`), so a skip that shifts the letter prior does
+    :func:`entropy_lens.answers.letters.calibrate`), so a skip that shifts the letter prior does
     not pass for knowledge lost or gained.
     """
     if not conditions:
@@ -311,7 +318,7 @@ def select_conditions(
 
     Returns:
         ``(conditions, protected)``: JSON-safe ``{"model", "n_layers", "conditions": [...]}``
-        (see :meth:`Condition.to_dict`) and :func:`~entropy_lens.conditions.protected_layers`.
+        (see :meth:`Condition.to_dict`) and :func:`~entropy_lens.answers.conditions.protected_layers`.
     """
     ds = extract_profiles(
         lm,

@@ -1,0 +1,6 @@
+"""The foundation every layer may use; it imports nothing else from the package.
+
+Modules:
+    checks     argument checks several layers share: one message for one mistake.
+    intervals  Wilson and bootstrap intervals (answers' accuracy, analyses' correlations).
+"""

@@ -1,0 +1,9 @@
+"""Model access: which models exist, how they load, how they run, and temporary surgery on them.
+
+Modules:
+    registry    the embedded models and what a configured model source names (no torch).
+    loading     LensModel: loading (registry, hub, folder, GGUF), materializing and the lens parts.
+    generation  batched, KV-cached generation handing each step's residuals to a callback.
+    hooks       forward hooks undone on exit: recording residuals, skipping blocks.
+    devices     one GPU per job, claimed with a lock file.
+"""
