@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import logging
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -257,10 +258,10 @@ def test_estimates_follow_the_config():
 def test_tables_and_tokenizers_replace_estimates(tmp_path, offline):
     tok = tiny_tokenizer()
     tok.save_pretrained(tmp_path / "smollm2-135m")
-    prompts = ["the cat ran", "once upon a time there was a dog", "a", "the sun"]
+    prompts = ["the cat ran", "once upon a time there was a dog", "a", "the sun", "a poem", "why"]
     pd.DataFrame({"prompt_text": prompts}).to_parquet(tmp_path / "formats.parquet")
     config = load(DEFAULT)
-    config["datasets"] = {"formats": {**config["datasets"]["formats"], "models": []}}
+    config["datasets"] = {"formats": {**config["datasets"]["formats"], "models": [], "n_topics": 2}}  # 6 prompts
     config["layer_skip"]["enabled"] = False
     tables = {"formats": tmp_path / "formats.parquet"}
     counted = plan.plan_from_config(config, tables=tables, model_dirs={"smollm2-135m": tmp_path / "smollm2-135m"})
@@ -268,10 +269,24 @@ def test_tables_and_tokenizers_replace_estimates(tmp_path, offline):
     rendered = [tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
                 for p in prompts]  # fmt: skip
     lengths = [len(ids) for ids in tok(rendered, add_special_tokens=False)["input_ids"]]
-    assert (job.token_source, job.prompts, job.max_prompt_tokens) == ("tokenizer", 4, max(lengths))
-    assert job.mean_prompt_tokens == pytest.approx(sum(lengths) / 4)
+    assert (job.token_source, job.prompts, job.max_prompt_tokens) == ("tokenizer", 6, max(lengths))
+    assert job.mean_prompt_tokens == pytest.approx(sum(lengths) / 6)
     by_chars = plan.plan_from_config(config, tables=tables).job(plan.EXTRACT, "gemma3-270m", "formats")
-    assert by_chars.token_source == "characters" and by_chars.prompts == 4
+    assert by_chars.token_source == "characters" and by_chars.prompts == 6
+
+
+def test_a_table_of_another_config_is_not_read_as_this_ones(tmp_path, caplog):
+    """The prompt count, hence the shards, comes from the config as rules/common.smk counts them."""
+    pd.DataFrame({"prompt_text": ["a"] * 72}).to_parquet(tmp_path / "mmlu.parquet")  # the default's 24 x 3
+    config = load(DEFAULT)
+    config["datasets"]["mmlu"]["n_questions"] = 100
+    config["compute"]["prompts_per_job"] = 64
+    with caplog.at_level(logging.WARNING, logger="entropy_lens.plan"):
+        jobs = plan.plan_from_config(config, tables={"mmlu": tmp_path / "mmlu.parquet"}).jobs
+    mmlu = [j for j in jobs if j.rule == plan.EXTRACT and j.dataset == "mmlu"]
+    assert {(j.n_shards, j.token_source) for j in mmlu} == {(5, "estimate")}  # ceil(300 / 64)
+    assert sum(j.prompts for j in mmlu) == 300 * len(plan.dataset_models(config)["mmlu"])
+    assert "holds 72 prompts but the config builds 300: it was built under another config" in caplog.text
 
 
 def test_token_counter_mirrors_extraction_encoding(tmp_path):

@@ -18,6 +18,7 @@ from workflow_tiny import (
     SMALL_TARGET,
     TINY_MODELS,
     edit_config,
+    job_rules,
     jobs_in,
     nothing_to_do,
     prepare_workdir,
@@ -28,7 +29,9 @@ from workflow_tiny import (
 )
 
 from entropy_lens import cli
+from entropy_lens import plan as planning
 from entropy_lens.analysis import paper
+from entropy_lens.prompts.datasets import prompt_count
 from entropy_lens.store import schema, storage
 
 pytestmark = pytest.mark.slow
@@ -46,6 +49,23 @@ def test_dry_run_builds_the_dag(configfile):
     """--forceall plans every job whether or not a run already built them (make run, then make test)."""
     out = run(snakemake_cmd(REPO, "-n", "--forceall", configfile=REPO / configfile), cwd=REPO, timeout=300)
     assert "extract_profiles" in out.stdout and "combine_profiles" in out.stdout
+
+
+def test_tables_of_another_config_do_not_shape_the_plan(tmp_path):
+    """`make run` (default config), then a dry run and a plan of the paper config in the same folder:
+    the default's 72-prompt MMLU table must not set the paper plan's shards (the config does)."""
+    stale = [f"results/datasets/{t}.parquet" for t in ("mmlu", "blank", "formats", "layer_skip_eval")]
+    run(snakemake_cmd(tmp_path, *stale, "--cores", "2", configfile=REPO / CONFIG_FILE), cwd=tmp_path, timeout=300)
+    paper = REPO / "config/paper.yaml"
+    out = run(snakemake_cmd(tmp_path, "-n", "--forceall", configfile=paper), cwd=tmp_path, timeout=300).stdout
+    config = cli.load_config(paper, REPO / "schemas/config.schema.yaml")
+    tables = {t: tmp_path / "results/datasets" / f"{t}.parquet" for t in ("mmlu", "blank", "formats")}
+    planned = planning.plan_from_config(config, tables=tables)
+    mmlu = [j for j in planned.jobs if j.rule == planning.EXTRACT and j.dataset == "mmlu"]
+    shards = -(-prompt_count("mmlu", config["datasets"]["mmlu"]) // config["compute"]["prompts_per_job"])
+    assert {(j.model, j.n_shards) for j in mmlu} == {(m, shards) for m in planning.dataset_models(config)["mmlu"]}
+    assert shards > 1 and {j.token_source for j in mmlu} == {"estimate"}
+    assert len([j for j in planned.jobs if j.rule == planning.EXTRACT]) == job_rules(out).count("extract_shard")
 
 
 def test_paper_config_lists_the_study_models():
