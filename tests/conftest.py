@@ -1,10 +1,11 @@
-"""Shared fixtures: the real embedded model, materialized once per machine and reused."""
+"""Shared fixtures: the real embedded model, materialized once per machine and reused; the tiny workflow,
+run once per session."""
 
 import os
 from pathlib import Path
 
 import pytest
-from workflow_tiny import REPO
+from workflow_tiny import LOCAL_PROFILE, REPO, RUN_OUTPUT, prepare_workdir, run_snakemake
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +25,16 @@ def smollm2(model_cache):
         return load_model("smollm2-135m", device="cpu", cache_dir=model_cache)
     except ValueError as err:  # package not installed
         pytest.skip(f"smollm2-135m unavailable: {err}")
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """The whole workflow on the tiny config with the local profile, once per session.
+
+    test_workflow reads its results, test_slurm compares SLURM's outputs with them byte for byte, and
+    tests that change a setting and rerun work on a :func:`workflow_tiny.copy_workdir` copy, never on it.
+    """
+    workdir = prepare_workdir(tmp_path_factory.mktemp("tiny_workflow"))
+    # The one whole run of the suite: time for a machine whose cores other work shares.
+    RUN_OUTPUT[workdir] = run_snakemake(workdir, "--profile", str(LOCAL_PROFILE), "--cores", "2", timeout=1200).stdout
+    return workdir

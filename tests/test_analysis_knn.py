@@ -76,6 +76,21 @@ def test_folds_are_capped_at_the_smallest_class(caplog):
     assert "exceeds the smallest class" in caplog.text
 
 
+def test_grouped_folds_name_the_class_with_too_few_sources(caplog):
+    X, y = _gaussian(6, 2, shift=0.0)
+    groups = np.array(["q0"] * 6 + ["q1", "q1", "q2", "q2", "q3", "q3"])  # c0 comes from one question alone
+    message = (
+        r"grouped folds need >= 2 sources \(groups\) per class.*class 'c0' comes from 1 source "
+        r"\(sources per class: \{'c0': 1, 'c1': 3\}\)"
+    )
+    with pytest.raises(ValueError, match=message):
+        K.knn_auc(X, y, FAST, groups=groups)
+    with caplog.at_level(logging.WARNING):
+        scored = K._score(X, y.astype(object), FAST, groups)  # what knn_table writes into the note column
+    assert scored["note"].startswith("skipped: grouped folds need >= 2 sources") and "n_splits" not in scored["note"]
+    K.knn_auc(X, y, FAST, groups=np.array(["q0", "q4"] * 3 + ["q1", "q1", "q2", "q2", "q3", "q3"]))  # two will do
+
+
 def test_bad_inputs_are_errors():
     X, y = _gaussian(10, 2, shift=0.0)
     with pytest.raises(ValueError, match=">= 2 classes"):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 from tiny import ARCHS, save_tiny_model
-from workflow_tiny import SMALL_TARGET, edit_config, prepare_workdir, run_snakemake
+from workflow_tiny import copy_workdir, edit_config, jobs_in, run_snakemake
 
 from entropy_lens import extract_profiles, load_model
 from entropy_lens.lens.metrics import shannon_entropy
@@ -83,13 +83,15 @@ def test_bf16_on_the_real_smollm2(smollm2, model_cache):
 
 
 @pytest.mark.slow
-def test_tiny_workflow_runs_in_bf16_and_says_so(tmp_path):
-    workdir = prepare_workdir(tmp_path / "wf")
+def test_tiny_workflow_runs_in_bf16_and_says_so(tiny_run, tmp_path):
+    """compute.dtype reaches the extraction job (a param: changing it reruns extraction alone) and its store."""
+    workdir = copy_workdir(tiny_run, tmp_path / "wf")
     edit_config(workdir, {"compute": {"dtype": "bfloat16"}})
-    run_snakemake(workdir, SMALL_TARGET, "--cores", "2")
-    combined = storage.open_profiles(workdir / SMALL_TARGET, combined=True)
-    for model in ("tiny-llama", "tiny-qwen"):
-        per_model = storage.open_profiles(workdir / f"results/profiles/{model}/blank.zarr")
-        assert per_model.attrs["dtype"] == "bfloat16"
-        assert per_model.entropy.dtype == np.float32
-    assert np.isfinite(combined.entropy.values).any()
+    store = "results/profiles/tiny-llama/blank.zarr"
+    rerun = run_snakemake(workdir, store, "--cores", "2")
+    assert jobs_in(rerun.stdout) == {"extract_profiles"}
+    per_model = storage.open_profiles(workdir / store)
+    assert per_model.attrs["dtype"] == "bfloat16"
+    assert storage.open_profiles(tiny_run / store).attrs["dtype"] == "float32"
+    assert per_model.entropy.dtype == np.float32
+    assert np.isfinite(per_model.entropy.values).any()

@@ -1,27 +1,58 @@
-"""Every plot writes a valid, non-trivial PNG and an SVG, and leaves no figure open."""
+"""Every plot draws what its name promises (lines, bars, whiskers, labels), writes a PNG and an SVG,
+and leaves no figure open."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.collections import LineCollection, PathCollection, PolyCollection
+from matplotlib.container import BarContainer, ErrorbarContainer
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from synthetic import combined_dataset, lazy
 
 from entropy_lens import plots
 from entropy_lens.analysis import expansion, families, features
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-MIN_PNG_BYTES = 5_000  # a blank 150-dpi canvas with axes is already larger; an empty file is not
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> dict[str, Figure]:
+    """The figures the plot functions save, by file name, for the tests to read what was drawn."""
+    figures: dict[str, Figure] = {}
+    save = plots.save_figure
+
+    def record(fig: Figure, path) -> None:
+        figures[Path(path).name] = fig
+        save(fig, path)
+
+    monkeypatch.setattr(plots, "save_figure", record)
+    return figures
 
 
 def _check(path):
-    data = path.read_bytes()
-    assert data[:8] == PNG_MAGIC
-    assert len(data) > MIN_PNG_BYTES
+    assert path.read_bytes()[:8] == PNG_MAGIC
     svg = path.with_suffix(".svg")
     assert svg.exists() and b"<svg" in svg.read_bytes()[:2000]
     assert plt.get_fignums() == []
+
+
+def _panels(fig: Figure) -> list:
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+
+
+def _ticks(labels) -> list[str]:
+    return [label.get_text() for label in labels]
+
+
+def _whiskers(ax) -> list[np.ndarray]:
+    """The interval whiskers of every error bar on ``ax``: one ``[2, 2]`` segment each."""
+    return [seg for c in ax.containers if isinstance(c, ErrorbarContainer) for seg in c.lines[2][0].get_segments()]
 
 
 def _store():
@@ -38,14 +69,20 @@ def _store():
     )
 
 
-def test_profile_bands_plot(tmp_path):
+def test_profile_bands_plot(tmp_path, drawn):
     ds = _store()
     bands = pd.concat([features.profile_bands(ds, m, "task") for m in ("a-small", "a-large")])
     plots.plot_profile_bands(bands, tmp_path / "bands.png", title="tasks")
     _check(tmp_path / "bands.png")
+    panels = _panels(drawn["bands.png"])
+    assert [ax.get_title() for ax in panels] == ["a-small", "a-large"]
+    for ax, n_layers in zip(panels, (4, 8), strict=True):  # one line and one band per task
+        assert [line.get_label() for line in ax.get_lines()] == ["x", "y"]
+        assert all(len(line.get_xdata()) == n_layers for line in ax.get_lines())
+        assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 2
 
 
-def test_token_heatmap_with_decoded_tokens(tmp_path):
+def test_token_heatmap_with_decoded_tokens(tmp_path, drawn):
     values = np.linspace(0, 5, 6 * 4).reshape(6, 4)
     values[5] = np.nan  # masked token row is dropped
     top1 = np.arange(24).reshape(6, 4)
@@ -53,6 +90,11 @@ def test_token_heatmap_with_decoded_tokens(tmp_path):
     out = tmp_path / "sub" / "heat.png"
     plots.plot_token_heatmap(values, top1, lambda i: words[i], out, token_labels=list("abcdef"), title="p0000")
     _check(out)
+    ax = _panels(drawn["heat.png"])[0]
+    (image,) = [a for a in ax.get_images() if isinstance(a, AxesImage)]
+    assert image.get_array().shape == (5, 4)  # the masked row is gone
+    assert _ticks(ax.get_yticklabels()) == list("abcde")
+    assert sorted(t.get_text() for t in ax.texts) == sorted(plots.cell_text(words[i]) for i in range(20))
 
 
 def _auc_row(model, target, split, measure, protocol, mean):
@@ -69,7 +111,7 @@ def _auc_row(model, target, split, measure, protocol, mean):
     }
 
 
-def test_auc_bars_draw_grouped_rows_with_intervals(tmp_path):
+def test_auc_bars_draw_grouped_rows_with_intervals(tmp_path, drawn):
     rows = [
         _auc_row(model, target, split, measure, protocol, 0.8)
         for model in ("m1", "m2")
@@ -80,11 +122,23 @@ def test_auc_bars_draw_grouped_rows_with_intervals(tmp_path):
     rows.append(_auc_row("all", "family", "", "shannon", "grouped", np.nan))
     plots.plot_auc_bars(pd.DataFrame(rows), tmp_path / "auc.png")
     _check(tmp_path / "auc.png")
+    panels = _panels(drawn["auc.png"])
+    assert [ax.get_title() for ax in panels] == ["m1", "m2", "all"]
+    for ax in panels[:2]:  # 2 targets x 2 measures of the grouped protocol, each bar with its interval
+        assert _ticks(ax.get_xticklabels()) == ["task", "mmlu_correct/base"]
+        bars = [bar for c in ax.containers if isinstance(c, BarContainer) for bar in c]
+        assert [round(bar.get_height(), 6) for bar in bars] == [0.8] * 4
+        whiskers = _whiskers(ax)
+        assert len(whiskers) == 4 and all(np.allclose(w[:, 1], [0.7, 0.9]) for w in whiskers)
+        errorbars = [line for c in ax.containers if isinstance(c, ErrorbarContainer) for line in c.lines[2]]
+        dummies = [c for c in ax.collections if isinstance(c, LineCollection) and c not in errorbars]
+        ends = [seg[:, 1] for c in dummies for seg in c.get_segments()]  # the dummy's upper end over each bar
+        assert len(ends) == 4 and np.allclose(ends, 0.6)
     with pytest.raises(ValueError, match="no kNN rows of protocol 'grouped'"):
         plots.plot_auc_bars(pd.DataFrame(rows[1:2]), tmp_path / "none.png")
 
 
-def test_letter_bias_figure(tmp_path):
+def test_letter_bias_figure(tmp_path, drawn):
     rows = [
         {
             "model": m,
@@ -106,9 +160,18 @@ def test_letter_bias_figure(tmp_path):
     ]
     plots.plot_letter_bias(pd.DataFrame(rows), tmp_path / "letters.png")
     _check(tmp_path / "letters.png")
+    panels = _panels(drawn["letters.png"])
+    assert len(panels) == 4  # letters and accuracy, per model
+    names = ["base\nll", "base\ncalibrated", "instruct\nll", "instruct\ncalibrated"]
+    for letters, accuracy in (panels[0:3:2], panels[1:4:2]):
+        assert _ticks(letters.get_xticklabels()) == names == _ticks(accuracy.get_xticklabels())
+        heights = [bar.get_height() for c in letters.containers for bar in c]
+        assert len(heights) == 16 and sum(heights) == pytest.approx(4.0)  # 4 letters x 4 bars, stacked to 1
+        whiskers = _whiskers(accuracy)
+        assert len(whiskers) == 4 and all(np.allclose(w[:, 1], [0.2, 0.4]) for w in whiskers)
 
 
-def test_dendrogram_and_embedding(tmp_path):
+def test_dendrogram_and_embedding(tmp_path, drawn):
     ds = _store()
     means = families.mean_profiles(families.layer_profiles(ds), grid_points=8)
     names = [str(m) for m in means["model"].values]
@@ -116,25 +179,41 @@ def test_dendrogram_and_embedding(tmp_path):
         families.linkage_matrix(means), names, tmp_path / "dendro.png", families=means["family"].values
     )
     _check(tmp_path / "dendro.png")
+    dendro = _panels(drawn["dendro.png"])[0]
+    assert sorted(_ticks(dendro.get_yticklabels())) == sorted(names)
+    assert sum(len(c.get_segments()) for c in dendro.collections if isinstance(c, LineCollection)) == len(names) - 1
     emb = families.embed_samples(families.sample_profiles(ds, grid_points=8), method="pca")
     plots.plot_embedding(emb, tmp_path / "embed.png", title="PCA")
     _check(tmp_path / "embed.png")
+    scatters = [c for c in _panels(drawn["embed.png"])[0].collections if isinstance(c, PathCollection)]
+    assert [c.get_label() for c in scatters] == ["a", "b"]
+    assert sum(len(c.get_offsets()) for c in scatters) == len(emb) > 0
 
 
-def test_expansion_scatter(tmp_path):
+def test_expansion_scatter(tmp_path, drawn):
     ds = _store()
-    plots.plot_expansion(
-        expansion.expansion_points(ds), tmp_path / "exp.png", spearman=expansion.expansion_spearman(ds)
-    )
+    points = expansion.expansion_points(ds)
+    plots.plot_expansion(points, tmp_path / "exp.png", spearman=expansion.expansion_spearman(ds))
     _check(tmp_path / "exp.png")
+    scatters = [c for c in _panels(drawn["exp.png"])[0].collections if isinstance(c, PathCollection)]
+    assert [c.get_label().split(" ")[0] for c in scatters] == list(pd.unique(points["model"]))
+    assert all("ρ=" in c.get_label() for c in scatters)
+    assert sum(len(c.get_offsets()) for c in scatters) == len(points) > 0
 
 
-def test_family_profiles_plot_and_svg_only_path(tmp_path):
+def test_family_profiles_plot_and_svg_only_path(tmp_path, drawn):
     store = lazy(_store(), tmp_path)
     assert store["family"].dtype.kind != "U"  # strings come back from Zarr as StringDType
     profiles = families.layer_profiles(store)
     plots.plot_family_profiles(profiles, tmp_path / "fam.png", title="blank")
     _check(tmp_path / "fam.png")
+    lines = _panels(drawn["fam.png"])[0].get_lines()
+    assert [line.get_label() for line in lines] == [
+        "a-small (a, 4 layers)",
+        "a-large (a, 8 layers)",
+        "b-small (b, 5 layers)",
+    ]
+    assert [len(line.get_xdata()) for line in lines] == [4, 8, 5]
     plots.plot_family_profiles(profiles, tmp_path / "only.svg")
     assert (tmp_path / "only.svg").exists() and not (tmp_path / "only.png").exists()
     with pytest.raises(ValueError, match="lack coordinates"):

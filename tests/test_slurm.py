@@ -2,8 +2,8 @@
 
 `scripts/slurm_localhost.sh` installs (apt-get) and starts munged, slurmctld and slurmd; the real
 workflow (tiny config, the targets `CLUSTER_TARGETS` of `workflow_tiny`) then runs through
-`--profile profiles/slurm` and must produce byte for byte what a local run produces. Skipped where
-SLURM cannot be installed or started (not root, no apt-get).
+`--profile profiles/slurm` and must produce byte for byte what the session's local run (`tiny_run`)
+produced. Skipped where SLURM cannot be installed or started (not root, no apt-get).
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ logger = logging.getLogger(__name__)
 
 SLURM_SCRIPT = REPO / "scripts" / "slurm_localhost.sh"
 SLURM_PROFILE = REPO / "profiles" / "slurm"
-LOCAL_PROFILE = REPO / "profiles" / "local"
 # slurm_localhost.sh exits with these statuses when the machine cannot run SLURM, or when another
 # cluster of the script (another test session, a developer's) owns /etc/slurm/slurm.conf and munged.
 EXIT_UNSUPPORTED = 3
@@ -150,16 +149,6 @@ def slurm_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The workflow run with the local profile: the reference outputs."""
-    workdir = prepare_workdir(tmp_path_factory.mktemp("local") / "wf")
-    start = time.perf_counter()
-    run_snakemake(workdir, *CLUSTER_TARGETS, "--profile", str(LOCAL_PROFILE), timeout=WORKFLOW_TIMEOUT)
-    logger.warning("workflow with the local profile took %.1f s", time.perf_counter() - start)
-    return workdir
-
-
-@pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory: pytest.TempPathFactory, slurm_env: dict[str, str]) -> tuple[Path, str]:
     """The workflow run through the SLURM profile; returns its directory and Snakemake's output."""
     workdir = prepare_workdir(tmp_path_factory.mktemp("slurm_run") / "wf")
@@ -177,11 +166,13 @@ def _slurm_snakemake(
     return run_snakemake(workdir, *args, env=env, timeout=WORKFLOW_TIMEOUT, check=check)
 
 
-def test_slurm_run_matches_local_run(local_run: Path, slurm_run: tuple[Path, str], slurm_env: dict[str, str]) -> None:
+def test_slurm_run_matches_local_run(tiny_run: Path, slurm_run: tuple[Path, str], slurm_env: dict[str, str]) -> None:
+    """SLURM's outputs are byte for byte those of the session's local run (the local profile, every target)."""
     workdir, output = slurm_run
-    reference = file_contents(local_run, REPRODUCIBLE_ARTIFACTS)
-    assert any(path.startswith("results/profiles/") for path in reference), "the local run must write stores"
-    assert file_contents(workdir, REPRODUCIBLE_ARTIFACTS) == reference
+    produced = file_contents(workdir, REPRODUCIBLE_ARTIFACTS)
+    assert any(path.startswith("results/profiles/") for path in produced), "the SLURM run must write stores"
+    reference = file_contents(tiny_run, REPRODUCIBLE_ARTIFACTS)  # a superset: tiny_run ran every target
+    assert produced == {path: reference.get(path) for path in produced}
     # Every job went through sbatch, and SLURM ran it.
     cluster_jobs = [rule for rule in job_rules(output) if rule != "all"]
     assert "extract_profiles" in cluster_jobs
@@ -243,12 +234,15 @@ def test_missing_partition_is_a_clear_error(slurm_env: dict[str, str], tmp_path:
     assert "Error in rule" in bad.stdout
 
 
-def test_sharded_extraction_runs_each_shard_as_its_own_slurm_job(slurm_env: dict[str, str], tmp_path: Path) -> None:
-    local = prepare_workdir(tmp_path / "local")
-    run_snakemake(local, SHARDED_STORE, "--cores", "2", timeout=WORKFLOW_TIMEOUT)
+def test_sharded_extraction_runs_each_shard_as_its_own_slurm_job(
+    tiny_run: Path, slurm_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Shards gathered from SLURM jobs give the store the session's local, unsharded run wrote."""
     workdir = prepare_workdir(tmp_path / "slurm")
     edit_config(workdir, SHARD_SETTINGS)
     result = _slurm_snakemake(workdir, slurm_env, SHARDED_STORE)
     assert job_rules(result.stdout).count("extract_shard") == 2
     assert result.stdout.count("has been submitted with SLURM jobid") == len(job_rules(result.stdout))
-    xr.testing.assert_identical(store_without_note(workdir / SHARDED_STORE), store_without_note(local / SHARDED_STORE))
+    xr.testing.assert_identical(
+        store_without_note(workdir / SHARDED_STORE), store_without_note(tiny_run / SHARDED_STORE)
+    )

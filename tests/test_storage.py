@@ -1,5 +1,7 @@
 """Zarr stores: lossless round trip, atomic writes, schema checks on write and read."""
 
+import shutil
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -63,3 +65,49 @@ def test_store_of_an_older_schema_asks_for_re_extraction(profiles, tmp_path):
     old.to_zarr(path, zarr_format=3, consolidated=False)
     with pytest.raises(ValueError, match=r"'n_params' is missing.*schema version '1'.*--forcerun extract_profiles"):
         storage.open_profiles(path)
+
+
+def _damaged_copy(store, tmp_path, relative: str, damage) -> object:
+    copy = tmp_path / "damaged.zarr"
+    shutil.copytree(store, copy)
+    target = copy / relative
+    target.write_bytes(damage(target.read_bytes()))
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("relative", "damage", "cause"),
+    [
+        ("zarr.json", lambda b: b[:5] + b"\xff\xfe" + b[7:], "UnicodeDecodeError"),
+        ("zarr.json", lambda b: b[: len(b) // 2], "JSONDecodeError"),
+        ("entropy/zarr.json", lambda b: b"\xff" + b[1:], "UnicodeDecodeError"),
+        ("prompt/c/0", lambda b: b[:-4], "RuntimeError: Zstd decompression error"),  # coordinates are read at open
+    ],
+)
+def test_damaged_metadata_names_the_store_and_the_rebuild(profiles, tmp_path, relative, damage, cause):
+    store = storage.write_profiles(profiles, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    damaged = _damaged_copy(store, tmp_path, relative, damage)
+    rebuild = r"`snakemake --force .*damaged\.zarr`.*`snakemake --forcerun extract_profiles`"
+    expected = rf"profile store .*damaged\.zarr is damaged \({cause}.*{rebuild}"
+    with pytest.raises(ValueError, match=expected):
+        storage.open_profiles(damaged)
+
+
+def test_damaged_chunk_names_the_store_when_it_is_read(profiles, tmp_path):
+    store = storage.write_profiles(profiles, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    damaged = _damaged_copy(store, tmp_path, "entropy/c/1/0/0", lambda b: b[: len(b) // 2])
+    ds = storage.open_profiles(damaged)  # data chunks are read lazily
+    ds.entropy.isel(prompt=[0, 1]).load()  # the intact shard reads
+    message = r"profile store .*damaged\.zarr is damaged \(ValueError: Stored and computed checksum do not match"
+    with pytest.raises(ValueError, match=message + r".*snakemake --force .*--forcerun extract_profiles"):
+        ds.load()
+
+
+def test_damaged_combined_store_names_combine_profiles(profiles, tmp_path):
+    store = tmp_path / "combined.zarr"
+    store.mkdir()
+    (store / "zarr.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(
+        ValueError, match=r"combined\.zarr is damaged .*`snakemake --forcerun combine_profiles` every such job"
+    ):
+        storage.open_profiles(store, combined=True)

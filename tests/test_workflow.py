@@ -1,25 +1,31 @@
 """The real Snakemake DAG: dry runs of both configs, lint, a tiny end-to-end run, resume, recovery."""
 
 import os
+import re
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import xarray as xr
 import yaml
 from workflow_tiny import (
     CONFIG_FILE,
     IMAGES_PER_CLASS,
     MOE_LAYERS,
     REPO,
+    RUN_OUTPUT,
     SMALL_TARGET,
     TINY_MODELS,
+    copy_workdir,
     edit_config,
+    file_contents,
+    job_rules,
     jobs_in,
     nothing_to_do,
     prepare_moe_vit_workdir,
@@ -32,7 +38,9 @@ from workflow_tiny import (
 
 from entropy_lens import cli
 from entropy_lens.analysis import paper
+from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.store import schema, storage
+from entropy_lens.workflow import plan as planning
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +57,23 @@ def test_dry_run_builds_the_dag(configfile):
     """--forceall plans every job whether or not a run already built them (make run, then make test)."""
     out = run(snakemake_cmd(REPO, "-n", "--forceall", configfile=REPO / configfile), cwd=REPO, timeout=300)
     assert "extract_profiles" in out.stdout and "combine_profiles" in out.stdout
+
+
+def test_tables_of_another_config_do_not_shape_the_plan(tmp_path):
+    """`make run` (default config), then a dry run and a plan of the paper config in the same folder:
+    the default's 72-prompt MMLU table must not set the paper plan's shards (the config does)."""
+    stale = [f"results/datasets/{t}.parquet" for t in ("mmlu", "blank", "formats", "layer_skip_eval")]
+    run(snakemake_cmd(tmp_path, *stale, "--cores", "2", configfile=REPO / CONFIG_FILE), cwd=tmp_path, timeout=300)
+    paper = REPO / "config/paper.yaml"
+    out = run(snakemake_cmd(tmp_path, "-n", "--forceall", configfile=paper), cwd=tmp_path, timeout=300).stdout
+    config = cli.load_config(paper, REPO / "schemas/config.schema.yaml")
+    tables = {t: tmp_path / "results/datasets" / f"{t}.parquet" for t in ("mmlu", "blank", "formats")}
+    planned = planning.plan_from_config(config, tables=tables)
+    mmlu = [j for j in planned.jobs if j.rule == planning.EXTRACT and j.dataset == "mmlu"]
+    shards = -(-prompt_count("mmlu", config["datasets"]["mmlu"]) // config["compute"]["prompts_per_job"])
+    assert {(j.model, j.n_shards) for j in mmlu} == {(m, shards) for m in planning.dataset_models(config)["mmlu"]}
+    assert shards > 1 and {j.token_source for j in mmlu} == {"estimate"}
+    assert len([j for j in planned.jobs if j.rule == planning.EXTRACT]) == job_rules(out).count("extract_shard")
 
 
 def test_paper_config_lists_the_study_models():
@@ -84,14 +109,21 @@ def test_bad_config_fails_before_any_job(tmp_path, edit, message):
     assert not (tmp_path / "results").exists()
 
 
-RUN_OUTPUT: dict[Path, str] = {}
+# tiny_run (tests/conftest.py): the whole tiny workflow, run once per session.
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    workdir = prepare_workdir(tmp_path_factory.mktemp("tiny_workflow"))
-    RUN_OUTPUT[workdir] = run_snakemake(workdir, "--cores", "2").stdout
-    return workdir
+@dataclass(frozen=True)
+class _Drawn:
+    texts: list[str]  # every text element, in order
+    groups: Counter  # element groups by matplotlib's id prefix: line2d, patch, LineCollection, ...
+
+
+def _svg(path: Path) -> _Drawn:
+    """What a figure's SVG (written with svg.fonttype none) drew."""
+    svg = path.read_text()
+    return _Drawn(
+        re.findall(r"<text[^>]*>([^<]*)</text>", svg), Counter(re.findall(r'<g id="([A-Za-z0-9]+)_\d+"', svg))
+    )
 
 
 def test_combined_store_follows_the_schema(tiny_run):
@@ -131,8 +163,15 @@ def test_mmlu_scores_and_tables(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/mmlu_accuracy.csv")
     assert set(table["measure"]) == {"ll", "calibrated", "parsed"} and "tiny-qwen" in set(table["model"])
     assert (table["ci_low"].dropna() <= table["accuracy"].dropna()).all()
-    assert (tiny_run / "results/figures/mmlu_letters.png").stat().st_size > 5000
-    assert (tiny_run / "results/figures/mean_profiles_blank.png").stat().st_size > 5000
+    # What the figures drew, read from their SVGs (text stays text): bars of the letters answered and
+    # accuracy whiskers per model (2 styles x 3 measures each), one labelled profile line per model.
+    letters = _svg(tiny_run / "results/figures/mmlu_letters.svg")
+    assert {"tiny-llama", "tiny-qwen", "base", "instruct", "ll", "calibrated", "parsed"} <= set(letters.texts)
+    assert letters.groups["patch"] >= 2 * 6 * 4  # models x rows x stacked letters
+    assert letters.groups["LineCollection"] == 2 * 2  # per model: accuracy whiskers, majority baselines
+    profiles = _svg(tiny_run / "results/figures/mean_profiles_blank.svg")
+    labels = [t for t in profiles.texts if t.startswith("tiny-")]
+    assert [t.split(" (")[0] for t in labels] == ["tiny-llama", "tiny-qwen"] and profiles.groups["line2d"] >= 2
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
@@ -188,12 +227,12 @@ def test_second_run_has_nothing_to_do(tiny_run):
 
 
 def test_rerun_of_same_config_gives_identical_stores(tiny_run, tmp_path):
-    prepare_workdir(tmp_path)  # the tiny models are rebuilt from the same seeds: identical weights
-    run_snakemake(tmp_path, f"{PROFILES}/blank.zarr", f"{PROFILES}/formats.zarr", "--cores", "2")
-    for name in ("blank", "formats"):
-        a = storage.open_profiles(tiny_run / f"{PROFILES}/{name}.zarr", combined=True).load()
-        b = storage.open_profiles(tmp_path / f"{PROFILES}/{name}.zarr", combined=True).load()
-        xr.testing.assert_equal(a, b)
+    """The extraction job, run again on the same inputs, writes the same bytes."""
+    workdir = copy_workdir(tiny_run, tmp_path / "wf")
+    store = f"{PROFILES}/tiny-llama/blank.zarr"
+    again = run_snakemake(workdir, store, "--cores", "2", "--forcerun", "extract_profiles")
+    assert job_rules(again.stdout).count("extract_profiles") == 1
+    assert file_contents(workdir, (store,)) == file_contents(tiny_run, (store,))
 
 
 def test_moe_decoder_and_vit_run_through_the_whole_workflow(tmp_path):

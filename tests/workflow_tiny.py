@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
+LOCAL_PROFILE = REPO / "profiles" / "local"
 VENV_BIN = Path(sys.executable).parent
 SNAKEMAKE = str(VENV_BIN / "snakemake")
 CONFIG_FILE = "config.yaml"
@@ -204,6 +206,17 @@ def prepare_workdir(workdir: Path) -> Path:
             handle.write(json.dumps({"story_id": f"s{i}", "text": text}) + "\n")
     (workdir / CONFIG_FILE).write_text(yaml.safe_dump(tiny_config(), sort_keys=False))
     return workdir
+
+
+# Snakemake's output of each session-wide run (conftest's ``tiny_run``), by working directory.
+RUN_OUTPUT: dict[Path, str] = {}
+
+
+def copy_workdir(source: Path, target: Path) -> Path:
+    """A copy of a working directory that has run (results, .snakemake metadata and mtimes kept), to change
+    and rerun without touching the original; return ``target``."""
+    shutil.copytree(source, target, symlinks=True)
+    return target
 
 
 def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:

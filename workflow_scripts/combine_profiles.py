@@ -1,9 +1,9 @@
 """Rule combine_profiles: one store per dataset with a model dim (NaN-padded layers), MMLU scores attached."""
 
+from entropy_lens.core.tables import read_frames
 from entropy_lens.store import storage
 from entropy_lens.store.combine import combine_dataset
 from entropy_lens.workflow.jobs import setup_logging
-from entropy_lens.core.tables import read_frames
 
 setup_logging(snakemake)
 store = snakemake.params.storage

@@ -1,10 +1,10 @@
 """Rule expansion_stats: Delta H vs nucleus-size change (Spearman) and adjacent-layer overlap, prompt-bootstrapped."""
 
 from entropy_lens.analysis.expansion import expansion_points, expansion_spearman, nucleus_overlap
+from entropy_lens.core.tables import write_table
 from entropy_lens.plots import plot_expansion
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
-from entropy_lens.core.tables import write_table
 
 setup_logging(snakemake)
 seed, n_boot, dataset, out = (

@@ -3,9 +3,9 @@
 import pandas as pd
 
 from entropy_lens.analysis.shapes import profile_shapes
+from entropy_lens.core.tables import write_table
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
-from entropy_lens.core.tables import write_table
 
 setup_logging(snakemake)
 n_boot, seed, out = snakemake.params.n_boot, snakemake.params.seed, snakemake.output

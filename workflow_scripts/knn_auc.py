@@ -2,10 +2,10 @@
 
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.knn import KnnSettings, knn_table
+from entropy_lens.core.tables import write_table
 from entropy_lens.plots import plot_auc_bars
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
-from entropy_lens.core.tables import write_table
 
 setup_logging(snakemake)
 knn, out = snakemake.params.knn, snakemake.output

@@ -1,8 +1,8 @@
 """Rule layer_skip_table: accuracy per condition (Wilson) and paired expansion-vs-random/pruning differences."""
 
 from entropy_lens.answers.accuracy import skip_tables
-from entropy_lens.workflow.jobs import setup_logging
 from entropy_lens.core.tables import read_frames, write_table
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 out = snakemake.output

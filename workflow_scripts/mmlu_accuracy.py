@@ -1,9 +1,9 @@
 """Rule mmlu_accuracy: accuracy per model, style and measure with Wilson intervals and the letter bias."""
 
 from entropy_lens.answers.accuracy import accuracy_table
+from entropy_lens.core.tables import read_frames, write_table
 from entropy_lens.plots import plot_letter_bias
 from entropy_lens.workflow.jobs import setup_logging
-from entropy_lens.core.tables import read_frames, write_table
 
 setup_logging(snakemake)
 out = snakemake.output

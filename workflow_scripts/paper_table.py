@@ -10,8 +10,8 @@ from entropy_lens.analysis.paper import (
     verdicts_html,
     verdicts_markdown,
 )
-from entropy_lens.workflow.jobs import setup_logging
 from entropy_lens.core.tables import write_table
+from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 out = snakemake.output

@@ -1,9 +1,9 @@
 """Rule routing_entropy: Delta H against routing entropy over MoE layers, with prompt-bootstrap intervals."""
 
 from entropy_lens.analysis.routing import routing_tables
+from entropy_lens.core.tables import write_table
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
-from entropy_lens.core.tables import write_table
 
 setup_logging(snakemake)
 out = snakemake.output

@@ -1,7 +1,7 @@
 """Rule run_timings: seconds and peak memory of every job of the run, from Snakemake's benchmark files."""
 
-from entropy_lens.workflow.jobs import setup_logging
 from entropy_lens.core.tables import write_table
+from entropy_lens.workflow.jobs import setup_logging
 from entropy_lens.workflow.timings import timing_table
 
 setup_logging(snakemake)

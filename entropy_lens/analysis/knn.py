@@ -246,7 +246,8 @@ def knn_auc(
         y: ``[N]`` labels (any hashable values; at least 2 classes of >= 2 samples each).
         settings: Classifier and CV settings (default :class:`KnnSettings`).
         groups: ``[N]`` source of each sample; when given, folds are grouped (a source
-            never sits on both sides of a split).
+            never sits on both sides of a split); every class needs >= 2 sources, or a
+            ``ValueError`` names the class and its sources.
 
     Returns:
         :class:`AucResult` over the ``n_splits * n_repeats`` folds.
@@ -255,6 +256,8 @@ def knn_auc(
     X = np.asarray(X, dtype=np.float64)
     codes, counts = _encode(y, X)
     group_codes = _group_codes(groups, codes) if groups is not None else None
+    if group_codes is not None:
+        _check_sources(y, groups)
     n_splits = _cap_splits(settings.n_splits, _smallest_class(codes, counts, group_codes), group_codes is not None)
     folds = list(_folds(X, codes, group_codes, n_splits, settings))
     k = _cap_k(settings.k, min(train.size for train, _ in folds))
@@ -295,6 +298,18 @@ def _group_codes(groups: Sequence[Any], codes: np.ndarray) -> np.ndarray:
     if values.shape != codes.shape:
         raise ValueError(f"groups must hold one value per sample ({codes.size}), got shape {values.shape}")
     return np.unique(values.astype(str), return_inverse=True)[1]
+
+
+def _check_sources(y: Sequence[Any], groups: Sequence[Any]) -> None:
+    """Grouped folds hold out whole sources: every class needs sources on both sides of a split."""
+    per_class = pd.Series(np.asarray(groups).astype(str)).groupby(np.asarray(y).astype(str)).nunique()
+    thin = per_class[per_class < MIN_PER_CLASS]
+    if thin.size:
+        shortfall = ", ".join(f"class {label!r} comes from {n} source" + "s" * (n != 1) for label, n in thin.items())
+        raise ValueError(
+            f"grouped folds need >= {MIN_PER_CLASS} sources (groups) per class, as a fold holds out whole sources; "
+            f"{shortfall} (sources per class: {per_class.to_dict()}); add samples from more sources to it"
+        )
 
 
 def _smallest_class(codes: np.ndarray, counts: np.ndarray, group_codes: np.ndarray | None) -> int:

@@ -9,6 +9,7 @@ sharding) so a store stays a modest number of files for DVC.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 import zarr
+from dask.array.core import getter
 
 from entropy_lens.store import schema
 
@@ -100,18 +102,44 @@ def _replace_dir(staged: Path, target: Path) -> None:
 def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Dataset:
     """Open a store lazily (dask arrays) and check it against the schema.
 
+    A damaged store (unreadable metadata, a chunk that fails its checksum or does not
+    decompress) raises a ``ValueError`` naming the store and how to rebuild it, at open
+    for metadata and coordinates, when the chunk is read for data variables.
+
     Raises:
         FileNotFoundError: when ``path`` holds no store.
-        ValueError: when the store breaks the schema.
+        ValueError: when the store is damaged or breaks the schema.
     """
     target = Path(path)
     if not (target / "zarr.json").exists():
         raise FileNotFoundError(f"no profile store at {target} (missing zarr.json)")
-    with warnings.catch_warnings():  # Snakemake leaves a timestamp file inside directory outputs
-        warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
-        ds = xr.open_zarr(target, consolidated=False, zarr_format=3)
+    reader = functools.partial(_read_chunk, store=str(target), combined=combined)
+    try:
+        with warnings.catch_warnings():  # Snakemake leaves a timestamp file inside directory outputs
+            warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
+            ds = xr.open_zarr(target, consolidated=False, zarr_format=3, from_array_kwargs={"getitem": reader})
+    except (ValueError, RuntimeError) as err:  # UnicodeDecodeError, JSONDecodeError; codecs raise RuntimeError
+        raise ValueError(damaged_store_message(target, err, combined=combined)) from err
     schema.validate_profiles(ds, combined=combined)
     return ds
+
+
+def damaged_store_message(store: str | os.PathLike, err: Exception, *, combined: bool = False) -> str:
+    """What to say about a store Zarr cannot read: which one, why, and how to rebuild it."""
+    rule = "combine_profiles" if combined else "extract_profiles"
+    sharded = "" if combined else " (`extract_shard` in a sharded run)"
+    return (
+        f"profile store {store} is damaged ({type(err).__name__}: {err}); rebuild it: `snakemake --force {store}` "
+        f"reruns the job that wrote it, `snakemake --forcerun {rule}`{sharded} every such job"
+    )
+
+
+def _read_chunk(array, key, asarray: bool = True, lock=None, *, store: str, combined: bool):
+    """dask's chunk getter, with a damaged chunk reported as :func:`damaged_store_message`."""
+    try:
+        return getter(array, key, asarray=asarray, lock=lock)
+    except (ValueError, RuntimeError) as err:  # zarr: "Stored and computed checksum do not match"; zstd: RuntimeError
+        raise ValueError(damaged_store_message(store, err, combined=combined)) from err
 
 
 def as_str(values: np.ndarray) -> np.ndarray:

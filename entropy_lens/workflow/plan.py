@@ -1014,14 +1014,36 @@ class _Prompts:
 
     def stats(self, model: _ModelContext, table: str, *, chat: bool, spec: Mapping | None = None) -> PromptStats:
         """Lengths of ``table`` as ``model`` sees it; estimated from ``spec`` (default: the
-        config section of the dataset named ``table``) while the table does not exist."""
+        config section of the dataset named ``table``) while the table does not exist.
+
+        The number of prompts always comes from the config (:func:`prompt_count`, as
+        ``rules/common.smk`` counts shards); a table holding another number was built under
+        another config (its rule rebuilds it), so its lengths are not used either.
+        """
+        dataset = "mmlu" if table.startswith("layer_skip") else table
+        spec = spec if spec is not None else _get(self.config, "datasets", dataset)
+        expected = prompt_count(dataset, spec)
+        texts = self._texts_of(table, expected)
+        if texts is None:
+            return dataclasses.replace(estimated_stats(dataset, spec, self.settings, chat=chat), prompts=expected)
+        return self.of_texts(model, texts, chat=chat)
+
+    def _texts_of(self, table: str, expected: int) -> list[str] | None:
+        """The prompt texts of ``table``, or None when it does not exist or holds another count."""
         if table not in self.tables:
-            dataset = "mmlu" if table.startswith("layer_skip") else table
-            spec = spec if spec is not None else _get(self.config, "datasets", dataset)
-            return estimated_stats(dataset, spec, self.settings, chat=chat)
+            return None
         if table not in self._texts:
             self._texts[table] = pd.read_parquet(self.tables[table], columns=[PROMPT_TEXT])[PROMPT_TEXT].tolist()
-        return self.of_texts(model, self._texts[table], chat=chat)
+            if len(self._texts[table]) != expected:
+                logger.warning(
+                    "%s holds %d prompts but the config builds %d: it was built under another config and its "
+                    "rule rebuilds it; prompt lengths are estimated from the config",
+                    self.tables[table],
+                    len(self._texts[table]),
+                    expected,
+                )
+        texts = self._texts[table]
+        return texts if len(texts) == expected else None
 
     def of_texts(self, model: _ModelContext, texts: Sequence[str], *, chat: bool) -> PromptStats:
         """Lengths of given prompt texts as ``model`` sees them."""
