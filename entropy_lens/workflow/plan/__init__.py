@@ -1,7 +1,7 @@
 """A cost plan of the workflow's GPU jobs from model shapes alone (no weights loaded).
 
 Every extraction job (one per model x dataset, or per shard of ``compute.prompts_per_job``
-prompts) and the per-model MMLU scoring and layer-skip jobs get FLOPs, peak memory, an
+prompts) and the per-model layer-skip jobs get FLOPs, peak memory, an
 estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
 
 Modules, each importing only those above it:

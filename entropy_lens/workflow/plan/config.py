@@ -290,8 +290,8 @@ def jobs_from_config(
     """The GPU jobs a validated config runs, as ``rules/common.smk`` lists them.
 
     Extraction per enabled dataset x each of its models (``datasets.<name>.models``,
-    empty = all) x shard; MMLU scoring for the mmlu set's models; layer-skip selection
-    and evaluation for ``layer_skip.models`` when enabled.
+    empty = all) x shard (MMLU letters are read by the extraction itself); layer-skip
+    selection and evaluation for ``layer_skip.models`` when enabled.
 
     Args:
         config: The workflow config, validated with defaults filled.

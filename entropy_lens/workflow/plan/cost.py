@@ -1,7 +1,7 @@
 """The cost of one job from its model shape and workload: FLOPs, peak memory, time and cluster request.
 
 Every extraction job (one per model x dataset, or per shard of ``compute.prompts_per_job``
-prompts) and the per-model MMLU scoring and layer-skip jobs get FLOPs, peak memory,
+prompts) and the per-model layer-skip jobs get FLOPs, peak memory,
 an estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
 
 The cost model, per job (``N`` prompts of mean length ``S``, ``T`` generated tokens,
