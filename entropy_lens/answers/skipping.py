@@ -27,8 +27,8 @@ from entropy_lens.answers.accuracy import CORRECT_COLUMNS
 from entropy_lens.answers.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
 from entropy_lens.answers.letters import calibrate
 from entropy_lens.answers.scoring import letter_logprobs
-from entropy_lens.lens.choices import gather_logprobs, rendered_queries
-from entropy_lens.lens.logit_lens import LensSettings, extract_profiles, lens_logits
+from entropy_lens.lens.choices import rendered_queries
+from entropy_lens.lens.logit_lens import LensSettings, extract_profiles, gather_logprobs, lens_logits
 from entropy_lens.model.generation import GenerationSettings, left_pad
 from entropy_lens.model.hooks import capture_block_calls, check_layers, run_blocks, skip_blocks
 from entropy_lens.model.loading import LensModel

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from entropy_lens.lens.logit_lens import Readout, encode_prompts
+from entropy_lens.lens.logit_lens import Readout, encode_prompts, gather_logprobs
 from entropy_lens.model.generation import left_pad
 from entropy_lens.model.loading import LensModel
 
@@ -165,10 +165,3 @@ def _score_batch(lm: LensModel, queries: list[ChoiceQuery]) -> np.ndarray:
         input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=1
     ).logits[:, -1, :]  # [B, V]
     return gather_logprobs(logits, [q.choice_ids for q in queries])
-
-
-def gather_logprobs(logits: torch.Tensor, ids: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
-    """``[B, C]`` float32 log-probabilities of token ``ids[b][c]`` under ``[B, V]`` logits."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    index = torch.as_tensor(np.asarray(ids), dtype=torch.long, device=logp.device)  # [B, C]
-    return logp.gather(1, index).cpu().numpy()

@@ -506,9 +506,15 @@ def _read_choices(logits: torch.Tensor, choice_ids: np.ndarray, rows: np.ndarray
     """Log-probabilities of the readable rows' choice tokens under the model's own ``[B, V]`` logits."""
     ok = (choice_ids >= 0).all(axis=1)
     if ok.any():
-        logp = torch.log_softmax(logits[torch.as_tensor(ok, device=logits.device)].float(), dim=-1)
-        index = torch.as_tensor(choice_ids[ok], dtype=torch.long, device=logp.device)  # [b, C]
-        buf.arrays[schema.CHOICE_LOGPROB][rows[ok]] = logp.gather(1, index).cpu().numpy()
+        readable = logits[torch.as_tensor(ok, device=logits.device)]
+        buf.arrays[schema.CHOICE_LOGPROB][rows[ok]] = gather_logprobs(readable, choice_ids[ok])
+
+
+def gather_logprobs(logits: torch.Tensor, ids: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
+    """``[B, C]`` float32 log-probabilities of token ``ids[b][c]`` under ``[B, V]`` logits."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    index = torch.as_tensor(np.asarray(ids), dtype=torch.long, device=logp.device)  # [B, C]
+    return logp.gather(1, index).cpu().numpy()
 
 
 def _attrs(lm: LensModel, lens: LensSettings, settings: GenerationSettings, chat_template: bool) -> dict:
