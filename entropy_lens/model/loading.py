@@ -38,6 +38,8 @@ from entropy_lens.model.vision import ClassNames, find_vision_parts, has_classif
 logger = logging.getLogger(__name__)
 
 SOURCE_FILE = "entropy_lens_source.json"
+# Attribute of an unembedding holding the handle of its contiguous-input hook (:func:`contiguous_head_input`).
+CONTIGUOUS_HOOK = "_entropy_lens_contiguous_hook"
 _BLOCK_ATTRS = ("layers", "h", "blocks", "layer")
 _NORM_ATTRS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "final_norm")
 
@@ -172,10 +174,31 @@ def wrap_model(
             parts.readout,
         )
     blocks, norm, unembed, softcap = find_lens_parts(model)
+    contiguous_head_input(unembed)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return LensModel(model, tokenizer, name, source, sha256, family, blocks, norm, unembed, softcap)
+
+
+def _contiguous_input(_module: nn.Module, args: tuple) -> tuple | None:
+    if not args or not isinstance(args[0], torch.Tensor) or args[0].is_contiguous():
+        return None
+    return (args[0].contiguous(), *args[1:])
+
+
+def contiguous_head_input(unembed: nn.Module) -> None:
+    """Hand the unembedding a contiguous input (once per module; values unchanged).
+
+    A causal LM called with ``logits_to_keep=1`` feeds its head the strided slice
+    ``hidden[:, -1:, :]``.  On CPU, torch turns a strided 3-D input into a batched
+    matmul against a copy of the weight expanded per row; in bfloat16, for a 151,936 x 1,536
+    head and 8 prompts, that is gigabytes copied per call, over half of an MMLU extraction
+    (float32 takes a faster path; ``benchmarks/bench_mmlu.py`` measures both).
+    Copying the ``[B, 1, d]`` slice first is a few kilobytes.
+    """
+    if getattr(unembed, CONTIGUOUS_HOOK, None) is None:
+        setattr(unembed, CONTIGUOUS_HOOK, unembed.register_forward_pre_hook(_contiguous_input))
 
 
 def default_device() -> str:
