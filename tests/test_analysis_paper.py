@@ -407,3 +407,13 @@ def test_family_pairs_and_pooled_accuracy_from_files(tmp_path):
     acc = P.paper_table(accuracy=pd.concat([styles, pooled]), expected=_expected())
     why = acc.loc[(acc["claim"] == P.ACCURACY) & (acc["split"] == ALL_STYLES), "why"]
     assert why.str.contains("with 40 questions: about").all(), why.tolist()
+
+
+def test_renyi_row_names_the_rows_that_keep_it_from_reproduced():
+    rows = _knn().to_dict("records")
+    rows.append(_knn_row("family", "all", "grouped", 0.6, 0.52, 0.68, measure="renyi(a=0.5)"))
+    table = P.paper_table(knn=_csv(rows), expected=_expected())
+    renyi = table[table["claim"] == P.RENYI].iloc[0]
+    assert renyi["verdict"] == V.INCONCLUSIVE
+    assert "renyi(a=0.5), family separability" in renyi["why"] and "would decide it" in renyi["why"]
+    assert "renyi(a=5)" not in renyi["why"]  # reproduced where Shannon did: not named

@@ -227,7 +227,8 @@ def test_units_to_decide_predicts_a_fresh_sample_of_that_size():
 def test_undecided_rows_give_the_units_that_would_decide_them():
     dummy = V.Interval(0.5, 0.42, 0.58)
     wide = V.separability(V.Interval(0.62, 0.45, 0.79), dummy, k_used=29, k_study=29, n_groups=10, unit="stories")
-    assert "effect too small to decide with 10 stories: about 181 would decide it" in wide.why
+    # both intervals narrow: 10 * ((0.17 + 0.08) / (0.62 - 0.5)) ** 2 = 43.4
+    assert "effect too small to decide with 10 stories: about 44 would decide it" in wide.why
     rho = V.spearman(V.Interval(0.55, 0.4, 0.7), n_prompts=50)
     assert "with 50 prompts: about 450 would" in rho.why
     acc = V.accuracy(V.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2, n=100)
@@ -247,3 +248,17 @@ def test_shape_claims_give_the_sources_that_would_decide_them():
     assert verdict.verdict == V.INCONCLUSIVE and "with 10 sources: about 23 would" in verdict.why
     failing = {**stats, "rise": V.Interval(0.1, -0.1, 0.3)}  # on the wrong side: the first part to fail decides
     assert "about 40 would" in V.family_shape(V.GPT_SHAPE, failing, n_sources=10, third_layers=3).why
+
+
+def test_separability_sources_needed_let_the_dummy_interval_narrow_too():
+    auc, dummy, n = V.Interval(0.629, 0.548, 0.710), V.Interval(0.534, 0.398, 0.670), 160
+    why = V.separability(auc, dummy, k_used=None, k_study=29, n_groups=n, unit="questions").why
+    needed = int(why.split("about ")[1].split(" would")[0].replace(",", ""))
+
+    def separates(units: float) -> bool:  # both half-widths shrink as 1/sqrt(units)
+        shrink = math.sqrt(n / units)
+        low = auc.estimate - (auc.estimate - auc.low) * shrink
+        return low > max(0.5, dummy.estimate + (dummy.high - dummy.estimate) * shrink)
+
+    assert separates(needed + 1) and not separates(0.9 * needed)
+    assert 800 < needed < 900  # a fixed dummy bar (0.670, above the estimate) could never be passed

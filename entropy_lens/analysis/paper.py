@@ -321,6 +321,14 @@ def _renyi_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not any(renyi):
         return []
     verdict = V.renyi_invariance(shannon, renyi)
+    held = {key for key, v in by_key.items() if v.get("shannon") == V.REPRODUCED}
+    astray = [
+        f"{r['measure']}, {r['claim']} ({r['model']}{', ' + r['split'] if r['split'] else ''}): {r['why']}"
+        for r in separability
+        if (r["claim"], r["model"], r["split"]) in held and r["measure"] != "shannon" and r["verdict"] != V.REPRODUCED
+    ]
+    if astray:
+        verdict = V.Verdict(verdict.verdict, f"{verdict.why}: " + "; ".join(astray))
     orders = sorted({m for v in by_key.values() for m in v if m != "shannon"})
     return [_row(RENYI, "all", "", verdict, measure=", ".join(orders), study="conclusions unchanged for α = 0.5, 1, 5")]
 

@@ -64,7 +64,9 @@ read at its depths)
 
 An interval too wide to decide
     the ``why`` gives the number of units (questions, prompts, sources, samples) that would
-    decide the row at the measured spread (:func:`units_to_decide`).
+    decide the row at the measured spread (:func:`units_to_decide`; for separability the
+    dummy's interval narrows with the sources too).  The Rényi row repeats the ``why`` of each
+    Rényi row that keeps it from ``reproduced``.
 """
 
 from __future__ import annotations
@@ -201,12 +203,32 @@ def separability(
         return Verdict(REPRODUCED, f"AUC {_pct(auc)} lies above the dummy {_pct(dummy)} and 50")
     if auc.high < effect:
         return Verdict(NOT_REPRODUCED, f"AUC {_pct(auc)} rules out AUC >= {100 * effect:.0f}")
-    needed = units_to_decide(auc, n_groups, [(bar, True), (effect, False)])
+    needed = _separability_units(auc, dummy, n_groups, effect)
     return Verdict(
         INCONCLUSIVE,
         f"AUC {_pct(auc)} overlaps the dummy {_pct(dummy)} or 50 and cannot rule out AUC >= {100 * effect:.0f}"
         + _too_small(needed, n_groups, unit),
     )
+
+
+def _separability_units(auc: Interval, dummy: Interval, n: int, effect: float) -> float:
+    """Sources that would decide a separability row: :func:`units_to_decide`, with the dummy's
+    interval narrowing too.
+
+    ``reproduced`` needs ``auc.low`` above both 0.5 and ``dummy.high``.  With ``n'`` sources
+    both half-widths shrink by ``sqrt(n / n')``, so the dummy bar is met at about
+    ``n * ((h_auc + h_dummy) / (auc - dummy)) ** 2`` sources and the 0.5 bar as in
+    :func:`units_to_decide`; the row needs the larger.  ``not reproduced`` needs the upper end
+    below ``effect``; the smaller of the two decisions is returned.
+    """
+    if n < 1 or not auc.finite or not dummy.finite:
+        return math.inf
+    below = units_to_decide(auc, n, [(effect, False)])
+    if auc.estimate <= max(dummy.estimate, CHANCE_AUC):
+        return below
+    over_dummy = n * ((auc.estimate - auc.low + dummy.high - dummy.estimate) / (auc.estimate - dummy.estimate)) ** 2
+    above = max(float(math.ceil(round(over_dummy, 6))), units_to_decide(auc, n, [(CHANCE_AUC, True)]))
+    return min(above, below)
 
 
 def answers_at_chance(accuracy: Interval, chance: float, majority_share: float, majority_letter: str) -> Verdict | None:
