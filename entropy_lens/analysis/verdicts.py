@@ -165,7 +165,12 @@ def units_to_decide(value: Interval, n: int, decisions: Sequence[tuple[float, bo
         half = value.estimate - value.low if above else value.high - value.estimate
         if margin > 0 and half >= 0:
             needed.append(n * (half / margin) ** 2)
-    return float(math.ceil(round(min(needed), 6))) if needed else math.inf  # round: 400.0000001 is 400
+    return _whole_units(min(needed)) if needed else math.inf
+
+
+def _whole_units(units: float) -> float:
+    """``units`` rounded up to a whole unit (rounded to 6 places first: 400.0000001 is 400)."""
+    return float(math.ceil(round(units, 6)))
 
 
 def _too_small(needed: float, n: int, unit: str) -> str:
@@ -227,7 +232,7 @@ def _separability_units(auc: Interval, dummy: Interval, n: int, effect: float) -
     if auc.estimate <= max(dummy.estimate, CHANCE_AUC):
         return below
     over_dummy = n * ((auc.estimate - auc.low + dummy.high - dummy.estimate) / (auc.estimate - dummy.estimate)) ** 2
-    above = max(float(math.ceil(round(over_dummy, 6))), units_to_decide(auc, n, [(CHANCE_AUC, True)]))
+    above = max(_whole_units(over_dummy), units_to_decide(auc, n, [(CHANCE_AUC, True)]))
     return min(above, below)
 
 
