@@ -37,7 +37,7 @@ import pandas as pd
 
 from entropy_lens import load_model
 from entropy_lens.answers import scoring, skipping
-from entropy_lens.answers.conditions import Condition
+from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.lens.extract import extract_table
 from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.model.generation import GenerationSettings
@@ -135,10 +135,10 @@ def bench_model(name: str, args: argparse.Namespace, questions: pd.DataFrame) ->
     lm16 = load_model(name, device="cpu", dtype="bfloat16")
     cal = build_mmlu(questions, n=args.calibration, seed=args.seed + 1, styles=["base"])
     table = build_mmlu(questions, n=args.questions, seed=args.seed, styles=["base"])
-    record, _ = skipping.select_conditions(
-        lm, cal, lens=LensSettings(), chat_template=False, tokens=3, ks=args.ks, n_random=2, seed=args.seed
-    )
-    conditions = [Condition.from_dict(c) for c in record["conditions"]]
+    plan = calibrate_skips(
+        lm, cal, lens=LensSettings(), chat_template=False, ks=args.ks, n_random=2, seed=args.seed, n_boot=100
+    ).plan
+    conditions = [*plan.sweep, *plan.sets[1:]]  # every block alone, then the k >= 2 sets
     rows = []
     for task, sides in (
         ("letters", letters_sides(lm, table, args.batch_size)),

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 import yaml
 from tqdm import tqdm
@@ -100,7 +101,64 @@ def _parser() -> argparse.ArgumentParser:
     cost.add_argument(
         "--benchmarks", default=None, help="Snakemake benchmark folder to compare with (default: RESULTS/benchmarks)"
     )
+    skip = sub.add_parser("skip-map", help="what skipping each block costs, from a run's layer-skip tables")
+    skip.add_argument("--results", default="results", help="results folder of a run (default: results)")
+    skip.add_argument("--model", default=None, help="one model of the run (default: every model)")
+    skip.add_argument("--measure", default="calibrated", help="answer measure: calibrated (default) or ll")
     return parser
+
+
+SKIP_MAP_PATH = "{results}/tables/skip_map.csv"
+
+
+def render_skip_map(rows: pd.DataFrame) -> str:
+    """One model's criticality map as text: per block its Delta H and what skipping it alone costs.
+
+    Args:
+        rows: One model's and measure's rows of :func:`entropy_lens.answers.criticality.skip_map`.
+    """
+    rows = rows.sort_values("layer")
+    delta_h = rows["delta_h"].to_numpy(float)
+    lo, hi = (np.nanmin(delta_h), np.nanmax(delta_h)) if np.isfinite(delta_h).any() else (0.0, 1.0)
+    header = f"{'block':>5}  {'depth':>5}  {'ΔH nats':>9}  {'Δ accuracy, points':>22}  {'Δ log p(gold), nats':>24}"
+    lines = [f"{header}  reading  marks"]
+    for rec in rows.to_dict("records"):
+        bar = sparkline([rec["delta_h"]], lo, hi) if math.isfinite(rec["delta_h"]) else " "
+        acc = _interval_text(100 * rec["d_accuracy"], 100 * rec["d_accuracy_low"], 100 * rec["d_accuracy_high"], 1)
+        logp = _interval_text(rec["d_logprob"], rec["d_logprob_low"], rec["d_logprob_high"], 3)
+        marks = rec["marks"] if isinstance(rec["marks"], str) else ""
+        delta = f"{rec['delta_h']:+8.3f}" if math.isfinite(rec["delta_h"]) else "     n/a"
+        cells = f"{int(rec['layer']):5d}  {rec['depth']:5.2f}  {delta}{bar}  {acc:>22}  {logp:>24}"
+        lines.append(f"{cells}  {rec['reading']:7s}  {marks}")
+    by_reading = rows.groupby("reading")["layer"].apply(lambda v: ", ".join(str(int(x)) for x in v))
+    safe, costly = by_reading.get("safe", "none"), by_reading.get("costly", "none")
+    lines.append(f"safe to skip (a drop of 5 points ruled out): {safe}; costly (a drop for sure): {costly}")
+    return "\n".join(lines)
+
+
+def _interval_text(value: float, low: float, high: float, digits: int) -> str:
+    return f"{value:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def _skip_map(args: argparse.Namespace) -> int:
+    path = Path(SKIP_MAP_PATH.format(results=args.results))
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no criticality map at {path}; run the workflow with layer_skip enabled, or pass --results of a run"
+        )
+    table = pd.read_csv(path)
+    table = table[table["measure"] == args.measure]
+    models = list(dict.fromkeys(table["model"]))
+    if args.model is not None:
+        if args.model not in models:
+            raise ValueError(f"model {args.model!r} has no criticality map in {path}; it has {models}")
+        models = [args.model]
+    for model in models:
+        rows = table[table["model"] == model]
+        n = int(rows["n"].max()) if len(rows) else 0
+        print(f"{model}: every block skipped alone, {n} MMLU questions, {args.measure} letters\n")
+        print(render_skip_map(rows) + "\n")
+    return 0
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -351,6 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _plan(args)
         if args.command == "unlock":
             return _unlock(args)
+        if args.command == "skip-map":
+            return _skip_map(args)
         from entropy_lens.model.loading import materialize_model
 
         materialize_model(args.model, args.out)

@@ -21,8 +21,11 @@ import pandas as pd
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from scipy.cluster.hierarchy import dendrogram
 
+from entropy_lens.answers.criticality import MIN_SKIP_EFFECT as MIN_SKIP_DROP
 from entropy_lens.store import schema
 from entropy_lens.store.storage import as_str
 
@@ -378,6 +381,38 @@ def plot_expansion(
     save_figure(fig, path)
 
 
+OVERLAP_COLORS = {"jaccard": "tab:blue", "containment": "tab:orange"}
+# The overlap verdict's threshold: more than half of the top-p set is shared with the next layer.
+OVERLAP_THRESHOLD = 0.5
+
+
+def plot_overlap_depth(frame: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
+    """Adjacent-layer nucleus overlap against normalized depth, one panel per model.
+
+    Each statistic (Jaccard, containment) is a line of per-layer means with its interval
+    band; the dashed line marks the threshold "more than half shared" (0.5).
+
+    Args:
+        frame: :func:`entropy_lens.analysis.expansion.overlap_by_depth` output.
+        path: PNG path.
+        title: Figure title.
+    """
+    _require(frame, ["model", "statistic", "depth", "mean", "ci_low", "ci_high"], "overlap by depth")
+    models, statistics = list(pd.unique(frame["model"])), list(pd.unique(frame["statistic"]))
+    fig = _figure(4.5 * min(len(models), FACET_COLUMNS), 3.4 * math.ceil(len(models) / FACET_COLUMNS))
+    colors = {s: OVERLAP_COLORS.get(s, c) for s, c in zip(statistics, _colors(len(statistics)), strict=True)}
+    for ax, model in zip(_facets(fig, len(models)), models, strict=True):
+        for statistic, grp in frame[frame["model"] == model].groupby("statistic", sort=False):
+            grp = grp.sort_values("depth")
+            ax.plot(grp["depth"], grp["mean"], color=colors[statistic], marker=".", label=str(statistic))
+            ax.fill_between(grp["depth"], grp["ci_low"], grp["ci_high"], color=colors[statistic], alpha=BAND_ALPHA)
+        ax.axhline(OVERLAP_THRESHOLD, color="grey", linestyle="--", linewidth=1, label="half shared")
+        ax.set(title=str(model), xlabel="normalized depth", ylabel="overlap of layers l, l+1", ylim=(0.0, 1.02))
+        ax.legend(fontsize="small")
+    fig.suptitle(title)
+    save_figure(fig, path)
+
+
 LETTER_COLORS = {"A": "tab:blue", "B": "tab:orange", "C": "tab:green", "D": "tab:purple"}
 
 
@@ -441,40 +476,51 @@ def plot_letter_bias(
 SKIP_COLORS = {"expansion": "tab:red", "pruning": "tab:blue", "random": "tab:gray", "intact": "black"}
 
 
-def plot_layer_skip(table: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
-    """MMLU accuracy against the number of skipped layers: expansion, pruning, random band.
+READING_COLORS = {"safe": "tab:green", "costly": "tab:red", "unclear": "tab:gray"}
+
+
+def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
+    """The criticality map of one model and measure: per block, its mean Delta H and what skipping it costs.
+
+    Three panels over the block index: mean Delta H at the answer position (bars; the expansion
+    and pruning blocks of each variant coloured), the change of accuracy and the change of the
+    gold letter's log-probability when the block is skipped alone (points with 95% intervals,
+    coloured by the reading safe / costly / unclear).
 
     Args:
-        table: One model's rows of :func:`entropy_lens.answers.accuracy.condition_table` for one
-            measure (``kind`` is ``intact``/``expansion``/``pruning``/``random``).
+        rows: One model's and measure's rows of :func:`entropy_lens.answers.criticality.skip_map`.
         path: PNG path.
         title: Figure title.
     """
-    _require(table, ["kind", "k", "accuracy", "ci_low", "ci_high", "chance"], "layer-skip")
-    fig = _figure(5.5, 4.0)
-    ax = fig.add_subplot()
-    for kind in ("expansion", "pruning"):
-        rows = table[table["kind"] == kind].sort_values("k")
-        err = [rows["accuracy"] - rows["ci_low"], rows["ci_high"] - rows["accuracy"]]
-        ax.errorbar(rows["k"], rows["accuracy"], yerr=err, marker="o", capsize=3, color=SKIP_COLORS[kind], label=kind)
-    rand = table[table["kind"] == "random"].groupby("k")["accuracy"].agg(["min", "max", "mean"]).reset_index()
-    if not rand.empty:
-        ax.fill_between(
-            rand["k"],
-            rand["min"],
-            rand["max"],
-            color=SKIP_COLORS["random"],
-            alpha=BAND_ALPHA,
-            label="random sets (min-max)",
-        )
-        ax.plot(rand["k"], rand["mean"], color=SKIP_COLORS["random"], linestyle="--")
-    intact = table[table["kind"] == "intact"]["accuracy"]
-    if not intact.empty:
-        ax.axhline(float(intact.iloc[0]), color=SKIP_COLORS["intact"], linewidth=1, label="intact")
-    ax.axhline(float(table["chance"].iloc[0]), color="tab:green", linestyle=":", label="chance")
-    ax.set(xlabel="layers skipped (k)", ylabel="MMLU accuracy", title=title, ylim=(0, 1))
-    ax.set_xticks(sorted(table.loc[table["kind"] != "intact", "k"].unique()))
-    ax.legend(fontsize="small")
+    columns = ["layer", "delta_h", "d_accuracy", "d_accuracy_low", "d_accuracy_high", "d_logprob", "reading", "marks"]
+    _require(rows, [*columns, "d_logprob_low", "d_logprob_high"], "skip map")
+    rows = rows.sort_values("layer")
+    marks = rows["marks"].fillna("").astype(str)
+    bar_colors = [
+        SKIP_COLORS["expansion"] if "expansion" in m else SKIP_COLORS["pruning"] if "pruning" in m else "0.6"
+        for m in marks
+    ]
+    fig = _figure(max(6.0, 0.22 * len(rows) + 2.0), 7.0)
+    axes = fig.subplots(3, 1, sharex=True)
+    axes[0].bar(rows["layer"], rows["delta_h"].fillna(0.0), color=bar_colors)
+    axes[0].axhline(0.0, color="black", linewidth=0.8)
+    axes[0].set(ylabel="mean ΔH (nats)", title=title)
+    colors = [READING_COLORS.get(r, "tab:gray") for r in rows["reading"]]
+    for ax, name, scale in ((axes[1], "d_accuracy", 100.0), (axes[2], "d_logprob", 1.0)):
+        value = rows[name].to_numpy(float) * scale
+        err = [
+            value - rows[f"{name}_low"].to_numpy(float) * scale,
+            rows[f"{name}_high"].to_numpy(float) * scale - value,
+        ]
+        ax.errorbar(rows["layer"], value, yerr=err, fmt="none", ecolor="0.5", capsize=2)
+        ax.scatter(rows["layer"], value, c=colors, s=18, zorder=3)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+    axes[1].axhline(-100.0 * MIN_SKIP_DROP, color="tab:red", linestyle="--", linewidth=0.8)
+    axes[1].set(ylabel="Δ accuracy (points)")
+    axes[2].set(ylabel="Δ log p(gold) (nats)", xlabel="block skipped alone")
+    handles = [Line2D([], [], marker="o", linestyle="", color=c, label=r) for r, c in READING_COLORS.items()]
+    handles += [Patch(color=SKIP_COLORS[k], label=f"{k} block") for k in ("expansion", "pruning")]
+    fig.legend(handles=handles, loc="outside right upper", fontsize="small")
     save_figure(fig, path)
 
 

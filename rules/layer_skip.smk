@@ -1,6 +1,7 @@
-# The causal test: skip the k layers of largest entropy increase (expansion), of largest
-# decrease (pruning), or random layers, and score MMLU by letter log-likelihood (raw and
-# calibrated). The layers are picked on calibration questions disjoint from the evaluated ones.
+# The causal test: skip every block alone (the criticality map), and for k >= 2 the blocks of
+# largest entropy increase (expansion), decrease (pruning) or random sets; score MMLU by letter
+# log-likelihood (raw and calibrated). The blocks are picked at the answer position on
+# calibration questions disjoint from the evaluated ones, before anything is scored.
 
 
 rule prepare_layer_skip:
@@ -25,7 +26,9 @@ rule layer_skip_select:
         model="resources/models/{model}",
         calibration="results/datasets/layer_skip_calibration.parquet",
     output:
-        conditions="results/layer_skip/{model}/conditions.json",
+        plan="results/layer_skip/{model}/plan.json",
+        delta_h="results/layer_skip/{model}/delta_h.csv",
+        stability="results/layer_skip/{model}/stability.csv",
         protected="results/layer_skip/{model}/protected_layers.json",
     params:
         skip=SKIP_SELECT,
@@ -51,12 +54,12 @@ rule layer_skip_eval:
     input:
         model="resources/models/{model}",
         evaluation="results/datasets/layer_skip_eval.parquet",
-        conditions="results/layer_skip/{model}/conditions.json",
+        plan="results/layer_skip/{model}/plan.json",
     output:
         correct="results/layer_skip/{model}/correct.parquet",
         profiles="results/layer_skip/{model}/profiles.csv",
     params:
-        profile_prompts=config["layer_skip"]["profile_prompts"],
+        skip=SKIP_EVAL,
         lens=config["lens"],
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
@@ -78,14 +81,22 @@ rule layer_skip_eval:
 
 rule layer_skip_table:
     input:
-        expand("results/layer_skip/{model}/correct.parquet", model=SKIP_MODELS),
+        correct=expand("results/layer_skip/{model}/correct.parquet", model=SKIP_MODELS),
+        plans=expand("results/layer_skip/{model}/plan.json", model=SKIP_MODELS),
+        delta_h=expand("results/layer_skip/{model}/delta_h.csv", model=SKIP_MODELS),
+        stability=expand("results/layer_skip/{model}/stability.csv", model=SKIP_MODELS),
     output:
         csv=report("results/tables/layer_skip.csv", caption="../report/layer_skip.rst", category="8. Layer skipping"),
         md="results/tables/layer_skip.md",
-        differences="results/tables/layer_skip_differences.csv",
-        differences_md="results/tables/layer_skip_differences.md",
+        skip_map=report("results/tables/skip_map.csv", caption="../report/skip_map.rst", category="8. Layer skipping"),
+        skip_map_md="results/tables/skip_map.md",
+        comparisons="results/tables/layer_skip_comparisons.csv",
+        comparisons_md="results/tables/layer_skip_comparisons.md",
+        spearman="results/tables/layer_skip_spearman.csv",
+        spearman_md="results/tables/layer_skip_spearman.md",
+        stability="results/tables/layer_skip_stability.csv",
+        stability_md="results/tables/layer_skip_stability.md",
     params:
-        models=SKIP_MODELS,
         n_boot=config["layer_skip"]["n_boot"],
         seed=config["layer_skip"]["seed"],
     log:
@@ -100,16 +111,16 @@ rule layer_skip_table:
 
 rule plot_layer_skip:
     input:
-        accuracy="results/tables/layer_skip.csv",
+        skip_map="results/tables/skip_map.csv",
         profiles="results/layer_skip/{model}/profiles.csv",
     output:
-        accuracy=report(
-            "results/figures/layer_skip_{model}.png",
-            caption="../report/layer_skip.rst",
+        skip_map=report(
+            "results/figures/skip_map_{model}.png",
+            caption="../report/skip_map.rst",
             category="8. Layer skipping",
-            labels={"model": "{model}", "figure": "accuracy"},
+            labels={"model": "{model}", "figure": "criticality map"},
         ),
-        accuracy_svg="results/figures/layer_skip_{model}.svg",
+        skip_map_svg="results/figures/skip_map_{model}.svg",
         profiles=report(
             "results/figures/layer_skip_profiles_{model}.png",
             caption="../report/layer_skip_profiles.rst",

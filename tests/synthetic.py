@@ -59,6 +59,9 @@ def _model_vars(entropy: np.ndarray, nucleus: np.ndarray | None, jaccard: np.nda
     }
 
 
+DEFAULT_VOCAB = 1000
+
+
 def combined_dataset(
     profiles: Mapping[str, np.ndarray],
     *,
@@ -68,6 +71,7 @@ def combined_dataset(
     nucleus: Mapping[str, np.ndarray] | None = None,
     jaccard: Mapping[str, np.ndarray] | None = None,
     extra: Mapping[str, np.ndarray] | None = None,
+    vocab_sizes: Mapping[str, int] | None = None,
 ) -> xr.Dataset:
     """Build a schema-valid combined store.
 
@@ -80,6 +84,7 @@ def combined_dataset(
         nucleus: Model -> ``[P, T, L_m]`` nucleus sizes (default ``round(exp(H))``).
         jaccard: Model -> ``[P, T, L_m]`` adjacent-layer overlaps (default 0.5, NaN last layer).
         extra: Variable name -> ``[M, P]`` int8 array on ``(model, prompt)`` (e.g. ``correct_ll``).
+        vocab_sizes: Model -> vocabulary size (default 1000).
     """
     names = list(profiles)
     shapes = {profiles[m].shape[:2] for m in names}
@@ -112,6 +117,10 @@ def combined_dataset(
             np.asarray(
                 [(n_params or {}).get(m, int(1e8) * n) for m, n in zip(names, layers, strict=True)], dtype=np.int64
             ),
+        ),
+        schema.VOCAB_SIZE: (
+            schema.MODEL,
+            np.asarray([(vocab_sizes or {}).get(m, DEFAULT_VOCAB) for m in names], dtype=np.int64),
         ),
         schema.PROMPT: prompt_ids,
         schema.PROMPT_TEXT: ((schema.MODEL, schema.PROMPT), np.asarray([[f"text {i}" for i in range(p)]] * len(names))),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -74,21 +76,124 @@ def test_spearman_is_nan_on_constant_input():
     assert np.isnan(rho) and np.isnan(p)
 
 
-def test_nucleus_overlap_summarizes_valid_cells():
+def _overlap_store():
+    """Model ``m``: equal sizes (3 tokens), Jaccard 0.2 / 0.4 / 0.6 by layer, one masked token.
+
+    Model ``grow``: the nucleus doubles, doubles, then halves (10, 20, 40, 20 tokens), each
+    time keeping every token of the smaller set: Jaccard 0.5, containment 1.
+    """
     h = np.ones((2, 3, 4))
     h[1, 2] = np.nan
     jac = np.broadcast_to(np.array([0.2, 0.4, 0.6, np.nan]), (2, 3, 4)).copy()
-    ds = combined_dataset({"m": h}, jaccard={"m": jac})
-    row = E.nucleus_overlap(ds, quantiles=(0.0, 0.5, 1.0)).iloc[0]
-    assert row["n"] == 5 * 3
-    assert row["mean"] == pytest.approx(0.4)
-    assert (row["q00"], row["q50"], row["q100"]) == pytest.approx((0.2, 0.4, 0.6))
-    by_depth = E.overlap_by_depth(ds)
-    assert by_depth["layer"].tolist() == [0, 1, 2]
-    np.testing.assert_allclose(by_depth["mean"], [0.2, 0.4, 0.6])
-    np.testing.assert_allclose(by_depth["depth"], [0.25, 0.5, 0.75])
+    nested = np.broadcast_to(np.array([0.5, 0.5, 0.5, np.nan]), (2, 3, 4)).copy()
+    grow = np.broadcast_to(np.array([10, 20, 40, 20], dtype=np.int32), (2, 3, 4)).copy()
+    return combined_dataset({"m": h, "grow": h}, jaccard={"m": jac, "grow": nested}, nucleus={"grow": grow})
+
+
+def test_nucleus_overlap_summarizes_valid_cells_per_statistic():
+    ds = _overlap_store()
+    table = E.nucleus_overlap(ds, quantiles=(0.0, 0.5, 1.0))
+    assert table.columns[:2].tolist() == ["model", "statistic"]
+    assert list(zip(table["model"], table["statistic"], strict=True)) == [
+        ("m", "jaccard"),
+        ("m", "containment"),
+        ("grow", "jaccard"),
+        ("grow", "containment"),
+    ]
+    rows = table.set_index(["model", "statistic"])
+    assert (rows["n"] == 5 * 3).all() and (rows["n_prompts"] == 2).all()
+    jac, con = rows.loc[("m", "jaccard")], rows.loc[("m", "containment")]
+    assert jac["mean"] == pytest.approx(0.4)
+    assert (jac["q00"], jac["q50"], jac["q100"]) == pytest.approx((0.2, 0.4, 0.6))
+    # equal sizes a = b: containment = 2J / (1 + J)
+    assert (con["q00"], con["q50"], con["q100"]) == pytest.approx((1 / 3, 4 / 7, 3 / 4))
+    assert con["mean"] == pytest.approx((1 / 3 + 4 / 7 + 3 / 4) / 3)
+    assert rows.loc[("grow", "jaccard"), "mean"] == pytest.approx(0.5)
+    assert rows.loc[("grow", "containment"), ["mean", "q00", "q100"]].tolist() == pytest.approx([1.0, 1.0, 1.0])
+    for model in ("m", "grow"):
+        stats_cols = ["mean", "ci_low", "ci_high", "q00", "q50", "q100"]
+        assert (rows.loc[(model, "containment"), stats_cols] >= rows.loc[(model, "jaccard"), stats_cols]).all()
     with pytest.raises(ValueError, match=r"quantiles must lie in \[0, 1\]"):
         E.nucleus_overlap(ds, quantiles=(50,))
+
+
+def test_overlap_by_depth_gives_both_statistics_per_layer_with_intervals():
+    by_depth = E.overlap_by_depth(_overlap_store())
+    assert by_depth.columns.tolist() == list(E.DEPTH_COLUMNS)
+    m = by_depth[by_depth["model"] == "m"].set_index(["statistic", "layer"])
+    assert m.loc["jaccard"].index.tolist() == [0, 1, 2]  # the last layer has no successor
+    np.testing.assert_allclose(m.loc["jaccard", "mean"], [0.2, 0.4, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(m.loc["containment", "mean"], [1 / 3, 4 / 7, 3 / 4], rtol=1e-6)
+    np.testing.assert_allclose(m.loc["jaccard", "depth"], [0.25, 0.5, 0.75])
+    assert (m["n"] == 5).all() and (m["n_prompts"] == 2).all()
+    grow = by_depth[by_depth["model"] == "grow"].set_index("statistic")
+    np.testing.assert_allclose(grow.loc["containment", "mean"], [1.0, 1.0, 1.0])
+
+
+def test_overlap_by_depth_interval_resamples_prompts_and_contains_the_mean():
+    """Prompts at different overlap levels: every layer's interval is wide, and holds the mean."""
+    rng = np.random.default_rng(3)
+    levels = rng.uniform(0.2, 0.8, size=10)
+    jac = np.clip(levels[:, None, None] + 0.02 * rng.normal(size=(10, 6, 5)), 0, 1)
+    jac[..., -1] = np.nan
+    sizes = rng.integers(5, 50, size=(10, 6, 5)).astype(np.int32)
+    small, large = np.minimum(sizes[..., :-1], sizes[..., 1:]), np.maximum(sizes[..., :-1], sizes[..., 1:])
+    jac[..., :-1] = np.minimum(jac[..., :-1], small / large)  # a Jaccard the sizes allow
+    ds = combined_dataset({"m": np.ones((10, 6, 5))}, jaccard={"m": jac}, nucleus={"m": sizes})
+    by_depth = E.overlap_by_depth(ds, n_boot=300, seed=1)
+    assert len(by_depth) == 2 * 4
+    assert (by_depth["ci_low"] < by_depth["mean"]).all() and (by_depth["mean"] < by_depth["ci_high"]).all()
+    assert (by_depth["ci_high"] - by_depth["ci_low"] > 0.05).all()  # ten prompts, not sixty cells
+    again = E.overlap_by_depth(ds, n_boot=300, seed=1)
+    assert again.equals(by_depth)
+
+
+def test_containment_of_a_nucleus_that_doubles_keeping_every_token_is_one():
+    old, new = set(range(10)), set(range(20))
+    jaccard = len(old & new) / len(old | new)
+    assert jaccard == 0.5
+    cells = np.array([[[jaccard, jaccard, np.nan]]], dtype=np.float32)  # grows 10 -> 20, shrinks 20 -> 10
+    containment = E.containment_from_jaccard(cells, np.array([[[len(old), len(new), len(old)]]], dtype=np.int32))
+    assert containment[0, 0, :2].tolist() == [1.0, 1.0] and np.isnan(containment[0, 0, 2])
+
+
+def _random_chain(rng, n_layers, vocab):
+    """Top-p sets of consecutive layers, each a random subset sharing part of the previous one."""
+    sets = [set(rng.choice(vocab, size=rng.integers(1, 500), replace=False).tolist())]
+    for _ in range(n_layers - 1):
+        share = rng.random()  # the fraction of the previous set that stays
+        keep = {t for t in sets[-1] if rng.random() < share}
+        fresh = set(rng.choice(vocab, size=rng.integers(0, 2 * len(sets[-1]) + 1), replace=False).tolist())
+        sets.append(keep | fresh or {0})
+    return sets
+
+
+def test_derived_containment_equals_containment_of_explicit_sets():
+    rng = np.random.default_rng(7)
+    p, t, n_layers, vocab = 4, 5, 6, 200_000
+    jaccard = np.full((p, t, n_layers), np.nan, dtype=np.float32)  # float32 as in the store
+    sizes = np.full((p, t, n_layers), -1, dtype=np.int32)
+    direct = np.full((p, t, n_layers), np.nan)
+    for i, j in np.ndindex(p, t - 1):  # the last token slot stays masked
+        sets = _random_chain(rng, n_layers, vocab)
+        sizes[i, j] = [len(s) for s in sets]
+        for layer, (a, b) in enumerate(itertools.pairwise(sets)):
+            jaccard[i, j, layer] = len(a & b) / len(a | b)
+            direct[i, j, layer] = len(a & b) / min(len(a), len(b))
+    derived = E.containment_from_jaccard(jaccard, sizes)
+    assert np.array_equal(np.isnan(derived), np.isnan(direct))
+    assert np.nanmin(direct) < 0.2 and np.nanmax(direct) > 0.8  # the sets span a range of overlaps
+    np.testing.assert_allclose(derived, direct, rtol=0, atol=1e-6)
+
+
+def test_containment_is_nan_where_a_size_is_masked_and_checks_its_input():
+    jaccard = np.array([[[0.5, 0.5, np.nan]]])
+    out = E.containment_from_jaccard(jaccard, np.array([[[4, -1, 4]]]))
+    assert np.isnan(out).all()
+    with pytest.raises(ValueError, match=r"share a \[P, T, L\] shape"):
+        E.containment_from_jaccard(jaccard, np.array([[[4, 4]]]))
+    with pytest.raises(ValueError, match=r"jaccard must lie in \[0, 1\]; got values from 0.5 to 1.5"):
+        E.containment_from_jaccard(np.array([[[0.5, 1.5, np.nan]]]), np.array([[[4, 4, 4]]]))
 
 
 def test_expansion_points_subsample_and_carry_depth():

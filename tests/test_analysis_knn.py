@@ -190,3 +190,21 @@ def test_target_label_and_filter_errors(tmp_path):
         K.target_rows(ds, K.Target("x", "tasks", "answer"))
     with pytest.raises(ValueError, match="nothing to evaluate"):
         K.knn_table({"tasks": ds}, include_shannon=False)
+
+
+def test_a_fold_plan_is_built_from_labels_alone_and_scores_any_features():
+    X, y = _gaussian(30, 2, shift=3.0)
+    plan = K.plan_folds(y, FAST)
+    assert len(plan.folds) == 5 and plan.k == 7 and plan.n_classes == 2 and plan.n_skipped_folds == 0
+    np.testing.assert_array_equal(K.score_folds(X, plan, FAST).knn, K.knn_auc(X, y, FAST).knn)
+    noise = K.score_folds(np.random.default_rng(0).normal(size=X.shape), plan, FAST)
+    assert noise.knn.size == 5 and noise.knn.mean() < 0.8
+    with pytest.raises(ValueError, match=r"X must be \[N, F\] with N = 60 labels"):
+        K.score_folds(X[:10], plan, FAST)
+
+
+def test_corrected_interval_clips_to_the_given_bounds():
+    differences = np.array([-0.9, -0.95, -0.5, -0.99])
+    low, high = K.corrected_t_interval(differences, 0.25, bounds=(-1.0, 1.0))
+    assert low == -1.0 and -0.4 < high < -0.3  # clipped below only, negative above
+    assert K.corrected_t_interval(differences + 1.0, 0.25)[0] == 0.0  # AUCs stay within [0, 1]

@@ -14,10 +14,21 @@ from entropy_lens.core.intervals import bootstrap_group_means, percentile_interv
 from entropy_lens.store import schema
 
 SIZES = {"small": 6, "large": 12}
+VOCAB = 50_000
 
 
-def _store(shapes: dict[str, dict[str, object]], *, n_samples: int = 20, noise: float = 0.1, seed: int = 0):
-    """Models ``{family}-{size}`` whose samples are ``shapes[family][size](depth)`` plus per-sample noise."""
+def _store(
+    shapes: dict[str, dict[str, object]],
+    *,
+    n_samples: int = 20,
+    noise: float = 0.1,
+    seed: int = 0,
+    vocab: dict[str, int] | None = None,
+):
+    """Models ``{family}-{size}`` whose samples are ``shapes[family][size](depth)`` plus per-sample noise.
+
+    ``vocab``: model -> vocabulary size (default :data:`VOCAB`; ``{}`` leaves the coordinate out).
+    """
     rng = np.random.default_rng(seed)
     profiles, families = {}, {}
     for family, by_size in shapes.items():
@@ -27,7 +38,8 @@ def _store(shapes: dict[str, dict[str, object]], *, n_samples: int = 20, noise: 
             level = noise * rng.normal(size=(n_samples, 1, 1))  # a sample's own offset, shared by its tokens
             profiles[f"{family}-{size}"] = shape(depth) + level + 0.01 * rng.normal(size=(n_samples, 2, n_layers))
             families[f"{family}-{size}"] = family
-    return combined_dataset(profiles, families=families)
+    ds = combined_dataset(profiles, families=families, vocab_sizes={m: (vocab or {}).get(m, VOCAB) for m in profiles})
+    return ds.drop_vars(PA.VOCAB_SIZE) if vocab == {} else ds
 
 
 def rise(d):
@@ -42,9 +54,19 @@ def hump(d):
     return 1.0 + 3.0 * np.sin(np.pi * d)
 
 
-def _rows(ds, **kwargs):
+def _rows(ds, scale=PA.NATS, **kwargs):
+    """One scale's rows of the family gap and the resolution gap, by ``(statistic, family)``."""
     table = PA.family_pairs(ds, n_boot=300, **kwargs)
-    return {(r["statistic"], r["family"]): r for r in table.to_dict("records")}
+    mine = table[(table["scale"] == scale) & (table["statistic"] != PA.ALIGNMENT_GAP)]
+    return {(r["statistic"], r["family"]): r for r in mine.to_dict("records")}
+
+
+def _by_scale(ds, statistic, family, **kwargs):
+    """``{scale: row}`` of one statistic and family."""
+    table = PA.family_pairs(ds, n_boot=300, **kwargs)
+    mine = table[(table["statistic"] == statistic) & (table["family"] == family)]
+    assert mine["scale"].is_unique
+    return {r["scale"]: r for r in mine.to_dict("records")}
 
 
 def _verdict(row) -> V.Verdict:
@@ -94,9 +116,91 @@ def test_one_family_has_no_gap_and_few_samples_are_inconclusive():
     row = rows[(PA.FAMILY_GAP, "a")]
     assert row["n_other"] == 0 and math.isnan(row["gap"]) and row["same"] >= 0
     assert _verdict(row).verdict == V.INCONCLUSIVE and "not computed" in _verdict(row).why
+    aligned = _by_scale(_store({"a": {"small": rise, "large": rise}}, n_samples=4), PA.ALIGNMENT_GAP, "a")
+    assert all(math.isfinite(r["gap"]) for r in aligned.values())  # the alignment gap needs the pair alone
     few = _rows(_store({"a": {"small": rise, "large": rise}, "b": {"small": fall}}, n_samples=4))
     assert "only 4 blank samples" in _verdict(few[(PA.FAMILY_GAP, "a")]).why
     assert PA.family_pairs(_store({"a": {"small": rise}, "b": {"small": fall}})).empty  # no pair
+
+
+def test_every_pair_has_each_statistic_on_each_scale_and_bad_scales_are_refused():
+    ds = _store({"a": {"small": rise, "large": rise}, "b": {"small": fall, "large": fall}})
+    table = PA.family_pairs(ds, n_boot=50)
+    assert tuple(table.columns) == PA.COLUMNS and PA.COLUMNS[:2] == ("statistic", "scale")
+    assert len(table) == 2 * len(PA.STATISTICS) * len(PA.SCALES)
+    assert set(zip(table["statistic"], table["scale"], strict=True)) == {
+        (t, s) for t in PA.STATISTICS for s in PA.SCALES
+    }
+    only = PA.family_pairs(ds, n_boot=50, scales=(PA.CENTRED,))
+    assert set(only["scale"]) == {PA.CENTRED} and len(only) == 2 * len(PA.STATISTICS)
+    for bad in ("nats", (), ("nats", "bits")):
+        with pytest.raises(ValueError, match="scales must be a non-empty sequence of"):
+            PA.family_pairs(ds, scales=bad)
+
+
+def test_normalized_scale_removes_a_vocabulary_offset():
+    """Family a's sizes share a shape in units of log V but not V; b-small has a's small vocabulary."""
+    vocab = {"a-small": 1_000, "a-large": 50_000, "b-small": 1_000}
+
+    def shape(offset, model):
+        return lambda d: (offset + 0.6 * d) * math.log(vocab[model])
+
+    shapes = {
+        "a": {"small": shape(0.2, "a-small"), "large": shape(0.2, "a-large")},
+        "b": {"small": shape(0.25, "b-small")},
+    }
+    ds = _store(shapes, noise=0.05, vocab=vocab)
+    gap = _by_scale(ds, PA.FAMILY_GAP, "a")
+    assert gap[PA.NATS]["same"] > 1.0 and gap[PA.NORMALIZED]["same"] < 0.01
+    assert gap[PA.NATS]["gap_high"] < 0 < gap[PA.NORMALIZED]["gap_low"]  # in nats the vocabulary hides the family
+    assert gap[PA.NORMALIZED]["nearest"] == "b-small"
+    assert gap[PA.NORMALIZED]["nearest_value"] == pytest.approx(0.05, abs=0.01)  # a fraction of log V
+    assert _by_scale(ds, PA.RESOLUTION_GAP, "a")[PA.NORMALIZED]["same"] < 0.01
+
+
+def test_centred_scale_removes_a_constant_offset():
+    ds = _store({"a": {"small": rise, "large": lambda d: rise(d) + 2.0}, "b": {"small": fall, "large": fall}})
+    gap = _by_scale(ds, PA.FAMILY_GAP, "a")
+    assert gap[PA.NATS]["same"] == pytest.approx(2.0, abs=0.1)
+    # not 0: each model is centred on its own layers, whose mean depth is 7/12 at 6 layers and 13/24 at 12
+    assert gap[PA.CENTRED]["same"] == pytest.approx(3 * (7 / 12 - 13 / 24), abs=0.02)
+    assert gap[PA.NATS]["gap_high"] < 0 < gap[PA.CENTRED]["gap_low"]
+
+
+def test_a_schedule_sampled_at_more_depths_aligns_on_normalized_depth_without_another_family():
+    rows = _by_scale(_store({"a": {"small": rise, "large": rise}}), PA.ALIGNMENT_GAP, "a")
+    assert set(rows) == set(PA.SCALES)
+    for scale, row in rows.items():
+        assert 0 < row["gap_low"] <= row["gap"] <= row["gap_high"], scale
+        assert row["nearest"] == "" and row["n_other"] == 0 and row["n_samples"] == 20
+    nats = rows[PA.NATS]
+    assert nats["same"] < 0.1  # r_norm: the same line read at the smaller model's depths
+    r_abs = 0.25 * math.sqrt(np.mean(np.arange(1, 7) ** 2))  # layer l: 3 (l + 1) (1/6 - 1/12) nats apart
+    assert nats["nearest_value"] == pytest.approx(r_abs, abs=0.1)
+    assert nats["gap"] == pytest.approx(nats["nearest_value"] - nats["same"])
+
+
+def test_a_larger_model_that_shares_the_first_layers_aligns_on_layer_index():
+    """The 12-layer model repeats the 6-layer one layer for layer, then falls: absolute alignment is exact."""
+
+    def head_then_fall(d):
+        return np.where(d <= 0.5, rise(2 * d), rise(1.0) - 6 * (d - 0.5))
+
+    ds = _store({"a": {"small": rise, "large": head_then_fall}, "b": {"small": fall}})
+    for scale, row in _by_scale(ds, PA.ALIGNMENT_GAP, "a").items():
+        assert row["gap_low"] <= row["gap"] <= row["gap_high"] < 0, scale
+    nats = _by_scale(ds, PA.ALIGNMENT_GAP, "a")[PA.NATS]
+    assert nats["nearest_value"] < 0.1 < nats["same"]  # r_abs near 0, r_norm not
+
+
+def test_normalized_scale_needs_each_models_vocabulary_size():
+    shapes = {"a": {"small": rise, "large": rise}}
+    with pytest.raises(ValueError, match="model 'a-small' has vocab_size missing"):
+        PA.family_pairs(_store(shapes, vocab={}), n_boot=10)
+    with pytest.raises(ValueError, match="model 'a-large' has vocab_size 0; scale 'normalized'"):
+        PA.family_pairs(_store(shapes, vocab={"a-large": 0}), n_boot=10)
+    kept = PA.family_pairs(_store(shapes, vocab={}), n_boot=10, scales=(PA.NATS, PA.CENTRED))
+    assert set(kept["scale"]) == {PA.NATS, PA.CENTRED}
 
 
 def test_resolution_reads_the_larger_model_at_the_smaller_models_depths():

@@ -1,4 +1,4 @@
-"""The paper comparison: every claim with our interval, the study's figure and a verdict."""
+"""The paper comparison: every claim with our interval, the study's figure and a verdict in its role's words."""
 
 from __future__ import annotations
 
@@ -6,10 +6,14 @@ import io
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from entropy_lens.analysis import claims as C
+from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import paper as P
+from entropy_lens.analysis import render as R
 from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.pairs import FAMILY_GAP, RESOLUTION_GAP
+from entropy_lens.analysis.pairs import ALIGNMENT_GAP, CENTRED, FAMILY_GAP, NATS, NORMALIZED, RESOLUTION_GAP
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.tables import to_markdown, write_table
 
@@ -20,7 +24,7 @@ def _csv(rows: list[dict]) -> pd.DataFrame:
 
 def _knn_row(target, model, protocol, mean, low, high, *, measure="shannon", split="", k=29, groups=20, note=""):
     return {
-        "dataset": P.KNN_DATASETS[target],
+        "dataset": C.KNN_DATASETS[target],
         "target": target,
         "split": split,
         "model": model,
@@ -81,134 +85,315 @@ def _accuracy(top_share: float = 1.0) -> pd.DataFrame:
     )
 
 
+FAMILIES = {"smollm2-135m": "smollm", "gemma-2-2b-it": "gemma", "meta-llama/Llama-3.2-1B": "llama"}
+
+
 def _expected(**extra) -> P.Expected:
     return P.Expected(
         datasets={"tasks": ["smollm2-135m"], "formats": ["smollm2-135m", "gemma-2-2b-it"], "blank": ["a", "b"]},
         layer_skip=["smollm2-135m"],
-        families={"smollm2-135m": "llama", "gemma-2-2b-it": "gemma", "meta-llama/Llama-3.2-1B": "llama"},
+        families={**FAMILIES, "a": "x", "b": "y"},
         **extra,
     )
 
 
-def test_study_model_matching():
-    assert P.study_model_for("meta-llama/Llama-3.2-1B-Instruct") == "Llama-3.2-1B"
-    assert P.study_model_for("gemma-2-2b-it") == "Gemma-2-2B"
-    assert P.study_model_for("gemma-2-27b") is None
-    assert P.study_model_for("llama-3.2-10b") is None
-    assert P.study_model_for("smollm2-135m") is None
+def test_study_model_matching_and_scopes():
+    assert C.study_model_for("meta-llama/Llama-3.2-1B-Instruct") == "Llama-3.2-1B"
+    assert C.study_model_for("gemma-2-2b-it") == "Gemma-2-2B"
+    assert C.study_model_for("gemma-2-27b") is None
+    assert C.study_model_for("llama-3.2-10b") is None
+    assert C.study_model_for("smollm2-135m") is None
+    assert C.skip_scope("gemma2", "gemma", "google/gemma-2-2b-it") == C.GEMMA2_SCOPE
+    assert C.skip_scope("gemma-2-9b-it", "gemma") is None  # the sentence names Gemma-2-2B-it only
+    assert C.skip_scope("llama-3.2-1b", "Llama") == C.LLAMA_SCOPE
+    assert C.skip_scope("smollm2-135m", "smollm") is None
+    assert C.shape_scope("llama") == ("llama", C.FINDING)
+    assert C.shape_scope("smollm", "llama") == ("llama", C.EXTENSION)
+    assert C.shape_scope("qwen", "qwen2") is None
 
 
 def test_separability_rows_carry_interval_study_protocol_and_verdict():
     table = P.paper_table(knn=_knn(), expected=_expected())
     assert list(table.columns) == list(P.COLUMNS)
-    task = table[(table["claim"] == P.TASK) & (table["measure"] == "shannon")].set_index("model")
+    task = table[(table["claim"] == C.TASK) & (table["measure"] == "shannon")].set_index("model")
     row = task.loc["smollm2-135m"]
     assert row["verdict"] == V.REPRODUCED and row["estimate"] == 0.9 and row["ci_low"] == 0.85
     assert row["study_protocol"] == 0.93 and row["baseline_high"] == 0.58 and row["n_sources"] == 20
     assert row["study"] == "94.77–98.38"  # not a study model: the study's range
     assert task.loc["meta-llama/Llama-3.2-1B", "study"] == "94.94"
-    fmt = table[table["claim"] == P.FORMAT].set_index("model")
+    fmt = table[table["claim"] == C.FORMAT].set_index("model")
     assert fmt.loc["smollm2-135m", "verdict"] == V.NOT_REPRODUCED
     assert fmt.loc["gemma-2-2b-it", "verdict"] == V.INCONCLUSIVE and "k=29" in fmt.loc["gemma-2-2b-it", "why"]
     assert fmt.loc["gemma-2-2b-it", "study"] == "98.7 ± 1.1"
-    assert table.loc[table["claim"] == P.FAMILY, "verdict"].item() == V.REPRODUCED
-    renyi = table[table["claim"] == P.RENYI].iloc[0]
-    assert renyi["verdict"] == V.REPRODUCED and renyi["measure"] == "renyi(a=5)"
+    assert np.isnan(fmt.loc["gemma-2-2b-it", "study_protocol"])  # a missing number is NaN, not ""
+
+
+def test_family_knn_with_one_model_per_family_is_model_identity_an_extension():
+    one_each = P.paper_table(knn=_knn(), expected=_expected())
+    row = one_each[one_each["model"] == "all"].iloc[0]
+    assert row["claim"] == C.MODEL_IDENTITY and row["role"] == C.EXTENSION and row["verdict"] == "holds"
+    assert C.FAMILY not in set(one_each["claim"])
+    pair = P.Expected(datasets={"blank": ["a", "b", "c"]}, families={"a": "x", "b": "x", "c": "y"})
+    shared = P.paper_table(knn=_knn(), expected=pair)
+    row = shared[shared["model"] == "all"].iloc[0]
+    assert row["claim"] == C.FAMILY and row["role"] == C.FINDING and row["verdict"] == V.REPRODUCED
+
+
+def _heldout(share=(0.9, 0.7, 0.97), model="q-1.5b") -> pd.DataFrame:
+    return _csv(
+        [
+            {
+                "model": model,
+                "family": "qwen",
+                "n_family_models": 2,
+                "n_train": 60,
+                "n_train_families": 3,
+                "k": 29,
+                "n": 20,
+                "n_own": round(20 * share[0]),
+                "share": share[0],
+                "ci_low": share[1],
+                "ci_high": share[2],
+                "chance": 1 / 3,
+                "majority_share": 1 / 3,
+                "own_share_train": 1 / 3,
+                "predicted": "qwen 18; gemma 2",
+                "note": "",
+            }
+        ]
+    )
+
+
+def test_held_out_family_rows():
+    families = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s": "smollm", "g": "gemma"}
+    expected = P.Expected(datasets={"blank": list(families)}, families=families)
+    table = P.paper_table(heldout=_heldout(), expected=expected)
+    row = table[table["claim"] == C.FAMILY_HELDOUT].iloc[0]
+    assert row["verdict"] == V.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == R.SHARE
+    assert "predicted: qwen 18; gemma 2" in row["note"]
+    low = P.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
+    assert low.loc[low["claim"] == C.FAMILY_HELDOUT, "verdict"].item() == V.NOT_REPRODUCED
+    none = P.paper_table(knn=_knn(), expected=_expected())
+    why = none.loc[none["claim"] == C.FAMILY_HELDOUT, "why"].item()
+    assert why.startswith("not run: one model per family")
+
+
+def _renyi(diff=(0.01, -0.02, 0.03), target="task", model="smollm2-135m") -> pd.DataFrame:
+    return _csv(
+        [
+            {
+                "dataset": C.KNN_DATASETS[target],
+                "target": target,
+                "split": "",
+                "model": model,
+                "measure": "renyi(a=5)",
+                "alpha": 5.0,
+                "n_samples": 120,
+                "n_groups": 20,
+                "n_folds": 15,
+                "shannon_auc": 0.9,
+                "renyi_auc": 0.9 + diff[0],
+                "difference": diff[0],
+                "ci_low": diff[1],
+                "ci_high": diff[2],
+                "note": "",
+            }
+        ]
+    )
+
+
+def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
+    table = P.paper_table(knn=_knn(), renyi=_renyi(), expected=_expected())
+    rows = table[table["claim"] == C.RENYI]
+    summary, per_row = rows[rows["model"] == "all"].iloc[0], rows[rows["model"] != "all"]
+    assert summary["verdict"] == V.REPRODUCED and len(per_row) == 1
+    assert per_row.iloc[0]["split"] == C.TASK and per_row.iloc[0]["unit"] == R.AUC_POINTS
+    far = P.paper_table(knn=_knn(), renyi=_renyi((-0.2, -0.25, -0.15)), expected=_expected())
+    assert far.loc[(far["claim"] == C.RENYI) & (far["model"] == "all"), "verdict"].item() == V.NOT_REPRODUCED
+    wide = P.paper_table(knn=_knn(), renyi=_renyi((0.0, -0.08, 0.08)), expected=_expected())
+    assert wide.loc[(wide["claim"] == C.RENYI) & (wide["model"] == "all"), "verdict"].item() == V.INCONCLUSIVE
+    # a row Shannon left undecided (gemma's capped k) carries no equivalence row
+    undecided = P.paper_table(knn=_knn(), renyi=_renyi(target="format", model="gemma-2-2b-it"), expected=_expected())
+    assert undecided.loc[undecided["claim"] == C.RENYI, "model"].tolist() == ["all"]
 
 
 def test_mmlu_correctness_is_inconclusive_under_letter_bias():
     table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=1.0), expected=_expected())
-    row = table[table["claim"] == P.MMLU_CORRECT].iloc[0]
+    row = table[table["claim"] == C.MMLU_CORRECT].iloc[0]
     assert row["verdict"] == V.INCONCLUSIVE and "letter bias: 'A' answered for 100%" in row["why"]
-    acc = table[(table["claim"] == P.ACCURACY) & (table["measure"] == "calibrated")].iloc[0]
-    assert acc["verdict"] == V.INCONCLUSIVE and acc["baseline"] == 0.3  # the majority letter beats chance
-    assert "gold C 30%" in acc["note"]
+    acc = table[(table["claim"] == C.ACCURACY) & (table["measure"] == "calibrated")].iloc[0]
+    assert acc["verdict"] == "undecided" and acc["baseline"] == 0.3  # the majority letter beats chance
+    assert acc["role"] == C.PRECONDITION and "gold C 30%" in acc["note"]
 
 
 def test_every_absent_claim_gets_a_reason():
     table = P.paper_table(knn=_knn(), expected=_expected())
     absent = table[table["why"].str.startswith("not run")]
     reasons = {(c, m): w for c, m, w in zip(absent["claim"], absent["model"], absent["why"], strict=True)}
-    assert "not profiled on 'tasks'" in reasons[(P.TASK, "gemma-2-2b-it")]
-    assert "dataset 'mmlu' is disabled" in reasons[(P.MMLU_CORRECT, "gemma-2-2b-it")]
-    assert "not in layer_skip.models" in reasons[(P.SKIP_RANDOM, "gemma-2-2b-it")]
+    assert "not profiled on 'tasks'" in reasons[(C.TASK, "gemma-2-2b-it")]
+    assert "dataset 'mmlu' is disabled" in reasons[(C.MMLU_CORRECT, "gemma-2-2b-it")]
+    assert "not in layer_skip.models" in reasons[(C.SKIP_VS_PRUNING, "gemma-2-2b-it")]  # the Gemma-2 finding
+    gemma = absent[absent["model"] == "gemma-2-2b-it"]
+    assert set(gemma.loc[gemma["claim"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING, C.SKIP_RANK}
     assert (absent["verdict"] == V.INCONCLUSIVE).all()
     one_model = P.paper_table(knn=_knn().iloc[:0], expected=P.Expected(datasets={"blank": ["a"]}))
-    family = one_model[one_model["claim"] == P.FAMILY].iloc[0]
+    family = one_model[one_model["model"] == "all"].iloc[0]
     assert "needs >= 2 models on 'blank', got 1" in family["why"]
 
 
-def test_spearman_and_layer_skip_rows():
-    expansion = _csv(
+def _comparison(model, first, second, diff, *, k=1, variant="all_blocks", statistic="accuracy", n_sets=27, **extra):
+    return {
+        "model": model,
+        "measure": "calibrated",
+        "statistic": statistic,
+        "variant": variant,
+        "k": k,
+        "first": first,
+        "second": second,
+        "first_layers": "27" if first == "expansion" else "19",
+        "second_layers": "mean of 27 eligible blocks" if second == "random" else "19",
+        "n": 300,
+        "n_sets": n_sets,
+        "first_value": 0.4,
+        "second_value": 0.45,
+        "difference": diff[0],
+        "ci_low": diff[1],
+        "ci_high": diff[2],
+        "intact": 0.6,
+        "intact_low": 0.54,
+        "intact_high": 0.65,
+        "skipped": extra.get("skipped", (0.27, 0.22, 0.32))[0],
+        "skipped_low": extra.get("skipped", (0.27, 0.22, 0.32))[1],
+        "skipped_high": extra.get("skipped", (0.27, 0.22, 0.32))[2],
+        "chance": 0.25,
+    }
+
+
+HURTS, SAME, HELPS = (-0.3, -0.4, -0.2), (0.0, -0.03, 0.03), (0.1, 0.05, 0.15)
+
+
+def _skip_frame(model: str) -> pd.DataFrame:
+    rows = [
+        _comparison(model, "expansion", "random", HURTS),
+        _comparison(model, "pruning", "random", SAME),
+        _comparison(model, "expansion", "pruning", HURTS),
+        _comparison(model, "expansion", "random", HELPS, variant="no_final"),
+        _comparison(model, "pruning", "random", SAME, variant="no_final"),
+        _comparison(model, "expansion", "pruning", HELPS, variant="no_final"),
+        _comparison(model, "expansion", "random", HURTS, statistic="gold_logprob"),
+        _comparison(model, "expansion", "random", HURTS, k=2, n_sets=12),
+    ]
+    return _csv(rows)
+
+
+def _rank(model: str, rho=(0.6, 0.4, 0.75)) -> pd.DataFrame:
+    return _csv(
         [
             {
-                "model": "m",
-                "family": "llama",
-                "n_layers": 4,
-                "n": 1000,
-                "n_prompts": 40,
-                "spearman": 0.8,
-                "ci_low": 0.7,
-                "ci_high": 0.86,
-                "p_value": 0.0,
-                "dataset": "tasks",
-            }
-        ]
-    )
-    skip = _csv(
-        [
-            {
-                "model": "m",
+                "model": model,
                 "measure": "calibrated",
-                "k": 1,
-                "versus": v,
-                "n": 60,
-                "difference": d,
-                "ci_low": lo,
-                "ci_high": hi,
-                "intact": 0.6,
-                "intact_low": 0.47,
-                "intact_high": 0.71,
-                "chance": 0.25,
+                "variant": variant,
+                "n_blocks": 27,
+                "n": 300,
+                "n_calibration": 32,
+                "rho": rho[0],
+                "ci_low": rho[1],
+                "ci_high": rho[2],
+                "most_costly": 1,
+                "largest_delta_h": 27,
             }
-            for v, d, lo, hi in (("random", -0.3, -0.4, -0.2), ("pruning", 0.0, -0.03, 0.03))
+            for variant in ("all_blocks", "no_final")
         ]
     )
-    table = P.paper_table(expansion=expansion, layer_skip=skip, expected=P.Expected(families={"m": "llama"}))
-    rho = table[table["claim"] == P.SPEARMAN].iloc[0]
-    assert rho["verdict"] == V.REPRODUCED and rho["split"] == "tasks" and rho["n_sources"] == 40
-    rows = table.set_index("claim")
-    assert rows.loc[P.SKIP_RANDOM, "verdict"] == V.REPRODUCED
-    assert rows.loc[P.SKIP_PRUNING, "verdict"] == V.NOT_REPRODUCED
-    assert rows.loc[P.SKIP_RANDOM, "study"].startswith("Llama collapses")
+
+
+def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
+    families = {"llama-3.2-1b": "llama", "gemma-2-2b-it": "gemma", "qwen-1.5b": "qwen"}
+    expected = P.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
+    skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
+    rank = pd.concat([_rank(m) for m in families], ignore_index=True)
+    table = P.paper_table(layer_skip=skip, skip_spearman=rank, expected=expected)
+    k1 = table[table["split"] == "k=1, all blocks eligible"]
+
+    def row(model, claim):
+        hit = k1[(k1["model"] == model) & (k1["claim"] == claim) & (k1["unit"] != R.LOGPROB)]
+        assert len(hit) == 1, hit
+        return hit.iloc[0]
+
+    llama = row("llama-3.2-1b", C.SKIP_VS_RANDOM)
+    assert (llama["role"], llama["verdict"]) == (C.FINDING, V.REPRODUCED)
+    assert llama["study"] == C.STUDY_SKIP_SENTENCE[C.LLAMA_SCOPE]
+    assert row("llama-3.2-1b", C.PRUNING_VS_RANDOM)["role"] == C.EXTENSION  # the study says nothing of it
+    assert row("llama-3.2-1b", C.SKIP_COLLAPSE)["verdict"] == V.REPRODUCED  # 27 [22, 32] < chance + 10
+    gemma = row("gemma-2-2b-it", C.SKIP_VS_PRUNING)
+    assert (gemma["role"], gemma["verdict"]) == (C.FINDING, V.NOT_REPRODUCED)  # expansion hurt more: not the claim
+    assert "where the study found pruning more critical" in gemma["why"]
+    assert row("gemma-2-2b-it", C.SKIP_VS_RANDOM)["role"] == C.EXTENSION
+    qwen = row("qwen-1.5b", C.SKIP_VS_RANDOM)
+    assert (qwen["role"], qwen["verdict"]) == (C.EXTENSION, "expansion more critical")
+    assert qwen["study"] == C.NO_SKIP_CLAIM and not (k1["model"].eq("qwen-1.5b") & k1["role"].eq(C.FINDING)).any()
+    no_final = table[(table["split"] == "k=1, final block excluded") & (table["unit"] == R.POINTS)]
+    flipped = no_final[(no_final["model"] == "llama-3.2-1b") & (no_final["claim"] == C.SKIP_VS_RANDOM)].iloc[0]
+    assert flipped["verdict"] == V.NOT_REPRODUCED and "random more critical" in flipped["why"]
+    same = no_final[(no_final["model"] == "qwen-1.5b") & (no_final["claim"] == C.PRUNING_VS_RANDOM)].iloc[0]
+    assert same["verdict"] == O.NO_DIFFERENCE
+    few_sets = table[(table["split"].str.startswith("k=2")) & (table["model"] == "llama-3.2-1b")].iloc[0]
+    assert few_sets["verdict"] == V.INCONCLUSIVE and "random baseline of 12 sets" in few_sets["why"]
+    ranks = table[(table["claim"] == C.SKIP_RANK)].set_index(["model", "split"])
+    assert ranks.loc[("llama-3.2-1b", "all blocks eligible"), "verdict"] == V.REPRODUCED
+    assert ranks.loc[("gemma-2-2b-it", "all blocks eligible"), "verdict"] == V.NOT_REPRODUCED
+    assert ranks.loc[("qwen-1.5b", "all blocks eligible"), "verdict"] == "expansion more critical"
+
+
+def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
+    families = {"llama-3.2-1b": "llama", "qwen-1.5b": "qwen"}
+    expected = P.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
+    skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
+    top = P.headline(P.paper_table(layer_skip=skip, skip_spearman=_rank("qwen-1.5b"), expected=expected))
+    skip_rows = top[top["claim"].isin(C.SKIP_CLAIMS)]
+    assert set(skip_rows["split"]) == {
+        "k=1, all blocks eligible",
+        "k=1, final block excluded",
+        "all blocks eligible",
+        "final block excluded",
+    }
+    assert R.LOGPROB not in set(skip_rows["unit"])
+    lines = R.summary(top)
+    # llama: vs random and vs pruning and the collapse under all blocks, the collapse under no_final; the two
+    # no_final comparisons went the other way
+    assert lines[0].startswith("Claims of the study: 4 reproduced, 2 not reproduced, 0 inconclusive")
+    assert lines[1].startswith("Extensions (where the study made no claim; counted apart):")
+    assert "expansion more critical" in lines[1] and "no difference" in lines[1]
+    roles = top["role"].tolist()
+    assert roles == sorted(roles, key=[C.FINDING, C.EXTENSION, C.PRECONDITION].index)
 
 
 def test_headline_keeps_the_verdict_measure_and_shannon():
     table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected())
     top = P.headline(table)
-    assert set(top.loc[top["claim"] == P.ACCURACY, "measure"]) == {"calibrated"}
-    assert "renyi(a=5)" not in set(top.loc[top["claim"] == P.TASK, "measure"])
+    assert set(top.loc[top["claim"] == C.ACCURACY, "measure"]) == {"calibrated"}
+    assert "renyi(a=5)" not in set(top.loc[top["claim"] == C.TASK, "measure"])
     assert (top["verdict"] != "").all()
-    findings = top[top["role"] == P.FINDING]
+    findings = top[top["role"] == C.FINDING]
     measured = findings[~findings["why"].str.startswith("not run")]
-    order = [P.CLAIM_ORDER.index(c) for c in measured["claim"]]
+    order = [C.CLAIM_ORDER.index(c) for c in measured["claim"]]
     assert order == sorted(order)
     not_run = findings["why"].str.startswith("not run").tolist()
     assert not_run == sorted(not_run)  # findings not run come after those measured
-    roles = top["role"].tolist()
-    assert roles == sorted(roles, key=[P.FINDING, P.PRECONDITION].index)  # preconditions last of all
-    assert set(top.loc[top["role"] == P.PRECONDITION, "claim"]) == {P.ACCURACY}
-    assert "not run by this configuration (listed last)" in P.verdicts_html(top)
+    assert set(top.loc[top["role"] == C.PRECONDITION, "claim"]) == {C.ACCURACY}
+    assert "not run by this configuration (listed last)" in R.verdicts_html(top)
 
 
 def test_display_and_html_show_intervals_in_the_units_people_read():
     table = P.paper_table(knn=_knn(), expected=_expected())
-    view = P.display(P.headline(table))
+    top = P.headline(table)
+    view = R.display(top)
     first = view.iloc[0]
     assert first["ours (95% CI)"] == "90.0 [85.0, 95.0] AUC %" and first["study protocol"].startswith("93.0 [90.0")
-    html = P.verdicts_html(P.headline(table))
-    assert html.count('<span class="verdict"') == len(P.headline(table))
+    html = R.verdicts_html(top)
+    assert html.count('<span class="verdict"') == len(top)
     assert "reproduced</span>" in html and "<table" in html
+    assert R.colour("holds") == R.GREEN and R.colour("expansion more critical") == R.BLUE
 
 
 def test_paper_table_from_files_stacks_per_dataset_tables(tmp_path):
@@ -234,12 +419,8 @@ def test_paper_table_from_files_stacks_per_dataset_tables(tmp_path):
         paths.append(str(path))
     table = P.paper_table_from_files({"expansion": paths}, P.Expected())
     assert list(table["split"]) == ["tasks", "blank"]
-    try:
+    with pytest.raises(ValueError, match=r"unknown paper-table inputs \['bogus'\]"):
         P.paper_table_from_files({"bogus": paths}, P.Expected())
-    except ValueError as err:
-        assert "unknown paper-table inputs ['bogus']" in str(err)
-    else:
-        raise AssertionError("an unknown input must be refused")
 
 
 def test_to_markdown_renders_escapes_and_blanks_nan(tmp_path):
@@ -256,22 +437,24 @@ def test_to_markdown_renders_escapes_and_blanks_nan(tmp_path):
 
 
 def _overlap() -> pd.DataFrame:
-    row = {"model": "smollm2-135m", "family": "llama", "n_layers": 30, "n": 5000, "n_prompts": 40, "std": 0.2}
+    row = {"model": "smollm2-135m", "family": "smollm", "n_layers": 30, "n": 5000, "n_prompts": 40, "std": 0.2}
     return _csv(
         [
-            {**row, "mean": 0.68, "ci_low": 0.65, "ci_high": 0.71, "dataset": "blank"},
-            {**row, "mean": 0.52, "ci_low": 0.45, "ci_high": 0.6, "dataset": "tasks"},
+            {**row, "statistic": "jaccard", "mean": 0.38, "ci_low": 0.35, "ci_high": 0.41, "dataset": "blank"},
+            {**row, "statistic": "containment", "mean": 0.78, "ci_low": 0.75, "ci_high": 0.81, "dataset": "blank"},
+            {**row, "statistic": "containment", "mean": 0.52, "ci_low": 0.45, "ci_high": 0.6, "dataset": "tasks"},
         ]
     )
 
 
-def test_adjacent_layer_overlap_rows_get_a_verdict_and_reach_the_headline():
+def test_overlap_is_judged_by_containment_with_jaccard_beside_it():
     table = P.paper_table(overlap=_overlap(), expected=_expected())
-    rows = table[table["claim"] == P.OVERLAP].set_index("split")
-    assert rows.loc["blank", "verdict"] == V.REPRODUCED and "lies above 0.5" in rows.loc["blank", "why"]
-    assert rows.loc["tasks", "verdict"] == V.INCONCLUSIVE and rows.loc["tasks", "n_sources"] == 40
-    assert "descriptive" not in " ".join(table["why"])
-    assert set(P.headline(table).query("claim == @P.OVERLAP")["split"]) == {"blank", "tasks"}
+    rows = table[table["claim"] == C.OVERLAP].set_index(["split", "measure"])
+    assert rows.loc[("blank", "containment"), "verdict"] == V.REPRODUCED
+    assert rows.loc[("blank", "jaccard"), "verdict"] == V.NOT_REPRODUCED  # the same sets, the statistic that shrinks
+    assert rows.loc[("tasks", "containment"), "verdict"] == V.INCONCLUSIVE
+    top = P.headline(table).query("claim == @C.OVERLAP")
+    assert set(top["measure"]) == {"containment"} and set(top["split"]) == {"blank", "tasks"}
 
 
 def _shapes() -> pd.DataFrame:
@@ -280,73 +463,78 @@ def _shapes() -> pd.DataFrame:
     llama_like |= {"refine_high": 2.0, "drift": 0.05, "drift_low": 0.01, "drift_high": 0.1}
     return _csv(
         [
-            {"model": "smollm2-135m", "family": "llama", **base, **llama_like, "dataset": "blank"},
-            {"model": "smollm2-135m", "family": "llama", **base, **llama_like, "n_sources": 3, "dataset": "tasks"},
+            {"model": "llama-3.2-1b", "family": "llama", **base, **llama_like, "dataset": "blank"},
+            {"model": "llama-3.2-1b", "family": "llama", **base, **llama_like, "n_sources": 3, "dataset": "tasks"},
+            {"model": "smollm2-135m", "family": "smollm", **base, **llama_like, "dataset": "blank"},
             {"model": "qwen2.5-coder-0.5b", "family": "qwen", **base, **llama_like, "dataset": "blank"},
         ]
     )
 
 
-def test_family_shape_rows_where_the_run_has_the_family_and_not_run_where_it_has_none():
-    families = {"smollm2-135m": "llama", "qwen2.5-coder-0.5b": "qwen"}
-    expected = P.Expected(datasets={"blank": list(families), "tasks": ["smollm2-135m"]}, families=families)
+def test_family_shape_rows_findings_for_the_family_extensions_for_its_architecture():
+    families = {"llama-3.2-1b": "llama", "smollm2-135m": "smollm", "qwen2.5-coder-0.5b": "qwen"}
+    architectures = {"llama-3.2-1b": "llama", "smollm2-135m": "llama", "qwen2.5-coder-0.5b": "qwen2"}
+    expected = P.Expected(
+        datasets={"blank": list(families), "tasks": ["llama-3.2-1b"]}, families=families, architectures=architectures
+    )
     table = P.paper_table(shapes=_shapes(), expected=expected)
-    llama = table[table["claim"] == P.SHAPE_LLAMA].set_index("split")
-    assert llama.loc["blank", "verdict"] == V.REPRODUCED and llama.loc["blank", "model"] == "smollm2-135m"
-    assert "plateaus" in llama.loc["blank", "why"] and "drift 0.050 [0.010, 0.100]" in llama.loc["blank", "note"]
-    assert llama.loc["tasks", "verdict"] == V.INCONCLUSIVE and "only 3 independent sources" in llama.loc["tasks", "why"]
-    gpt = table[table["claim"] == P.SHAPE_GPT]
+    llama = table[table["claim"] == C.SHAPE_LLAMA].set_index(["model", "split"])
+    assert llama.loc[("llama-3.2-1b", "blank"), "verdict"] == V.REPRODUCED
+    assert llama.loc[("llama-3.2-1b", "blank"), "role"] == C.FINDING
+    assert "drift 0.050 [0.010, 0.100]" in llama.loc[("llama-3.2-1b", "blank"), "note"]
+    assert llama.loc[("llama-3.2-1b", "tasks"), "verdict"] == V.INCONCLUSIVE
+    smol = llama.loc[("smollm2-135m", "blank")]
+    assert (smol["role"], smol["verdict"]) == (C.EXTENSION, "holds") and smol["note"].startswith("llama architecture")
+    gpt = table[table["claim"] == C.SHAPE_GPT]
     assert len(gpt) == 1 and gpt["why"].item() == "not run: no model of family gpt or gpt2 in this configuration"
-    assert "qwen2.5-coder-0.5b" not in set(table.loc[table["claim"].isin([P.SHAPE_GPT, P.SHAPE_LLAMA]), "model"])
-    # A GPT-2 model (config family gpt2) is judged by the GPT claim; one profiled nowhere says so.
+    assert "qwen2.5-coder-0.5b" not in set(table.loc[table["claim"].isin([C.SHAPE_GPT, C.SHAPE_LLAMA]), "model"])
     gpt2 = {"gpt2-small": "gpt2", "gpt2-xl": "GPT2"}
     shapes = _shapes().assign(model="gpt2-small", family="gpt2").iloc[:1]
     table = P.paper_table(shapes=shapes, expected=P.Expected(datasets={"blank": ["gpt2-small"]}, families=gpt2))
-    rows = table[table["claim"] == P.SHAPE_GPT].set_index("model")
+    rows = table[table["claim"] == C.SHAPE_GPT].set_index("model")
     assert rows.loc["gpt2-small", "verdict"] == V.NOT_REPRODUCED  # it starts low: rise > 0 fails "starts high"
     assert rows.loc["gpt2-xl", "why"] == "not run: gpt2-xl is profiled on no dataset"
-    assert table.loc[table["claim"] == P.SHAPE_LLAMA, "why"].str.contains("no model of family llama").all()
 
 
-def test_mmlu_accuracy_is_a_precondition_counted_apart():
+def test_summary_counts_each_role_apart():
     table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), overlap=_overlap(), expected=_expected())
-    assert set(table.loc[table["role"] == P.PRECONDITION, "claim"]) == {P.ACCURACY}
-    assert set(table.loc[table["claim"] != P.ACCURACY, "role"]) == {P.FINDING}
     top = P.headline(table)
-    findings, preconditions = P.summary(top)
-    assert findings.startswith("Claims of the study: 5 reproduced, 1 not reproduced, 3 inconclusive; 25 not run")
-    assert preconditions.startswith("Preconditions: 0 met, 0 not met, 1 undecided (not findings of the study")
-    n_findings = int((top["role"] == P.FINDING).sum())
+    lines = R.summary(top)
+    findings = lines[0]
+    assert findings.startswith("Claims of the study: 3 reproduced, 1 not reproduced, 3 inconclusive; ")
+    n_findings = int((top["role"] == C.FINDING).sum())
     counted = sum(int(part.split()[0]) for part in findings.split(": ", 1)[1].rstrip(".").replace(";", ",").split(", "))
-    assert counted == n_findings  # every finding is counted once, no precondition among them
-    text = P.verdicts_markdown(top, "Verdicts")
-    body, section = text.split(f"## {P.PRECONDITION_HEADING}")
+    assert counted == n_findings  # every finding is counted once, no precondition or extension among them
+    assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 1 undecided (not findings of the study")
+    text = R.verdicts_markdown(top, "Verdicts")
+    body, section = text.split(f"## {R.HEADINGS[C.PRECONDITION][0]}")
     assert text.startswith("# Verdicts\n\n**Claims of the study:") and "| claim | model |" in body
-    assert P.ACCURACY not in body and f"{P.ACCURACY} (precondition)" in section
-    html = P.verdicts_html(top)
-    assert html.index("Preconditions: 0 met") < html.index(P.PRECONDITION_HEADING.replace("?", ""))
-    assert html.count("<table") == 2
+    assert f"{C.ACCURACY} (precondition)" in section and f"{C.MODEL_IDENTITY} (extension)" in body
+    html = R.verdicts_html(top)
+    assert html.count("<table") == 3
 
 
-def _pairs(gap: tuple[float, float, float] = (0.4, 0.3, 0.5), n_other: int = 2) -> pd.DataFrame:
+def _pairs(gap=(0.4, 0.3, 0.5), n_other: int = 2, scales=(NATS, NORMALIZED, CENTRED)) -> pd.DataFrame:
     return _csv(
         [
             {
                 "statistic": statistic,
+                "scale": scale,
                 "family": "qwen",
                 "small": "q-0.5b",
                 "large": "q-1.5b",
                 "n_models": 2 + n_other,
-                "n_other": n_other,
+                "n_other": 0 if statistic == ALIGNMENT_GAP else n_other,
                 "n_samples": 40,
                 "same": 0.2,
-                "nearest": "s-135m" if n_other else "",
-                "nearest_value": 0.6 if n_other else float("nan"),
-                "gap": gap[0] if n_other else float("nan"),
-                "gap_low": gap[1] if n_other else float("nan"),
-                "gap_high": gap[2] if n_other else float("nan"),
+                "nearest": "s-135m" if n_other and statistic != ALIGNMENT_GAP else "",
+                "nearest_value": 0.6 if n_other or statistic == ALIGNMENT_GAP else float("nan"),
+                "gap": gap[0] if n_other or statistic == ALIGNMENT_GAP else float("nan"),
+                "gap_low": gap[1] if n_other or statistic == ALIGNMENT_GAP else float("nan"),
+                "gap_high": gap[2] if n_other or statistic == ALIGNMENT_GAP else float("nan"),
             }
-            for statistic in (FAMILY_GAP, RESOLUTION_GAP)
+            for statistic in (FAMILY_GAP, RESOLUTION_GAP, ALIGNMENT_GAP)
+            for scale in scales
         ]
     )
 
@@ -355,65 +543,56 @@ def _family_expected(families: dict[str, str]) -> P.Expected:
     return P.Expected(datasets={"blank": list(families)}, families=families)
 
 
-PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "llama", "g-270m": "gemma"}
+PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "smollm", "g-270m": "gemma"}
 
 
-def test_same_family_pairs_get_verdicts_and_reach_the_headline():
+def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_normalized_one():
     table = P.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
-    rows = table[table["claim"].isin([P.CLUSTERING, P.SIZE_RESOLUTION])].set_index("claim")
-    assert set(rows["verdict"]) == {V.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
-    assert "lies above 0" in rows.loc[P.CLUSTERING, "why"] and "(s-135m)" in rows.loc[P.CLUSTERING, "why"]
-    assert rows.loc[P.CLUSTERING, "note"].startswith("d(q-0.5b, q-1.5b) = 0.200 nats; nearest other family: s-135m")
-    assert rows.loc[P.SIZE_RESOLUTION, "n_sources"] == 40 and rows.loc[P.SIZE_RESOLUTION, "ci_low"] == 0.3
-    markdown = P.verdicts_markdown(P.headline(table), "Verdicts")
-    assert P.CLUSTERING in markdown and P.SIZE_RESOLUTION in markdown and "0.400 [0.300, 0.500] nats" in markdown
+    rows = table[table["claim"].isin([C.CLUSTERING, C.SIZE_RESOLUTION])].set_index(["claim", "measure"])
+    assert len(rows) == 6 and set(rows["verdict"]) == {V.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
+    assert rows.loc[(C.CLUSTERING, NORMALIZED), "unit"] == R.LOG_V and rows.loc[(C.CLUSTERING, NATS), "unit"] == R.NATS
+    assert "(s-135m)" in rows.loc[(C.CLUSTERING, NATS), "why"]
+    assert "on absolute layer 0.600" in rows.loc[(C.SIZE_RESOLUTION, NATS), "note"]
+    assert RESOLUTION_GAP not in " ".join(table["note"])  # the old closeness statistic is no verdict any more
+    top = P.headline(table)
+    assert set(top.loc[top["claim"].isin([C.CLUSTERING, C.SIZE_RESOLUTION]), "measure"]) == {NORMALIZED}
     below = P.paper_table(family_pairs=_pairs((-0.3, -0.4, -0.2)), expected=_family_expected(PAIR_FAMILIES))
-    assert set(below.loc[below["claim"] == P.SIZE_RESOLUTION, "verdict"]) == {V.NOT_REPRODUCED}
-    wide = P.paper_table(family_pairs=_pairs((0.05, -0.1, 0.2)), expected=_family_expected(PAIR_FAMILIES))
-    why = wide.loc[wide["claim"] == P.CLUSTERING, "why"].item()
+    assert set(below.loc[below["claim"] == C.SIZE_RESOLUTION, "verdict"]) == {V.NOT_REPRODUCED}
+    wide = P.paper_table(
+        family_pairs=_pairs((0.05, -0.1, 0.2), scales=(NATS,)), expected=_family_expected(PAIR_FAMILIES)
+    )
+    why = wide.loc[wide["claim"] == C.CLUSTERING, "why"].item()
     assert "with 40 blank samples per model: about 360 would decide it" in why, why
 
 
 def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_help():
-    def reasons(families, pairs=None, clustering=True):
+    def reasons(families, pairs=None, clustering=True, claims=(C.CLUSTERING, C.SIZE_RESOLUTION)):
         frame = pd.DataFrame([{"grouping": "family", "ari_models": 1.0, "silhouette_samples": 0.5}])
         table = P.paper_table(
             clustering=frame if clustering else None, family_pairs=pairs, expected=_family_expected(families)
         )
-        rows = table[table["claim"].isin([P.CLUSTERING, P.SIZE_RESOLUTION])]
-        assert len(rows) == 2 and (rows["verdict"] == V.INCONCLUSIVE).all()
+        rows = table[table["claim"].isin(claims)]
+        assert (rows["verdict"] == V.INCONCLUSIVE).all()
         return set(rows["why"])
 
     assert reasons({"a": "x", "b": "y"}) == {
-        "not run: one model per family: family and model identity coincide, so size cannot be told apart "
-        "(make families)"
+        "not run: one model per family: family and model identity coincide, so size cannot be told apart (make study)"
     }
     assert reasons({"a": "x", "b": "x"}) == {"not run: only family x on 'blank': no other family to compare with"}
     assert reasons({"a": "x", "b": "x", "c": "y"}) == {
         "not run: no two models of one family with different layer counts on 'blank'"
     }
-    alone = reasons({"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0))
+    # the alignment of a family's two sizes needs no other family; "family, not size" does
+    alone = reasons(
+        {"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0, scales=(NATS,)), claims=[C.CLUSTERING]
+    )
     assert alone == {"not run: only family qwen on 'blank': no other family to compare with"}
     assert reasons({"a": "x"}, clustering=False) == {"not run: needs >= 2 models on 'blank', got 1"}
 
 
-def test_family_pairs_and_pooled_accuracy_from_files(tmp_path):
-    path = tmp_path / "family_pairs.csv"
-    _pairs(n_other=0).to_csv(path, index=False)
-    table = P.paper_table_from_files({"family_pairs": str(path)}, _family_expected(PAIR_FAMILIES))
-    assert table.loc[table["claim"] == P.CLUSTERING, "why"].str.startswith("not run: only family qwen").all()
+def test_pooled_accuracy_counts_questions_not_prompts():
     styles = _accuracy(top_share=0.4)
     pooled = styles.assign(style=ALL_STYLES, n=80)  # 40 questions in two styles: the pooled n counts prompts
     acc = P.paper_table(accuracy=pd.concat([styles, pooled]), expected=_expected())
-    why = acc.loc[(acc["claim"] == P.ACCURACY) & (acc["split"] == ALL_STYLES), "why"]
+    why = acc.loc[(acc["claim"] == C.ACCURACY) & (acc["split"] == ALL_STYLES), "why"]
     assert why.str.contains("with 40 questions: about").all(), why.tolist()
-
-
-def test_renyi_row_names_the_rows_that_keep_it_from_reproduced():
-    rows = _knn().to_dict("records")
-    rows.append(_knn_row("family", "all", "grouped", 0.6, 0.52, 0.68, measure="renyi(a=0.5)"))
-    table = P.paper_table(knn=_csv(rows), expected=_expected())
-    renyi = table[table["claim"] == P.RENYI].iloc[0]
-    assert renyi["verdict"] == V.INCONCLUSIVE
-    assert "renyi(a=0.5), family separability" in renyi["why"] and "would decide it" in renyi["why"]
-    assert "renyi(a=5)" not in renyi["why"]  # reproduced where Shannon did: not named

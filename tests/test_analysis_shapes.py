@@ -34,15 +34,23 @@ def _verdict(row, claim: str) -> V.Verdict:
 
 def test_statistics_of_exact_shapes():
     depth = schema.depth_of(np.arange(12), 12).astype(float)
-    first, middle = S.thirds(depth)
-    assert first.sum() == 4 and middle.sum() == 4  # depths 1/12 .. 4/12, then 5/12 .. 8/12
+    first, middle, last = S.thirds(depth)
+    assert first.sum() == middle.sum() == last.sum() == 4  # depths 1/12 .. 4/12, 5/12 .. 8/12, 9/12 .. 12/12
     line = S.shape_statistics(SHAPES["line"](depth)[None], depth)[0]
-    # line: rise = 3 * (mean middle depth - mean first depth) = 3 * 4/12; refine = 3 * (6.5/12 - 1);
+    # line: rise = 3 * (mean middle depth - mean first depth) = 3 * 4/12; refine = 3 * (6.5/12 - 10.5/12);
     # drift = slope 3 over a third of depth, over the range 3 * 11/12
-    np.testing.assert_allclose(line, [1.0, 3 * (6.5 / 12 - 1), (3 / 3) / (3 * 11 / 12)], rtol=1e-6)  # float32 depth
+    np.testing.assert_allclose(line, [1.0, 3 * (6.5 / 12 - 10.5 / 12), (3 / 3) / (3 * 11 / 12)], rtol=1e-6)
     assert np.isnan(S.shape_statistics(SHAPES["flat"](depth)[None], depth)[0, 2])  # no range: no drift
     two = schema.depth_of(np.arange(2), 2)  # depths 0.5 and 1: no first third
     assert np.isnan(S.shape_statistics(np.ones((1, 2)), two)).all()
+
+
+def test_refine_reads_the_last_third_not_the_final_block():
+    """A plateau whose final block alone drops by 3 nats refines by a quarter of that over a third of 12."""
+    depth = schema.depth_of(np.arange(12), 12).astype(float)
+    profile = np.where(np.arange(12) == 11, 1.0, 4.0)
+    refine = S.shape_statistics(profile[None], depth)[0, 1]
+    assert refine == pytest.approx(3.0 / 4)  # the last layer alone would say 3.0
 
 
 def test_each_family_shape_is_told_apart(tmp_path):
@@ -64,7 +72,7 @@ def test_each_family_shape_is_told_apart(tmp_path):
     assert verdicts[("l", V.GPT_SHAPE)] == V.NOT_REPRODUCED
     assert verdicts[("x", V.GPT_SHAPE)] == verdicts[("x", V.LLAMA_SHAPE)] == V.NOT_REPRODUCED
     why = _verdict(table.loc["x"], V.LLAMA_SHAPE).why
-    assert "refines (last layer below the middle third): refine" in why and "fails" in why
+    assert "refines (last third below the middle third): refine" in why and "fails" in why
 
 
 def test_noise_without_shape_is_inconclusive():

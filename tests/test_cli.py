@@ -69,3 +69,37 @@ def test_unknown_model_lists_the_registry(capsys):
 
 def test_sparkline_scales_and_marks_missing():
     assert cli.sparkline([0.0, 0.5, 1.0, float("nan")], 0.0, 1.0) == "▁▅█ "
+
+
+def _skip_map_csv(folder):
+    from test_criticality import COSTS, DELTA_H, _plan, _sweep
+
+    from entropy_lens.answers.criticality import skip_map
+
+    table = skip_map(_sweep(COSTS), _plan(DELTA_H), n_boot=200)
+    (folder / "tables").mkdir(parents=True)
+    table.to_csv(folder / "tables" / "skip_map.csv", index=False)
+    return table
+
+
+def test_skip_map_prints_each_block_and_what_is_safe(tmp_path, capsys):
+    table = _skip_map_csv(tmp_path / "results")
+    assert cli.main(["skip-map", "--results", str(tmp_path / "results")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("m: every block skipped alone, 200 MMLU questions, calibrated letters")
+    rows = [line for line in printed.splitlines() if line[:5].strip().isdigit()]
+    assert len(rows) == len(table) == 8
+    block5 = next(line for line in rows if line.split()[0] == "5")
+    assert "costly" in block5 and "expansion (no final)" in block5
+    assert f"{table.set_index('layer').loc[5, 'd_logprob']:+.3f}" in block5
+    safe = [str(v) for v in table.loc[table["reading"] == "safe", "layer"]]
+    assert f"safe to skip (a drop of 5 points ruled out): {', '.join(safe)};" in printed
+    assert max(len(line) for line in rows) <= 140
+
+
+def test_skip_map_names_what_is_missing(tmp_path, capsys):
+    assert cli.main(["skip-map", "--results", str(tmp_path)]) == 2
+    assert "no criticality map at" in capsys.readouterr().err
+    _skip_map_csv(tmp_path / "r")
+    assert cli.main(["skip-map", "--results", str(tmp_path / "r"), "--model", "nope"]) == 2
+    assert "model 'nope' has no criticality map" in capsys.readouterr().err

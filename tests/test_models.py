@@ -70,14 +70,14 @@ def test_bad_dtype_is_refused():
 def test_registry_entries_are_complete():
     assert {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"} <= set(REGISTRY)
     for spec in REGISTRY.values():
-        assert spec.family in {"llama", "gemma", "qwen"}
+        assert spec.family in {"smollm", "gemma", "qwen"}
         assert spec.install.startswith("pip install")
 
 
 @pytest.mark.slow
 def test_real_smollm2_profile(smollm2):
     lm = smollm2
-    assert (lm.n_layers, lm.vocab_size, lm.family) == (30, 49152, "llama")
+    assert (lm.n_layers, lm.vocab_size, lm.family) == (30, 49152, "smollm")
     assert lm.n_params == 134_515_008  # SmolLM2-135M's published count (tied embeddings)
     assert len(lm.sha256) == 64
     ds = extract_profiles(

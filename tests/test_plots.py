@@ -201,6 +201,43 @@ def test_expansion_scatter(tmp_path, drawn):
     assert sum(len(c.get_offsets()) for c in scatters) == len(points) > 0
 
 
+def _overlap_store():
+    """Two models whose Jaccard rises with depth, with prompt noise; equal nucleus sizes keep it consistent."""
+    rng = np.random.default_rng(1)
+    jaccard, nucleus = {}, {}
+    for model, n_layers in (("a-small", 4), ("a-large", 8)):
+        shape = (6, 4, n_layers)
+        jaccard[model] = np.clip(np.linspace(0.1, 0.7, n_layers) + 0.05 * rng.normal(size=shape), 0, 1)
+        jaccard[model][..., -1] = np.nan
+        nucleus[model] = np.full(shape, 8, dtype=np.int32)
+    profiles = {m: np.ones(j.shape) for m, j in jaccard.items()}
+    return combined_dataset(profiles, jaccard=jaccard, nucleus=nucleus)
+
+
+def test_overlap_depth_draws_each_statistic_with_its_band_and_the_half_line(tmp_path, drawn):
+    frame = expansion.overlap_by_depth(_overlap_store(), n_boot=50)
+    plots.plot_overlap_depth(frame, tmp_path / "overlap.png", title="overlap")
+    _check(tmp_path / "overlap.png")
+    panels = _panels(drawn["overlap.png"])
+    assert [ax.get_title() for ax in panels] == ["a-small", "a-large"]
+    for ax, model in zip(panels, ("a-small", "a-large"), strict=True):
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        assert sorted(lines) == ["containment", "half shared", "jaccard"]
+        for statistic in ("jaccard", "containment"):
+            rows = frame[(frame["model"] == model) & (frame["statistic"] == statistic)].sort_values("depth")
+            np.testing.assert_allclose(lines[statistic].get_xdata(), rows["depth"])
+            np.testing.assert_allclose(lines[statistic].get_ydata(), rows["mean"])
+        half = lines["half shared"]
+        assert np.allclose(half.get_ydata(), 0.5) and half.get_linestyle() == "--"
+        bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        assert len(bands) == 2
+        ys = np.concatenate([band.get_paths()[0].vertices[:, 1] for band in bands])
+        rows = frame[frame["model"] == model]
+        assert ys.min() == pytest.approx(rows["ci_low"].min()) and ys.max() == pytest.approx(rows["ci_high"].max())
+    with pytest.raises(ValueError, match=r"lacks columns \['statistic'\]"):
+        plots.plot_overlap_depth(frame.drop(columns="statistic"), tmp_path / "x.png")
+
+
 def test_family_profiles_plot_and_svg_only_path(tmp_path, drawn):
     store = lazy(_store(), tmp_path)
     assert store["family"].dtype.kind != "U"  # strings come back from Zarr as StringDType

@@ -11,8 +11,10 @@ import torch
 import xarray as xr
 from tiny import ARCHS, N_LAYERS, tiny_model
 
-from entropy_lens.answers import accuracy, conditions, scoring, skipping
+from entropy_lens.answers import conditions, criticality, scoring, skipping
 from entropy_lens.answers.conditions import Condition
+from entropy_lens.answers.plan import SkipPlan
+from entropy_lens.core.checks import check_layers
 from entropy_lens.model.generation import GenerationSettings, generate, left_pad
 from entropy_lens.model.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
 from entropy_lens.model.loading import find_lens_parts, wrap_model
@@ -169,7 +171,7 @@ def test_bad_layer_indices_are_refused(layers, error, message):
 
 
 def test_numpy_integer_indices_are_accepted():
-    assert conditions.check_layers(np.array([2, 0]), 3) == [2, 0]
+    assert check_layers(np.array([2, 0]), 3) == [2, 0]
 
 
 # --------------------------------------------------------------------------- selection
@@ -178,29 +180,60 @@ DELTA_H = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
 
 
 @pytest.mark.parametrize(
-    ("kind", "k", "expected"),
+    ("kind", "k", "variant", "expected"),
     [
-        ("expansion", 1, [3]),
-        ("expansion", 2, [1, 3]),  # tie 0.5 at layers 1 and 6: the lower layer wins
-        ("expansion", 3, [1, 3, 6]),
-        ("pruning", 1, [2]),
-        ("pruning", 2, [2, 4]),
-        ("pruning", 6, [1, 2, 3, 4, 5, 6]),
+        ("expansion", 1, "all_blocks", [3]),
+        ("expansion", 2, "all_blocks", [1, 3]),  # tie 0.5 at layers 1 and 6: the lower layer wins
+        ("expansion", 3, "all_blocks", [1, 3, 6]),
+        ("expansion", 3, "no_final", [1, 3, 5]),  # the final block 6 is not eligible
+        ("pruning", 1, "all_blocks", [2]),
+        ("pruning", 2, "all_blocks", [2, 4]),
+        ("pruning", 6, "all_blocks", [1, 2, 3, 4, 5, 6]),
+        ("pruning", 5, "no_final", [1, 2, 3, 4, 5]),
     ],
 )
-def test_select_layers_on_constructed_profile(kind, k, expected):
-    assert conditions.select_layers(DELTA_H, k, kind) == expected
+def test_select_layers_on_constructed_profile(kind, k, variant, expected):
+    assert conditions.select_layers(DELTA_H, k, kind, variant) == expected
 
 
 def test_select_layers_never_picks_layer_zero_and_checks_arguments():
     with pytest.raises(ValueError, match="k=7 exceeds the 6 candidate layers"):
         conditions.select_layers(DELTA_H, 7, "pruning")
+    with pytest.raises(ValueError, match="k=6 exceeds the 5 candidate layers"):
+        conditions.select_layers(DELTA_H, 6, "pruning", "no_final")
     with pytest.raises(ValueError, match="kind must be one of"):
         conditions.select_layers(DELTA_H, 1, "shrink")
+    with pytest.raises(ValueError, match="variant must be one of"):
+        conditions.select_layers(DELTA_H, 1, "expansion", "middle")
     with pytest.raises(ValueError, match="k must be a positive integer"):
         conditions.select_layers(DELTA_H, 0, "expansion")
     with pytest.raises(ValueError, match=r"1-D array \[L\]"):
         conditions.select_layers(DELTA_H[None], 1, "expansion")
+
+
+def test_excluding_the_final_block_changes_the_expansion_block_when_it_rises_most():
+    delta_h = np.array([math.nan, 0.3, 0.8, -0.5, 0.1, 1.5])  # the final block flattens the output most
+    chosen = {(s.variant, s.k): s for s in conditions.selections(delta_h, [1, 2])}
+    assert chosen[("all_blocks", 1)].expansion == (5,) and chosen[("no_final", 1)].expansion == (2,)
+    assert chosen[("all_blocks", 2)].expansion == (2, 5) and chosen[("no_final", 2)].expansion == (1, 2)
+    assert chosen[("all_blocks", 1)].pruning == chosen[("no_final", 1)].pruning == (3,)
+    assert len(conditions.selections(delta_h, [5])) == 1  # 5 blocks exceed the no_final pool: left out
+
+
+def test_top_block_shares_measure_how_stable_the_choice_is():
+    rng = np.random.default_rng(0)
+    clear = np.column_stack(
+        [np.full(40, np.nan), rng.normal(0, 0.1, (40, 2)), rng.normal(2, 0.1, 40), rng.normal(0, 0.1, 40)]
+    )
+    shares = conditions.top_block_shares(clear, "all_blocks", n_boot=300, seed=0)
+    top = shares[(shares["kind"] == "expansion") & shares["chosen"]]
+    assert top["layer"].tolist() == [3] and top["share"].item() == 1.0
+    assert shares.groupby("kind")["share"].sum().round(6).eq(1.0).all()
+    tied = np.column_stack([np.full(40, np.nan), rng.normal(1, 1.0, (40, 4))])  # no block stands out
+    shares = conditions.top_block_shares(tied, "all_blocks", n_boot=300, seed=0)
+    assert shares.loc[shares["kind"] == "expansion", "share"].max() < 0.8
+    with pytest.raises(ValueError, match="no calibration question has a Delta H"):
+        conditions.top_block_shares(np.full((3, 4), np.nan), "all_blocks", n_boot=10, seed=0)
 
 
 def profile_dataset(entropy):
@@ -238,16 +271,22 @@ def test_mean_delta_h_on_one_model_of_a_combined_store():
         conditions.mean_delta_h(profile_dataset(np.full((1, 1, 3), np.nan)))
 
 
-def test_random_layer_sets_reproducible_under_seed():
-    first = conditions.random_layer_sets(30, 3, 10, seed=1)
-    assert first == conditions.random_layer_sets(30, 3, 10, seed=1)
-    assert first != conditions.random_layer_sets(30, 3, 10, seed=2)
-    assert all(len(s) == len(set(s)) == 3 and s == sorted(s) and 0 not in s for s in first)
-    assert all(set(s) <= {1, 2} for s in conditions.random_layer_sets(4, 2, 5, seed=0, exclude=[0, 3]))
+def test_random_population_gives_each_variant_its_sets():
+    first = conditions.random_population(30, 2, 20, seed=1)
+    assert first == conditions.random_population(30, 2, 20, seed=1)
+    assert first != conditions.random_population(30, 2, 20, seed=2)
+    assert all(len(s) == len(set(s)) == 2 and list(s) == sorted(s) and 0 not in s for s in first)
+    avoiding = [s for s in first if 29 not in s]
+    assert len(avoiding) == 20 and len(first) >= 20  # drawn until 20 avoid the final block
+    assert all(conditions.in_variant(s, 30, "no_final") for s in avoiding)
+    small = conditions.random_population(4, 2, 5, seed=0)  # the no_final pool {1, 2} holds one pair
+    assert len(small) >= 5 and sum(3 not in s for s in small) >= 5
+    tiny = conditions.random_population(3, 2, 4, seed=0)  # no_final pool {1}: no pair, exactly 4 drawn
+    assert tiny == [(1, 2)] * 4
     with pytest.raises(ValueError, match="k=3 exceeds the 2 candidate layers"):
-        conditions.random_layer_sets(3, 3, 1, seed=0)
-    with pytest.raises(ValueError, match="layer 5 is out of range"):
-        conditions.random_layer_sets(3, 1, 1, seed=0, exclude=[5])
+        conditions.random_population(3, 3, 1, seed=0)
+    with pytest.raises(ValueError, match="has no eligible block"):
+        conditions.eligible_layers(1)
 
 
 def test_protected_layers_marks_expansion_phases_json_safe():
@@ -274,25 +313,44 @@ def test_protected_layers_marks_expansion_phases_json_safe():
 
 def test_conditions_have_names_that_are_never_parsed_back():
     delta_h = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
-    made = conditions.skip_conditions(delta_h, [1, 2], n_random=2, seed=0)
-    assert [c.name for c in made] == [
+    sweep = conditions.sweep_conditions(len(delta_h))
+    assert [c.name for c in sweep] == ["intact", *(f"skip_{layer}" for layer in range(7))]
+    chosen = conditions.selections(delta_h, [1, 2])
+    made = conditions.set_conditions(chosen, len(delta_h), n_random=2, seed=0)
+    names = [c.name for c in made]
+    # k = 2: expansion (1, 3) for both variants alike, pruning (2, 4) alike, then the random sets
+    assert names[:3] == ["intact", "expansion_k2", "pruning_k2"] and all(n.startswith("random_k2_r") for n in names[3:])
+    assert made[1] == Condition("expansion", 2, (1, 3)) and made[2].layers == (2, 4)
+    assert all(Condition.from_dict(json.loads(json.dumps(c.to_dict()))) == c for c in made)
+    more = conditions.set_conditions(conditions.selections(delta_h, [1, 2, 3]), len(delta_h), n_random=2, seed=0)
+    k2 = [c for c in more if c.k == 2]
+    assert k2 == made[1:]  # adding k = 3 leaves k = 2 unchanged
+    differ = conditions.set_conditions(conditions.selections(delta_h, [3]), len(delta_h), n_random=2, seed=0)
+    tags = {(c.kind, c.tag) for c in differ if c.kind == "expansion"}
+    assert tags == {("expansion", "all_blocks"), ("expansion", "no_final")}  # (1, 3, 6) against (1, 3, 5)
+    with pytest.raises(ValueError, match="needs k=2 layers"):
+        Condition("random", 2, (1,))
+    with pytest.raises(ValueError, match="needs k=2 layers"):
+        Condition("single", 2, (1, 2))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Condition("shrink", 1, (1,))
+
+
+def test_skip_plan_round_trips_and_names_what_to_profile():
+    delta_h = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
+    chosen = conditions.selections(delta_h, [1, 2])
+    plan = SkipPlan("m", 7, tuple(delta_h), tuple(chosen), tuple(conditions.set_conditions(chosen, 7, 3, 0)), 8)
+    back = SkipPlan.from_dict(json.loads(json.dumps(plan.to_dict(), allow_nan=False)))
+    assert back.to_dict() == plan.to_dict() and math.isnan(back.delta_h[0])
+    assert [c.name for c in plan.profiled()] == [
         "intact",
-        "expansion_k1",
-        "pruning_k1",
-        "random_k1_r0",
-        "random_k1_r1",
+        "skip_2",
+        "skip_3",
         "expansion_k2",
         "pruning_k2",
         "random_k2_r0",
-        "random_k2_r1",
     ]
-    assert made[1] == Condition("expansion", 1, (3,)) and made[6].layers == (2, 4)
-    assert all(Condition.from_dict(json.loads(json.dumps(c.to_dict()))) == c for c in made)
-    assert conditions.skip_conditions(delta_h, [1], 2, 0)[3:5] == made[3:5]  # adding k=2 leaves k=1 unchanged
-    with pytest.raises(ValueError, match="needs k=2 layers"):
-        Condition("random", 2, (1,))
-    with pytest.raises(ValueError, match="kind must be one of"):
-        Condition("shrink", 1, (1,))
+    assert len(plan.sweep) == 8
 
 
 def test_score_conditions_scores_each_condition_on_one_model():
@@ -311,7 +369,7 @@ def test_score_conditions_scores_each_condition_on_one_model():
     correct = skipping.score_conditions(lm, chosen, score, answers, questions=[f"q{i}" for i in range(6)])
     assert len(calls) == 3 and all(m is lm for m in calls)
     assert list(correct.columns) == list(skipping.CORRECT_COLUMNS) and len(correct) == 3 * 2 * 6
-    table = accuracy.condition_table(correct).set_index(["measure", "condition"])
+    table = criticality.condition_table(correct).set_index(["measure", "condition"])
     assert table.loc[("raw", "intact"), "accuracy"] == 0.5
     assert table.loc[("raw", "random_k2_r0"), "layers"] == "0,2" and table.loc[("raw", "random_k2_r0"), "k"] == 2
     assert (table["chance"] == 0.25).all() and (table["n"] == 6).all()
@@ -340,48 +398,6 @@ def test_score_conditions_checks_inputs_before_scoring():
         skipping.score_conditions(lm, bad[:1], lambda m: {"x": word_scorer(m, PROMPTS)}, ["A", "E", "B"])
     with pytest.raises(ValueError, match=r"scorer returned shape \(3,\)"):
         skipping.score_conditions(lm, bad[:1], lambda m: {"x": np.zeros(3)}, [0, 1, 2])
-
-
-def _long(table: dict[str, list[int]], k: int = 1) -> pd.DataFrame:
-    """Correctness rows of score_conditions from {condition name: per-question 0/1}."""
-    frames = []
-    for name, values in table.items():
-        kind = name.split("_")[0]
-        cond_k = 0 if kind == "intact" else k
-        frames.append(
-            pd.DataFrame({"question": [f"q{i}" for i in range(len(values))], "correct": values}).assign(
-                condition=name,
-                kind=kind,
-                k=cond_k,
-                replicate=int(name[-1]) if kind == "random" else 0,
-                layers="",
-                measure="calibrated",
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
-
-
-def test_skip_differences_pair_questions_and_average_random_sets():
-    n = 40
-    intact = [1] * 30 + [0] * 10
-    correct = _long(
-        {
-            "intact": intact,
-            "expansion_k1": [0] * n,
-            "pruning_k1": intact,
-            "random_k1_r0": intact,
-            "random_k1_r1": [1] * 20 + [0] * 20,
-        }
-    )
-    diff = accuracy.skip_differences(correct, n_boot=500).set_index("versus")
-    assert diff.loc["pruning", "difference"] == pytest.approx(-0.75)
-    assert diff.loc["random", "difference"] == pytest.approx(-(0.75 + 0.5) / 2)
-    assert (diff["ci_high"] < 0).all() and (diff["ci_low"] <= diff["difference"]).all()
-    assert diff.loc["random", "intact"] == 0.75 and diff.loc["random", "intact_low"] > 0.25
-    same = accuracy.skip_differences(
-        _long({"intact": intact, "expansion_k1": intact, "pruning_k1": intact, "random_k1_r0": intact}), n_boot=200
-    )
-    assert (same["difference"] == 0).all() and (same["ci_low"] == 0).all() and (same["ci_high"] == 0).all()
 
 
 # --------------------------------------------------------------------------- shared prefix

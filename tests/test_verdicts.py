@@ -11,7 +11,7 @@ from synthetic import combined_dataset
 from entropy_lens.analysis import knn as K
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import nucleus_overlap
-from entropy_lens.core.intervals import paired_bootstrap, wilson_interval
+from entropy_lens.core.intervals import wilson_interval
 
 SETTINGS = K.KnnSettings(k=29, n_splits=5, n_repeats=3)
 
@@ -100,12 +100,19 @@ def test_an_interval_too_wide_to_decide_is_inconclusive():
     assert above_chance_not_dummy.verdict == V.INCONCLUSIVE
 
 
-def test_spearman_rules():
-    assert V.spearman(V.Interval(0.8, 0.75, 0.85), n_prompts=50).verdict == V.REPRODUCED
-    assert V.spearman(V.Interval(0.2, 0.1, 0.3), n_prompts=50).verdict == V.NOT_REPRODUCED
-    assert V.spearman(V.Interval(0.55, 0.4, 0.7), n_prompts=50).verdict == V.INCONCLUSIVE
-    assert V.spearman(V.Interval(0.8, 0.75, 0.85), n_prompts=3).verdict == V.INCONCLUSIVE
-    assert V.spearman(V.Interval(math.nan, math.nan, math.nan), n_prompts=50).verdict == V.INCONCLUSIVE
+def _rho(value: V.Interval, n: int = 50) -> V.Verdict:
+    return V.above_threshold(value, threshold=V.SPEARMAN_THRESHOLD, n=n, statistic="rho")
+
+
+def test_threshold_rule_of_the_spearman_and_overlap_rows():
+    assert _rho(V.Interval(0.8, 0.75, 0.85)).verdict == V.REPRODUCED
+    assert _rho(V.Interval(0.2, 0.1, 0.3)).verdict == V.NOT_REPRODUCED
+    assert _rho(V.Interval(0.55, 0.4, 0.7)).verdict == V.INCONCLUSIVE
+    assert _rho(V.Interval(0.8, 0.75, 0.85), n=3).verdict == V.INCONCLUSIVE
+    assert _rho(V.Interval(math.nan, math.nan, math.nan)).verdict == V.INCONCLUSIVE
+    # just either side of the bar
+    assert _rho(V.Interval(0.52, 0.501, 0.55)).verdict == V.REPRODUCED
+    assert _rho(V.Interval(0.48, 0.45, 0.499)).verdict == V.NOT_REPRODUCED
 
 
 def _acc(hits: int, n: int) -> V.Interval:
@@ -129,26 +136,52 @@ def test_letter_bias_and_chance_make_correctness_inconclusive():
     assert V.answers_at_chance(_acc(60, 100), 0.25, majority_share=0.4, majority_letter="B") is None
 
 
-def test_layer_skip_rules_pair_questions():
-    rng = np.random.default_rng(0)
-    intact = _acc(70, 100)
-    expansion, other = np.zeros(100), (rng.uniform(size=100) < 0.6).astype(float)
-    hurt = V.Interval(*paired_bootstrap(expansion, other, n_boot=500))
-    assert V.layer_skip(hurt, intact=intact, chance=0.25, versus="random").verdict == V.REPRODUCED
-    same = V.Interval(*paired_bootstrap(other, other, n_boot=500))
-    assert V.layer_skip(same, intact=intact, chance=0.25, versus="random").verdict == V.NOT_REPRODUCED
-    noisy = V.Interval(-0.05, -0.2, 0.1)
-    assert V.layer_skip(noisy, intact=intact, chance=0.25, versus="pruning").verdict == V.INCONCLUSIVE
-    at_chance = V.layer_skip(hurt, intact=_acc(26, 100), chance=0.25, versus="random")
-    assert at_chance.verdict == V.INCONCLUSIVE and "not above chance" in at_chance.why
+def _renyi(difference: V.Interval) -> V.Verdict:
+    return V.renyi_equivalence(difference, n_groups=40, unit="questions")
 
 
-def test_renyi_invariance():
+def test_renyi_equivalence_rule_on_each_side_of_the_margin():
+    assert _renyi(V.Interval(0.01, -0.03, 0.045)).verdict == V.REPRODUCED
+    assert _renyi(V.Interval(-0.01, -0.055, 0.03)).verdict == V.INCONCLUSIVE  # reaches -5 points
+    assert _renyi(V.Interval(-0.10, -0.14, -0.06)).verdict == V.NOT_REPRODUCED
+    assert _renyi(V.Interval(0.08, 0.051, 0.11)).verdict == V.NOT_REPRODUCED
+    # the same estimate as Shannon with a wider interval is a power statement, not a difference
+    wide = _renyi(V.Interval(-0.004, -0.07, 0.06))
+    assert wide.verdict == V.INCONCLUSIVE and "about" in wide.why and "would decide" in wide.why
+    assert _renyi(V.Interval(math.nan, math.nan, math.nan)).verdict == V.INCONCLUSIVE
+
+
+def test_renyi_equivalence_planted_null_is_not_reproduced():
+    """An order carrying nothing of Shannon's signal: its paired difference is far below 0."""
+    rng = np.random.default_rng(3)
+    shannon = rng.normal(0.9, 0.02, 15)
+    noise = rng.normal(0.5, 0.05, 15)
+    diff = noise - shannon
+    lo, hi = K.corrected_t_interval(diff, 1 / 4, bounds=(-1.0, 1.0))
+    assert _renyi(V.Interval(float(diff.mean()), lo, hi)).verdict == V.NOT_REPRODUCED
+
+
+def test_renyi_summary_over_rows():
     R, N, U = V.REPRODUCED, V.NOT_REPRODUCED, V.INCONCLUSIVE
-    assert V.renyi_invariance([R, N], [[R, R], [N, N]]).verdict == R
-    assert V.renyi_invariance([R], [[R, N]]).verdict == N
-    assert V.renyi_invariance([R], [[R, U]]).verdict == U
-    assert V.renyi_invariance([N, U], [[R], [R]]).verdict == U
+    assert V.renyi_summary([R, R, R]).verdict == R
+    assert V.renyi_summary([R, N, U]).verdict == N
+    assert V.renyi_summary([R, U]).verdict == U
+    assert V.renyi_summary([]).verdict == U
+
+
+def test_held_out_family_rule():
+    share = V.Interval(*(lambda lo_hi: (18 / 20, *lo_hi))(wilson_interval(18, 20)))
+    assert V.held_out_family(share, bar=1 / 3, n=20, family="qwen").verdict == V.REPRODUCED
+    low = V.Interval(*(lambda lo_hi: (1 / 20, *lo_hi))(wilson_interval(1, 20)))
+    assert V.held_out_family(low, bar=1 / 3, n=20, family="qwen").verdict == V.NOT_REPRODUCED
+    mid = V.Interval(*(lambda lo_hi: (7 / 20, *lo_hi))(wilson_interval(7, 20)))
+    assert V.held_out_family(mid, bar=1 / 3, n=20, family="qwen").verdict == V.INCONCLUSIVE
+    assert V.held_out_family(share, bar=1 / 3, n=4, family="qwen").verdict == V.INCONCLUSIVE
+
+
+def test_precondition_and_extension_words():
+    assert V.PRECONDITION_WORDS[V.REPRODUCED] == "met" and V.PRECONDITION_WORDS[V.NOT_REPRODUCED] == "not met"
+    assert set(V.EXTENSION_WORDS) == set(V.VERDICTS)
 
 
 def test_verdict_values_are_checked():
@@ -165,17 +198,25 @@ def test_corrected_interval_is_wider_than_the_naive_one():
 
 
 def _overlap_verdict(levels: np.ndarray, *, n_tokens: int = 5, n_layers: int = 9, seed: int = 0) -> V.Verdict:
-    """The overlap verdict on a store whose prompt p has adjacent-layer Jaccards around ``levels[p]``."""
+    """The containment verdict on a store whose prompt p has adjacent-layer containments around ``levels[p]``.
+
+    Every nucleus holds 20 tokens, so a Jaccard of J means a containment of 2J / (1 + J).
+    """
     rng = np.random.default_rng(seed)
     shape = (levels.size, n_tokens, n_layers)
-    jaccard = np.clip(levels[:, None, None] + 0.05 * rng.normal(size=shape), 0, 1)
+    containment = np.clip(levels[:, None, None] + 0.05 * rng.normal(size=shape), 0.01, 1)
+    jaccard = containment / (2 - containment)
     jaccard[:, :, -1] = np.nan  # the last layer has no successor
-    ds = combined_dataset({"m": 2.0 + rng.normal(size=shape)}, jaccard={"m": jaccard})
-    row = nucleus_overlap(ds).iloc[0]
-    return V.nucleus_overlap(V.Interval(row["mean"], row["ci_low"], row["ci_high"]), n_prompts=int(row["n_prompts"]))
+    ds = combined_dataset(
+        {"m": 2.0 + rng.normal(size=shape)}, jaccard={"m": jaccard}, nucleus={"m": np.full(shape, 20, np.int32)}
+    )
+    table = nucleus_overlap(ds, n_boot=300)
+    row = table[table["statistic"] == "containment"].iloc[0]
+    value = V.Interval(row["mean"], row["ci_low"], row["ci_high"])
+    return V.above_threshold(value, threshold=V.CONTAINMENT_THRESHOLD, n=int(row["n_prompts"]), statistic="containment")
 
 
-def test_nucleus_overlap_rule_on_prompt_clusters():
+def test_overlap_rule_on_prompt_clusters():
     rng = np.random.default_rng(1)
     shared = _overlap_verdict(rng.normal(0.7, 0.05, 30))
     assert shared.verdict == V.REPRODUCED and "lies above 0.5" in shared.why
@@ -183,13 +224,11 @@ def test_nucleus_overlap_rule_on_prompt_clusters():
     assert _overlap_verdict(rng.normal(0.5, 0.05, 30)).verdict == V.INCONCLUSIVE
     few = _overlap_verdict(np.full(4, 0.8))
     assert few.verdict == V.INCONCLUSIVE and "only 4 prompts (need 6)" in few.why
-    missing = V.nucleus_overlap(V.Interval(math.nan, math.nan, math.nan), n_prompts=30)
-    assert missing.verdict == V.INCONCLUSIVE and "not computed" in missing.why
 
 
-def test_nucleus_overlap_interval_counts_prompts_not_cells():
-    """Eight prompts, half sharing 90% and half 20%: 320 cells pin the cell mean, eight prompts do not."""
-    levels = np.tile([0.9, 0.2], 4)
+def test_overlap_interval_counts_prompts_not_cells():
+    """Eight prompts, half sharing 90% and half 15%: 320 cells pin the cell mean, eight prompts do not."""
+    levels = np.tile([0.9, 0.15], 4)
     verdict = _overlap_verdict(levels, n_tokens=5, n_layers=9)
     assert verdict.verdict == V.INCONCLUSIVE and "straddles 0.5" in verdict.why, verdict.why
 
@@ -229,15 +268,13 @@ def test_undecided_rows_give_the_units_that_would_decide_them():
     wide = V.separability(V.Interval(0.62, 0.45, 0.79), dummy, k_used=29, k_study=29, n_groups=10, unit="stories")
     # both intervals narrow: 10 * ((0.17 + 0.08) / (0.62 - 0.5)) ** 2 = 43.4
     assert "effect too small to decide with 10 stories: about 44 would decide it" in wide.why
-    rho = V.spearman(V.Interval(0.55, 0.4, 0.7), n_prompts=50)
+    rho = _rho(V.Interval(0.55, 0.4, 0.7))
     assert "with 50 prompts: about 450 would" in rho.why
     acc = V.accuracy(V.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2, n=100)
     assert "with 100 questions: about 400 would" in acc.why
-    skip = V.layer_skip(V.Interval(-0.05, -0.15, 0.05), intact=_acc(70, 100), chance=0.25, versus="random", n=100)
-    assert "with 100 questions: about 400 would" in skip.why
-    jaccard = V.nucleus_overlap(V.Interval(0.55, 0.45, 0.65), n_prompts=20)
-    assert "with 20 prompts: about 80 would" in jaccard.why
-    on_threshold = V.spearman(V.Interval(0.5, 0.4, 0.6), n_prompts=50)
+    containment = V.above_threshold(V.Interval(0.55, 0.45, 0.65), threshold=0.5, n=20, statistic="containment")
+    assert "with 20 prompts: about 80 would" in containment.why
+    on_threshold = _rho(V.Interval(0.5, 0.4, 0.6))
     assert "no feasible number of prompts would" in on_threshold.why
     assert "too small" not in V.accuracy(V.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2).why  # n unknown
 

@@ -37,7 +37,10 @@ from workflow_tiny import (
 )
 
 from entropy_lens import cli
-from entropy_lens.analysis import paper
+from entropy_lens.analysis import claims
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.outcomes import OUTCOMES
+from entropy_lens.answers.plan import read_plan
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.store import schema, storage
 from entropy_lens.workflow import plan as planning
@@ -174,6 +177,29 @@ def test_mmlu_scores_and_tables(tiny_run):
     assert [t.split(" (")[0] for t in labels] == ["tiny-llama", "tiny-qwen"] and profiles.groups["line2d"] >= 2
 
 
+def test_layer_skip_sweep_map_and_comparisons(tiny_run):
+    """Every block skipped alone on every evaluation question, both variants compared, the map drawn."""
+    plan = read_plan(tiny_run / "results/layer_skip/tiny-llama/plan.json")
+    blocks = yaml.safe_load((tiny_run / "resources/models/tiny-llama/config.json").read_text())["num_hidden_layers"]
+    assert plan.model == "tiny-llama" and plan.n_layers == blocks and plan.n_calibration == 2
+    correct = pd.read_parquet(tiny_run / "results/layer_skip/tiny-llama/correct.parquet")
+    singles = correct[correct["kind"] == "single"]
+    assert sorted(singles["layers"].unique()) == [str(b) for b in range(blocks)]
+    assert singles.groupby(["layers", "measure"]).size().eq(4).all()  # 4 evaluation questions each
+    skip_map = pd.read_csv(tiny_run / "results/tables/skip_map.csv")
+    assert len(skip_map) == 2 * 2 * blocks  # models x measures x blocks
+    assert set(skip_map["reading"]) <= {"safe", "costly", "unclear"}
+    comparisons = pd.read_csv(tiny_run / "results/tables/layer_skip_comparisons.csv")
+    k1 = comparisons[(comparisons["k"] == 1) & (comparisons["model"] == "tiny-llama")]
+    assert set(k1["variant"]) == {"all_blocks", "no_final"} and set(k1["statistic"]) == {"accuracy", "gold_logprob"}
+    all_blocks = k1[(k1["variant"] == "all_blocks") & (k1["second"] == "random")]
+    assert (all_blocks["n_sets"] == blocks - 1).all()  # the census of eligible blocks 1..L-1
+    stability = pd.read_csv(tiny_run / "results/tables/layer_skip_stability.csv")
+    assert stability.groupby(["model", "variant", "kind"])["share"].sum().round(6).eq(1.0).all()
+    figure = _svg(tiny_run / "results/figures/skip_map_tiny-llama.svg")
+    assert {"mean ΔH (nats)", "Δ accuracy (points)", "block skipped alone"} <= set(figure.texts)
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_user_mmlu_file_feeds_the_prompt_set_and_the_layer_skip_questions(tmp_path, suffix):
     """datasets.mmlu.source: local with a file in the schema's columns (no mapping), through the workflow."""
@@ -207,14 +233,23 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/paper_comparison.csv", keep_default_na=False)
     assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
     claimed = table[table["verdict"] != ""]
-    assert set(claimed["verdict"]) <= {"reproduced", "not reproduced", "inconclusive"}
+    words = {
+        claims.FINDING: set(V.VERDICTS),
+        claims.PRECONDITION: set(V.PRECONDITION_WORDS.values()),
+        claims.EXTENSION: {*V.EXTENSION_WORDS.values(), *OUTCOMES, V.INCONCLUSIVE},  # inconclusive: not run
+    }
+    for role, rows in claimed.groupby("role"):
+        assert set(rows["verdict"]) <= words[role], (role, set(rows["verdict"]))
+    assert set(claimed["role"]) == set(words)  # the tiny run has rows of every role
     assert (claimed["why"] != "").all()
     headline = (tiny_run / "results/tables/verdicts.md").read_text()
     assert "task separability (intact prompts)" in headline and "Spearman" in headline
     # one model per family in the tiny run: the same-family pair claims are listed, saying why they cannot run
-    assert paper.CLUSTERING in headline and paper.SIZE_RESOLUTION in headline
-    pairs = table[table["claim"].isin([paper.CLUSTERING, paper.SIZE_RESOLUTION])]
-    assert len(pairs) == 2 and pairs["why"].str.startswith("not run: one model per family").all(), pairs["why"]
+    assert claims.CLUSTERING in headline and claims.SIZE_RESOLUTION in headline
+    pairs = table[table["claim"].isin([claims.CLUSTERING, claims.SIZE_RESOLUTION, claims.FAMILY_HELDOUT])]
+    assert len(pairs) == 3 and pairs["why"].str.startswith("not run: one model per family").all(), pairs["why"]
+    identity = table[table["model"] == "all"]  # the blank-prompt kNN of two one-model families: identity
+    assert set(identity["claim"]) == {claims.MODEL_IDENTITY} and set(identity["role"]) == {claims.EXTENSION}
     assert "gap_low" in pd.read_csv(tiny_run / "results/tables/family_pairs.csv").columns
     timings = pd.read_csv(tiny_run / "results/tables/run_timings.csv")
     assert "extract_profiles" in set(timings["rule"]) and timings["seconds"].iloc[-1] > 0
@@ -260,7 +295,7 @@ def test_moe_decoder_and_vit_run_through_the_whole_workflow(tmp_path):
     expansion = pd.read_csv(workdir / "results/tables/expansion_images.csv")
     assert expansion["model"].tolist() == ["tiny-vit"] and expansion["n_prompts"].item() == 12
     claims = pd.read_csv(workdir / "results/tables/paper_comparison.csv")
-    assert (claims["claim"] == paper.IMAGE_CLASS).any()
+    assert (claims["claim"] == claims.IMAGE_CLASS).any()
 
 
 def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
@@ -279,16 +314,16 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     out = run_snakemake(workdir, "--cores", "2")
     assert "family_fingerprints" not in jobs_in(out.stdout)
     table = pd.read_csv(workdir / "results/tables/paper_comparison.csv", keep_default_na=False)
-    family = table[table["claim"] == paper.FAMILY]  # one family: nothing to separate, and the table says so
+    family = table[table["claim"] == claims.FAMILY]  # one family: nothing to separate, and the table says so
     assert len(family) > 0 and (family["verdict"] == "inconclusive").all()
     assert family["why"].str.contains(">= 2", regex=False).all(), family["why"].tolist()
     # The family shape claims: the llama model gets a verdict on its blank profiles; no GPT model, so not run.
     assert "family_shapes" in jobs_in(out.stdout)
-    llama = table[table["claim"] == paper.SHAPE_LLAMA]
+    llama = table[table["claim"] == claims.SHAPE_LLAMA]
     assert llama["model"].tolist() == [model] and llama["split"].tolist() == ["blank"] and llama["verdict"].all()
-    gpt = table[table["claim"] == paper.SHAPE_GPT]
+    gpt = table[table["claim"] == claims.SHAPE_GPT]
     assert gpt["why"].tolist() == ["not run: no model of family gpt or gpt2 in this configuration"]
-    overlap = table[table["claim"] == paper.OVERLAP]
+    overlap = table[table["claim"] == claims.OVERLAP]
     assert len(overlap) == 1 and overlap["verdict"].item() in {"reproduced", "not reproduced", "inconclusive"}
     headline = (workdir / "results/tables/verdicts.md").read_text()
     assert "**Claims of the study:" in headline and "**Preconditions: 0 met" in headline

@@ -1,8 +1,9 @@
-"""Rule expansion_stats: Delta H vs nucleus-size change (Spearman) and adjacent-layer overlap, prompt-bootstrapped."""
+"""Rule expansion_stats: Delta H vs nucleus-size change (Spearman) and adjacent-layer overlap
+(Jaccard and containment, overall and per layer), prompt-bootstrapped."""
 
-from entropy_lens.analysis.expansion import expansion_points, expansion_spearman, nucleus_overlap
+from entropy_lens.analysis.expansion import expansion_points, expansion_spearman, nucleus_overlap, overlap_by_depth
 from entropy_lens.core.tables import write_table
-from entropy_lens.plots import plot_expansion
+from entropy_lens.plots import plot_expansion, plot_overlap_depth
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
 
@@ -18,9 +19,17 @@ ds = storage.open_profiles(snakemake.input[0], combined=True)
 spearman = expansion_spearman(ds, n_boot=n_boot, seed=seed).assign(dataset=dataset)
 write_table(spearman, out.spearman, out.spearman_md, title=f"Spearman ΔH vs Δ nucleus size: {dataset}")
 write_table(
-    nucleus_overlap(ds).assign(dataset=dataset),
+    nucleus_overlap(ds, n_boot=n_boot, seed=seed).assign(dataset=dataset),
     out.overlap,
     out.overlap_md,
-    title=f"adjacent-layer nucleus Jaccard: {dataset}",
+    title=f"adjacent-layer nucleus overlap (Jaccard, containment): {dataset}",
 )
+by_depth = overlap_by_depth(ds, n_boot=n_boot, seed=seed)
+write_table(
+    by_depth.assign(dataset=dataset),
+    out.overlap_depth,
+    out.overlap_depth_md,
+    title=f"adjacent-layer nucleus overlap by layer: {dataset}",
+)
+plot_overlap_depth(by_depth, out.overlap_png, title=f"adjacent-layer nucleus overlap: {dataset}")
 plot_expansion(expansion_points(ds, seed=seed), out.png, spearman=spearman, title=f"expansion vs nucleus: {dataset}")

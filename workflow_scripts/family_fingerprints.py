@@ -15,7 +15,12 @@ found = fingerprints(blank, grid_points=params.grid_points, seed=params.seed)
 pairs = family_pairs(blank, grid_points=params.grid_points, n_boot=params.n_boot, seed=params.seed)
 found.distances.to_csv(out.distances)
 write_table(found.clustering, out.clustering, out.clustering_md, title="family clustering of blank-prompt profiles")
-write_table(pairs, out.pairs, out.pairs_md, title="same-family pairs against other families (gaps in nats)")
+write_table(
+    pairs,
+    out.pairs,
+    out.pairs_md,
+    title="same-family pairs (gaps in nats; normalized: fractions of log V; centred: nats)",
+)
 found.size_pairs.to_csv(out.size_pairs, index=False)
 found.shapes.to_csv(out.shapes, index=False)
 plot_fingerprints(found, dendrogram=out.dendrogram, pca=out.pca, tsne=out.tsne)

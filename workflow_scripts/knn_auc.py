@@ -1,6 +1,9 @@
-"""Rule knn_auc: kNN AUC for every study target, Shannon and each Renyi alpha, grouped and study folds."""
+"""Rule knn_auc: kNN AUC for every study target, Shannon and each Renyi alpha, grouped and study folds;
+the paired Renyi-minus-Shannon AUC on identical grouped folds; the blank store's family held out across size."""
 
+from entropy_lens.analysis.equivalence import renyi_equivalence
 from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.analysis.heldout import family_heldout
 from entropy_lens.analysis.knn import KnnSettings, knn_table
 from entropy_lens.core.tables import write_table
 from entropy_lens.plots import plot_auc_bars
@@ -10,13 +13,17 @@ from entropy_lens.workflow.jobs import setup_logging
 setup_logging(snakemake)
 knn, out = snakemake.params.knn, snakemake.output
 settings = KnnSettings(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"], test=knn["test"])
+features = FeatureSettings(mode=knn["feature"], n_windows=knn["windows"])
 
 stores = storage.open_all(dict(snakemake.input.items()), combined=True)
-table = knn_table(
-    stores,
-    alphas=knn["alphas"],
-    features=FeatureSettings(mode=knn["feature"], n_windows=knn["windows"]),
-    settings=settings,
-)
+table = knn_table(stores, alphas=knn["alphas"], features=features, settings=settings)
 write_table(table, out.csv, out.md, title="kNN AUC per target, model, entropy measure and fold protocol")
 plot_auc_bars(table, out.png, title="kNN AUC per target and entropy measure (grouped folds, 95% CI)")
+
+equivalence = renyi_equivalence(stores, alphas=knn["alphas"], features=features, settings=settings)
+title = "Renyi minus Shannon kNN AUC on identical grouped folds (mean fold difference, corrected 95% CI)"
+write_table(equivalence, out.equivalence_csv, out.equivalence_md, title=title)
+
+heldout = family_heldout(stores, features=features, settings=settings)
+title = "Blank profiles: each model held out, its samples classified by family from the other models (Wilson 95% CI)"
+write_table(heldout, out.heldout_csv, out.heldout_md, title=title)

@@ -1,23 +1,26 @@
-"""Rule layer_skip_eval: each question's correctness under every skip condition, and profiles under skip."""
+"""Rule layer_skip_eval: each question's answer under every block skipped alone and every k >= 2 set."""
 
-from entropy_lens.answers.skipping import evaluate_conditions, read_conditions
+from entropy_lens.answers.plan import read_plan
+from entropy_lens.answers.skipping import evaluate_skips
 from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
-lens, out = snakemake.params.lens, snakemake.output
+params, out = snakemake.params, snakemake.output
 
 table = read_table(snakemake.input.evaluation, "mmlu")
 with job_model(snakemake) as lm:
-    correct, profiles = evaluate_conditions(
+    correct, profiles = evaluate_skips(
         lm,
         table,
-        read_conditions(snakemake.input.conditions),
-        lens=LensSettings.from_config(lens),
-        batch_size=snakemake.params.batch_size,
-        chat_template=snakemake.params.chat_template,
-        profile_prompts=snakemake.params.profile_prompts,
+        read_plan(snakemake.input.plan),
+        lens=LensSettings.from_config(params.lens),
+        batch_size=params.batch_size,
+        chat_template=params.chat_template,
+        profile_prompts=params.skip["profile_prompts"],
+        set_questions=params.skip["set_questions"],
+        seed=params.skip["seed"],
     )
 correct.assign(model=snakemake.wildcards.model).to_parquet(out.correct, index=False)
 profiles.to_csv(out.profiles, index=False)

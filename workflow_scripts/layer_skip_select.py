@@ -1,28 +1,32 @@
-"""Rule layer_skip_select: mean Delta H on calibration prompts -> skip conditions and guidance."""
+"""Rule layer_skip_select: Delta H at the answer position on calibration questions -> the skips to score."""
 
+import dataclasses
 import json
 
-from entropy_lens.answers.skipping import select_conditions
+from entropy_lens.answers.plan import write_plan
+from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
-skip, lens, out = snakemake.params.skip, snakemake.params.lens, snakemake.output
+skip, out = snakemake.params.skip, snakemake.output
 
 table = read_table(snakemake.input.calibration, "mmlu")
 with job_model(snakemake) as lm:
-    conditions, protected = select_conditions(
+    found = calibrate_skips(
         lm,
         table,
-        lens=LensSettings.from_config(lens),
+        lens=LensSettings.from_config(snakemake.params.lens),
         chat_template=snakemake.params.chat_template,
-        tokens=skip["calibration_tokens"],
         ks=skip["ks"],
         n_random=skip["random_sets"],
         seed=skip["seed"],
+        n_boot=skip["n_boot"],
+        variants=skip["variants"],
     )
-with open(out.conditions, "w") as handle:
-    json.dump(conditions, handle, indent=2)
+write_plan(dataclasses.replace(found.plan, model=snakemake.wildcards.model), out.plan)
+found.per_question.to_csv(out.delta_h, index=False)
+found.stability.assign(model=snakemake.wildcards.model).to_csv(out.stability, index=False)
 with open(out.protected, "w") as handle:
-    json.dump(protected, handle, indent=2)
+    json.dump(found.protected, handle, indent=2)

@@ -1,18 +1,39 @@
-"""Rule layer_skip_table: accuracy per condition (Wilson) and paired expansion-vs-random/pruning differences."""
+"""Rule layer_skip_table: accuracy per condition, the criticality map, the study's comparisons and the rank test."""
 
-from entropy_lens.answers.accuracy import skip_tables
-from entropy_lens.core.tables import read_frames, write_table
+import pandas as pd
+
+from entropy_lens.answers.criticality import condition_table, criticality_spearman, skip_comparisons, skip_map
+from entropy_lens.answers.plan import read_plan
+from entropy_lens.core.tables import write_table
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
-out = snakemake.output
+inputs, out, boot = (
+    snakemake.input,
+    snakemake.output,
+    {"n_boot": snakemake.params.n_boot, "seed": snakemake.params.seed},
+)
 
-correct = read_frames(snakemake.input)
-accuracy, differences = skip_tables(correct, n_boot=snakemake.params.n_boot, seed=snakemake.params.seed)
-write_table(accuracy, out.csv, out.md, title="MMLU accuracy under layer skipping (95% Wilson intervals)")
+accuracy, maps, comparisons, spearman = [], [], [], []
+for correct_path, plan_path, delta_h_path in zip(inputs.correct, inputs.plans, inputs.delta_h, strict=True):
+    correct, plan = pd.read_parquet(correct_path), read_plan(plan_path)
+    accuracy.append(condition_table(correct).assign(model=plan.model))
+    maps.append(skip_map(correct, plan, **boot))
+    comparisons.append(skip_comparisons(correct, plan, **boot))
+    spearman.append(criticality_spearman(correct, pd.read_csv(delta_h_path), plan, **boot))
+stability = pd.concat([pd.read_csv(path) for path in inputs.stability], ignore_index=True)
+
+write_table(pd.concat(accuracy), out.csv, out.md, title="MMLU accuracy under layer skipping (95% Wilson intervals)")
+write_table(pd.concat(maps), out.skip_map, out.skip_map_md, title="criticality map: every block skipped alone (95%)")
 write_table(
-    differences,
-    out.differences,
-    out.differences_md,
-    title="expansion minus random / pruning skips, paired over questions (95% bootstrap)",
+    pd.concat(comparisons),
+    out.comparisons,
+    out.comparisons_md,
+    title="expansion vs random vs pruning skips, paired over questions (first minus second, 95% bootstrap)",
+)
+write_table(
+    pd.concat(spearman), out.spearman, out.spearman_md, title="Spearman of Delta H with the cost of skipping a block"
+)
+write_table(
+    stability, out.stability, out.stability_md, title="how often each block is the top block (calibration bootstrap)"
 )

@@ -2,21 +2,18 @@
 
 from pathlib import Path
 
-from entropy_lens.analysis.paper import (
-    Expected,
-    display,
-    headline,
-    paper_table_from_files,
-    verdicts_html,
-    verdicts_markdown,
-)
+from entropy_lens.analysis.paper import Expected, headline, paper_table_from_files
+from entropy_lens.analysis.render import display, verdicts_html, verdicts_markdown
 from entropy_lens.core.tables import write_table
+from entropy_lens.model.registry import folder_model_type
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 out = snakemake.output
 
-table = paper_table_from_files(dict(snakemake.input.items()), Expected(**snakemake.params.expected))
+tables = {name: path for name, path in snakemake.input.items() if name != "models"}
+architectures = {Path(folder).name: folder_model_type(folder) for folder in snakemake.input.models}
+table = paper_table_from_files(tables, Expected(**snakemake.params.expected, architectures=architectures))
 write_table(
     table, out.csv, out.md, markdown=display(table), title="Entropy-Lens: every claim of the study, ours beside it"
 )

@@ -1,16 +1,20 @@
-"""Rule plot_layer_skip: accuracy vs k (expansion, pruning, random band) and profiles under skip."""
+"""Rule plot_layer_skip: the criticality map (what each block costs when skipped, beside its Delta H) and profiles."""
 
 import pandas as pd
 
 from entropy_lens.answers.letters import VERDICT_MEASURE
-from entropy_lens.plots import plot_layer_skip, plot_skip_profiles
+from entropy_lens.plots import plot_skip_map, plot_skip_profiles
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 model, out = snakemake.wildcards.model, snakemake.output
 
-accuracy = pd.read_csv(snakemake.input.accuracy).query("model == @model and measure == @VERDICT_MEASURE")
-plot_layer_skip(accuracy, out.accuracy, title=f"{model}: MMLU ({VERDICT_MEASURE}) under layer skipping")
+skip_map = pd.read_csv(snakemake.input.skip_map, keep_default_na=False, na_values=[""]).query("model == @model")
+plot_skip_map(
+    skip_map[skip_map["measure"] == VERDICT_MEASURE],
+    out.skip_map,
+    title=f"{model}: what skipping each block costs on MMLU ({VERDICT_MEASURE})",
+)
 plot_skip_profiles(
     pd.read_csv(snakemake.input.profiles), out.profiles, title=f"{model}: entropy at the answer under skipping"
 )

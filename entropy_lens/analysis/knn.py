@@ -101,6 +101,7 @@ TABLE_COLUMNS = (
     "note",
 )
 POOLED_MODEL = "all"
+AUC_BOUNDS = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -210,18 +211,24 @@ class AucResult:
 
 
 def corrected_t_interval(
-    scores: np.ndarray, test_train_ratio: float, level: float = DEFAULT_LEVEL
+    scores: np.ndarray,
+    test_train_ratio: float,
+    level: float = DEFAULT_LEVEL,
+    *,
+    bounds: tuple[float, float] = AUC_BOUNDS,
 ) -> tuple[float, float]:
     """Interval of the mean of repeated-CV fold scores, corrected for shared training data.
 
     Nadeau & Bengio (2003): folds of repeated k-fold CV overlap, so the variance of the
     mean is ``(1/F + n_test/n_train) * s^2`` rather than ``s^2 / F``; the interval is
-    ``mean +- t_{(1+level)/2, F-1} * sqrt(that)``, clipped to ``[0, 1]``.
+    ``mean +- t_{(1+level)/2, F-1} * sqrt(that)``, clipped to ``bounds``.
 
     Args:
-        scores: ``[F]`` fold scores (AUCs), ``F >= 2``.
+        scores: ``[F]`` fold scores (AUCs, or paired differences of AUCs), ``F >= 2``.
         test_train_ratio: ``n_test / n_train`` of one split (``1 / (n_splits - 1)``).
         level: Coverage in ``(0, 1)``.
+        bounds: The range the scores can take: ``[0, 1]`` for AUCs, ``[-1, 1]`` for
+            differences of AUCs.
 
     Returns:
         ``(low, high)``; ``(nan, nan)`` with fewer than two scores.
@@ -233,7 +240,7 @@ def corrected_t_interval(
         values.var(ddof=1) * (1.0 / values.size + test_train_ratio)
     )
     mean = float(values.mean())
-    return max(mean - half, 0.0), min(mean + half, 1.0)
+    return max(mean - half, bounds[0]), min(mean + half, bounds[1])
 
 
 def knn_auc(
@@ -252,44 +259,107 @@ def knn_auc(
     Returns:
         :class:`AucResult` over the ``n_splits * n_repeats`` folds.
     """
+    return score_folds(X, plan_folds(y, settings, groups=groups), settings)
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """Cross-validation folds built once from labels and groups, to score any features on.
+
+    Folds depend on the labels, the groups and the settings only, never on feature
+    values, so two feature sets of the same samples scored on one plan are paired fold
+    by fold (the same training and test samples, the same folds skipped, the same ``k``).
+
+    Attributes:
+        codes: ``[N]`` integer class codes ``0..C-1``.
+        folds: ``(index, train, test)`` of each fold to score: its position among all
+            ``n_splits * n_repeats`` folds, its ``[n_train]`` and ``[n_test]`` sample indices.
+        k: Neighbours (capped below the smallest training fold).
+        n_splits: Folds per repeat actually used.
+        n_repeats: Repetitions.
+        n_groups: Distinct groups (sources); ``N`` when folds are not grouped.
+        grouped: Whether folds keep each group on one side.
+        n_skipped_folds: Folds left out because their test part lacked a class.
+    """
+
+    codes: np.ndarray
+    folds: tuple[tuple[int, np.ndarray, np.ndarray], ...]
+    k: int
+    n_splits: int
+    n_repeats: int
+    n_groups: int
+    grouped: bool
+    n_skipped_folds: int
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes."""
+        return int(self.codes.max()) + 1
+
+
+def plan_folds(
+    y: Sequence[Any], settings: KnnSettings | None = None, *, groups: Sequence[Any] | None = None
+) -> FoldPlan:
+    """Build the folds of :func:`knn_auc` without features (see :class:`FoldPlan`).
+
+    Args:
+        y: ``[N]`` labels (at least 2 classes of >= 2 samples each).
+        settings: CV settings (default :class:`KnnSettings`); ``k``, ``n_splits``,
+            ``n_repeats`` and ``seed`` shape the plan.
+        groups: ``[N]`` source of each sample, for grouped folds (see :func:`knn_auc`).
+
+    Returns:
+        The plan; a ``ValueError`` when fewer than two folds hold every class in their test part.
+    """
     settings = settings or KnnSettings()
-    X = np.asarray(X, dtype=np.float64)
-    codes, counts = _encode(y, X)
+    codes, counts = _encode(y)
     group_codes = _group_codes(groups, codes) if groups is not None else None
     if group_codes is not None:
         _check_sources(y, groups)
     n_splits = _cap_splits(settings.n_splits, _smallest_class(codes, counts, group_codes), group_codes is not None)
-    folds = list(_folds(X, codes, group_codes, n_splits, settings))
+    folds = list(_folds(codes, group_codes, n_splits, settings))
     k = _cap_k(settings.k, min(train.size for train, _ in folds))
-    knn_scores, dummy_scores, skipped = [], [], 0
+    kept = tuple((i, tr, te) for i, (tr, te) in enumerate(folds) if np.unique(codes[te]).size == counts.size)
+    if len(kept) < 2:
+        raise ValueError(f"only {len(kept)} folds hold every class in their test part; add samples or groups")
+    n_groups = int(np.unique(group_codes).size) if group_codes is not None else int(codes.size)
+    skipped = len(folds) - len(kept)
+    return FoldPlan(codes, kept, k, n_splits, settings.n_repeats, n_groups, group_codes is not None, skipped)
+
+
+def score_folds(X: np.ndarray, plan: FoldPlan, settings: KnnSettings | None = None) -> AucResult:
+    """kNN and dummy ROC AUC of features ``X`` on every fold of ``plan``.
+
+    Args:
+        X: ``[N, F]`` finite features, rows in the order of the labels the plan was built from.
+        plan: Folds from :func:`plan_folds`.
+        settings: Classifier settings (default :class:`KnnSettings`): distance, weights,
+            the dummy's seed, the paired test, the interval level and the threads.
+
+    Returns:
+        :class:`AucResult` with one AUC per fold of the plan.
+    """
+    settings = settings or KnnSettings()
+    X = _check_features(X, plan.codes.size)
+    codes, knn_scores, dummy_scores = plan.codes, [], []
     with threadpool_limits(limits=settings.n_threads, user_api="openmp"):
-        for fold, (train, test) in enumerate(folds):
-            if np.unique(codes[test]).size < counts.size:
-                skipped += 1
-                continue
-            clf = KNeighborsClassifier(n_neighbors=k, metric=settings.distance, weights=settings.weights)
-            dummy = DummyClassifier(strategy="stratified", random_state=settings.seed + fold)
+        for index, train, test in plan.folds:
+            clf = KNeighborsClassifier(n_neighbors=plan.k, metric=settings.distance, weights=settings.weights)
+            dummy = DummyClassifier(strategy="stratified", random_state=settings.seed + index)
             knn_scores.append(fold_auc(codes[test], clf.fit(X[train], codes[train]).predict_proba(X[test])))
             dummy_scores.append(fold_auc(codes[test], dummy.fit(X[train], codes[train]).predict_proba(X[test])))
-    if len(knn_scores) < 2:
-        raise ValueError(f"only {len(knn_scores)} folds hold every class in their test part; add samples or groups")
     knn_arr, dummy_arr = np.asarray(knn_scores), np.asarray(dummy_scores)
-    p = paired_p_value(knn_arr, dummy_arr, settings.test, test_train_ratio=1.0 / (n_splits - 1))
-    n_groups = int(np.unique(group_codes).size) if group_codes is not None else int(codes.size)
+    p = paired_p_value(knn_arr, dummy_arr, settings.test, test_train_ratio=1.0 / (plan.n_splits - 1))
+    sizes = (plan.k, plan.n_splits, plan.n_repeats, codes.size, plan.n_groups, plan.n_classes)
     return AucResult(
         knn_arr,
         dummy_arr,
-        k,
-        n_splits,
-        settings.n_repeats,
-        codes.size,
-        n_groups,
-        counts.size,
+        *sizes,
         p,
         settings.test,
-        grouped=group_codes is not None,
+        grouped=plan.grouped,
         level=settings.level,
-        n_skipped_folds=skipped,
+        n_skipped_folds=plan.n_skipped_folds,
     )
 
 
@@ -319,7 +389,8 @@ def _smallest_class(codes: np.ndarray, counts: np.ndarray, group_codes: np.ndarr
     return min(int(np.unique(group_codes[codes == c]).size) for c in range(counts.size))
 
 
-def _folds(X, codes, group_codes, n_splits: int, settings: KnnSettings) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _folds(codes, group_codes, n_splits: int, settings: KnnSettings) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    X = np.zeros((codes.size, 1))  # the splitters read only the sample count from X
     if group_codes is None:
         cv = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=settings.n_repeats, random_state=settings.seed)
         yield from cv.split(X, codes)
@@ -329,12 +400,19 @@ def _folds(X, codes, group_codes, n_splits: int, settings: KnnSettings) -> Itera
         yield from cv.split(X, codes, group_codes)
 
 
-def _encode(y: Sequence[Any], X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    labels = np.asarray(y)
-    if X.ndim != 2 or labels.shape != (X.shape[0],):
-        raise ValueError(f"X must be [N, F] and y [N]; got X {X.shape} and y {labels.shape}")
+def _check_features(X: np.ndarray, n_samples: int) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] != n_samples:
+        raise ValueError(f"X must be [N, F] with N = {n_samples} labels; got X {X.shape}")
     if not np.isfinite(X).all():
         raise ValueError("X holds NaN/inf; build features with a masked-token rule (features.apply_mask_rule)")
+    return X
+
+
+def _encode(y: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(y)
+    if labels.ndim != 1:
+        raise ValueError(f"y must be [N] labels, got shape {labels.shape}")
     _, codes = np.unique(labels.astype(str), return_inverse=True)
     counts = np.bincount(codes)
     if counts.size < 2 or counts.min() < MIN_PER_CLASS:
@@ -517,7 +595,7 @@ def target_rows(
     }
     protocols = PROTOCOLS if target.group_by else (STUDY,)
     rows = []
-    for split, ids in _splits(ds, target):
+    for split, ids in target_splits(ds, target):
         for model in [POOLED_MODEL] if target.pooled else [str(m) for m in ds.indexes[schema.MODEL]]:
             if target.pooled:
                 feats = pooled_features(ds, metric=metric, alpha=alpha, settings=features, prompts=ids)
@@ -531,7 +609,13 @@ def target_rows(
     return rows
 
 
-def _splits(ds: xr.Dataset, target: Target) -> Iterator[tuple[str, np.ndarray]]:
+def target_splits(ds: xr.Dataset, target: Target) -> Iterator[tuple[str, np.ndarray]]:
+    """``(split, prompt ids)`` of each run of ``target``: ``("", ids)`` without ``split_by``.
+
+    Args:
+        ds: The target's combined store.
+        target: Its ``where`` filters keep prompts; its ``split_by`` values split them.
+    """
     ids = prompt_ids(ds)
     mask = np.ones(ids.size, dtype=bool)
     for coord, value in target.where.items():
@@ -591,10 +675,9 @@ def _score(X: np.ndarray, labels: np.ndarray, settings: KnnSettings, groups: np.
     known = np.array([v is not None for v in labels], dtype=bool)
     X, labels = X[known], labels[known]
     groups = groups[known] if groups is not None else None
-    counts = pd.Series(labels.astype(str)).value_counts()
-    sizes = {"n_samples": int(labels.size), "n_classes": int(counts.size)}
-    if counts.size < 2 or counts.min() < MIN_PER_CLASS:
-        note = f"skipped: class counts {counts.to_dict()} (need >= 2 classes of >= {MIN_PER_CLASS})"
+    sizes = {"n_samples": int(labels.size), "n_classes": int(pd.unique(labels.astype(str)).size)}
+    note = class_shortfall(labels)
+    if note:
         log.warning(note)
         return {**sizes, "note": note}
     try:
@@ -603,6 +686,14 @@ def _score(X: np.ndarray, labels: np.ndarray, settings: KnnSettings, groups: np.
         log.warning("skipped: %s", err)
         return {**sizes, "note": f"skipped: {err}"}
     return {**result.summary(), "note": capped_note(result, settings)}
+
+
+def class_shortfall(labels: np.ndarray) -> str:
+    """Why known ``[N]`` labels cannot be scored (fewer than two classes of enough samples), or ``""``."""
+    counts = pd.Series(np.asarray(labels).astype(str)).value_counts()
+    if counts.size < 2 or counts.min() < MIN_PER_CLASS:
+        return f"skipped: class counts {counts.to_dict()} (need >= 2 classes of >= {MIN_PER_CLASS})"
+    return ""
 
 
 def capped_note(result: AucResult, settings: KnnSettings) -> str:

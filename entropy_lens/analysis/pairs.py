@@ -1,7 +1,8 @@
 """Same-family pairs against other families: "family, not size" and "size as resolution".
 
 On blank-prompt profiles, for each same-family pair ``(small, large)`` of
-:func:`entropy_lens.analysis.families.family_size_pairs`, two statistics in nats:
+:func:`entropy_lens.analysis.families.family_size_pairs`, three statistics, each on every scale
+(below):
 
 * ``family_gap`` = min over ``m`` in {small, large} and every model ``o`` of another family
   of ``d(m, o)``, minus ``d(small, large)``.  ``d`` is the RMS distance of two models' mean
@@ -16,12 +17,27 @@ On blank-prompt profiles, for each same-family pair ``(small, large)`` of
   extrapolation).  Above 0: the larger model of the family, sampled at the smaller one's
   depths, matches the smaller model better than any other family does: the smaller model
   looks like a coarser sampling of its family's schedule.
+* ``alignment_gap`` = ``r_abs - r_norm``, the pair alone (no other family enters).
+  ``r_norm`` = ``r(small, large)`` on every depth of the smaller model (the ``same`` of
+  ``resolution_gap``): the two aligned on normalized depth.  ``r_abs`` is the RMS difference
+  of the smaller model's layer ``l`` and the larger model's layer ``l``, ``l = 0 .. L_small -
+  1``: the two aligned on absolute layer index.  Above 0: normalized depth aligns the two
+  sizes better than layer index does, so the smaller model is the family's schedule sampled
+  more coarsely, not its first layers.  "Smaller" here is the model with fewer layers.
 
-Profiles stay in nats, not rescaled by their range: "after depth normalization" is the
-x-axis (layer ``l`` of ``L`` at depth ``(l + 1) / L``), which is what lets models of
-different depth be compared.  A profile's level (bounded by the log of the vocabulary,
-which a family's sizes share) is part of the fingerprint the study clusters; dividing by
-the range would drop it and inflate noise on flat profiles.
+Scales (column ``scale``; "after depth normalization" is always the x-axis, layer ``l`` of
+``L`` at depth ``(l + 1) / L``):
+
+* ``nats``: entropy as measured.  Its level is bounded by ``log V`` (``V`` the vocabulary
+  size), which differs between models by about as much as the gaps, so a gap in nats can be
+  a vocabulary effect.
+* ``normalized``: each model's entropy divided by its own ``log V`` (the ``vocab_size``
+  coordinate on ``model``), a fraction of the entropy's ceiling: the level stays, the
+  vocabulary's ceiling goes.
+* ``centred``: each sample's profile minus its own mean over the model's layers, nats: the
+  shape alone.
+
+Dividing by a profile's range is not offered: it would inflate noise on flat profiles.
 
 Intervals: each model's blank samples are generated independently of every other model's,
 so a replicate resamples samples within each model on its own
@@ -52,12 +68,20 @@ log = logging.getLogger(__name__)
 
 FAMILY_GAP = "family_gap"
 RESOLUTION_GAP = "resolution_gap"
-STATISTICS = (FAMILY_GAP, RESOLUTION_GAP)
+ALIGNMENT_GAP = "alignment_gap"
+STATISTICS = (FAMILY_GAP, RESOLUTION_GAP, ALIGNMENT_GAP)
+NATS = "nats"
+NORMALIZED = "normalized"
+CENTRED = "centred"
+SCALES = (NATS, NORMALIZED, CENTRED)
+# Per-model coordinate of a combined store: the vocabulary size, whose log bounds the entropy.
+VOCAB_SIZE = "vocab_size"
 # Depth is (l + 1) / L in float32 in the stores: coverage of a depth is decided within this.
 DEPTH_TOLERANCE = 1e-6
 DEFAULT_SEED = 0
 COLUMNS = (
     "statistic",
+    "scale",
     "family",
     "small",
     "large",
@@ -100,6 +124,81 @@ def model_samples(ds: xr.Dataset, models: Sequence[str] | None = None) -> dict[s
         family = str(ds[schema.FAMILY].sel({schema.MODEL: model}).values)
         out[model] = ModelSamples(model_depth(ds, model), rows, family)
     return out
+
+
+def log_vocab(ds: xr.Dataset, models: Sequence[str]) -> dict[str, float]:
+    """``log V`` of each model, ``V`` its vocabulary size (the ``vocab_size`` coordinate on ``model``).
+
+    Returns:
+        Model -> the ceiling of its entropy, nats.
+
+    Raises:
+        ValueError: naming the first model whose vocabulary size is missing or below 2.
+    """
+    models = list(models)
+    found = VOCAB_SIZE in ds.coords and ds[VOCAB_SIZE].dims == (schema.MODEL,)
+    sizes = ds[VOCAB_SIZE].sel({schema.MODEL: models}).values if found else np.full(len(models), np.nan)
+    out = {}
+    for model, size in zip(models, np.asarray(sizes, dtype=np.float64), strict=True):
+        if not size > 1:  # NaN included; V = 1 has log V = 0
+            shown = "missing" if math.isnan(size) else f"{size:g}"
+            raise ValueError(
+                f"model {model!r} has vocab_size {shown}; scale {NORMALIZED!r} divides entropy by log(vocab_size) "
+                f"and needs a coordinate {VOCAB_SIZE!r} on 'model' above 1 (combine the stores again, "
+                f"or leave {NORMALIZED!r} out of scales)"
+            )
+        out[model] = math.log(size)
+    return out
+
+
+def scale_rows(rows: np.ndarray, scale: str, log_v: float = math.nan) -> np.ndarray:
+    """One model's sample profiles on ``scale`` (see the module docstring).
+
+    Args:
+        rows: ``[N, L]`` sample profiles, nats.
+        scale: One of :data:`SCALES`.
+        log_v: The model's ``log V``, nats (``normalized`` only).
+
+    Returns:
+        ``[N, L]``: nats for ``nats`` and ``centred``, a fraction of ``log V`` for ``normalized``.
+    """
+    if scale == NATS:
+        return rows
+    if scale == CENTRED:
+        return rows - rows.mean(axis=1, keepdims=True)
+    if scale == NORMALIZED and log_v > 0:
+        return rows / log_v
+    raise ValueError(f"scale must be one of {SCALES} ('normalized' with log_v > 0), got {scale!r}, log_v={log_v!r}")
+
+
+@dataclass(frozen=True)
+class ScaledMeans:
+    """Every model's mean profile on one scale, at the estimate and per bootstrap replicate.
+
+    Attributes:
+        scale: One of :data:`SCALES`.
+        estimate: Model -> ``[1, L_m]`` mean over its samples.
+        replicates: Model -> ``[B, L_m]`` bootstrap replicates of that mean.
+    """
+
+    scale: str
+    estimate: dict[str, np.ndarray]
+    replicates: dict[str, np.ndarray]
+
+
+def scaled_means(
+    samples: Mapping[str, ModelSamples], scale: str, log_v: Mapping[str, float], *, n_boot: int, seed: int
+) -> ScaledMeans:
+    """Mean profiles on ``scale``, each model's samples resampled on their own.
+
+    The draws depend only on the sample counts and ``seed``, so every scale of one seed
+    resamples the same samples.
+    """
+    rows = {m: scale_rows(s.rows, scale, log_v.get(m, math.nan)) for m, s in samples.items()}
+    replicates = bootstrap_group_means(list(rows.values()), n_boot=n_boot, seed=seed) if rows else []
+    return ScaledMeans(
+        scale, {m: r.mean(axis=0, keepdims=True) for m, r in rows.items()}, dict(zip(rows, replicates, strict=True))
+    )
 
 
 def _rms(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -171,77 +270,123 @@ def resolution_gap(
     return same, np.stack(values, axis=1), np.stack(gaps, axis=1)
 
 
-STATISTIC_FUNCTIONS = {FAMILY_GAP: family_gap, RESOLUTION_GAP: resolution_gap}
+def alignment_gap(
+    means: Mapping[str, np.ndarray],
+    depths: Mapping[str, np.ndarray],
+    grid: np.ndarray,
+    pair: tuple[str, str],
+    others: Sequence[str],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The alignment gap of one pair (see the module docstring; ``grid`` and ``others`` unused).
+
+    Returns:
+        ``same [B]`` = ``r_norm`` (the deeper model read at the shallower one's depths),
+        ``[B, 1]`` ``r_abs`` (the deeper model's first ``L_small`` layers, layer for layer)
+        and ``[B, 1]`` ``r_abs - r_norm``.
+    """
+    coarse, fine = sorted(pair, key=lambda m: depths[m].size)
+    r_norm = _rms(_interp(means[fine], depths[fine], depths[coarse]), means[coarse])
+    r_abs = _rms(means[fine][:, : depths[coarse].size], means[coarse])
+    return r_norm, r_abs[:, None], (r_abs - r_norm)[:, None]
+
+
+STATISTIC_FUNCTIONS = {FAMILY_GAP: family_gap, RESOLUTION_GAP: resolution_gap, ALIGNMENT_GAP: alignment_gap}
 
 
 def family_pairs(
     ds: xr.Dataset,
     *,
     pairs: Sequence[tuple[str, str]] | None = None,
+    scales: Sequence[str] = SCALES,
     grid_points: int = DEFAULT_GRID_POINTS,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     level: float = DEFAULT_LEVEL,
 ) -> pd.DataFrame:
-    """Family and resolution gaps of every same-family pair, with intervals over blank samples.
+    """Family, resolution and alignment gaps of every same-family pair, with intervals over blank samples.
 
     Args:
-        ds: Combined blank store (lazy is fine).
+        ds: Combined blank store (lazy is fine); ``normalized`` reads its ``vocab_size``
+            coordinate on ``model``.
         pairs: ``(small, large)`` pairs (default:
             :func:`~entropy_lens.analysis.families.family_size_pairs` of the store).
+        scales: Which of :data:`SCALES` to report (default: all).
         grid_points: Points of the common depth grid of ``family_gap``.
         n_boot: Bootstrap replicates.
         seed: Seed of the bootstrap.
         level: Coverage.
 
     Returns:
-        :data:`COLUMNS`, one row per pair and statistic: the pair's own value ``same``, the
-        other-family model ``nearest`` to it (at the estimate) and its value
+        :data:`COLUMNS`, one row per pair, statistic and scale: the pair's own value ``same``,
+        the other-family model ``nearest`` to it (at the estimate) and its value
         ``nearest_value``, the ``gap`` with ``gap_low`` / ``gap_high``, ``n_other`` models of
-        other families and ``n_samples`` (the fewest of any model compared).  NaN gaps when
-        no model of another family has samples; no rows without a pair.
+        other families and ``n_samples`` (the fewest of any model compared).  Values in nats
+        (``nats``, ``centred``) or fractions of ``log V`` (``normalized``).  NaN gaps when no
+        model of another family has samples; no rows without a pair.  ``alignment_gap`` rows
+        compare the pair alone: ``same`` is ``r_norm``, ``nearest_value`` is ``r_abs``,
+        ``nearest`` is empty and ``n_other`` is 0.
+
+    Raises:
+        ValueError: on an unknown scale, or (``normalized``) a model without a vocabulary size.
     """
+    scales = _check_scales(scales)
     pairs = family_size_pairs(layer_profiles(ds)) if pairs is None else list(pairs)
     samples = {m: s for m, s in model_samples(ds).items() if s.rows.shape[0] > 0}
+    log_v = log_vocab(ds, list(samples)) if NORMALIZED in scales else {}
     depths = {m: s.depth for m, s in samples.items()}
     grid = depth_grid([d.size for d in depths.values()], grid_points) if depths else np.empty(0)
-    estimate = {m: s.rows.mean(axis=0, keepdims=True) for m, s in samples.items()}
-    replicates = dict(
-        zip(samples, bootstrap_group_means([s.rows for s in samples.values()], n_boot=n_boot, seed=seed), strict=True)
-    )
+    inputs = _Inputs(samples, depths, grid, level)
+    scaled = [scaled_means(samples, scale, log_v, n_boot=n_boot, seed=seed) for scale in scales]
     rows = []
     for pair in pairs:
         if not all(m in samples for m in pair):
             log.warning("pair %s has a model without valid blank samples and is left out", pair)
             continue
         others = [m for m, s in samples.items() if s.family != samples[pair[0]].family]
-        for name in STATISTICS:
-            rows.append(_pair_row(name, pair, others, samples, (estimate, replicates, depths, grid), level))
+        rows += [_pair_row(name, pair, others, means, inputs) for name in STATISTICS for means in scaled]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _pair_row(name: str, pair, others, samples: Mapping[str, ModelSamples], data, level: float) -> dict:
-    estimate, replicates, depths, grid = data
+def _check_scales(scales: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(scales, str) or not scales or any(s not in SCALES for s in scales):
+        raise ValueError(f"scales must be a non-empty sequence of {SCALES}, got {scales!r}")
+    return tuple(dict.fromkeys(scales))
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What every row of one table shares: samples, ``[L_m]`` depths, the ``[G]`` grid, the level."""
+
+    samples: Mapping[str, ModelSamples]
+    depths: Mapping[str, np.ndarray]
+    grid: np.ndarray
+    level: float
+
+
+def _pair_row(name: str, pair: tuple[str, str], others: Sequence[str], means: ScaledMeans, inputs: _Inputs) -> dict:
     statistic = STATISTIC_FUNCTIONS[name]
-    same, values, gaps = statistic(estimate, depths, grid, pair, others)
+    compared = [] if name == ALIGNMENT_GAP else list(others)  # the alignment gap needs the pair alone
+    same, values, gaps = statistic(means.estimate, inputs.depths, inputs.grid, pair, compared)
     row = {
         "statistic": name,
-        "family": samples[pair[0]].family,
+        "scale": means.scale,
+        "family": inputs.samples[pair[0]].family,
         "small": pair[0],
         "large": pair[1],
-        "n_models": len(samples),
-        "n_other": len(others),
-        "n_samples": min(samples[m].rows.shape[0] for m in (*pair, *others)),
+        "n_models": len(inputs.samples),
+        "n_other": len(compared),
+        "n_samples": min(inputs.samples[m].rows.shape[0] for m in (*pair, *compared)),
         "same": float(same[0]),
         "nearest": "",
         **dict.fromkeys(("nearest_value", "gap", "gap_low", "gap_high"), math.nan),
     }
-    if not others:
+    if values.shape[1] == 0:
         return row
-    low, high = percentile_interval(statistic(replicates, depths, grid, pair, others)[2].min(axis=1), level)
+    draws = statistic(means.replicates, inputs.depths, inputs.grid, pair, compared)[2].min(axis=1)
+    low, high = percentile_interval(draws, inputs.level)
     nearest = int(np.argmin(gaps[0]))
     row.update(
-        nearest=others[nearest],
+        nearest=compared[nearest] if compared else "",
         nearest_value=float(values[0, nearest]),
         gap=float(gaps[0, nearest]),
         gap_low=float(low),

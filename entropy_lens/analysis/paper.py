@@ -3,27 +3,21 @@
 One row per claim, model and split.  Each row carries
 
 * our estimate and its 95% interval over the right unit (kNN AUC: grouped folds,
-  corrected resampled t; Spearman: prompt-cluster bootstrap; accuracy: Wilson over
-  questions; layer skip: paired bootstrap over questions),
-* the baseline it is judged against (the dummy classifier, chance or the majority
-  letter), the study-protocol (ungrouped folds) figure beside the grouped one,
-* the study's magnitude, and
-* a verdict from :mod:`entropy_lens.analysis.verdicts` with the reason.
+  corrected resampled t; Spearman and overlap: prompt-cluster bootstrap; accuracy: Wilson over
+  questions; layer skip: paired bootstrap over questions, and over random sets where there are),
+* the baseline it is judged against (the dummy classifier, chance, the majority letter or the
+  intact model), the study-protocol (ungrouped folds) figure beside the grouped one,
+* the study's magnitude or sentence, and
+* a verdict (:mod:`entropy_lens.analysis.verdicts`, :mod:`entropy_lens.analysis.outcomes`) with
+  the reason, in the words of the row's role (:mod:`entropy_lens.analysis.claims`).
 
-Claims the configuration did not measure (a dataset not profiled for a model, a model
-left out of the layer-skip experiment, a family analysis with one model, a family shape
-claim with no model of that family) get a row that says so: nothing is dropped silently.
-:func:`headline` picks the rows a reader needs first: Shannon entropy, the verdict
-measure of MMLU, one row per claim and model.
-
-Each row has a ``role``: a ``finding`` is a claim of the study about the models; a
-``precondition`` (MMLU accuracy) is not: it decides whether the correctness and
-layer-skip claims can be read at all, and is counted apart from the findings.
+Claims the configuration did not measure get a row that says so: nothing is dropped silently.
+:func:`headline` picks the rows a reader needs first; :mod:`entropy_lens.analysis.render`
+writes them out.
 """
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -32,107 +26,32 @@ from typing import Any
 
 import pandas as pd
 
+from entropy_lens.analysis import claims as C
+from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import STUDY_SPEARMAN
 from entropy_lens.analysis.knn import GROUPED, POOLED_MODEL, STUDY
-from entropy_lens.analysis.pairs import FAMILY_GAP, RESOLUTION_GAP
+from entropy_lens.analysis.pairs import ALIGNMENT_GAP, FAMILY_GAP, NORMALIZED
+from entropy_lens.analysis.pairs import NATS as NATS_SCALE
+from entropy_lens.analysis.render import (
+    ACC,
+    AUC,
+    AUC_POINTS,
+    CONTAINMENT,
+    LOG_V,
+    LOGPROB,
+    NATS,
+    NOT_RUN,
+    POINTS,
+    RHO,
+    SHARE,
+)
 from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
+from entropy_lens.analysis.skip_rows import comparison_rows, rank_rows
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
-from entropy_lens.core.tables import to_markdown
 
 log = logging.getLogger(__name__)
-
-# Study figures (percent).  Task AUC: kNN on Shannon profiles of the tasks set.
-STUDY_TASK_AUC: dict[str, float] = {
-    "Gemma-2-2B": 97.66,
-    "Gemma-2-9B": 98.38,
-    "Llama-3.2-1B": 94.94,
-    "Llama-3.2-3B": 94.77,
-    "Llama-3-8B": 96.10,
-    "Phi-3-mini": 97.07,
-}
-# Format AUC (mean, std) with Shannon entropy, measured on the instruct (-it) variants.
-STUDY_FORMAT_AUC: dict[str, tuple[float, float]] = {
-    "Gemma-2-2B": (98.7, 1.1),
-    "Llama-3.2-1B": (97.8, 2.4),
-}
-# MMLU (low, high) ranges over the study's models and prompt styles, per family.
-STUDY_MMLU_ACCURACY: dict[str, tuple[float, float]] = {"llama": (50.89, 60.62), "gemma": (55.0, 56.0)}
-STUDY_MMLU_AUC: dict[str, tuple[float, float]] = {"llama": (67.23, 73.61), "gemma": (68.36, 72.78)}
-STUDY_FAMILY_CLAIM = "profiles cluster by family, not by size (dendrogram, no score)"
-STUDY_SKIP_CLAIM = {
-    "llama": "Llama collapses to chance when its largest-expansion layers are skipped",
-    "gemma": "Gemma-2-2B-it is the exception: pruning layers matter more",
-}
-STUDY_SKIP_DEFAULT = "skipping expansion layers hurts MMLU more than pruning or random layers"
-# Lower-case name prefixes (after any ``org/``) that identify a study model.
-STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {
-    "Gemma-2-2B": ("gemma-2-2b",),
-    "Gemma-2-9B": ("gemma-2-9b",),
-    "Llama-3.2-1B": ("llama-3.2-1b",),
-    "Llama-3.2-3B": ("llama-3.2-3b",),
-    "Llama-3-8B": ("llama-3-8b", "meta-llama-3-8b"),
-    "Phi-3-mini": ("phi-3-mini", "phi-3"),
-}
-NO_FIGURE = "—"
-PERCENT = 100.0
-NOT_RUN = "not run"
-STUDY_OVERLAP_CLAIM = "a large fraction (qualitative)"
-STUDY_SHAPE_CLAIM = "qualitative (mean profiles by family)"
-
-# Claims, in the order a reader meets them.
-TASK = "task separability (intact prompts)"
-SCRAMBLED = "task separability (scrambled control)"
-FORMAT = "format separability"
-MMLU_CORRECT = "MMLU correctness separability"
-FAMILY = "family separability (blank prompts)"
-IMAGE_CLASS = "image class separability (image classifiers)"
-RENYI = "Rényi entropy leaves the separability conclusions intact"
-SPEARMAN = "Spearman ΔH vs Δ nucleus size"
-ACCURACY = "MMLU accuracy above chance and the majority letter"
-SKIP_RANDOM = "skipping expansion layers hurts more than random layers"
-SKIP_PRUNING = "skipping expansion layers hurts more than pruning layers"
-CLUSTERING = "family, not size, clusters blank-prompt profiles"
-SIZE_RESOLUTION = "size as resolution: a smaller model looks like a coarser sampling of its family's schedule"
-STUDY_RESOLUTION_CLAIM = "qualitative (smaller models look like coarser samplings of the same schedule)"
-OVERLAP = "adjacent layers share a large fraction of their top-p sets"
-SHAPE_GPT = "GPT profiles start high and sharpen"
-SHAPE_LLAMA = "Llama profiles start low, plateau, then refine"
-# Shape claim (verdicts.SHAPE_CLAIMS key) -> its row's claim, and the config `family:` values it covers.
-SHAPE_ROWS = {V.GPT_SHAPE: SHAPE_GPT, V.LLAMA_SHAPE: SHAPE_LLAMA}
-SHAPE_FAMILIES: dict[str, tuple[str, ...]] = {V.GPT_SHAPE: ("gpt", "gpt2"), V.LLAMA_SHAPE: ("llama",)}
-# Roles: a finding of the study about the models, or a precondition for reading other claims.
-FINDING = "finding"
-PRECONDITION = "precondition"
-PRECONDITIONS = frozenset({ACCURACY})
-# kNN target name -> claim (targets of :data:`entropy_lens.analysis.knn.STUDY_TARGETS`).
-KNN_CLAIMS = {
-    "task": TASK,
-    "task_scrambled": SCRAMBLED,
-    "format": FORMAT,
-    "mmlu_correct": MMLU_CORRECT,
-    "family": FAMILY,
-    "image_class": IMAGE_CLASS,
-}
-# kNN target -> its independent sources, named where an undecided row says how many would decide it.
-KNN_UNITS = {
-    "task": "stories",
-    "task_scrambled": "stories",
-    "format": "topics",
-    "mmlu_correct": "questions",
-    "family": "blank samples",
-}
-KNN_DATASETS = {
-    "task": "tasks",
-    "task_scrambled": "tasks",
-    "format": "formats",
-    "mmlu_correct": "mmlu",
-    "family": "blank",
-    "image_class": "images",
-}
-# Targets beyond the study's claims: absent rows only for the models of a configured dataset.
-EXTENSION_TARGETS = ("image_class",)
 
 COLUMNS = (
     "claim",
@@ -157,8 +76,13 @@ COLUMNS = (
     "n_sources",
     "note",
 )
-AUC, RHO, ACC, POINTS, JACCARD, NATS = "AUC %", "rho", "accuracy %", "accuracy points", "Jaccard", "nats"
-SCALES = {AUC: PERCENT, RHO: 1.0, ACC: PERCENT, POINTS: PERCENT, JACCARD: 1.0, NATS: 1.0}
+NUMBER_COLUMNS = {c for c in COLUMNS if c.startswith(("estimate", "ci_", "baseline", "study_protocol"))} | {
+    "n",
+    "n_sources",
+}
+# The pair scale the verdicts read (entropy / log V: vocabularies differ by more than the gaps).
+HEADLINE_SCALE = NORMALIZED
+CONTAINMENT_STATISTIC = "containment"
 
 
 @dataclass(frozen=True)
@@ -170,23 +94,25 @@ class Expected:
         layer_skip: Models in the layer-skip experiment (empty: the experiment is off).
         k_study: The study's kNN ``k``; a row that had to use fewer is inconclusive.
         families: Model -> family.
+        sources: Model -> its configured source (a hub id names a study model).
+        architectures: Model -> its ``config.json`` ``model_type`` (for architecture extensions).
     """
 
     datasets: Mapping[str, Sequence[str]] = field(default_factory=dict)
     layer_skip: Sequence[str] = ()
     k_study: int = 29
     families: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    architectures: Mapping[str, str] = field(default_factory=dict)
 
+    def skip_scopes(self) -> dict[str, str | None]:
+        """Model -> the layer-skip scope the study names for it (or ``None``)."""
+        return {m: C.skip_scope(m, f, self.sources.get(m, "")) for m, f in self.families.items()}
 
-def study_model_for(model: str) -> str | None:
-    """The study model that ``model`` (a config name or hub id) is, or ``None``."""
-    name = model.rsplit("/", 1)[-1].lower()
-    for study, prefixes in STUDY_MODEL_ALIASES.items():
-        for prefix in prefixes:
-            rest = name[len(prefix) :]
-            if name.startswith(prefix) and (not rest or not rest[0].isalnum()):
-                return study
-    return None
+    def one_model_per_family(self, dataset: str = "blank") -> bool:
+        """Whether every family on ``dataset`` has a single model (families then equal models)."""
+        counts = pd.Series([self.families.get(m, m) for m in self.datasets.get(dataset, ())]).value_counts()
+        return counts.empty or counts.max() < 2
 
 
 def _range(values: Sequence[float], spec: str = ".2f") -> str:
@@ -198,25 +124,41 @@ def _interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str
     return V.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
 
 
-def _row(claim: str, model: str, unit: str, verdict: V.Verdict, **values: Any) -> dict[str, Any]:
-    """One table row; intervals (:class:`~entropy_lens.analysis.verdicts.Interval`) expand into columns."""
-    row: dict[str, Any] = {c: "" for c in COLUMNS}
-    role = PRECONDITION if claim in PRECONDITIONS else FINDING
-    row.update(claim=claim, role=role, model=model, unit=unit, verdict=verdict.verdict, why=verdict.why)
+def _word(verdict: V.Verdict | O.Outcome, role: str) -> str:
+    if isinstance(verdict, O.Outcome):
+        return verdict.outcome
+    if role == C.PRECONDITION:
+        return V.PRECONDITION_WORDS[verdict.verdict]
+    if role == C.EXTENSION and not verdict.why.startswith(NOT_RUN):
+        return V.EXTENSION_WORDS[verdict.verdict]
+    return verdict.verdict
+
+
+def _row(
+    claim: str, model: str, unit: str, verdict: V.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
+) -> dict[str, Any]:
+    """One table row; intervals (:class:`~entropy_lens.analysis.verdicts.Interval`) expand into columns.
+
+    Missing numbers are NaN, missing text ``""``.
+    """
+    row: dict[str, Any] = {c: math.nan if c in NUMBER_COLUMNS else "" for c in COLUMNS}
+    row.update(claim=claim, role=role, model=model, unit=unit, verdict=_word(verdict, role), why=verdict.why)
     for key, value in values.items():
         if isinstance(value, V.Interval):
-            row[key if key != "ours" else "estimate"], row[f"{_prefix(key)}_low"], row[f"{_prefix(key)}_high"] = (
-                value.estimate,
-                value.low,
-                value.high,
-            )
+            prefix = "ci" if key == "ours" else key
+            row[key if key != "ours" else "estimate"] = value.estimate
+            row[f"{prefix}_low"], row[f"{prefix}_high"] = value.low, value.high
         else:
             row[key] = value
     return row
 
 
-def _prefix(key: str) -> str:
-    return "ci" if key == "ours" else key
+def _count(value: Any) -> float:
+    return int(value) if pd.notna(value) else math.nan
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 # --------------------------------------------------------------------------- separability
@@ -224,17 +166,30 @@ def _prefix(key: str) -> str:
 
 def _study_auc(target: str, model: str, family: str, measure: str) -> str:
     if measure != "shannon":
-        return NO_FIGURE
-    matched = study_model_for(model)
+        return C.NO_FIGURE
+    matched = C.study_model_for(model)
     if target == "task":
-        return f"{STUDY_TASK_AUC[matched]:.2f}" if matched in STUDY_TASK_AUC else _range(list(STUDY_TASK_AUC.values()))
+        return f"{C.STUDY_TASK_AUC[matched]:.2f}" if matched in C.STUDY_TASK_AUC else _range(C.STUDY_TASK_AUC.values())
     if target == "format":
-        if matched in STUDY_FORMAT_AUC:
-            return "{:.1f} ± {:.1f}".format(*STUDY_FORMAT_AUC[matched])
-        return _range([m for m, _ in STUDY_FORMAT_AUC.values()])
-    if target == "mmlu_correct" and family.lower() in STUDY_MMLU_AUC:
-        return f"{_range(STUDY_MMLU_AUC[family.lower()])} ({family.lower()} family)"
-    return NO_FIGURE
+        if matched in C.STUDY_FORMAT_AUC:
+            return "{:.1f} ± {:.1f}".format(*C.STUDY_FORMAT_AUC[matched])
+        return _range([m for m, _ in C.STUDY_FORMAT_AUC.values()])
+    if target == "mmlu_correct" and family.lower() in C.STUDY_MMLU_AUC:
+        return f"{_range(C.STUDY_MMLU_AUC[family.lower()])} ({family.lower()} family)"
+    return C.NO_FIGURE
+
+
+def _knn_claim(target: str, expected: Expected) -> tuple[str, str]:
+    """(claim, role) of a kNN target's rows."""
+    if target == "family" and expected.one_model_per_family():
+        return C.MODEL_IDENTITY, C.EXTENSION
+    role = C.EXTENSION if target in C.EXTENSION_TARGETS else C.FINDING
+    return C.KNN_CLAIMS.get(target, target), role
+
+
+def _split_of(rec: Mapping[str, Any]) -> str:
+    split = _text(rec.get("split"))
+    return ALL_STYLES if rec["target"] == "mmlu_correct" and not split else split
 
 
 def _knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expected) -> list[dict[str, Any]]:
@@ -243,41 +198,31 @@ def _knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expect
     study = knn[knn["protocol"] == STUDY].set_index(["target", "model", "split", "measure"])
     for rec in knn[knn["protocol"] == GROUPED].to_dict("records"):
         key = (rec["target"], rec["model"], rec["split"], rec["measure"])
-        if rec["target"] == "mmlu_correct" and not rec["split"]:
-            rec["split"] = ALL_STYLES  # pooled over styles, folds grouped by question
         ungrouped = study.loc[key] if key in study.index else {"auc_mean": None, "auc_low": None, "auc_high": None}
-        family = expected.families.get(rec["model"], "")
+        claim, role = _knn_claim(str(rec["target"]), expected)
+        split = _split_of(rec)
         rows.append(
             _row(
-                KNN_CLAIMS.get(rec["target"], rec["target"]),
+                claim,
                 rec["model"],
                 AUC,
-                _separability(rec, accuracy, rec["split"], expected.k_study, expected),
-                split=rec["split"],
+                _separability(rec, accuracy, split, expected),
+                role=role,
+                split=split,
                 measure=rec["measure"],
                 ours=_interval(rec, "auc_mean", "auc_low", "auc_high"),
                 baseline=_interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
                 study_protocol=_interval(ungrouped, "auc_mean", "auc_low", "auc_high"),
-                study=_study_auc(rec["target"], rec["model"], family, rec["measure"]),
-                n=_int(rec.get("n_samples")),
-                n_sources=_int(rec.get("n_groups")),
+                study=_study_auc(rec["target"], rec["model"], expected.families.get(rec["model"], ""), rec["measure"]),
+                n=_count(rec.get("n_samples")),
+                n_sources=_count(rec.get("n_groups")),
                 note=_text(rec.get("note")),
             )
         )
     return rows
 
 
-def _int(value: Any) -> Any:
-    return int(value) if pd.notna(value) else ""
-
-
-def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-
-def _separability(
-    rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, k_study: int, expected: Expected
-) -> V.Verdict:
+def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected) -> V.Verdict:
     if rec["target"] == "family" and "blank" in expected.datasets and (shortfall := _family_shortfall(expected)):
         return V.not_run(shortfall)
     if rec["target"] == "mmlu_correct":
@@ -289,10 +234,10 @@ def _separability(
         _interval(rec, "auc_mean", "auc_low", "auc_high"),
         _interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
         k_used=int(rec["k"]) if pd.notna(rec.get("k")) else None,
-        k_study=k_study,
+        k_study=expected.k_study,
         n_groups=int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0,
         skipped=note if note.startswith("skipped") else "",
-        unit=KNN_UNITS.get(str(rec["target"]), "sources"),
+        unit=C.KNN_UNITS.get(str(rec["target"]), "sources"),
     )
 
 
@@ -310,27 +255,86 @@ def _correctness_blocked(accuracy: pd.DataFrame | None, model: str, style: str) 
     return V.answers_at_chance(acc, float(rec["chance"]), float(rec["top_share"]), str(rec["top_letter"]))
 
 
-def _renyi_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One aggregate row: do the Rényi orders reach Shannon's verdicts?"""
-    separability = [r for r in rows if r["claim"] in KNN_CLAIMS.values()]
-    by_key: dict[tuple, dict[str, str]] = {}
-    for r in separability:
-        by_key.setdefault((r["claim"], r["model"], r["split"]), {})[r["measure"]] = r["verdict"]
-    shannon = [v.get("shannon", "") for v in by_key.values()]
-    renyi = [[verdict for m, verdict in v.items() if m != "shannon"] for v in by_key.values()]
-    if not any(renyi):
+def _heldout_rows(heldout: pd.DataFrame) -> list[dict[str, Any]]:
+    """A row per held-out model (a family with two or more models on the blank set)."""
+    rows = []
+    for rec in heldout.to_dict("records"):
+        share = _interval(rec, "share", "ci_low", "ci_high")
+        bar = max(float(rec["chance"]), float(rec["majority_share"]))
+        note = _text(rec.get("note"))
+        verdict = (
+            V.Verdict(V.INCONCLUSIVE, f"not scored: {note}")
+            if not share.finite
+            else V.held_out_family(share, bar=bar, n=int(rec["n"]), family=str(rec["family"]))
+        )
+        rows.append(
+            _row(
+                C.FAMILY_HELDOUT,
+                str(rec["model"]),
+                SHARE,
+                verdict,
+                split="blank",
+                measure="shannon",
+                ours=share,
+                baseline=V.Interval(bar, math.nan, math.nan),
+                study=C.STUDY_FAMILY_CLAIM,
+                n=_count(rec["n"]),
+                n_sources=_count(rec["n"]),
+                note="; ".join(
+                    t
+                    for t in (
+                        f"trained on {int(rec['n_train'])} samples of {int(rec['n_train_families'])} families "
+                        f"without this model; predicted: {_text(rec['predicted'])}",
+                        note,
+                    )
+                    if t
+                ),
+            )
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- Rényi
+
+
+def _renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Per decided Shannon separability row and Rényi order, the paired equivalence; then the claim's row."""
+    if equivalence is None or equivalence.empty:
         return []
-    verdict = V.renyi_invariance(shannon, renyi)
-    held = {key for key, v in by_key.items() if v.get("shannon") == V.REPRODUCED}
-    astray = [
-        f"{r['measure']}, {r['claim']} ({r['model']}{', ' + r['split'] if r['split'] else ''}): {r['why']}"
-        for r in separability
-        if (r["claim"], r["model"], r["split"]) in held and r["measure"] != "shannon" and r["verdict"] != V.REPRODUCED
-    ]
-    if astray:
-        verdict = V.Verdict(verdict.verdict, f"{verdict.why}: " + "; ".join(astray))
-    orders = sorted({m for v in by_key.values() for m in v if m != "shannon"})
-    return [_row(RENYI, "all", "", verdict, measure=", ".join(orders), study="conclusions unchanged for α = 0.5, 1, 5")]
+    decided = {
+        (r["claim"], r["model"], r["split"]): r
+        for r in rows
+        if r["claim"] in C.KNN_CLAIMS.values()
+        and r["measure"] == "shannon"
+        and r["role"] == C.FINDING
+        and r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED)
+    }
+    out = []
+    for rec in equivalence.to_dict("records"):
+        target = str(rec["target"])
+        key = (C.KNN_CLAIMS.get(target, target), str(rec["model"]), _split_of(rec))
+        if key not in decided:
+            continue
+        diff = _interval(rec, "difference", "ci_low", "ci_high")
+        verdict = V.renyi_equivalence(diff, n_groups=int(rec["n_groups"]), unit=C.KNN_UNITS.get(target, "sources"))
+        out.append(
+            _row(
+                C.RENYI,
+                key[1],
+                AUC_POINTS,
+                verdict,
+                split=f"{key[0]}{', ' + key[2] if key[2] else ''}",
+                measure=str(rec["measure"]),
+                ours=diff,
+                study=C.STUDY_RENYI_CLAIM,
+                n=_count(rec["n_samples"]),
+                n_sources=_count(rec["n_groups"]),
+                note=f"AUC Shannon {100 * rec['shannon_auc']:.1f}, this order {100 * rec['renyi_auc']:.1f}",
+            )
+        )
+    summary = V.renyi_summary([r["verdict"] for r in out])
+    orders = ", ".join(dict.fromkeys(r["measure"] for r in out))
+    return [_row(C.RENYI, "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM), *out]
 
 
 # --------------------------------------------------------------------------- other claims
@@ -339,26 +343,25 @@ def _renyi_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _spearman_rows(expansion: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for rec in expansion.to_dict("records"):
-        matched = study_model_for(str(rec["model"]))
+        matched = C.study_model_for(str(rec["model"]))
         study = (
-            f"{STUDY_SPEARMAN[matched]:.3f}"
-            if matched in STUDY_SPEARMAN
-            else _range(list(STUDY_SPEARMAN.values()), ".3f")
+            f"{STUDY_SPEARMAN[matched]:.3f}" if matched in STUDY_SPEARMAN else _range(STUDY_SPEARMAN.values(), ".3f")
         )
         rho = _interval(rec, "spearman", "ci_low", "ci_high")
-        verdict = V.spearman(rho, n_prompts=int(rec.get("n_prompts", 0) or 0))
+        n_prompts = int(rec.get("n_prompts", 0) or 0)
+        verdict = V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=n_prompts, statistic="rho")
         rows.append(
             _row(
-                SPEARMAN,
+                C.SPEARMAN,
                 str(rec["model"]),
                 RHO,
                 verdict,
-                split=str(rec.get("dataset", "")),
+                split=_text(rec.get("dataset")),
                 measure="shannon",
                 ours=rho,
                 study=study,
-                n=int(rec["n"]),
-                n_sources=int(rec.get("n_prompts", 0) or 0),
+                n=_count(rec["n"]),
+                n_sources=n_prompts,
                 note="n counts (token, layer) pairs; the interval resamples prompts",
             )
         )
@@ -382,7 +385,9 @@ def _accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[
     for rec, n_questions in zip(accuracy.to_dict("records"), _questions(accuracy), strict=True):
         family = families.get(str(rec["model"]), "").lower()
         study = (
-            f"{_range(STUDY_MMLU_ACCURACY[family])} ({family} family)" if family in STUDY_MMLU_ACCURACY else NO_FIGURE
+            f"{_range(C.STUDY_MMLU_ACCURACY[family])} ({family} family)"
+            if family in C.STUDY_MMLU_ACCURACY
+            else C.NO_FIGURE
         )
         acc = _interval(rec, "accuracy", "ci_low", "ci_high")
         bar = max(float(rec["chance"]), float(rec["majority_baseline"]))
@@ -392,10 +397,11 @@ def _accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[
         )
         rows.append(
             _row(
-                ACCURACY,
+                C.ACCURACY,
                 str(rec["model"]),
                 ACC,
                 V.accuracy(acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=n_questions),
+                role=C.PRECONDITION,
                 split=str(rec["style"]),
                 measure=str(rec["measure"]),
                 ours=acc,
@@ -409,50 +415,25 @@ def _accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[
     return rows
 
 
-def _skip_rows(skip: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
-    rows = []
-    for rec in skip.to_dict("records"):
-        claim = SKIP_RANDOM if rec["versus"] == "random" else SKIP_PRUNING
-        diff = _interval(rec, "difference", "ci_low", "ci_high")
-        intact = _interval(rec, "intact", "intact_low", "intact_high")
-        chance, versus = float(rec["chance"]), str(rec["versus"])
-        verdict = V.layer_skip(diff, intact=intact, chance=chance, versus=versus, n=int(rec["n"]))
-        study = STUDY_SKIP_CLAIM.get(families.get(str(rec["model"]), "").lower(), STUDY_SKIP_DEFAULT)
-        rows.append(
-            _row(
-                claim,
-                str(rec["model"]),
-                POINTS,
-                verdict,
-                split=f"k={int(rec['k'])}",
-                measure=str(rec["measure"]),
-                ours=diff,
-                baseline=intact,
-                study=study,
-                n=int(rec["n"]),
-                n_sources=int(rec["n"]),
-                note="baseline = intact accuracy",
-            )
-        )
-    return rows
-
-
 def _overlap_rows(overlap: pd.DataFrame) -> list[dict[str, Any]]:
+    """Containment (the verdict's statistic) and Jaccard (beside it) per model and prompt set."""
     rows = []
     for rec in overlap.to_dict("records"):
-        jaccard = _interval(rec, "mean", "ci_low", "ci_high")
+        value = _interval(rec, "mean", "ci_low", "ci_high")
+        statistic = str(rec.get("statistic", "jaccard"))
         n_prompts = int(rec.get("n_prompts", 0) or 0)
+        verdict = V.above_threshold(value, threshold=V.CONTAINMENT_THRESHOLD, n=n_prompts, statistic=statistic)
         rows.append(
             _row(
-                OVERLAP,
+                C.OVERLAP,
                 str(rec["model"]),
-                JACCARD,
-                V.nucleus_overlap(jaccard, n_prompts=n_prompts),
-                split=str(rec.get("dataset", "")),
-                measure="shannon",
-                ours=jaccard,
-                study=STUDY_OVERLAP_CLAIM,
-                n=int(rec["n"]),
+                CONTAINMENT if statistic == CONTAINMENT_STATISTIC else "Jaccard",
+                verdict,
+                split=_text(rec.get("dataset")),
+                measure=statistic,
+                ours=value,
+                study=C.STUDY_OVERLAP_CLAIM,
+                n=_count(rec["n"]),
                 n_sources=n_prompts,
                 note="mean over (token, layer) cells; the interval resamples prompts",
             )
@@ -460,32 +441,35 @@ def _overlap_rows(overlap: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def shape_claim(family: str) -> str | None:
-    """The shape claim (a :data:`SHAPE_ROWS` key) about a config ``family:``, or ``None``."""
-    name = family.strip().lower()
-    return next((claim for claim, names in SHAPE_FAMILIES.items() if name in names), None)
-
-
-def _shape_rows(shapes: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
-    """A verdict per model (of a family with a shape claim) and dataset; other families have no claim."""
+def _shape_rows(shapes: pd.DataFrame, expected: Expected) -> list[dict[str, Any]]:
+    """A verdict per model (of a family with a shape claim, or of its architecture as an extension) and dataset."""
     rows = []
     for rec in shapes.to_dict("records"):
         model = str(rec["model"])
-        claim = shape_claim(str(families.get(model, rec.get("family", ""))))
-        if claim is None:
+        scope = C.shape_scope(
+            str(expected.families.get(model, rec.get("family", ""))), expected.architectures.get(model, "")
+        )
+        if scope is None:
             continue
+        key, role = scope
         stats = {s: _interval(rec, s, f"{s}_low", f"{s}_high") for s in SHAPE_STATISTICS}
-        verdict = V.family_shape(claim, stats, n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"]))
+        verdict = V.family_shape(key, stats, n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"]))
         note = "; ".join(f"{s} {i.text(1.0, 3)}" for s, i in stats.items())
+        if role == C.EXTENSION:
+            note = (
+                f"{expected.architectures.get(model, '')} architecture, family {expected.families.get(model, '')}: "
+                + note
+            )
         rows.append(
             _row(
-                SHAPE_ROWS[claim],
+                C.SHAPE_ROWS[key],
                 model,
                 NATS,
                 verdict,
-                split=str(rec.get("dataset", "")),
+                role=role,
+                split=_text(rec.get("dataset")),
                 measure="shannon",
-                study=STUDY_SHAPE_CLAIM,
+                study=C.STUDY_SHAPE_CLAIM,
                 n=int(rec["n_prompts"]),
                 n_sources=int(rec["n_sources"]),
                 note=f"{note}; start {float(rec['start']):.3f}, final {float(rec['final']):.3f} nats",
@@ -494,15 +478,20 @@ def _shape_rows(shapes: pd.DataFrame, families: Mapping[str, str]) -> list[dict[
     return rows
 
 
-# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study figure and note.
+# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study text and note.
 PAIR_CLAIMS = {
-    FAMILY_GAP: (CLUSTERING, V.family_not_size, STUDY_FAMILY_CLAIM, "d({small}, {large})"),
-    RESOLUTION_GAP: (SIZE_RESOLUTION, V.size_resolution, STUDY_RESOLUTION_CLAIM, "r({small}, {large} at its depths)"),
+    FAMILY_GAP: (C.CLUSTERING, V.family_not_size, C.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
+    ALIGNMENT_GAP: (
+        C.SIZE_RESOLUTION,
+        V.size_resolution,
+        C.STUDY_RESOLUTION_CLAIM,
+        "r({small}, {large} at its depths)",
+    ),
 }
 
 
 def _pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expected: Expected) -> list[dict]:
-    """A row per same-family pair and pair claim; one "not run" row per claim without pairs."""
+    """A row per same-family pair, pair claim and scale; one "not run" row per claim without pairs."""
     blank = list(expected.datasets.get("blank", ()))
     scores = _clustering_note(clustering)
     rows = []
@@ -512,30 +501,37 @@ def _pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expe
             why = _family_shortfall(expected) or _pair_shortfall(blank, expected.families)
             rows.append(_row(claim, ", ".join(blank) or "all", NATS, V.not_run(why), study=study, note=scores))
             continue
-        for rec in mine.to_dict("records"):
-            gap, n = _interval(rec, "gap", "gap_low", "gap_high"), int(rec["n_samples"])
-            verdict = judge(gap, n_samples=n, nearest=_text(rec["nearest"]))
-            if int(rec["n_other"]) == 0:
-                verdict = V.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
-            note = f"{same.format(**rec)} = {float(rec['same']):.3f} nats"
-            if _text(rec["nearest"]):
-                note += f"; nearest other family: {rec['nearest']} at {float(rec['nearest_value']):.3f} nats"
-            rows.append(
-                _row(
-                    claim,
-                    f"{rec['small']}, {rec['large']}",
-                    NATS,
-                    verdict,
-                    split="blank",
-                    measure="shannon",
-                    ours=gap,
-                    study=study,
-                    n=n,
-                    n_sources=n,
-                    note="; ".join(t for t in (note, scores) if t),
-                )
-            )
+        rows += [_pair_row(rec, claim, judge, study, same, scores) for rec in mine.to_dict("records")]
     return rows
+
+
+def _pair_row(rec: Mapping[str, Any], claim: str, judge, study: str, same: str, scores: str) -> dict[str, Any]:
+    gap, n = _interval(rec, "gap", "gap_low", "gap_high"), int(rec["n_samples"])
+    scale = _text(rec.get("scale")) or NATS_SCALE
+    unit = LOG_V if scale == NORMALIZED else NATS
+    verdict = judge(gap, n_samples=n, nearest=_text(rec["nearest"]), unit=unit)
+    if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
+        verdict = V.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
+    if rec["statistic"] == ALIGNMENT_GAP:
+        note = f"aligned on normalized depth {float(rec['same']):.3f}, on absolute layer "
+        note += f"{float(rec['nearest_value']):.3f} {unit}"
+    else:
+        note = f"{same.format(**rec)} = {float(rec['same']):.3f} {unit}"
+        if _text(rec["nearest"]):
+            note += f"; nearest other family: {rec['nearest']} at {float(rec['nearest_value']):.3f} {unit}"
+    return _row(
+        claim,
+        f"{rec['small']}, {rec['large']}",
+        unit,
+        verdict,
+        split="blank",
+        measure=scale,
+        ours=gap,
+        study=study,
+        n=n,
+        n_sources=n,
+        note="; ".join(t for t in (note, scores) if t),
+    )
 
 
 def _clustering_note(clustering: pd.DataFrame | None) -> str:
@@ -553,7 +549,7 @@ def _pair_shortfall(models: Sequence[str], families: Mapping[str, str]) -> str:
     """Why no same-family pair was compared (more prompts would not change it)."""
     counts = pd.Series([families.get(m, "") for m in models]).value_counts()
     if counts.empty or counts.max() < 2:
-        return "one model per family: family and model identity coincide, so size cannot be told apart (make families)"
+        return "one model per family: family and model identity coincide, so size cannot be told apart (make study)"
     if counts.size < 2:
         return f"only family {counts.index[0]} on 'blank': no other family to compare with"
     return "no two models of one family with different layer counts on 'blank'"
@@ -571,44 +567,65 @@ def _absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[st
     seen = {(r["claim"], r["model"]) for r in rows}
     models = list(dict.fromkeys(m for ms in expected.datasets.values() for m in ms))
     out = []
-    for target, claim in KNN_CLAIMS.items():
-        dataset = KNN_DATASETS[target]
+    for target in C.KNN_CLAIMS:
+        claim, role = _knn_claim(target, expected)
+        dataset = C.KNN_DATASETS[target]
         profiled = list(expected.datasets.get(dataset, ()))
-        wanted = [POOLED_MODEL] if target == "family" else profiled if target in EXTENSION_TARGETS else models
-        for model in wanted:
-            if (claim, model) in seen:
-                continue
-            out.append(_row(claim, model, AUC, V.not_run(_why_absent(dataset, model, profiled, target))))
-    for claim in (SKIP_RANDOM, SKIP_PRUNING):
-        for model in models:
-            if (claim, model) not in seen:
-                reason = (
-                    "the layer-skip experiment is off"
-                    if not expected.layer_skip
-                    else ("not in layer_skip.models" if model not in expected.layer_skip else "no result")
-                )
-                out.append(_row(claim, model, POINTS, V.not_run(reason)))
-    return out + _absent_pair_rows(seen, expected) + _absent_shape_rows(seen, models, expected)
+        wanted = [POOLED_MODEL] if target == "family" else profiled if target in C.EXTENSION_TARGETS else models
+        out += [
+            _row(claim, m, AUC, V.not_run(_why_absent(dataset, m, profiled, target)), role=role)
+            for m in wanted
+            if (claim, m) not in seen
+        ]
+    return (
+        out
+        + _absent_skip_rows(seen, models, expected)
+        + _absent_pair_rows(seen, expected)
+        + _absent_shape_rows(seen, models, expected)
+    )
+
+
+def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expected: Expected) -> list[dict]:
+    """A "not run" row per model without layer-skip rows: a finding where the study names its scope."""
+    out = []
+    scopes = expected.skip_scopes()
+    for model in models:
+        if any((claim, model) in seen for claim in C.SKIP_CLAIMS):
+            continue
+        if not expected.layer_skip:
+            reason = "the layer-skip experiment is off"
+        else:
+            reason = "not in layer_skip.models" if model not in expected.layer_skip else "no result"
+        scope = scopes.get(model)
+        claims = list(C.SKIP_EXPECTED.get(scope or "", {})) or [C.SKIP_VS_RANDOM]
+        role = C.FINDING if scope else C.EXTENSION
+        study = C.STUDY_SKIP_SENTENCE[scope] if scope else C.NO_SKIP_CLAIM
+        out += [_row(claim, model, POINTS, V.not_run(reason), role=role, study=study) for claim in claims]
+    return out
 
 
 def _absent_pair_rows(seen: set[tuple[str, str]], expected: Expected) -> list[dict]:
     """A "not run" row for each same-family pair claim with no row (no family analysis ran)."""
     blank = list(expected.datasets.get("blank", ()))
     why = _family_shortfall(expected) or "no result"
-    return [
+    rows = [
         _row(claim, ", ".join(blank) or "all", NATS, V.not_run(why))
-        for claim in (CLUSTERING, SIZE_RESOLUTION)
+        for claim in (C.CLUSTERING, C.SIZE_RESOLUTION)
         if not any(c == claim for c, _ in seen)
     ]
+    if not any(c == C.FAMILY_HELDOUT for c, _ in seen):
+        reason = _family_shortfall(expected) or _pair_shortfall(blank, expected.families)
+        rows.append(_row(C.FAMILY_HELDOUT, ", ".join(blank) or "all", SHARE, V.not_run(reason)))
+    return rows
 
 
 def _absent_shape_rows(seen: set[tuple[str, str]], profiled: Sequence[str], expected: Expected) -> list[dict]:
     """A "not run" row for each shape claim without a model of its family, or a family model without a result."""
     out = []
-    for key, claim in SHAPE_ROWS.items():
-        members = [m for m, family in expected.families.items() if shape_claim(str(family)) == key]
+    for key, claim in C.SHAPE_ROWS.items():
+        members = [m for m, family in expected.families.items() if C.shape_scope(str(family)) == (key, C.FINDING)]
         if not members:
-            names = " or ".join(SHAPE_FAMILIES[key])
+            names = " or ".join(C.SHAPE_FAMILIES[key])
             out.append(_row(claim, "none", NATS, V.not_run(f"no model of family {names} in this configuration")))
         for model in members:
             if (claim, model) not in seen:
@@ -641,11 +658,14 @@ def _why_absent(dataset: str, model: str, profiled: Sequence[str], target: str) 
 def paper_table(
     *,
     knn: pd.DataFrame | None = None,
+    renyi: pd.DataFrame | None = None,
+    heldout: pd.DataFrame | None = None,
     accuracy: pd.DataFrame | None = None,
     expansion: pd.DataFrame | None = None,
     overlap: pd.DataFrame | None = None,
     clustering: pd.DataFrame | None = None,
     layer_skip: pd.DataFrame | None = None,
+    skip_spearman: pd.DataFrame | None = None,
     shapes: pd.DataFrame | None = None,
     family_pairs: pd.DataFrame | None = None,
     expected: Expected | None = None,
@@ -654,85 +674,86 @@ def paper_table(
 
     Args:
         knn: :func:`~entropy_lens.analysis.knn.knn_table` output (both protocols).
-        accuracy: :func:`entropy_lens.answers.scoring.accuracy_table` output.
+        renyi: :func:`~entropy_lens.analysis.equivalence.renyi_differences` rows.
+        heldout: :func:`~entropy_lens.analysis.heldout.family_heldout` rows.
+        accuracy: :func:`entropy_lens.answers.accuracy.accuracy_table` output.
         expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` rows, with a
             ``dataset`` column when several datasets are stacked.
         overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` rows (``dataset`` as above).
         clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
-        layer_skip: :func:`entropy_lens.answers.accuracy.skip_differences` rows with a ``model`` column.
+        layer_skip: :func:`entropy_lens.answers.criticality.skip_comparisons` rows.
+        skip_spearman: :func:`entropy_lens.answers.criticality.criticality_spearman` rows.
         shapes: :func:`~entropy_lens.analysis.shapes.profile_shapes` rows (``dataset`` as above).
-        family_pairs: :func:`~entropy_lens.analysis.pairs.family_pairs` rows (the family and
-            size-resolution claims; ``clustering`` scores join their note).
+        family_pairs: :func:`~entropy_lens.analysis.pairs.family_pairs` rows.
         expected: What the configuration asked for (absent claims get a "not run" row).
 
     Returns:
-        Frame with :data:`COLUMNS`; intervals are numbers in the row's ``unit`` scale
-        of 0-1 (AUC, accuracy) or -1..1 (rho).
+        Frame with :data:`COLUMNS`; estimates in the row's ``unit`` scale of 0-1 (AUC,
+        accuracy, shares), -1..1 (rho) or nats; NaN where a number is missing.
     """
     expected = expected or Expected()
+    scopes = expected.skip_scopes()
     rows: list[dict[str, Any]] = []
     rows += _knn_rows(knn, accuracy, expected) if knn is not None else []
-    rows += _renyi_rows(rows)
+    rows += _heldout_rows(heldout) if heldout is not None else []
+    rows += _renyi_rows(rows, renyi)
     rows += _spearman_rows(expansion) if expansion is not None else []
     rows += _accuracy_rows(accuracy, expected.families) if accuracy is not None else []
-    rows += _skip_rows(layer_skip, expected.families) if layer_skip is not None else []
+    rows += comparison_rows(layer_skip, scopes, _row) if layer_skip is not None else []
+    rows += rank_rows(skip_spearman, scopes, _row) if skip_spearman is not None else []
     if clustering is not None or family_pairs is not None:
         rows += _pair_rows(family_pairs, clustering, expected)
     rows += _overlap_rows(overlap) if overlap is not None else []
-    rows += _shape_rows(shapes, expected.families) if shapes is not None else []
+    rows += _shape_rows(shapes, expected) if shapes is not None else []
     rows += _absent_rows(rows, expected) if expected.datasets else []
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
-CLAIM_ORDER = (
-    TASK,
-    SCRAMBLED,
-    FORMAT,
-    FAMILY,
-    IMAGE_CLASS,
-    SPEARMAN,
-    OVERLAP,
-    MMLU_CORRECT,
-    SKIP_RANDOM,
-    SKIP_PRUNING,
-    RENYI,
-    CLUSTERING,
-    SIZE_RESOLUTION,
-    SHAPE_GPT,
-    SHAPE_LLAMA,
-    ACCURACY,
-)
-
-
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:
-    rank = {claim: i for i, claim in enumerate(CLAIM_ORDER)}
+    rank = {claim: i for i, claim in enumerate(C.CLAIM_ORDER)}
     order = table["claim"].map(rank).fillna(len(rank))
     return table.assign(_o=order).sort_values(["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
 def headline(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows a reader needs first, one per claim and model, in claim order: findings
-    measured, findings the configuration did not run, then preconditions.
+    """The rows a reader needs first, one per claim, model and variant, in claim order: findings
+    measured, findings the configuration did not run, then extensions and preconditions.
 
-    Shannon entropy for separability; MMLU pooled over styles (correctness and accuracy)
-    under the verdict measure; layer skipping at the smallest ``k`` (the study's headline
-    skips one layer).  Per-style, per-order and larger-``k`` rows stay in the full table;
+    Shannon entropy for separability; MMLU pooled over styles (correctness and accuracy) under
+    the verdict measure; layer skipping at the smallest ``k``, the accuracy statistic (the
+    study's), both selection variants; overlap by containment; the family pairs on the
+    normalized scale; the Rényi claim's summary row.  Everything else stays in the full table;
     rows without a verdict are left out.
     """
-    claim, measure, split = table["claim"], table["measure"], table["split"]
+    claim, measure, split, unit = table["claim"], table["measure"], table["split"].astype(str), table["unit"]
     keep = table["verdict"] != ""
-    keep &= ~claim.isin(KNN_CLAIMS.values()) | measure.isin(["shannon", ""])
-    keep &= ~claim.isin([MMLU_CORRECT, ACCURACY]) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
-    keep &= ~claim.isin([ACCURACY, SKIP_RANDOM, SKIP_PRUNING]) | measure.isin([VERDICT_MEASURE, ""])
-    skip_ks = split.where(claim.isin([SKIP_RANDOM, SKIP_PRUNING]) & split.str.startswith("k=")).dropna()
+    keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq(C.MODEL_IDENTITY) | measure.isin(["shannon", ""])
+    keep &= ~claim.eq(C.MODEL_IDENTITY) | measure.eq("shannon")
+    keep &= ~claim.isin([C.MMLU_CORRECT, C.ACCURACY]) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    keep &= ~claim.isin([C.ACCURACY, *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
+    keep &= ~claim.isin(C.SKIP_CLAIMS) | ~unit.eq(LOGPROB)
+    keep &= ~claim.eq(C.RENYI) | table["model"].eq("all")
+    keep &= ~claim.eq(C.OVERLAP) | measure.eq(CONTAINMENT_STATISTIC)
+    keep &= ~claim.isin([C.CLUSTERING, C.SIZE_RESOLUTION]) | measure.isin([HEADLINE_SCALE, ""])
+    skip_ks = split.where(claim.isin(C.SKIP_CLAIMS) & split.str.startswith("k=")).dropna()
     if not skip_ks.empty:
-        smallest = min(skip_ks, key=lambda text: int(text[2:]))
-        keep &= ~claim.isin([SKIP_RANDOM, SKIP_PRUNING]) | split.isin([smallest, ""])
+        smallest = min(skip_ks, key=lambda text: int(text[2:].split(",")[0]))
+        keep &= (
+            ~claim.isin(C.SKIP_CLAIMS)
+            | ~split.str.startswith("k=")
+            | split.str.startswith(smallest.split(",")[0] + ",")
+        )
     top = table[keep]
-    not_run = top["why"].str.startswith(NOT_RUN)
-    precondition = top["role"] == PRECONDITION
+    not_run = top["why"].astype(str).str.startswith(NOT_RUN)
+    role = top["role"]
     return pd.concat(
-        [top[~not_run & ~precondition], top[not_run & ~precondition], top[precondition]], ignore_index=True
+        [
+            top[~not_run & (role == C.FINDING)],
+            top[not_run & (role == C.FINDING)],
+            top[role == C.EXTENSION],
+            top[role == C.PRECONDITION],
+        ],
+        ignore_index=True,
     )
 
 
@@ -742,38 +763,19 @@ def _has_pooled(table: pd.DataFrame) -> pd.Series:
     return pd.Series([(c, m) in pooled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
 
 
-def display(table: pd.DataFrame) -> pd.DataFrame:
-    """Strings for reading: ``ours``, ``baseline`` and ``study protocol`` as ``x [lo, hi]`` in the row's unit."""
-    claims = table["claim"].where(table["role"] != PRECONDITION, table["claim"] + f" ({PRECONDITION})")
-    out = pd.DataFrame(
-        {
-            "claim": claims,
-            "model": table["model"],
-            "split": table["split"],
-            "measure": table["measure"],
-            "ours (95% CI)": [_fmt(r, "estimate", "ci") for r in table.to_dict("records")],
-            "baseline": [_fmt(r, "baseline", "baseline") for r in table.to_dict("records")],
-            "study protocol": [_fmt(r, "study_protocol", "study_protocol") for r in table.to_dict("records")],
-            "study": table["study"],
-            "verdict": table["verdict"],
-            "why": table["why"],
-            "n": table["n"],
-        }
-    )
-    return out
-
-
-def _fmt(row: Mapping[str, Any], value: str, prefix: str) -> str:
-    estimate = row[value]
-    if estimate == "" or pd.isna(estimate):
-        return ""
-    scale = SCALES.get(row["unit"], 1.0)
-    digits = 3 if row["unit"] in (RHO, JACCARD, NATS) else 1
-    lo, hi = row[f"{prefix}_low"], row[f"{prefix}_high"]
-    text = f"{float(estimate) * scale:.{digits}f}"
-    if lo != "" and pd.notna(lo) and pd.notna(hi):
-        text += f" [{float(lo) * scale:.{digits}f}, {float(hi) * scale:.{digits}f}]"
-    return text + (f" {row['unit']}" if row["unit"] and row["unit"] != RHO else "")
+TABLE_INPUTS = (
+    "knn",
+    "renyi",
+    "heldout",
+    "accuracy",
+    "expansion",
+    "overlap",
+    "clustering",
+    "layer_skip",
+    "skip_spearman",
+    "shapes",
+    "family_pairs",
+)
 
 
 def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: Expected) -> pd.DataFrame:
@@ -787,112 +789,13 @@ def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: E
     unknown = sorted(set(paths) - set(TABLE_INPUTS))
     if unknown:
         raise ValueError(f"unknown paper-table inputs {unknown}; expected some of {list(TABLE_INPUTS)}")
-    tables = {name: _read_csvs(value) for name, value in paths.items()}
-    return paper_table(**tables, expected=expected)
-
-
-TABLE_INPUTS = ("knn", "accuracy", "expansion", "overlap", "clustering", "layer_skip", "shapes", "family_pairs")
+    return paper_table(**{name: _read_csvs(value) for name, value in paths.items()}, expected=expected)
 
 
 def _read_csvs(value: str | Sequence[str]) -> pd.DataFrame:
     files = [value] if isinstance(value, str) else list(value)
-    return pd.concat([pd.read_csv(f, keep_default_na=True) for f in files], ignore_index=True)
+    frames = [pd.read_csv(f, keep_default_na=True) for f in files]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-VERDICT_COLOURS = {V.REPRODUCED: "#1a7f37", V.NOT_REPRODUCED: "#cf222e", V.INCONCLUSIVE: "#9a6700"}
-HTML_STYLE = """<style>
-.prose.max-w-lg{max-width:none !important}
-.h-screen.items-center{align-items:flex-start !important}
-table.verdicts{border-collapse:collapse;font-size:13px;margin:8px 0 16px 0}
-table.verdicts th,table.verdicts td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
-table.verdicts th{background:#f6f8fa}
-table.verdicts td.why{max-width:460px;color:#444}
-span.verdict{color:#fff;border-radius:10px;padding:1px 8px;white-space:nowrap;font-weight:600}
-</style>"""
-
-
-# How a precondition's verdict reads: it is met or not, not reproduced.
-PRECONDITION_WORDS = {V.REPRODUCED: "met", V.NOT_REPRODUCED: "not met", V.INCONCLUSIVE: "undecided"}
-PRECONDITION_HEADING = "Preconditions: do the models know MMLU?"
-PRECONDITION_TEXT = (
-    "not findings of the study: MMLU correctness and layer skipping can only be read on a model that answers "
-    "above chance and the majority letter"
-)
-
-
-def summary(table: pd.DataFrame) -> list[str]:
-    """The headline's counts: findings (measured, then not run) and preconditions, apart.
-
-    Args:
-        table: :func:`headline` rows.
-
-    Returns:
-        Two sentences: the findings' verdict counts, and the preconditions' (met, not met,
-        undecided) with what they are for.
-    """
-    findings, preconditions = _split(table)
-    not_run = findings["why"].str.startswith(NOT_RUN)
-    counts = findings.loc[~not_run, "verdict"].value_counts()
-    first = "Claims of the study: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in V.VERDICTS)
-    first += f"; {int(not_run.sum())} not run by this configuration (listed last)" if not_run.any() else ""
-    met = preconditions["verdict"].value_counts()
-    second = "Preconditions: " + ", ".join(f"{int(met.get(v, 0))} {w}" for v, w in PRECONDITION_WORDS.items())
-    return [first + ".", f"{second} ({PRECONDITION_TEXT})."]
-
-
-def _split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    precondition = table["role"] == PRECONDITION
-    return table[~precondition], table[precondition]
-
-
-def verdicts_markdown(table: pd.DataFrame, title: str) -> str:
-    """The headline as Markdown: the counts, the findings' table, then the preconditions' table."""
-    findings, preconditions = _split(table)
-    text = f"# {title}\n\n" + "".join(f"**{line}**\n\n" for line in summary(table)) + to_markdown(display(findings))
-    if not preconditions.empty:
-        text += f"\n## {PRECONDITION_HEADING}\n\n{to_markdown(display(preconditions))}"
-    return text
-
-
-VERDICT_COLOURS = {V.REPRODUCED: "#1a7f37", V.NOT_REPRODUCED: "#cf222e", V.INCONCLUSIVE: "#9a6700"}
-HTML_STYLE = """<style>
-.prose.max-w-lg{max-width:none !important}
-.h-screen.items-center{align-items:flex-start !important}
-table.verdicts{border-collapse:collapse;font-size:13px;margin:8px 0 16px 0}
-table.verdicts th,table.verdicts td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
-table.verdicts th{background:#f6f8fa}
-table.verdicts td.why{max-width:460px;color:#444}
-span.verdict{color:#fff;border-radius:10px;padding:1px 8px;white-space:nowrap;font-weight:600}
-</style>"""
-# The headline holds one measure per claim (the README says which); n is in the full table.
-HTML_HIDDEN = ("n", "measure")
-
-
-def verdicts_html(table: pd.DataFrame) -> str:
-    """The headline as a styled HTML fragment (coloured verdicts) for the report's first page:
-    the counts, the findings' table, then the preconditions' table."""
-    findings, preconditions = _split(table)
-    lines = "<br>".join(html.escape(line) for line in summary(table))
-    text = f"{HTML_STYLE}\n<p><b>{lines}</b><br>(95% intervals; rules in the README, section Verdict rules)</p>\n"
-    text += _html_table(findings)
-    if not preconditions.empty:
-        text += f"<h4>{html.escape(PRECONDITION_HEADING)}</h4>\n" + _html_table(preconditions)
-    return text
-
-
-def _html_table(table: pd.DataFrame) -> str:
-    view = display(table)
-    header = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns if c not in HTML_HIDDEN)
-    rows = []
-    for rec in view.to_dict("records"):
-        cells = []
-        for column, value in rec.items():
-            if column in HTML_HIDDEN:
-                continue
-            text = html.escape(str(value))
-            if column == "verdict" and value:
-                text = f'<span class="verdict" style="background:{VERDICT_COLOURS[value]}">{text}</span>'
-            cells.append(f'<td class="{"why" if column == "why" else ""}">{text}</td>')
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    body = "\n".join(rows)
-    return f'<table class="verdicts"><thead><tr>{header}</tr></thead><tbody>\n{body}\n</tbody></table>\n'
+__all__ = ["ACC", "AUC", "POINTS", "Expected", "headline", "paper_table", "paper_table_from_files"]

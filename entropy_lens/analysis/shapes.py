@@ -8,8 +8,10 @@ model's mean profile against normalized depth ``d = (l + 1) / L`` with three sta
 * ``rise``: mean over the middle third of depth (``1/3 < d <= 2/3``) minus the mean over
   the first third (``d <= 1/3``): below 0 when the profile starts high, above 0 when it
   starts low;
-* ``refine``: mean over the middle third minus the last layer: above 0 when the profile
-  falls at the end (sharpens, refines);
+* ``refine``: mean over the middle third minus the mean over the last third
+  (``d > 2/3``): above 0 when the profile falls in the last third (sharpens, refines).  A third,
+  not the last layer alone: the final block flattens or sharpens the model's own output
+  distribution, and a single layer would let that one block decide;
 * ``drift``: the change across the middle third, read off a least-squares line through
   its layers (slope x 1/3), as a share of the profile's range over all layers, in
   absolute value: small on a plateau (a straight line gives about 1/3).  A line fit, not
@@ -59,11 +61,12 @@ COLUMNS = (
 )
 
 
-def thirds(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Masks of the first (``d <= 1/3``) and middle (``1/3 < d <= 2/3``) thirds of ``[L]`` depths."""
+def thirds(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Masks of the first (``d <= 1/3``), middle (``1/3 < d <= 2/3``) and last thirds of ``[L]`` depths."""
     depth = np.asarray(depth, dtype=np.float64)
     first = depth <= 1 / 3 + DEPTH_TOLERANCE
-    return first, ~first & (depth <= 2 / 3 + DEPTH_TOLERANCE)
+    middle = ~first & (depth <= 2 / 3 + DEPTH_TOLERANCE)
+    return first, middle, ~first & ~middle
 
 
 def shape_statistics(profiles: np.ndarray, depth: np.ndarray) -> np.ndarray:
@@ -74,16 +77,16 @@ def shape_statistics(profiles: np.ndarray, depth: np.ndarray) -> np.ndarray:
         depth: ``[L]`` normalized depths of those layers.
 
     Returns:
-        ``[B, 3]`` in :data:`STATISTICS` order; NaN where the first third holds no layer or
-        the middle third fewer than two, and ``drift`` NaN on a flat profile.
+        ``[B, 3]`` in :data:`STATISTICS` order; NaN where the first or last third holds no
+        layer or the middle third fewer than two, and ``drift`` NaN on a flat profile.
     """
     profiles = np.asarray(profiles, dtype=np.float64)
-    first, middle = thirds(depth)
-    if not first.any() or middle.sum() < 2:
+    first, middle, last = thirds(depth)
+    if not first.any() or not last.any() or middle.sum() < 2:
         return np.full((profiles.shape[0], len(STATISTICS)), math.nan)
     mid = profiles[:, middle]
     rise = mid.mean(axis=1) - profiles[:, first].mean(axis=1)
-    refine = mid.mean(axis=1) - profiles[:, -1]
+    refine = mid.mean(axis=1) - profiles[:, last].mean(axis=1)
     x = np.asarray(depth, dtype=np.float64)[middle]
     x = x - x.mean()
     slope = (mid - mid.mean(axis=1, keepdims=True)) @ x / (x @ x)  # nats per unit depth
@@ -155,7 +158,7 @@ def profile_shapes(
         low, high = bootstrap_mean_statistic(
             per_source, lambda m, d=depth: shape_statistics(m, d), n_boot=n_boot, seed=seed
         )
-        first, middle = thirds(depth)
+        first, middle, _ = thirds(depth)
         family = str(ds[schema.FAMILY].sel({schema.MODEL: model}).values) if schema.FAMILY in ds.coords else ""
         row = {
             "model": model,

@@ -1,10 +1,13 @@
 """Verdict rules: does a claim of the study hold on these models, given our intervals?
 
-Every claim gets one of :data:`VERDICTS` and a sentence saying why.  The rules are
-fixed here, before any result is looked at, and written out in the README:
+Every finding gets one of :data:`VERDICTS` and a sentence saying why; a precondition reads the
+same rule as ``met`` / ``not met`` / ``undecided`` (:data:`PRECONDITION_WORDS`); an extension (a
+model or family the study made no claim about) reports what the rule found in words of its own
+(:data:`EXTENSION_WORDS`, or a three-way outcome of :mod:`entropy_lens.analysis.outcomes`).  The
+rules are fixed here, before any result is looked at, and written out in the README:
 
-Separability (task, scrambled control, format, MMLU correctness, family; kNN AUC under
-grouped folds with its corrected resampled-t 95% interval)
+Separability (task, scrambled control, format, MMLU correctness; kNN AUC under grouped folds
+with its corrected resampled-t 95% interval)
     * ``inconclusive`` when the row could not be scored, or the study's ``k`` had to be
       capped (too few prompts), or the number of independent sources is below
       :data:`MIN_GROUPS`;
@@ -13,33 +16,28 @@ grouped folds with its corrected resampled-t 95% interval)
       ``0.5 + MIN_AUC_EFFECT``: even a small separability is ruled out;
     * ``inconclusive`` otherwise: the interval is too wide to decide.
 
-Spearman of Delta H vs Delta nucleus size (prompt-cluster bootstrap 95% interval)
-    ``reproduced`` above :data:`SPEARMAN_THRESHOLD` (a strong positive rank
-    correlation; the study reports 0.74-0.88), ``not reproduced`` below it, otherwise
-    ``inconclusive``.
+Family held out across size (a leave-one-model-out kNN on blank prompts; :func:`held_out_family`)
+    the share of the held-out model's samples classified as its own family (Wilson interval
+    over samples) against the best a classifier without signal reaches.  With one model per
+    family, the pooled blank-prompt kNN measures model identity, an extension.
 
-MMLU accuracy (Wilson 95% interval over questions) against the better of chance and the
-majority-letter baseline
-    ``reproduced`` above it, ``not reproduced`` when the interval rules out beating it by
-    :data:`MIN_ACCURACY_EFFECT`, otherwise ``inconclusive``.
+Spearman of Delta H vs Delta nucleus size (prompt-cluster bootstrap 95% interval) and
+adjacent-layer overlap (the mean overlap coefficient of adjacent top-p sets, prompt-cluster
+bootstrap): :func:`above_threshold` with :data:`SPEARMAN_THRESHOLD` and
+:data:`CONTAINMENT_THRESHOLD`.
 
-Layer skipping (paired bootstrap 95% interval over questions of accuracy with the
-expansion layers skipped minus random / pruning skips)
-    ``inconclusive`` when the intact model is not above chance (nothing to lose);
-    ``reproduced`` when the difference's interval lies below 0; ``not reproduced`` when
-    it rules out a drop of :data:`MIN_SKIP_EFFECT`; otherwise ``inconclusive``.
+MMLU accuracy, a precondition (Wilson 95% interval over questions) against the better of
+chance and the majority-letter baseline
+    ``met`` above it, ``not met`` when the interval rules out beating it by
+    :data:`MIN_ACCURACY_EFFECT`, otherwise ``undecided``.
 
-Rényi invariance
-    ``reproduced`` when every Rényi order reaches the Shannon verdict on every
-    separability row where Shannon reproduced; ``not reproduced`` when some order is
-    ``not reproduced`` there; ``inconclusive`` when Shannon reproduced nothing or an
-    order is inconclusive.
+Rényi leaves the conclusions intact (:func:`renyi_equivalence`, :func:`renyi_summary`)
+    per separability row decided under Shannon and per order, the paired fold-AUC
+    difference from Shannon on identical folds: equivalent when its interval lies inside
+    ``+-`` :data:`RENYI_MARGIN`.
 
-Adjacent layers share a large fraction of their top-p sets (prompt-cluster bootstrap 95%
-interval of the mean adjacent-layer nucleus Jaccard)
-    ``reproduced`` above :data:`JACCARD_THRESHOLD` (more than half of the two sets'
-    union is shared), ``not reproduced`` below it, otherwise ``inconclusive``; also
-    ``inconclusive`` with fewer than :data:`MIN_GROUPS` prompts.
+Layer skipping: :mod:`entropy_lens.analysis.outcomes` (three outcomes, the direction the study
+states for the family it names).
 
 Family shapes (:data:`SHAPE_CLAIMS`; statistics of the mean entropy profile against
 normalized depth, each with a bootstrap 95% interval over sources)
@@ -50,23 +48,22 @@ normalized depth, each with a bootstrap 95% interval over sources)
     :data:`MIN_GROUPS` sources or fewer than :data:`MIN_THIRD_LAYERS` layers in the first or
     middle third of depth.
 
-Family, not size (per same-family pair, small and large; RMS distances of mean blank-prompt
-profiles on the common depth grid, bootstrap 95% interval over blank samples, resampled
-within each model)
+Family, not size (per same-family pair; RMS distances of mean blank-prompt profiles on the
+common depth grid, entropy divided by log V, bootstrap 95% interval over blank samples,
+resampled within each model)
     ``gap`` = min over the pair's models and every model of another family of their distance,
     minus the pair's own distance.  ``reproduced`` above 0 (the pair is closer than any
     cross-family pair), ``not reproduced`` below 0, otherwise ``inconclusive``.
 
-Size as resolution (per same-family pair; the smaller model's profile against other models
-read at its depths)
-    ``gap`` = min over models of another family of their RMS difference from the smaller
-    model, minus the larger same-family model's.  Same rule as above.
+Size as resolution (per same-family pair)
+    ``gap`` = the RMS difference of the two sizes aligned on absolute layer index minus the
+    one aligned on normalized depth.  Same rule as above: above 0, normalized depth aligns
+    them better.
 
 An interval too wide to decide
     the ``why`` gives the number of units (questions, prompts, sources, samples) that would
     decide the row at the measured spread (:func:`units_to_decide`; for separability the
-    dummy's interval narrows with the sources too).  The Rényi row repeats the ``why`` of each
-    Rényi row that keeps it from ``reproduced``.
+    dummy's interval narrows with the sources too).
 """
 
 from __future__ import annotations
@@ -79,6 +76,10 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+# How a precondition's verdict reads: it is met or not, not reproduced.
+PRECONDITION_WORDS = {REPRODUCED: "met", NOT_REPRODUCED: "not met", INCONCLUSIVE: "undecided"}
+# How an extension's verdict reads: the study claims nothing there, so the rule holds or not.
+EXTENSION_WORDS = {REPRODUCED: "holds", NOT_REPRODUCED: "does not hold", INCONCLUSIVE: "undecided"}
 
 CHANCE_AUC = 0.5
 # A separability below 0.5 + this AUC is too small to call the claim reproduced.
@@ -87,12 +88,13 @@ MIN_AUC_EFFECT = 0.05
 MIN_GROUPS = 6
 # A "strong positive" rank correlation of Delta H with the nucleus-size change.
 SPEARMAN_THRESHOLD = 0.5
+# Rényi leaves a separability intact when its paired AUC difference from Shannon lies inside +- this.
+RENYI_MARGIN = 0.05
 # Beating the best constant answer by less than this is not knowing the subject.
 MIN_ACCURACY_EFFECT = 0.10
-# A drop smaller than this (accuracy, 0-1) from skipping is no collapse.
-MIN_SKIP_EFFECT = 0.05
-# "A large fraction" of two adjacent layers' top-p sets: more than half of their union.
-JACCARD_THRESHOLD = 0.5
+# "Adjacent layers share most of their top-p sets": on average more than half of the smaller set
+# lies in the other (the overlap coefficient |A & B| / min(|A|, |B|), which a growing set keeps at 1).
+CONTAINMENT_THRESHOLD = 0.5
 # A plateau: across the middle third of depth the mean profile's fitted line moves by less than
 # this share of the profile's whole range (a straight line moves by about a third of it).
 PLATEAU_DRIFT = 0.25
@@ -173,7 +175,7 @@ def _whole_units(units: float) -> float:
     return float(math.ceil(round(units, 6)))
 
 
-def _too_small(needed: float, n: int, unit: str) -> str:
+def undecided_text(needed: float, n: int, unit: str) -> str:
     """The sentence an interval too wide to decide adds to its ``why``."""
     if n < 1:
         return ""
@@ -212,7 +214,7 @@ def separability(
     return Verdict(
         INCONCLUSIVE,
         f"AUC {_pct(auc)} overlaps the dummy {_pct(dummy)} or 50 and cannot rule out AUC >= {100 * effect:.0f}"
-        + _too_small(needed, n_groups, unit),
+        + undecided_text(needed, n_groups, unit),
     )
 
 
@@ -257,20 +259,24 @@ def answers_at_chance(accuracy: Interval, chance: float, majority_share: float, 
 LETTER_BIAS_SHARE = 0.75
 
 
-def spearman(rho: Interval, *, n_prompts: int) -> Verdict:
-    """Verdict on the Spearman correlation of Delta H with the nucleus-size change."""
-    if not rho.finite:
-        return Verdict(INCONCLUSIVE, "not computed: too few valid layer pairs or prompts")
-    if n_prompts < MIN_GROUPS:
-        return Verdict(INCONCLUSIVE, f"only {n_prompts} prompts (need {MIN_GROUPS})")
-    text = rho.text(1.0, 3)
-    if rho.low > SPEARMAN_THRESHOLD:
-        return Verdict(REPRODUCED, f"rho {text} lies above {SPEARMAN_THRESHOLD}")
-    if rho.high < SPEARMAN_THRESHOLD:
-        return Verdict(NOT_REPRODUCED, f"rho {text} lies below {SPEARMAN_THRESHOLD}")
-    needed = units_to_decide(rho, n_prompts, [(SPEARMAN_THRESHOLD, True), (SPEARMAN_THRESHOLD, False)])
-    why = f"rho {text} straddles {SPEARMAN_THRESHOLD}" + _too_small(needed, n_prompts, "prompts")
-    return Verdict(INCONCLUSIVE, why)
+def above_threshold(value: Interval, *, threshold: float, n: int, statistic: str, unit: str = "prompts") -> Verdict:
+    """``reproduced`` when the interval lies above ``threshold``, ``not reproduced`` below it, else
+    ``inconclusive``; also ``inconclusive`` with fewer than :data:`MIN_GROUPS` units.
+
+    The rule of the Spearman row (``rho`` above :data:`SPEARMAN_THRESHOLD`) and of the overlap row
+    (containment above :data:`CONTAINMENT_THRESHOLD`).
+    """
+    if not value.finite:
+        return Verdict(INCONCLUSIVE, f"not computed: no {statistic} or too few {unit}")
+    if n < MIN_GROUPS:
+        return Verdict(INCONCLUSIVE, f"only {n} {unit} (need {MIN_GROUPS})")
+    text = f"{statistic} {value.text(1.0, 3)}"
+    if value.low > threshold:
+        return Verdict(REPRODUCED, f"{text} lies above {threshold}")
+    if value.high < threshold:
+        return Verdict(NOT_REPRODUCED, f"{text} lies below {threshold}")
+    needed = units_to_decide(value, n, [(threshold, True), (threshold, False)])
+    return Verdict(INCONCLUSIVE, f"{text} straddles {threshold}" + undecided_text(needed, n, unit))
 
 
 def accuracy(acc: Interval, *, chance: float, majority: float, n: int = 0) -> Verdict:
@@ -291,48 +297,49 @@ def accuracy(acc: Interval, *, chance: float, majority: float, n: int = 0) -> Ve
         )
     needed = units_to_decide(acc, n, [(bar, True), (bar + MIN_ACCURACY_EFFECT, False)])
     return Verdict(
-        INCONCLUSIVE, f"accuracy {_pct(acc)} overlaps {name} ({100 * bar:.1f})" + _too_small(needed, n, "questions")
+        INCONCLUSIVE, f"accuracy {_pct(acc)} overlaps {name} ({100 * bar:.1f})" + undecided_text(needed, n, "questions")
     )
 
 
-def layer_skip(difference: Interval, *, intact: Interval, chance: float, versus: str, n: int = 0) -> Verdict:
-    """Verdict on accuracy(expansion skipped) - accuracy(``versus`` skipped), paired over questions.
+def renyi_equivalence(difference: Interval, *, n_groups: int, unit: str = "sources") -> Verdict:
+    """Verdict on one separability row under one Rényi order: is its AUC equivalent to Shannon's?
 
-    ``n`` (paired questions) sizes the questions needed when undecided.
+    ``difference`` is the paired fold-AUC difference (Rényi minus Shannon, 0-1) on identical
+    folds, with its corrected resampled-t interval.  ``reproduced`` when the interval lies
+    inside ``+-`` :data:`RENYI_MARGIN`, ``not reproduced`` when it lies wholly outside, else
+    ``inconclusive`` (with the sources that would decide it).
     """
-    if not intact.finite or intact.low <= chance:
-        return Verdict(
-            INCONCLUSIVE, f"intact model not above chance: accuracy {_pct(intact)} (chance {100 * chance:.0f})"
-        )
     if not difference.finite:
-        return Verdict(INCONCLUSIVE, "no paired difference")
-    text = f"expansion - {versus} {difference.text(100.0, 1)} points"
-    if difference.high < 0:
-        return Verdict(REPRODUCED, f"{text}: skipping expansion layers hurts more")
-    if difference.low > -MIN_SKIP_EFFECT:
-        return Verdict(NOT_REPRODUCED, f"{text}: rules out an extra drop of {100 * MIN_SKIP_EFFECT:.0f} points")
-    needed = units_to_decide(difference, n, [(0.0, False), (-MIN_SKIP_EFFECT, True)])
-    return Verdict(INCONCLUSIVE, f"{text}: the interval includes 0" + _too_small(needed, n, "questions"))
+        return Verdict(INCONCLUSIVE, "not scored: no paired difference")
+    text = f"Rényi - Shannon {difference.text(100.0, 1)} AUC points"
+    margin = 100 * RENYI_MARGIN
+    if difference.low > -RENYI_MARGIN and difference.high < RENYI_MARGIN:
+        return Verdict(REPRODUCED, f"{text} lies inside ±{margin:.0f}")
+    if difference.low >= RENYI_MARGIN or difference.high <= -RENYI_MARGIN:
+        return Verdict(NOT_REPRODUCED, f"{text} lies outside ±{margin:.0f}")
+    needed = _equivalence_units(difference, n_groups, RENYI_MARGIN)
+    return Verdict(INCONCLUSIVE, f"{text} reaches ±{margin:.0f}" + undecided_text(needed, n_groups, unit))
 
 
-def renyi_invariance(shannon: Sequence[str], renyi: Sequence[Sequence[str]]) -> Verdict:
-    """Verdict on "Rényi entropy leaves the conclusions intact".
+def _equivalence_units(value: Interval, n: int, margin: float) -> float:
+    """Units that would put the interval inside ``+-margin`` (or wholly outside it) at the measured spread."""
+    inside = math.inf
+    if abs(value.estimate) < margin:
+        inside = max(units_to_decide(value, n, [(-margin, True)]), units_to_decide(value, n, [(margin, False)]))
+    return min(inside, units_to_decide(value, n, [(margin, True), (-margin, False)]))
 
-    Args:
-        shannon: Shannon verdict of each separability row.
-        renyi: For each row, the verdicts of every Rényi order on it.
-    """
-    held = [orders for base, orders in zip(shannon, renyi, strict=True) if base == REPRODUCED]
-    if not held:
-        return Verdict(INCONCLUSIVE, "Shannon entropy reproduced no separability claim to compare with")
-    flat = [v for orders in held for v in orders]
-    if not flat:
-        return Verdict(INCONCLUSIVE, "no Rényi order was scored")
-    if all(v == REPRODUCED for v in flat):
-        return Verdict(REPRODUCED, f"every Rényi order reproduced all {len(held)} rows Shannon reproduced")
-    if NOT_REPRODUCED in flat:
-        return Verdict(NOT_REPRODUCED, f"{flat.count(NOT_REPRODUCED)} Rényi rows not reproduced where Shannon was")
-    return Verdict(INCONCLUSIVE, f"{flat.count(INCONCLUSIVE)} Rényi rows inconclusive where Shannon reproduced")
+
+def renyi_summary(rows: Sequence[str]) -> Verdict:
+    """The Rényi claim over every decided separability row and order (``rows``: their equivalence verdicts)."""
+    if not rows:
+        return Verdict(INCONCLUSIVE, "no separability row decided under Shannon entropy to compare with")
+    counts = {v: sum(r == v for r in rows) for v in VERDICTS}
+    text = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
+    if counts[REPRODUCED] == len(rows):
+        return Verdict(REPRODUCED, f"every order is equivalent to Shannon on all {len(rows)} rows ({text})")
+    if counts[NOT_REPRODUCED]:
+        return Verdict(NOT_REPRODUCED, f"some order differs from Shannon by more than the margin ({text})")
+    return Verdict(INCONCLUSIVE, f"equivalence not shown on every row ({text})")
 
 
 def not_run(reason: str) -> Verdict:
@@ -340,21 +347,25 @@ def not_run(reason: str) -> Verdict:
     return Verdict(INCONCLUSIVE, f"not run: {reason}")
 
 
-def nucleus_overlap(jaccard: Interval, *, n_prompts: int) -> Verdict:
-    """Verdict on "adjacent layers share a large fraction of their top-p sets" (mean Jaccard, 0-1)."""
-    if not jaccard.finite:
-        return Verdict(INCONCLUSIVE, "not computed: no adjacent-layer Jaccard or too few prompts")
-    if n_prompts < MIN_GROUPS:
-        return Verdict(INCONCLUSIVE, f"only {n_prompts} prompts (need {MIN_GROUPS})")
-    text = jaccard.text(1.0, 3)
-    if jaccard.low > JACCARD_THRESHOLD:
-        return Verdict(REPRODUCED, f"mean Jaccard {text} lies above {JACCARD_THRESHOLD}")
-    if jaccard.high < JACCARD_THRESHOLD:
-        return Verdict(NOT_REPRODUCED, f"mean Jaccard {text} lies below {JACCARD_THRESHOLD}")
-    needed = units_to_decide(jaccard, n_prompts, [(JACCARD_THRESHOLD, True), (JACCARD_THRESHOLD, False)])
-    return Verdict(
-        INCONCLUSIVE, f"mean Jaccard {text} straddles {JACCARD_THRESHOLD}" + _too_small(needed, n_prompts, "prompts")
-    )
+def held_out_family(share: Interval, *, bar: float, n: int, family: str) -> Verdict:
+    """Verdict on a held-out model classified by a kNN trained on the other models: is it its own family?
+
+    ``share`` is the share of its blank samples classified as ``family`` (Wilson interval over
+    samples); ``bar`` the best a classifier without signal reaches (the larger of ``1 / families``
+    and the majority family's share of the training samples).  ``reproduced`` above the bar,
+    ``not reproduced`` when the interval lies below it, else ``inconclusive``.
+    """
+    if not share.finite:
+        return Verdict(INCONCLUSIVE, "not scored: no held-out samples")
+    if n < MIN_GROUPS:
+        return Verdict(INCONCLUSIVE, f"only {n} blank samples (need {MIN_GROUPS})")
+    text = f"{share.text(100.0, 1)}% classified as {family}"
+    if share.low > bar:
+        return Verdict(REPRODUCED, f"{text}, above the no-signal bar {100 * bar:.1f}%")
+    if share.high < bar:
+        return Verdict(NOT_REPRODUCED, f"{text}, below the no-signal bar {100 * bar:.1f}%")
+    needed = units_to_decide(share, n, [(bar, True), (bar, False)])
+    return Verdict(INCONCLUSIVE, f"{text} overlaps the bar {100 * bar:.1f}%" + undecided_text(needed, n, "samples"))
 
 
 @dataclass(frozen=True)
@@ -363,7 +374,7 @@ class ShapePart:
 
     Statistics (of :mod:`entropy_lens.analysis.shapes`): ``rise`` = mean of the middle
     third minus mean of the first third of depth (nats); ``refine`` = mean of the middle
-    third minus the last layer (nats); ``drift`` = change of a line fitted across the
+    third minus the mean of the last third (nats); ``drift`` = change of a line fitted across the
     middle third over the range of the whole profile (absolute value).
     """
 
@@ -397,12 +408,12 @@ LLAMA_SHAPE = "llama"
 SHAPE_CLAIMS: dict[str, tuple[ShapePart, ...]] = {
     GPT_SHAPE: (
         ShapePart("rise", False, 0.0, "starts high (first third above the middle third)"),
-        ShapePart("refine", True, 0.0, "sharpens (last layer below the middle third)"),
+        ShapePart("refine", True, 0.0, "sharpens (last third below the middle third)"),
     ),
     LLAMA_SHAPE: (
         ShapePart("rise", True, 0.0, "starts low (first third below the middle third)"),
         ShapePart("drift", False, PLATEAU_DRIFT, f"plateaus (middle third drifts < {PLATEAU_DRIFT:.0%} of the range)"),
-        ShapePart("refine", True, 0.0, "refines (last layer below the middle third)"),
+        ShapePart("refine", True, 0.0, "refines (last third below the middle third)"),
     ),
 }
 
@@ -435,32 +446,33 @@ def family_shape(claim: str, statistics: Mapping[str, Interval], *, n_sources: i
         return Verdict(REPRODUCED, why)
     if "fails" in judged:
         return Verdict(NOT_REPRODUCED, why)
-    return Verdict(INCONCLUSIVE, why + _too_small(_shape_units(parts, statistics, n_sources), n_sources, "sources"))
+    return Verdict(INCONCLUSIVE, why + undecided_text(_shape_units(parts, statistics, n_sources), n_sources, "sources"))
 
 
-def _gap_verdict(gap: Interval, *, n_samples: int, closer: str, farther: str) -> Verdict:
+def _gap_verdict(gap: Interval, *, n_samples: int, closer: str, farther: str, unit: str = "nats") -> Verdict:
     """Reproduced when the gap's interval lies above :data:`GAP_THRESHOLD`, not when below."""
     if not gap.finite:
         return Verdict(INCONCLUSIVE, "not computed: no interval for the gap")
     if n_samples < MIN_GROUPS:
         return Verdict(INCONCLUSIVE, f"only {n_samples} blank samples per model (need {MIN_GROUPS})")
-    text = f"gap {gap.text(1.0, 3)} nats"
+    text = f"gap {gap.text(1.0, 3)} {unit}"
     if gap.low > GAP_THRESHOLD:
         return Verdict(REPRODUCED, f"{text} lies above 0: {closer}")
     if gap.high < GAP_THRESHOLD:
         return Verdict(NOT_REPRODUCED, f"{text} lies below 0: {farther}")
     needed = units_to_decide(gap, n_samples, [(GAP_THRESHOLD, True), (GAP_THRESHOLD, False)])
-    return Verdict(INCONCLUSIVE, f"{text} straddles 0" + _too_small(needed, n_samples, "blank samples per model"))
+    return Verdict(INCONCLUSIVE, f"{text} straddles 0" + undecided_text(needed, n_samples, "blank samples per model"))
 
 
-def family_not_size(gap: Interval, *, n_samples: int, nearest: str = "") -> Verdict:
+def family_not_size(gap: Interval, *, n_samples: int, nearest: str = "", unit: str = "nats") -> Verdict:
     """Verdict on "family, not size" for one same-family (small, large) pair.
 
     Args:
         gap: Min over the pair's two models and every model of another family of their RMS
-            profile distance, minus the pair's own distance (nats), with its interval.
+            profile distance, minus the pair's own distance, with its interval.
         n_samples: Blank samples of the model with the fewest, among those compared.
         nearest: The other-family model nearest to the pair, named in the ``why``.
+        unit: The gap's unit (nats, or a fraction of log V on the normalized scale).
     """
     other = f" ({nearest})" if nearest else ""
     return _gap_verdict(
@@ -468,22 +480,26 @@ def family_not_size(gap: Interval, *, n_samples: int, nearest: str = "") -> Verd
         n_samples=n_samples,
         closer=f"the pair is closer than it is to any model of another family{other}",
         farther=f"a model of another family{other} is closer to the pair than its two sizes are to each other",
+        unit=unit,
     )
 
 
-def size_resolution(gap: Interval, *, n_samples: int, nearest: str = "") -> Verdict:
+def size_resolution(gap: Interval, *, n_samples: int, nearest: str = "", unit: str = "nats") -> Verdict:
     """Verdict on "size as resolution" for one same-family (small, large) pair.
 
     Args:
-        gap: Min over models of another family of their RMS difference from the smaller
-            model at its own depths, minus the larger same-family model's (nats), with its interval.
-        n_samples: Blank samples of the model with the fewest, among those compared.
-        nearest: The other-family model that matches the smaller one best, named in the ``why``.
+        gap: The RMS difference of the two sizes aligned on absolute layer index minus the one
+            aligned on normalized depth (the larger model read at the smaller one's depths), with
+            its interval.
+        n_samples: Blank samples of the model with the fewer.
+        nearest: Unused (the statistic compares the pair with itself); kept for a common signature.
+        unit: The gap's unit.
     """
-    other = f" ({nearest})" if nearest else ""
+    del nearest
     return _gap_verdict(
         gap,
         n_samples=n_samples,
-        closer=f"read at the smaller model's depths, the larger one matches it better than any other family{other}",
-        farther=f"read at the smaller model's depths, a model of another family{other} matches it better",
+        closer="normalized depth aligns the two sizes better than absolute layer index",
+        farther="absolute layer index aligns the two sizes better than normalized depth",
+        unit=unit,
     )

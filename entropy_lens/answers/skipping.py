@@ -1,36 +1,35 @@
-"""The layer-skip experiment: MMLU answers and entropy profiles under every skip condition.
+"""The layer-skip experiment on a loaded model: MMLU letters and entropy profiles under every skip.
 
 One loaded model is scored under each :class:`~entropy_lens.answers.conditions.Condition`:
 letter log-likelihood needs no generation.  The conditions share the intact model's
 prefix (:func:`condition_letter_logprobs`): one intact forward pass per batch records how
 every block was called, and each condition reruns only the blocks from its first skipped
-one onward, leaving the skipped ones out.  Each question's correctness is kept, so
-conditions are compared question by question (:func:`entropy_lens.answers.accuracy.skip_differences`:
-paired bootstrap intervals of expansion minus random and expansion minus pruning).
+one onward, leaving the skipped ones out.  Each question's correctness and the gold letter's
+log-probability among the four letters are kept per measure, so conditions are compared
+question by question (:mod:`entropy_lens.answers.criticality`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
 
-from entropy_lens.answers.accuracy import CORRECT_COLUMNS
-from entropy_lens.answers.conditions import RANDOM, Condition, mean_delta_h, protected_layers, skip_conditions
+from entropy_lens.answers.conditions import CORRECT_COLUMNS, Condition
 from entropy_lens.answers.letters import calibrate
+from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.answers.scoring import letter_logprobs
+from entropy_lens.answers.selection import shannon_only
+from entropy_lens.core.checks import check_layers, check_positive_int
 from entropy_lens.lens.choices import rendered_queries
 from entropy_lens.lens.logit_lens import LensSettings, extract_profiles, gather_logprobs, lens_logits
 from entropy_lens.model.generation import GenerationSettings, left_pad
-from entropy_lens.model.hooks import capture_block_calls, check_layers, run_blocks, skip_blocks
+from entropy_lens.model.hooks import capture_block_calls, run_blocks, skip_blocks
 from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import LETTERS
 
@@ -40,11 +39,6 @@ PROGRESS_SECONDS = 5.0
 
 # measure -> [N, C] per-choice scores; the answer is the argmax.
 Scorer = Callable[[LensModel], Mapping[str, np.ndarray]]
-
-
-def shannon_only(lens: LensSettings) -> LensSettings:
-    """``lens`` measuring Shannon entropy only (the skip experiment reads nothing else)."""
-    return LensSettings(lens.top_p, (1.0,), lens.budget_bytes)
 
 
 def letter_scorer(
@@ -139,19 +133,40 @@ def _score_condition(lm, condition: Condition, score: Scorer, answers, ids: list
     return _correct_rows(condition, scores, answers, ids)
 
 
+def gold_logprob(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """``[N]`` log-probability of the gold choice among the ``C`` choices (log-softmax over the scores), nats."""
+    values = np.asarray(scores, dtype=np.float64)
+    shifted = values - values.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return logp[np.arange(values.shape[0]), gold]
+
+
 def _correct_rows(condition: Condition, scores: Mapping[str, np.ndarray], answers, ids: list[str]) -> pd.DataFrame:
-    """Each question's correctness under ``condition`` for every measure's ``[N, C]`` scores."""
+    """Each question's correctness and gold log-probability under ``condition``, per measure's ``[N, C]`` scores."""
     frames = []
     for measure, values in scores.items():
         checked = _check_scores(values, len(ids), f"condition {condition.name!r}, measure {measure!r}")
-        correct = checked.argmax(axis=1) == answer_indices(answers, checked.shape[1])
+        gold = answer_indices(answers, checked.shape[1])
+        correct = checked.argmax(axis=1) == gold
         logger.info(
             "condition %s (skip %s), %s: accuracy %.3f", condition.name, condition.layers, measure, correct.mean()
         )
-        frames.append(pd.DataFrame({"question": ids, "measure": measure, "correct": correct.astype(np.int8)}))
-    layers = ",".join(str(v) for v in condition.layers)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "question": ids,
+                    "measure": measure,
+                    "correct": correct.astype(np.int8),
+                    "gold_logprob": gold_logprob(checked, gold),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True).assign(
-        condition=condition.name, kind=condition.kind, k=condition.k, replicate=condition.replicate, layers=layers
+        condition=condition.name,
+        kind=condition.kind,
+        k=condition.k,
+        replicate=condition.replicate,
+        layers=condition.layer_text,
     )
 
 
@@ -241,11 +256,6 @@ def score_conditions_shared(
     return pd.concat(frames, ignore_index=True)[list(CORRECT_COLUMNS)]
 
 
-def profiled(conditions: Sequence[Condition]) -> list[Condition]:
-    """The conditions worth a profile: all but the random replicates after the first."""
-    return [c for c in conditions if c.kind != RANDOM or c.replicate == 0]
-
-
 def profile_conditions(
     lm: LensModel,
     prompts: Sequence[str],
@@ -293,71 +303,50 @@ def profile_conditions(
     return pd.DataFrame(rows)
 
 
-def select_conditions(
-    lm: LensModel,
-    table: pd.DataFrame,
-    *,
-    lens: LensSettings,
-    chat_template: bool,
-    tokens: int,
-    ks: Sequence[int],
-    n_random: int,
-    seed: int,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Profile calibration questions, pick the skip conditions and the layers to protect.
+def set_question_ids(questions: Sequence[str], n: int, seed: int) -> list[str]:
+    """The ``n`` questions (of ``questions``, in their order) that the ``k >= 2`` sets are scored on.
 
-    Args:
-        lm: The model.
-        table: An ``mmlu`` prompt table of calibration questions.
-        lens: Lens settings.
-        chat_template: Render prompts with the model's chat template.
-        tokens: Tokens generated per calibration prompt.
-        ks: Numbers of layers to skip.
-        n_random: Random sets per ``k``.
-        seed: Seed of the random sets.
-
-    Returns:
-        ``(conditions, protected)``: JSON-safe ``{"model", "n_layers", "conditions": [...]}``
-        (see :meth:`Condition.to_dict`) and :func:`~entropy_lens.answers.conditions.protected_layers`.
+    A seeded random choice, so that the subset is a random sample of the evaluation questions;
+    all of them when ``n`` covers them.
     """
-    ds = extract_profiles(
-        lm,
-        table["prompt_text"].tolist(),
-        prompt_ids=table["prompt_id"].tolist(),
-        generation=GenerationSettings(tokens),
-        lens=shannon_only(lens),
-        chat_template=chat_template,
-    )
-    delta_h = mean_delta_h(ds)
-    chosen = skip_conditions(delta_h, ks, n_random, seed)
-    record = {"model": lm.name, "n_layers": lm.n_layers, "conditions": [c.to_dict() for c in chosen]}
-    return record, protected_layers(delta_h)
+    ids = list(dict.fromkeys(str(q) for q in questions))
+    n = check_positive_int(n, "set_questions")
+    if n >= len(ids):
+        return ids
+    keep = set(np.random.default_rng(seed).permutation(len(ids))[:n].tolist())
+    return [q for i, q in enumerate(ids) if i in keep]
 
 
-def read_conditions(path: str | os.PathLike) -> list[Condition]:
-    """The conditions a :func:`select_conditions` record lists (its JSON file)."""
-    with open(path) as handle:
-        record = json.load(handle)
-    return [Condition.from_dict(c) for c in record["conditions"]]
-
-
-def evaluate_conditions(
+def evaluate_skips(
     lm: LensModel,
     table: pd.DataFrame,
-    conditions: Sequence[Condition],
+    plan: SkipPlan,
     *,
     lens: LensSettings,
     batch_size: int,
     chat_template: bool,
     profile_prompts: int,
+    set_questions: int,
+    seed: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score an ``mmlu`` table under every condition and profile a few prompts under each.
+    """Score an ``mmlu`` table under the sweep and the ``k >= 2`` sets, and profile a few prompts.
+
+    The sweep (intact and every block alone) is scored on every question; the ``k >= 2``
+    sets on :func:`set_question_ids` of them (both share the intact prefix per batch).
 
     Returns:
-        ``(correct, profiles)``: :func:`score_conditions` rows (raw and calibrated) and
-        :func:`profile_conditions` rows at the answer position.
+        ``(correct, profiles)``: :func:`score_conditions_shared` rows of both parts (the
+        intact rows of the sweep only) and :func:`profile_conditions` rows at the answer position
+        for the conditions :meth:`SkipPlan.profiled` names.
     """
-    correct = score_conditions_shared(lm, table, conditions, batch_size=batch_size, chat_template=chat_template)
+    kwargs = {"batch_size": batch_size, "chat_template": chat_template}
+    frames = [score_conditions_shared(lm, table, plan.sweep, **kwargs)]
+    sets = [c for c in plan.sets if c.k >= 2]
+    if sets:
+        subset = set(set_question_ids(table["question_id"], set_questions, seed))
+        rows = table[table["question_id"].astype(str).isin(subset)]
+        logger.info("k >= 2 sets: %d conditions on %d of %d questions", len(sets), len(rows), len(table))
+        frames.append(score_conditions_shared(lm, rows, sets, **kwargs))
     prompts = table["prompt_text"].tolist()[:profile_prompts]
-    profiles = profile_conditions(lm, prompts, profiled(conditions), lens=lens, chat_template=chat_template)
-    return correct, profiles
+    profiles = profile_conditions(lm, prompts, plan.profiled(), lens=lens, chat_template=chat_template)
+    return pd.concat(frames, ignore_index=True), profiles

@@ -79,6 +79,37 @@ def paired_bootstrap(
     return (float(diff.mean()), *_percentiles(diff[picks].mean(axis=1), level))
 
 
+def paired_bootstrap_sets(
+    a: np.ndarray, b: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
+) -> tuple[float, float, float]:
+    """Mean of ``a`` minus the mean of ``b`` over units and a population of sets, resampling both.
+
+    For a baseline that is a sample of sets (random layer sets) measured on the same units
+    (questions): each replicate draws the units with replacement (the same draw for ``a`` and
+    ``b``, keeping the pairing) and, independently, the sets with replacement, so the interval
+    covers both the questions and the sets drawn.
+
+    Args:
+        a: ``[N]`` per-unit scores under condition A.
+        b: ``[N, S]`` per-unit scores under each of ``S`` sets.
+        n_boot: Bootstrap replicates.
+        seed: Seed of :func:`numpy.random.default_rng`.
+        level: Coverage.
+
+    Returns:
+        ``(mean(a) - mean(b), low, high)``.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or b.ndim != 2 or b.shape[0] != a.size or a.size == 0 or b.shape[1] == 0:
+        raise ValueError(f"need a [N] and b [N, S] with N, S > 0, got shapes {a.shape} and {b.shape}")
+    level, n_boot = check_level(level), check_positive_int(n_boot, "n_boot")
+    rng = np.random.default_rng(seed)
+    units = rng.multinomial(a.size, np.full(a.size, 1 / a.size), n_boot) / a.size  # [B, N] weights
+    sets = rng.multinomial(b.shape[1], np.full(b.shape[1], 1 / b.shape[1]), n_boot) / b.shape[1]  # [B, S]
+    draws = units @ a - np.einsum("bn,ns,bs->b", units, b, sets)
+    return (float(a.mean() - b.mean()), *_percentiles(draws, level))
+
+
 def cluster_sums(weights: Sequence[np.ndarray], clusters: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray | None:
     """Bootstrap replicates of per-row sums, drawing whole clusters with replacement.
 

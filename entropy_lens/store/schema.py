@@ -11,7 +11,9 @@ Dims
                 coordinate ``layer`` (int32) plus ``depth = (layer + 1) / L`` (float32).
     ``alpha``   Rényi order; coordinate ``alpha`` (float64, ``inf`` allowed).
     ``model``   only in combined stores; coordinate ``model`` (str) plus per-model
-                ``n_layers`` and ``family``; ``depth`` then lives on ``(model, layer)``.
+                ``n_layers``, ``family``, ``n_params`` and ``vocab_size`` (the size of the
+                distribution the lens reads: entropy is at most ``log vocab_size``);
+                ``depth`` then lives on ``(model, layer)``.
     ``expert_rank``  only in stores of mixture-of-experts models: 0..K-1, the rank of an
                 expert in a token's top-k routing set (K: the model's largest top-k).
 
@@ -83,6 +85,7 @@ PROMPT_TEXT = "prompt_text"
 DEPTH = "depth"
 N_LAYERS = "n_layers"
 FAMILY = "family"
+VOCAB_SIZE = "vocab_size"
 
 MASKED_INT = -1
 # 2: per-model stores carry ``n_params``.

@@ -375,18 +375,42 @@ def _layer_skip_jobs(skip: Mapping, model: _ModelContext, prompts: _Prompts, bat
     spec = {"styles": [style], "n_shot": 0}  # prepare_layer_skip builds zero-shot prompts in one style
     n_cal, n_eval = _get(skip, "calibration_questions"), _get(skip, "eval_questions")
     cal = prompts.stats(model, "layer_skip_calibration", chat=chat, spec={**spec, "n_questions": n_cal})
-    select = Workload(n_cal, cal.mean_tokens, cal.max_tokens, _get(skip, "calibration_tokens"), LIBRARY_BATCH_SIZE, 1)
+    # Calibration reads the answer position: one generated token.
+    select = Workload(n_cal, cal.mean_tokens, cal.max_tokens, 1, LIBRARY_BATCH_SIZE, 1)
     ev = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_eval})
-    conditions = 1 + len(ks) * (2 + _get(skip, "random_sets"))  # intact; expansion, pruning, random sets per k
-    profiled = 1 + 3 * len(ks)  # the first random set of each k only
+    n_sets = min(_get(skip, "set_questions"), n_eval)
+    sets = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_sets})
     n_profiled = min(_get(skip, "profile_prompts"), n_eval)
     # Profiles read the answer position only: one generated token.
-    profile = Workload(n_profiled, ev.mean_tokens, ev.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, profiled)
-    scoring = (_scoring(ev, batch, conditions), profile)
+    profile = Workload(n_profiled, ev.mean_tokens, ev.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, 1 + 4 * len(ks))
+    scoring = (_scoring(ev, batch, sweep_passes(model.shape.n_layers)), profile)
+    if any(k >= 2 for k in ks):
+        set_passes = sum(set_passes_of(model.shape.n_layers, k, _get(skip, "random_sets")) for k in ks if k >= 2)
+        scoring += (_scoring(sets, batch, set_passes),)
     return [
         Job(SKIP_SELECT, model.name, "", 0, 1, model.shape, (select,), cal.source),
         Job(SKIP_EVAL, model.name, "", 0, 1, model.shape, scoring, ev.source),
     ]
+
+
+def sweep_passes(n_layers: int) -> int:
+    """Whole forward passes the sweep costs per question on the shared prefix.
+
+    The intact pass runs every block; skipping block ``l`` reruns blocks ``l+1 .. L-1``:
+    ``L + L (L - 1) / 2`` block passes, ``(L + 1) / 2`` whole passes.
+    """
+    return math.ceil((n_layers + 1) / 2)
+
+
+def set_passes_of(n_layers: int, k: int, n_random: int) -> int:
+    """Whole forward passes the ``k``-block sets cost per question on the shared prefix (an estimate).
+
+    About ``n_random (L-1)/(L-3)`` random sets (drawn until ``n_random`` avoid the final block)
+    and up to four selected sets; a set whose first block is ``f`` reruns ``L - 1 - f`` blocks,
+    and the first of ``k`` random blocks sits near depth ``1 / (k + 1)``.
+    """
+    drawn = n_random * (n_layers - 1) / max(n_layers - 3, 1)
+    return max(1, math.ceil((drawn + 4) * k / (k + 1)))
 
 
 def run_from_config(config: Mapping) -> RunSettings:

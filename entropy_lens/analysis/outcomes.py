@@ -1,0 +1,170 @@
+"""Layer-skip outcomes: which skip costs more, and what the study claims for which model.
+
+The study does not say that skipping expansion layers always costs more.  It says that skipping
+the layers of largest entropy increase (expansion) or decrease (pruning), against random skips,
+has unequal cost, and names a direction for two cases: on Llama, skipping the single
+largest-expansion layer collapses MMLU to chance; on Gemma-2-2B-it, pruning layers matter more.
+So every comparison first gets one of three outcomes, decided on its own
+(:func:`skip_outcome`, :func:`rank_outcome`), and only then a verdict, where the study named a
+direction for this model (:func:`against_study`).  For any other model the row is an extension:
+it reports the outcome and is counted apart.
+
+Rules, fixed before any result is looked at:
+
+Comparison of two skips (paired 95% interval over questions of the first's accuracy minus the
+second's; at ``k >= 2`` against random sets the interval also resamples the sets)
+    ``undecided`` when the intact model is not above chance (nothing to lose); else
+    ``{first} more critical`` when the interval lies below 0, ``{second} more critical`` when
+    it lies above 0, ``no difference`` when it lies inside ``+-`` :data:`SKIP_MARGIN` (accuracy)
+    or :data:`LOGPROB_MARGIN` (the gold letter's log-probability), else ``undecided``.
+    Random baselines of fewer than :data:`MIN_RANDOM_SETS` sets at ``k >= 2`` are ``undecided``.
+
+Collapse to chance (Llama: the accuracy with the top expansion block skipped, Wilson interval)
+    ``reproduced`` when it rules out keeping :data:`COLLAPSE_MARGIN` above chance, ``not
+    reproduced`` when it lies wholly above chance + :data:`COLLAPSE_MARGIN`, else ``inconclusive``.
+
+Rank over blocks (Spearman of each eligible block's Delta H with the drop of the gold letter's
+log-probability when it is skipped; bootstrap over evaluation and calibration questions)
+    ``expansion more critical`` when the interval lies above 0, ``pruning more critical`` below
+    0, ``no relation`` inside ``+-`` :data:`RHO_MARGIN`, else ``undecided``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
+
+# Accuracy (0-1): two skips whose difference lies inside +- this cost the same.
+SKIP_MARGIN = 0.05
+# The gold letter's log-probability (nats): the same for the paired log-probability rows.
+LOGPROB_MARGIN = 0.10
+# A rank correlation inside +- this across blocks is no relation.
+RHO_MARGIN = 0.3
+# Collapsed to chance: the skipped model keeps less than this above chance (accuracy, 0-1).
+COLLAPSE_MARGIN = 0.10
+# A random baseline at k >= 2 is a population of at least this many sets.
+MIN_RANDOM_SETS = 20
+
+NO_DIFFERENCE = "no difference"
+NO_RELATION = "no relation"
+UNDECIDED = "undecided"
+
+
+def more_critical(kind: str) -> str:
+    """The outcome naming ``kind`` as the costlier skip (``"expansion more critical"``)."""
+    return f"{kind} more critical"
+
+
+OUTCOMES = (
+    more_critical(EXPANSION),
+    more_critical(PRUNING),
+    more_critical(RANDOM),
+    NO_DIFFERENCE,
+    NO_RELATION,
+    UNDECIDED,
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a comparison found, and why."""
+
+    outcome: str
+    why: str
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {self.outcome!r}")
+
+    @property
+    def decided(self) -> bool:
+        return self.outcome != UNDECIDED
+
+
+def skip_outcome(
+    difference: V.Interval,
+    *,
+    first: str,
+    second: str,
+    margin: float,
+    unit: str,
+    n: int,
+    intact: V.Interval | None = None,
+    chance: float = 0.25,
+    n_sets: int | None = None,
+) -> Outcome:
+    """Which of two skips costs more: ``difference`` = the first's score minus the second's (paired).
+
+    Args:
+        difference: Estimate and interval (accuracy 0-1, or nats).
+        first: The first skip's kind (``expansion``, ``pruning``).
+        second: The second skip's kind.
+        margin: Half-width of "no difference" in the difference's unit.
+        unit: How the difference is shown: ``"points"`` (accuracy x 100) or ``"nats"``.
+        n: Paired questions.
+        intact: The intact model's accuracy; at or below ``chance`` nothing can be lost.
+        chance: Chance accuracy.
+        n_sets: Random sets behind a random baseline at ``k >= 2`` (``None``: no population).
+    """
+    if intact is not None and (not intact.finite or intact.low <= chance):
+        return Outcome(UNDECIDED, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
+    if n_sets is not None and n_sets < MIN_RANDOM_SETS:
+        return Outcome(UNDECIDED, f"random baseline of {n_sets} sets (a population needs {MIN_RANDOM_SETS})")
+    if not difference.finite:
+        return Outcome(UNDECIDED, "no paired difference")
+    scale, digits = (100.0, 1) if unit == "points" else (1.0, 3)
+    text = f"{first} - {second} {difference.text(scale, digits)} {unit}"
+    if difference.high < 0:
+        return Outcome(more_critical(first), f"{text}: skipping {first} costs more")
+    if difference.low > 0:
+        return Outcome(more_critical(second), f"{text}: skipping {second} costs more")
+    if -margin < difference.low and difference.high < margin:
+        return Outcome(NO_DIFFERENCE, f"{text} lies inside ±{margin * scale:g}")
+    needed = V.units_to_decide(difference, n, [(0.0, False), (0.0, True), (-margin, True), (margin, False)])
+    return Outcome(UNDECIDED, f"{text}: the interval includes 0" + V.undecided_text(needed, n, "questions"))
+
+
+def collapse(skipped: V.Interval, *, intact: V.Interval, chance: float, n: int) -> V.Verdict:
+    """Verdict on "skipping the single largest-expansion block collapses MMLU to chance"."""
+    if not intact.finite or intact.low <= chance:
+        return V.Verdict(V.INCONCLUSIVE, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
+    if not skipped.finite:
+        return V.Verdict(V.INCONCLUSIVE, "no skipped accuracy")
+    bar = chance + COLLAPSE_MARGIN
+    text = f"accuracy skipped {skipped.text(100.0, 1)}% (intact {intact.text(100.0, 1)}%, chance {100 * chance:.0f}%)"
+    if skipped.high < bar:
+        return V.Verdict(V.REPRODUCED, f"{text} rules out keeping {100 * COLLAPSE_MARGIN:.0f} points above chance")
+    if skipped.low > bar:
+        return V.Verdict(V.NOT_REPRODUCED, f"{text} keeps more than {100 * COLLAPSE_MARGIN:.0f} points above chance")
+    needed = V.units_to_decide(skipped, n, [(bar, True), (bar, False)])
+    return V.Verdict(
+        V.INCONCLUSIVE,
+        f"{text} straddles chance + {100 * COLLAPSE_MARGIN:.0f}" + V.undecided_text(needed, n, "questions"),
+    )
+
+
+def rank_outcome(rho: V.Interval, *, n: int, n_blocks: int) -> Outcome:
+    """Across blocks: does the cost of skipping a block rise with its Delta H (expansion) or fall (pruning)?"""
+    if not rho.finite or n_blocks < 3:
+        return Outcome(UNDECIDED, f"not computed: {n_blocks} eligible blocks or no interval")
+    text = f"Spearman rho {rho.text(1.0, 3)} over {n_blocks} blocks"
+    if rho.low > 0:
+        return Outcome(more_critical(EXPANSION), f"{text}: blocks that raise entropy cost more to skip")
+    if rho.high < 0:
+        return Outcome(more_critical(PRUNING), f"{text}: blocks that lower entropy cost more to skip")
+    if rho.low > -RHO_MARGIN and rho.high < RHO_MARGIN:
+        return Outcome(NO_RELATION, f"{text} lies inside ±{RHO_MARGIN}")
+    needed = V.units_to_decide(rho, n, [(0.0, True), (0.0, False), (-RHO_MARGIN, True), (RHO_MARGIN, False)])
+    return Outcome(UNDECIDED, f"{text} includes 0" + V.undecided_text(needed, n, "questions"))
+
+
+def against_study(outcome: Outcome, expected: str) -> V.Verdict:
+    """A finding's verdict: ``reproduced`` when the decided outcome is the study's, ``not reproduced``
+    when another outcome was decided, ``inconclusive`` when undecided."""
+    if not outcome.decided:
+        return V.Verdict(V.INCONCLUSIVE, outcome.why)
+    if outcome.outcome == expected:
+        return V.Verdict(V.REPRODUCED, outcome.why)
+    return V.Verdict(V.NOT_REPRODUCED, f"{outcome.outcome}, where the study found {expected}: {outcome.why}")

@@ -1,0 +1,422 @@
+"""What skipping costs: the per-block criticality map and the comparisons the study makes.
+
+Pure NumPy/pandas over the score rows of the layer-skip experiment
+(:data:`~entropy_lens.answers.conditions.CORRECT_COLUMNS`) and its
+:class:`~entropy_lens.answers.selection.SkipPlan`:
+
+* :func:`skip_map`: per block skipped alone, the paired change of accuracy and of the gold
+  letter's log-probability (among the four letters) against the intact model, each with a
+  bootstrap interval over questions, beside the block's mean Delta H; and the "safe to skip"
+  reading a user can act on (:func:`skip_reading`);
+* :func:`skip_comparisons`: per variant and ``k``, expansion vs random, pruning vs random and
+  expansion vs pruning, as the paired difference of the first minus the second (negative: the
+  first skip costs more).  At ``k = 1`` the random baseline is the mean over every eligible
+  block of the sweep (a census); at ``k >= 2`` it is the population of random sets, and the
+  interval resamples both questions and sets;
+* :func:`criticality_spearman`: across the eligible blocks, the Spearman correlation of mean
+  Delta H with the cost of skipping the block (the drop of the gold letter's log-probability),
+  with an interval from a bootstrap over evaluation questions, calibration questions and blocks:
+  the rank statement "the more a block expands, the more its skip costs".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from entropy_lens.answers.conditions import (
+    EXPANSION,
+    INTACT,
+    PRUNING,
+    RANDOM,
+    SINGLE,
+    VARIANT_SHORT,
+    eligible_layers,
+    in_variant,
+    layer_text,
+)
+from entropy_lens.answers.plan import SkipPlan
+from entropy_lens.core.intervals import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    paired_bootstrap,
+    paired_bootstrap_sets,
+    wilson_interval,
+)
+
+ACCURACY = "accuracy"
+GOLD_LOGPROB = "gold_logprob"
+STATISTICS = (ACCURACY, GOLD_LOGPROB)
+N_CHOICES = 4
+# A skip whose accuracy interval rules out a drop of this much (0-1) is safe to skip.
+MIN_SKIP_EFFECT = 0.05
+SAFE, COSTLY, UNCLEAR = "safe", "costly", "unclear"
+COMPARISONS = ((EXPANSION, RANDOM), (PRUNING, RANDOM), (EXPANSION, PRUNING))
+MAP_COLUMNS = (
+    "model",
+    "measure",
+    "layer",
+    "depth",
+    "delta_h",
+    "n",
+    "accuracy",
+    "d_accuracy",
+    "d_accuracy_low",
+    "d_accuracy_high",
+    "d_logprob",
+    "d_logprob_low",
+    "d_logprob_high",
+    "reading",
+    "marks",
+)
+COMPARISON_COLUMNS = (
+    "model",
+    "measure",
+    "statistic",
+    "variant",
+    "k",
+    "first",
+    "second",
+    "first_layers",
+    "second_layers",
+    "n",
+    "n_sets",
+    "first_value",
+    "second_value",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "intact",
+    "intact_low",
+    "intact_high",
+    "skipped",
+    "skipped_low",
+    "skipped_high",
+    "chance",
+)
+SPEARMAN_COLUMNS = (
+    "model",
+    "measure",
+    "variant",
+    "n_blocks",
+    "n",
+    "n_calibration",
+    "rho",
+    "ci_low",
+    "ci_high",
+    "most_costly",
+    "largest_delta_h",
+)
+
+
+def condition_table(correct: pd.DataFrame, *, n_choices: int = N_CHOICES, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+    """Accuracy per measure and condition with its Wilson interval over questions.
+
+    Returns:
+        ``measure, condition, kind, k, replicate, layers, n, accuracy, ci_low, ci_high, chance``.
+    """
+    keys = ["measure", "condition", "kind", "k", "replicate", "layers"]
+    rows = []
+    for key, group in correct.groupby(keys, sort=False):
+        hits, n = int(group["correct"].sum()), len(group)
+        lo, hi = wilson_interval(hits, n, level)
+        rows.append({**dict(zip(keys, key, strict=True)), "n": n, "accuracy": hits / n, "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows).assign(chance=1.0 / n_choices)
+
+
+def _wide(rows: pd.DataFrame, value: str) -> pd.DataFrame:
+    """``question x condition`` table of ``value``."""
+    return rows.pivot_table(index="question", columns="condition", values=value, aggfunc="first")
+
+
+def _by_layers(rows: pd.DataFrame) -> dict[str, str]:
+    """Skipped blocks (``"8,27"``; ``""`` intact) -> the name of a condition that skipped them (not a random set)."""
+    named = rows[rows["kind"] != RANDOM].drop_duplicates("condition")
+    return dict(zip(named["layers"].astype(str), named["condition"], strict=True))
+
+
+def skip_reading(low: float, high: float) -> str:
+    """``costly`` when the accuracy change's interval lies below 0, ``safe`` when it rules out a drop
+    of :data:`MIN_SKIP_EFFECT`, else ``unclear``."""
+    if high < 0:
+        return COSTLY
+    return SAFE if low > -MIN_SKIP_EFFECT else UNCLEAR
+
+
+def _marks(plan: SkipPlan, layer: int) -> str:
+    marks = [
+        f"{kind} ({VARIANT_SHORT[s.variant]})"
+        for s in plan.selections
+        if s.k == 1
+        for kind in (EXPANSION, PRUNING)
+        if s.layers(kind) == (layer,)
+    ]
+    return "; ".join(marks)
+
+
+def skip_map(
+    correct: pd.DataFrame, plan: SkipPlan, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
+) -> pd.DataFrame:
+    """Per measure and block skipped alone: what it costs against the intact model, paired over questions.
+
+    Args:
+        correct: Score rows of one model (sweep and sets; the sweep's are used).
+        plan: The model's skip plan (mean Delta H, selections).
+        n_boot: Bootstrap replicates.
+        seed: Seed of the bootstrap.
+        level: Coverage.
+
+    Returns:
+        :data:`MAP_COLUMNS`: accuracy and ``d_accuracy`` (0-1), ``d_logprob`` (nats; negative: the
+        gold letter lost probability), each with its interval; ``reading`` (:func:`skip_reading`);
+        ``marks`` names the expansion / pruning block of each variant at ``k = 1``.
+    """
+    rows = []
+    sweep = correct[correct["kind"].isin([INTACT, SINGLE])]
+    names = _by_layers(sweep)
+    for measure, by_measure in sweep.groupby("measure", sort=False):
+        hits, logp = _wide(by_measure, "correct"), _wide(by_measure, GOLD_LOGPROB)
+        for layer in range(plan.n_layers):
+            key = names.get(layer_text([layer]))
+            if key is None or key not in hits or names.get("") not in hits:
+                continue
+            pair = (key, names[""])
+            rows.append(_map_row(hits, logp, pair, layer, plan, n_boot, seed, level) | {"measure": measure})
+    return pd.DataFrame(rows, columns=list(MAP_COLUMNS))
+
+
+def _map_row(
+    hits, logp, pair: tuple[str, str], layer: int, plan: SkipPlan, n_boot: int, seed: int, level: float
+) -> dict:
+    key, intact = pair
+    both = hits[[key, intact]].dropna().index
+    d_acc = paired_bootstrap(hits.loc[both, key], hits.loc[both, intact], n_boot=n_boot, seed=seed, level=level)
+    d_logp = paired_bootstrap(logp.loc[both, key], logp.loc[both, intact], n_boot=n_boot, seed=seed, level=level)
+    return {
+        "model": plan.model,
+        "layer": layer,
+        "depth": (layer + 1) / plan.n_layers,
+        "delta_h": plan.delta_h[layer],
+        "n": len(both),
+        "accuracy": float(hits.loc[both, key].mean()),
+        "d_accuracy": d_acc[0],
+        "d_accuracy_low": d_acc[1],
+        "d_accuracy_high": d_acc[2],
+        "d_logprob": d_logp[0],
+        "d_logprob_low": d_logp[1],
+        "d_logprob_high": d_logp[2],
+        "reading": skip_reading(d_acc[1], d_acc[2]),
+        "marks": _marks(plan, layer),
+    }
+
+
+def _random_columns(rows: pd.DataFrame, plan: SkipPlan, k: int, variant: str) -> list[str]:
+    """The conditions holding the random baseline of ``variant`` at ``k``: every eligible block alone at
+    ``k = 1``, every drawn set within the variant's pool at ``k >= 2`` (a set drawn twice counts twice)."""
+    if k == 1:
+        names = _by_layers(rows)
+        return [names[t] for t in (layer_text([v]) for v in eligible_layers(plan.n_layers, variant)) if t in names]
+    drawn = rows[(rows["kind"] == RANDOM) & (rows["k"] == k)].drop_duplicates("condition")
+    keep = [in_variant(_parse(t), plan.n_layers, variant) for t in drawn["layers"]]
+    return drawn.loc[keep, "condition"].tolist()
+
+
+def _parse(text: str) -> Iterable[int]:
+    return [int(v) for v in str(text).split(",") if v != ""]
+
+
+def _scope(correct: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The rows a ``k`` is read from: the sweep for ``k = 1``, the sets for ``k >= 2`` (intact from the sweep)."""
+    if k == 1:
+        return correct[correct["kind"].isin([INTACT, SINGLE])]
+    sets = correct[(correct["k"] == k) & correct["kind"].isin([EXPANSION, PRUNING, RANDOM])]
+    intact = correct[(correct["kind"] == INTACT) & correct["question"].isin(sets["question"].unique())]
+    return pd.concat([intact, sets], ignore_index=True)
+
+
+def skip_comparisons(
+    correct: pd.DataFrame, plan: SkipPlan, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
+) -> pd.DataFrame:
+    """Expansion vs random, pruning vs random and expansion vs pruning, per measure, statistic, variant and ``k``.
+
+    Returns:
+        :data:`COMPARISON_COLUMNS`; ``difference`` = first minus second (accuracy 0-1, or the
+        gold letter's log-probability in nats), negative when skipping the first costs more;
+        ``intact`` and ``skipped`` (the first condition) are accuracies with Wilson intervals
+        on the same questions, for the precondition and the collapse rule.
+    """
+    rows = []
+    for selection in plan.selections:
+        scope = _scope(correct, selection.k)
+        for measure, by_measure in scope.groupby("measure", sort=False):
+            for statistic in STATISTICS:
+                value = "correct" if statistic == ACCURACY else GOLD_LOGPROB
+                wide, hits = _wide(by_measure, value).dropna(), _wide(by_measure, "correct").dropna()
+                rows += _comparison_rows(
+                    wide, hits, by_measure, selection, plan, (measure, statistic), n_boot, seed, level
+                )
+    return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+
+
+def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, level) -> list[dict]:
+    measure, statistic = keys
+    names = _by_layers(rows)
+    picked = [names.get(layer_text(selection.layers(kind))) for kind in (EXPANSION, PRUNING)]
+    columns = {
+        EXPANSION: picked[:1],
+        PRUNING: picked[1:],
+        RANDOM: _random_columns(rows, plan, selection.k, selection.variant),
+    }
+    if any(not c or any(x not in wide for x in c) for c in columns.values()) or names.get("") not in wide:
+        return []
+    out = []
+    for first, second in COMPARISONS:
+        a = wide[columns[first][0]].to_numpy(float)
+        b = wide[columns[second]].to_numpy(float)
+        if second == RANDOM and selection.k >= 2:
+            diff = paired_bootstrap_sets(a, b, n_boot=n_boot, seed=seed, level=level)
+        else:
+            diff = paired_bootstrap(a, b.mean(axis=1), n_boot=n_boot, seed=seed, level=level)
+        out.append(
+            {
+                "model": plan.model,
+                "measure": measure,
+                "statistic": statistic,
+                "variant": selection.variant,
+                "k": selection.k,
+                "first": first,
+                "second": second,
+                "first_layers": layer_text(selection.layers(first)),
+                "second_layers": _describe(selection, second, len(columns[second])),
+                "n": a.size,
+                "n_sets": len(columns[second]),
+                "first_value": float(a.mean()),
+                "second_value": float(b.mean()),
+                "difference": diff[0],
+                "ci_low": diff[1],
+                "ci_high": diff[2],
+                **_accuracies(hits, names[""], "intact", level),
+                **_accuracies(hits, columns[first][0], "skipped", level),
+                "chance": 1.0 / N_CHOICES,
+            }
+        )
+    return out
+
+
+def _describe(selection, kind: str, n_sets: int) -> str:
+    if kind != RANDOM:
+        return layer_text(selection.layers(kind))
+    return f"mean of {n_sets} eligible blocks" if selection.k == 1 else f"mean of {n_sets} random sets"
+
+
+def _accuracies(hits: pd.DataFrame, column: str, name: str, level: float) -> dict[str, float]:
+    values = hits[column].to_numpy(int)
+    low, high = wilson_interval(int(values.sum()), values.size, level)
+    return {name: float(values.mean()), f"{name}_low": low, f"{name}_high": high}
+
+
+def _rank_rows(values: np.ndarray) -> np.ndarray:
+    return np.apply_along_axis(stats.rankdata, 1, values)
+
+
+def _row_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson correlation of matching rows of ``[B, n]`` arrays (NaN for a constant row)."""
+    x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+
+
+def spearman_over_blocks(
+    cost: np.ndarray, delta_h: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
+) -> tuple[float, float, float]:
+    """Spearman correlation across blocks of mean Delta H with mean cost, bootstrapped over questions and blocks.
+
+    Each replicate resamples the evaluation questions, the calibration questions and the blocks
+    (all with replacement, independently): the questions carry the measurement noise, the blocks
+    the chance that a handful of blocks decides a rank correlation (costs shuffled across blocks
+    give an interval around 0, not a spurious direction).
+
+    Args:
+        cost: ``[N, B]`` per evaluation question, the cost of skipping each block (nats; larger: worse).
+        delta_h: ``[Q, B]`` per calibration question, each block's Delta H (nats).
+        n_boot: Replicates.
+        seed: Seed of :func:`numpy.random.default_rng`.
+        level: Coverage.
+
+    Returns:
+        ``(rho, low, high)``; NaN where it is undefined (fewer than 3 blocks, a constant mean).
+    """
+    cost, delta_h = np.asarray(cost, dtype=np.float64), np.asarray(delta_h, dtype=np.float64)
+    if cost.ndim != 2 or delta_h.ndim != 2 or cost.shape[1] != delta_h.shape[1]:
+        raise ValueError(f"need cost [N, B] and delta_h [Q, B] over the same blocks, got {cost.shape}, {delta_h.shape}")
+    n_blocks = cost.shape[1]
+    if n_blocks < 3 or cost.shape[0] == 0 or delta_h.shape[0] == 0:
+        return np.nan, np.nan, np.nan
+    rho = _row_correlation(_rank_rows(delta_h.mean(axis=0)[None]), _rank_rows(cost.mean(axis=0)[None]))[0]
+    rng = np.random.default_rng(seed)
+    means = [
+        rng.multinomial(m.shape[0], np.full(m.shape[0], 1 / m.shape[0]), n_boot) @ m / m.shape[0]
+        for m in (cost, delta_h)
+    ]
+    blocks = rng.integers(0, n_blocks, size=(n_boot, n_blocks))
+    picked = [np.take_along_axis(m, blocks, axis=1) for m in means]  # [n_boot, B] each
+    draws = _row_correlation(_rank_rows(picked[1]), _rank_rows(picked[0]))
+    draws = draws[np.isfinite(draws)]
+    if not np.isfinite(rho) or draws.size == 0:
+        return np.nan, np.nan, np.nan
+    tail = (1 - level) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail])
+    return float(rho), float(low), float(high)
+
+
+def criticality_spearman(
+    correct: pd.DataFrame,
+    per_question: pd.DataFrame,
+    plan: SkipPlan,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> pd.DataFrame:
+    """Per measure and variant: Spearman of each eligible block's Delta H with the cost of skipping it.
+
+    The cost is the drop of the gold letter's log-probability (intact minus skipped, nats), the
+    paired measure that ranks blocks at a few hundred questions where accuracy cannot.
+
+    Args:
+        correct: Score rows of one model (the sweep's are used).
+        per_question: ``question_id, layer, delta_h`` of the calibration questions.
+        plan: The model's skip plan.
+
+    Returns:
+        :data:`SPEARMAN_COLUMNS`; ``most_costly`` and ``largest_delta_h`` name the blocks at the top of each ranking.
+    """
+    dh = per_question.pivot_table(index="question_id", columns="layer", values="delta_h", aggfunc="first")
+    sweep = correct[correct["kind"].isin([INTACT, SINGLE])]
+    rows = []
+    for measure, by_measure in sweep.groupby("measure", sort=False):
+        logp, names = _wide(by_measure, GOLD_LOGPROB).dropna(), _by_layers(by_measure)
+        for variant in dict.fromkeys(s.variant for s in plan.selections):
+            blocks = [b for b in eligible_layers(plan.n_layers, variant) if layer_text([b]) in names and b in dh]
+            cost = logp[[names[""]]].to_numpy() - logp[[names[layer_text([b])] for b in blocks]].to_numpy()  # [N, B]
+            calib = dh[blocks].dropna().to_numpy()  # [Q, B]
+            rho, low, high = spearman_over_blocks(cost, calib, n_boot=n_boot, seed=seed, level=level)
+            rows.append(
+                {
+                    "model": plan.model,
+                    "measure": measure,
+                    "variant": variant,
+                    "n_blocks": len(blocks),
+                    "n": cost.shape[0],
+                    "n_calibration": calib.shape[0],
+                    "rho": rho,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "most_costly": int(blocks[int(np.argmax(cost.mean(axis=0)))]) if blocks else -1,
+                    "largest_delta_h": int(blocks[int(np.argmax(calib.mean(axis=0)))]) if blocks else -1,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(SPEARMAN_COLUMNS))

@@ -1,0 +1,120 @@
+"""Choosing the skips before anything is scored: the entropy change at the answer position.
+
+Calibration questions (disjoint from the evaluated ones) are profiled with one generated
+token, so the Delta H that ranks the blocks is read at the position the MMLU letter is read
+at.  From it, per variant and ``k``, the expansion and pruning blocks
+(:func:`entropy_lens.answers.conditions.selections`), the ``k >= 2`` sets to score with their
+random populations, and how stable the top block is across calibration questions.  A
+:class:`SkipPlan` is what the evaluation job reads (a JSON record).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from entropy_lens.answers.conditions import (
+    VARIANTS,
+    protected_layers,
+    question_delta_h,
+    selections,
+    set_conditions,
+    top_block_shares,
+)
+from entropy_lens.answers.plan import SkipPlan
+from entropy_lens.lens.logit_lens import LensSettings, extract_profiles
+from entropy_lens.model.generation import GenerationSettings
+from entropy_lens.model.loading import LensModel
+from entropy_lens.store import schema
+
+# One generated token: the first step's distribution is the one the answer letter is read from.
+ANSWER_POSITION_TOKENS = 1
+
+
+def shannon_only(lens: LensSettings) -> LensSettings:
+    """``lens`` measuring Shannon entropy only (the skip experiment reads nothing else)."""
+    return LensSettings(lens.top_p, (1.0,), lens.budget_bytes)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Everything read off the calibration questions.
+
+    Attributes:
+        plan: The skips to score.
+        per_question: ``question_id, layer, delta_h``: each calibration question's Delta H (nats).
+        stability: :func:`~entropy_lens.answers.conditions.top_block_shares` of every variant.
+        protected: :func:`~entropy_lens.answers.conditions.protected_layers` of the mean Delta H.
+    """
+
+    plan: SkipPlan
+    per_question: pd.DataFrame
+    stability: pd.DataFrame
+    protected: dict[str, Any]
+
+
+def calibrate_skips(
+    lm: LensModel,
+    table: pd.DataFrame,
+    *,
+    lens: LensSettings,
+    chat_template: bool,
+    ks: Sequence[int],
+    n_random: int,
+    seed: int,
+    n_boot: int,
+    variants: Sequence[str] = VARIANTS,
+) -> Calibration:
+    """Profile calibration questions at the answer position and fix the skips.
+
+    Args:
+        lm: The model.
+        table: An ``mmlu`` prompt table of calibration questions.
+        lens: Lens settings (only Shannon entropy is measured).
+        chat_template: Render prompts with the model's chat template.
+        ks: Numbers of blocks to skip (``k = 1`` is read off the sweep; ``k >= 2`` gets sets).
+        n_random: Random sets per variant for each ``k >= 2``.
+        seed: Seed of the random sets and of the stability bootstrap.
+        n_boot: Bootstrap replicates of the stability shares.
+        variants: Selection variants (:data:`~entropy_lens.answers.conditions.VARIANTS`).
+    """
+    ds = extract_profiles(
+        lm,
+        table["prompt_text"].tolist(),
+        prompt_ids=table["prompt_id"].tolist(),
+        generation=GenerationSettings(ANSWER_POSITION_TOKENS),
+        lens=shannon_only(lens),
+        chat_template=chat_template,
+    ).sel({schema.PROMPT: table["prompt_id"].tolist()})
+    per_question = question_delta_h(ds)  # [Q, L]
+    delta_h = np.concatenate([[math.nan], np.nanmean(per_question[:, 1:], axis=0)])
+    chosen = selections(delta_h, ks, variants)
+    plan = SkipPlan(
+        lm.name,
+        lm.n_layers,
+        tuple(float(v) for v in delta_h),
+        tuple(chosen),
+        tuple(set_conditions(chosen, lm.n_layers, n_random, seed)),
+        int(per_question.shape[0]),
+    )
+    stability = pd.concat(
+        [top_block_shares(per_question, v, n_boot=n_boot, seed=seed) for v in variants], ignore_index=True
+    )
+    return Calibration(plan, _long(per_question, table["question_id"]), stability, protected_layers(delta_h))
+
+
+def _long(per_question: np.ndarray, questions: pd.Series) -> pd.DataFrame:
+    """``question_id, layer, delta_h`` rows of a ``[Q, L]`` array."""
+    n_questions, n_layers = per_question.shape
+    return pd.DataFrame(
+        {
+            "question_id": np.repeat(questions.astype(str).to_numpy(), n_layers),
+            "layer": np.tile(np.arange(n_layers), n_questions),
+            "delta_h": per_question.reshape(-1),
+        }
+    )

@@ -1,0 +1,101 @@
+"""Family held out across size on synthetic blank stores whose family structure is known."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from synthetic import combined_dataset, lazy
+
+from entropy_lens.analysis import heldout as H
+from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.analysis.knn import KnnSettings
+
+SETTINGS = KnnSettings(k=7)
+FEATURES = FeatureSettings(grid_points=8)
+N_PROMPTS = 20
+SHAPES = {"rising": 2.0, "falling": -2.0}  # slope of entropy over normalized depth, nats
+
+
+def _profiles(shape: str, n_layers: int, offset: float, rng, n_prompts: int = N_PROMPTS) -> np.ndarray:
+    """``[P, 3, L]`` profiles ``offset + slope * depth`` plus noise: a shape shared across sizes."""
+    depth = (np.arange(n_layers) + 1) / n_layers
+    clean = offset + SHAPES[shape] * depth
+    return clean + rng.normal(scale=0.2, size=(n_prompts, 3, n_layers))
+
+
+def _store(models: dict[str, tuple[str, str, int, float]], n_prompts: int = N_PROMPTS, seed: int = 0):
+    """``models``: name -> (family, shape, layers, offset)."""
+    rng = np.random.default_rng(seed)
+    profiles = {m: _profiles(shape, n, off, rng, n_prompts) for m, (_, shape, n, off) in models.items()}
+    return combined_dataset(profiles, families={m: spec[0] for m, spec in models.items()})
+
+
+# Two families x two sizes; each family shares a shape, each model has its own offset.
+FAMILY_SHAPES = {
+    "qwen-s": ("qwen", "rising", 6, 2.0),
+    "qwen-l": ("qwen", "rising", 12, 2.3),
+    "gemma-s": ("gemma", "falling", 8, 2.1),
+    "gemma-l": ("gemma", "falling", 16, 2.4),
+}
+
+
+def test_a_family_shape_shared_across_sizes_is_recognised_in_the_held_out_model(tmp_path):
+    ds = lazy(_store({**FAMILY_SHAPES, "llama": ("llama", "rising", 10, 5.0)}), tmp_path)
+    table = H.family_heldout({"blank": ds}, features=FEATURES, settings=SETTINGS)
+    assert list(table.columns) == list(H.HELDOUT_COLUMNS)
+    assert list(table["model"]) == list(FAMILY_SHAPES)  # the single llama model is held out never
+    assert (table["n"] == N_PROMPTS).all() and (table["n_train"] == 4 * N_PROMPTS).all()
+    assert (table["n_family_models"] == 2).all() and (table["n_train_families"] == 3).all()
+    assert (table["share"] >= 0.9).all()
+    assert (table["ci_low"] > table["chance"]).all() and (table["ci_low"] > table["majority_share"]).all()
+    assert table["chance"].tolist() == pytest.approx([1 / 3] * 4)
+    assert table["own_share_train"].tolist() == pytest.approx([0.25] * 4)  # 1 of 4 training models
+    assert table["majority_share"].tolist() == pytest.approx([0.5] * 4)  # the other family's two models
+    assert (table["k"] == SETTINGS.k).all() and (table["note"] == "").all()
+    qwen = table.set_index("model").loc["qwen-s"]
+    assert qwen["predicted"].startswith("qwen ") and qwen["n_own"] == int(qwen["predicted"].split()[1].rstrip(";"))
+
+
+def test_family_labels_unrelated_to_shape_give_a_share_near_zero():
+    # Each family holds one rising and one falling model: the held-out model's shape lives in the other family.
+    crossed = {
+        "qwen-s": ("qwen", "rising", 6, 2.0),
+        "qwen-l": ("qwen", "falling", 12, 2.3),
+        "gemma-s": ("gemma", "rising", 8, 2.1),
+        "gemma-l": ("gemma", "falling", 16, 2.4),
+    }
+    table = H.family_heldout({"blank": _store(crossed)}, features=FEATURES, settings=SETTINGS)
+    assert len(table) == 4
+    assert (table["share"] <= 0.1).all() and (table["ci_high"] < table["chance"]).all()
+    row = table.set_index("model").loc["qwen-s"]
+    assert row["predicted"] == f"gemma {N_PROMPTS}" and row["n_own"] == 0 and row["chance"] == 0.5
+
+
+def test_k_is_capped_below_the_training_samples_and_noted(caplog):
+    with caplog.at_level(logging.WARNING):
+        table = H.family_heldout(
+            {"blank": _store(FAMILY_SHAPES, n_prompts=3)}, features=FEATURES, settings=KnnSettings(k=29)
+        )
+    assert (table["n_train"] == 9).all() and (table["k"] == 8).all()
+    assert (table["note"] == "k capped 29 -> 8 (9 training samples)").all()
+    assert "k=29 is not below the 9 training samples" in caplog.text
+
+
+def test_singleton_families_give_no_row_and_one_family_cannot_be_scored(caplog):
+    singles = {m: (m, shape, n, off) for m, (_, shape, n, off) in FAMILY_SHAPES.items()}
+    empty = H.family_heldout({"blank": _store(singles)}, features=FEATURES, settings=SETTINGS)
+    assert empty.empty and list(empty.columns) == list(H.HELDOUT_COLUMNS)
+    assert H.family_heldout({"tasks": _store(singles)}).empty  # no blank store
+    one = {m: ("qwen", shape, n, off) for m, (_, shape, n, off) in list(FAMILY_SHAPES.items())[:2]}
+    table = H.family_heldout({"blank": _store(one)}, features=FEATURES, settings=SETTINGS)
+    assert len(table) == 2 and table[["k", "n_own", "share", "ci_low", "ci_high"]].isna().all().all()
+    assert (table["note"] == "skipped: the other models hold 1 family (need >= 2)").all()
+    assert "no store for dataset 'blank'" in caplog.text
+
+
+def test_predicted_counts_are_listed_largest_first():
+    assert H.predicted_counts(np.array(["gemma", "qwen", "qwen", "llama", "gemma", "qwen"])) == (
+        "qwen 3; gemma 2; llama 1"
+    )
