@@ -248,6 +248,7 @@ rule paper_table:
         ),
         verdicts_csv="results/tables/verdicts.csv",
         verdicts_html="results/tables/verdicts.html",
+        verdicts_txt="results/tables/verdicts.txt",
     params:
         expected=expected_runs,
     log:

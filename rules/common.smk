@@ -207,7 +207,7 @@ def model_params(wildcards):
     return config["models"][wildcards.model]
 
 
-VERDICTS = "results/tables/verdicts.md"
+VERDICTS = "results/tables/verdicts.txt"
 
 
 def print_verdicts():

@@ -596,3 +596,17 @@ def test_pooled_accuracy_counts_questions_not_prompts():
     acc = P.paper_table(accuracy=pd.concat([styles, pooled]), expected=_expected())
     why = acc.loc[(acc["claim"] == C.ACCURACY) & (acc["split"] == ALL_STYLES), "why"]
     assert why.str.contains("with 40 questions: about").all(), why.tolist()
+
+
+def test_terminal_table_fits_120_columns_and_cuts_nothing():
+    top = P.headline(P.paper_table(knn=_knn(), accuracy=_accuracy(0.4), overlap=_overlap(), expected=_expected()))
+    text = R.terminal_table(top)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= R.TERMINAL_WIDTH
+    body = lines[lines.index(next(line for line in lines if line.startswith("-----"))) + 1 :]
+    starts = np.cumsum([0] + [w + 2 for _, w in R.TERMINAL_COLUMNS])
+    for i, (name, width) in enumerate(R.TERMINAL_COLUMNS):
+        column = " ".join(" ".join(line[starts[i] : starts[i] + width].split()) for line in body)
+        for value in R.compact(top)[name]:
+            assert " ".join(str(value).split()) in column, (name, value)  # every cell whole, in its column
+    assert R.compact_markdown(top).startswith("**Claims of the study:")

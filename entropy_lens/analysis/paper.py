@@ -110,9 +110,9 @@ class Expected:
         return {m: C.skip_scope(m, f, self.sources.get(m, "")) for m, f in self.families.items()}
 
     def one_model_per_family(self, dataset: str = "blank") -> bool:
-        """Whether every family on ``dataset`` has a single model (families then equal models)."""
+        """Whether ``dataset`` has two or more models, each the only one of its family (families then equal models)."""
         counts = pd.Series([self.families.get(m, m) for m in self.datasets.get(dataset, ())]).value_counts()
-        return counts.empty or counts.max() < 2
+        return counts.size >= 2 and counts.max() < 2
 
 
 def _range(values: Sequence[float], spec: str = ".2f") -> str:
@@ -723,7 +723,7 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     the verdict measure; layer skipping at the smallest ``k``, the accuracy statistic (the
     study's), both selection variants; overlap by containment; the family pairs on the
     normalized scale; the Rényi claim's summary row.  Everything else stays in the full table;
-    rows without a verdict are left out.
+    rows without a verdict and extensions the configuration did not run are left out.
     """
     claim, measure, split, unit = table["claim"], table["measure"], table["split"].astype(str), table["unit"]
     keep = table["verdict"] != ""
@@ -745,6 +745,7 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
         )
     top = table[keep]
     not_run = top["why"].astype(str).str.startswith(NOT_RUN)
+    top, not_run = top[~(not_run & (top["role"] == C.EXTENSION))], not_run[~(not_run & (top["role"] == C.EXTENSION))]
     role = top["role"]
     return pd.concat(
         [

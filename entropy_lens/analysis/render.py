@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -188,3 +189,44 @@ def _html_table(table: pd.DataFrame) -> str:
         rows.append("<tr>" + "".join(cells) + "</tr>")
     body = "\n".join(rows)
     return f'<table class="verdicts"><thead><tr>{header}</tr></thead><tbody>\n{body}\n</tbody></table>\n'
+
+
+# The terminal table: claim, model and split, our estimate, verdict; wrapped, never cut, to fit this width.
+TERMINAL_WIDTH = 120
+TERMINAL_COLUMNS = (("claim", 42), ("model / split", 28), ("ours (95% CI)", 26), ("verdict", 18))
+
+
+def compact(table: pd.DataFrame) -> pd.DataFrame:
+    """The four columns a reader needs first: claim (role noted), model with split, estimate, verdict."""
+    view = display(table)
+    where = [m if not s else f"{m} ({s})" for m, s in zip(view["model"], view["split"].astype(str), strict=True)]
+    return pd.DataFrame(
+        {
+            "claim": view["claim"],
+            "model / split": where,
+            "ours (95% CI)": view["ours (95% CI)"],
+            "verdict": view["verdict"],
+        }
+    )
+
+
+def terminal_table(table: pd.DataFrame) -> str:
+    """The headline as plain text no wider than :data:`TERMINAL_WIDTH`: the counts, then one block per row
+    whose cells wrap within their column (nothing is cut)."""
+    rows = compact(table)
+    widths = [w for _, w in TERMINAL_COLUMNS]
+    lines = [textwrap.fill(line, TERMINAL_WIDTH) for line in summary(table)] + [""]
+    lines.append("  ".join(f"{name:<{w}}" for name, w in TERMINAL_COLUMNS).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for rec in rows.itertuples(index=False):
+        cells = [textwrap.wrap(str(v), w) or [""] for v, w in zip(rec, widths, strict=True)]
+        for i in range(max(len(c) for c in cells)):
+            lines.append(
+                "  ".join(f"{(c[i] if i < len(c) else ''):<{w}}" for c, w in zip(cells, widths, strict=True)).rstrip()
+            )
+    return "\n".join(lines) + "\n"
+
+
+def compact_markdown(table: pd.DataFrame) -> str:
+    """The headline's counts and its four columns as Markdown (the README's answer sections)."""
+    return "".join(f"**{line}**\n\n" for line in summary(table)) + to_markdown(compact(table))
