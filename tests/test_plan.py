@@ -445,6 +445,16 @@ def test_calibration_recovers_the_device_that_produced_the_timings(tmp_path, off
     assert len(loo) == len(result.jobs) and loo.between(1 / (1 + 4 * TIMING_NOISE), 1 + 4 * TIMING_NOISE).all()
 
 
+def test_noise_free_calibration_recovers_all_five_rates(tmp_path, offline):
+    """Timings made by a known device, without noise: every one of the five terms comes back (a fit of the
+    overhead and FLOP rate alone, or of any four, leaves a residual and misses the others)."""
+    result = plan.plan_from_config(load(DEFAULT))
+    table, _ = _measure_with(result, TRUE_RATES, tmp_path, noise=0.0)
+    fitted = plan.calibrate(result, table)
+    for key, value in TRUE_RATES.items():
+        assert getattr(fitted, key) == pytest.approx(value, rel=1e-3), key
+
+
 def test_calibration_needs_enough_jobs_and_benchmark_files_must_be_snakemakes(tmp_path, offline):
     result = plan.plan_from_config(load(DEFAULT))
     table = _measure_with(result, TRUE_RATES, tmp_path)[0].iloc[:4]

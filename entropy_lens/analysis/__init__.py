@@ -2,13 +2,19 @@
 
 Modules:
     features   profiles -> per-prompt feature matrices (concat / mean / windows; masked-token rule).
-    knn        cross-validated kNN ROC AUC per target, model and entropy measure.
-    expansion  Delta H vs nucleus-size change (Spearman) and adjacent-layer nucleus overlap.
-    families   blank-prompt fingerprints on a normalized-depth grid: distances, clustering, embeddings.
-    pairs      same-family pairs vs other families: family and resolution gaps, bootstrapped over blank samples.
-    shapes     the family shape claims: rise, refine and plateau drift of mean profiles vs normalized depth.
-    verdicts   the rules that turn an estimate and its interval into reproduced / not reproduced / inconclusive.
-    paper      the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.
+    knn          cross-validated kNN ROC AUC per target, model and entropy measure.
+    equivalence  Rényi minus Shannon AUC on identical folds (the Rényi equivalence test).
+    heldout      each model of a shared family held out and classified by the other models' profiles.
+    expansion    Delta H vs nucleus-size change (Spearman); adjacent-layer containment and Jaccard.
+    families     blank-prompt fingerprints on a normalized-depth grid: distances, clustering, embeddings.
+    pairs        same-family pairs: family, resolution and alignment gaps on three scales, bootstrapped.
+    shapes       the family shape claims: rise, refine and plateau drift of mean profiles vs normalized depth.
+    claims       the study's claims: names, roles (finding / precondition / extension), scopes, figures.
+    verdicts     the rules that turn an estimate and its interval into reproduced / not reproduced / inconclusive.
+    outcomes     layer skipping: three outcomes per comparison, and the study's direction where it names one.
+    paper        the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.
+    skip_rows    the paper table's layer-skip rows.
+    render       the table for readers: intervals as text, counts by role, Markdown, HTML, the terminal.
 
 Every function reads lazily opened (dask-backed) stores one model slice at a time.
 """

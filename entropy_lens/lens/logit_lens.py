@@ -242,7 +242,8 @@ def _settle_open_rows(lm, resid, result: metrics.StreamResult, settings: LensSet
         logger.debug("decoding %d of %d rows in full: top-p set wider than the candidates", len(todo), len(size))
     for part in todo.split(rows_per_chunk(lm.vocab_size, settings.budget_bytes)):
         logits = lens_logits(lm, resid[part])  # [f, V]
-        norm = (result.max_logit[part], result.log_norm[part])
+        top = logits.max(-1).values  # [f]; this product's own rounding, not the stream's
+        norm = (top, metrics.log_norm_of(logits, top))
         size[part], mask = metrics.nucleus_given_norm(logits, *norm, settings.top_p)
         top1[part] = logits.argmax(-1)
         local, token = torch.nonzero(mask, as_tuple=True)

@@ -168,6 +168,20 @@ def nucleus(logits: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Ten
     return _nucleus_from_logp(log_probs(logits), top_p)
 
 
+def log_norm_of(logits: torch.Tensor, max_logit: torch.Tensor, width: int = _INLINE_LOGITS) -> torch.Tensor:
+    """``[R]`` float64 ``log sum exp(z - m)`` of ``[R, V]`` logits, summed in float64 over column blocks.
+
+    For a row decoded in full again: its own normalizer, not the streamed one, whose tile products
+    round differently (at ``top_p`` near 1 a normalizer off by 1e-5 leaves the target mass out of
+    reach and the set grows to the whole vocabulary).  Blocks of ``width`` columns keep the float64
+    sums to a fraction of the logits' memory.
+    """
+    total = torch.zeros(logits.shape[0], dtype=torch.float64, device=logits.device)
+    for block in logits.split(width, dim=-1):
+        total += torch.exp(block - max_logit[:, None]).sum(-1, dtype=torch.float64)
+    return total.log()
+
+
 def nucleus_given_norm(
     logits: torch.Tensor, max_logit: torch.Tensor, log_norm: torch.Tensor, top_p: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
