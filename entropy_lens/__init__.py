@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from entropy_lens.core.version import __version__
 
 _LAZY = {
     "extract_profiles": "entropy_lens.lens.logit_lens",

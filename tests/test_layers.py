@@ -16,7 +16,7 @@ from workflow_tiny import REPO
 ROOTS = ("entropy_lens", "benchmarks")
 # Lowest first; a module may import its own layer and the layers before it.
 LAYERS = (
-    ("core", ("entropy_lens", "entropy_lens.core")),
+    ("core", ("entropy_lens.core",)),
     ("store", ("entropy_lens.store",)),
     ("model", ("entropy_lens.model",)),
     ("prompts", ("entropy_lens.prompts",)),
@@ -24,9 +24,12 @@ LAYERS = (
     ("answers", ("entropy_lens.answers",)),
     ("analysis", ("entropy_lens.analysis",)),
     ("workflow", ("entropy_lens.workflow",)),
-    ("faces", ("entropy_lens.cli", "entropy_lens.plots")),
+    # The package root is the public API: it re-exports the model and lens layers, so it sits on top and
+    # is matched by its own name only (as a prefix it would hold every module and hide a missing layer).
+    ("faces", ("entropy_lens.cli", "entropy_lens.plots", "entropy_lens")),
     ("benchmarks", ("benchmarks",)),
 )
+PACKAGE = "entropy_lens"
 # The top-level folders of entropy_lens that hold code: each must be a layer (data/ holds no modules).
 PACKAGE_FOLDERS = {"analysis", "answers", "core", "lens", "model", "prompts", "store", "workflow"}
 
@@ -89,7 +92,8 @@ def layer_of(module: str) -> int:
     best, index = "", None
     for i, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+            inside = module.startswith(prefix + ".") and prefix != PACKAGE
+            if (module == prefix or inside) and len(prefix) > len(best):
                 best, index = prefix, i
     if index is None:
         raise ValueError(f"module {module!r} is in no layer; add its package to LAYERS and docs/architecture.md")
@@ -171,11 +175,21 @@ def test_an_upward_import_and_a_cycle_are_caught(tmp_path):
     (tmp_path / "entropy_lens/store/schema.py").write_text(
         "def f():\n    from entropy_lens.lens import metrics\n    return metrics\n"
     )
+    (tmp_path / "entropy_lens/store/combine.py").write_text("from entropy_lens import load_model\n")  # via the API
     (tmp_path / "benchmarks/a.py").write_text("from b import g\n")  # a sibling script
     (tmp_path / "benchmarks/b.py").write_text("from benchmarks import a\n")
     bad = import_graph(module_files(tmp_path))
-    assert upward_imports(bad) == ["entropy_lens.store.schema (store) -> entropy_lens.lens.metrics (lens)"]
+    assert upward_imports(bad) == [
+        "entropy_lens.store.combine (store) -> entropy_lens (faces)",
+        "entropy_lens.store.schema (store) -> entropy_lens.lens.metrics (lens)",
+    ]
     assert import_cycles(bad) == [["benchmarks.a", "benchmarks.b"]]
+
+
+def test_a_module_outside_every_layer_is_named():
+    with pytest.raises(ValueError, match=r"module 'entropy_lens\.newpart\.x' is in no layer"):
+        layer_of("entropy_lens.newpart.x")
+    assert LAYERS[layer_of("entropy_lens")][0] == "faces" and LAYERS[layer_of("entropy_lens.core.checks")][0] == "core"
 
 
 def test_the_public_api_resolves():

@@ -65,6 +65,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from entropy_lens.core.version import __version__
+
 PROMPT = "prompt"
 TOKEN = "token"
 LAYER = "layer"
@@ -303,8 +305,6 @@ def provenance(**settings: Any) -> dict[str, Any]:
     Values must be JSON scalars (str, int, float, bool); non-finite floats are written
     as strings so that Zarr's JSON attributes accept them.
     """
-    from entropy_lens import __version__
-
     attrs: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "entropy_lens_version": __version__,
