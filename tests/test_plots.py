@@ -80,6 +80,10 @@ def test_profile_bands_plot(tmp_path, drawn):
         assert [line.get_label() for line in ax.get_lines()] == ["x", "y"]
         assert all(len(line.get_xdata()) == n_layers for line in ax.get_lines())
         assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 2
+        for line in ax.get_lines():  # the drawn means are the frame's, not zeros or another model's
+            rows = bands[(bands["model"] == ax.get_title()) & (bands["value"] == line.get_label())]
+            np.testing.assert_allclose(line.get_ydata(), rows["mean"])
+            np.testing.assert_allclose(line.get_xdata(), rows["depth"])
 
 
 def test_token_heatmap_with_decoded_tokens(tmp_path, drawn):
@@ -93,6 +97,7 @@ def test_token_heatmap_with_decoded_tokens(tmp_path, drawn):
     ax = _panels(drawn["heat.png"])[0]
     (image,) = [a for a in ax.get_images() if isinstance(a, AxesImage)]
     assert image.get_array().shape == (5, 4)  # the masked row is gone
+    np.testing.assert_allclose(np.ma.getdata(image.get_array()), values[:5])
     assert _ticks(ax.get_yticklabels()) == list("abcde")
     assert sorted(t.get_text() for t in ax.texts) == sorted(plots.cell_text(words[i]) for i in range(20))
 
@@ -199,6 +204,9 @@ def test_expansion_scatter(tmp_path, drawn):
     assert [c.get_label().split(" ")[0] for c in scatters] == list(pd.unique(points["model"]))
     assert all("ρ=" in c.get_label() for c in scatters)
     assert sum(len(c.get_offsets()) for c in scatters) == len(points) > 0
+    for scatter in scatters:  # each point where the frame puts it: (Δ nucleus, ΔH) of its model
+        rows = points[points["model"] == scatter.get_label().split(" ")[0]]
+        np.testing.assert_allclose(scatter.get_offsets(), rows[["delta_nucleus", "delta_entropy"]].to_numpy())
 
 
 def _overlap_store():
@@ -251,6 +259,8 @@ def test_family_profiles_plot_and_svg_only_path(tmp_path, drawn):
         "b-small (b, 5 layers)",
     ]
     assert [len(line.get_xdata()) for line in lines] == [4, 8, 5]
+    for line, model in zip(lines, ("a-small", "a-large", "b-small"), strict=True):
+        np.testing.assert_allclose(line.get_ydata(), profiles.sel(model=model).dropna("layer").values)
     plots.plot_family_profiles(profiles, tmp_path / "only.svg")
     assert (tmp_path / "only.svg").exists() and not (tmp_path / "only.png").exists()
     with pytest.raises(ValueError, match="lack coordinates"):
@@ -274,3 +284,25 @@ def test_cell_text_is_safe_and_short():
     assert plots.cell_text("  ") == "··"
     assert plots.cell_text("abcdefghij") == "abcde…"
     assert plots.cell_text("") == "∅"
+
+
+def test_skip_map_draws_delta_h_and_both_costs_per_block(tmp_path, drawn):
+    from test_criticality import COSTS, DELTA_H, _plan, _sweep
+
+    from entropy_lens.answers.criticality import skip_map
+
+    table = skip_map(_sweep(COSTS), _plan(DELTA_H), n_boot=100)
+    rows = table[table["measure"] == "calibrated"].sort_values("layer")
+    plots.plot_skip_map(rows, tmp_path / "map.png", title="m")
+    _check(tmp_path / "map.png")
+    delta_h, accuracy, logprob = _panels(drawn["map.png"])
+    bars = [bar for c in delta_h.containers for bar in c]
+    np.testing.assert_allclose([bar.get_height() for bar in bars], rows["delta_h"].fillna(0.0))
+    colours = {tuple(np.round(bar.get_facecolor()[:3], 3)) for bar, m in zip(bars, rows["marks"], strict=True) if m}
+    assert len(colours) == 2  # expansion and pruning blocks stand out in two colours
+    for ax, name, scale in ((accuracy, "d_accuracy", 100.0), (logprob, "d_logprob", 1.0)):
+        (points,) = [c for c in ax.collections if isinstance(c, PathCollection)]
+        np.testing.assert_allclose(points.get_offsets()[:, 1], rows[name] * scale)
+        whiskers = [seg[:, 1] for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments()]
+        np.testing.assert_allclose(sorted(w.min() for w in whiskers), sorted(rows[f"{name}_low"] * scale))
+    assert accuracy.get_ylabel() == "Δ accuracy (points)"
