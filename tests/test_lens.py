@@ -1,12 +1,12 @@
 """The extractor on tiny random models of six architectures against hand-decoded references."""
 
-import copy
 import math
 
 import numpy as np
 import pytest
 import torch
 import xarray as xr
+from reference import reference
 from tiny import ARCHS, VOCAB_SIZE, tiny_model
 
 from entropy_lens import extract_profiles
@@ -27,53 +27,11 @@ def arch_run(request):
     return lm, ds
 
 
-def reference(lm, prompt: str, generated: list[int]) -> dict[str, np.ndarray]:
-    """Float64 metrics decoded by hand from ``output_hidden_states`` of a no-cache forward."""
-    model = copy.deepcopy(lm.model).double()
-    ids = lm.tokenizer(prompt)["input_ids"]
-    full = torch.tensor([ids + generated[:-1]])
-    with torch.no_grad():
-        out = model(input_ids=full, output_hidden_states=True)
-    norm = model.get_decoder().norm if hasattr(model.get_decoder(), "norm") else None
-    norm = norm or getattr(model.get_decoder(), "ln_f", None) or model.get_decoder().final_layer_norm
-    head = model.get_output_embeddings()
-    positions = torch.arange(len(ids) - 1, len(ids) - 1 + len(generated))
-    rows = []
-    for layer in range(lm.n_layers):
-        if layer < lm.n_layers - 1:
-            logits = head(norm(out.hidden_states[layer + 1][0, positions]))
-            if lm.softcap:
-                logits = lm.softcap * torch.tanh(logits / lm.softcap)
-        else:  # Hugging Face's last hidden state is already normed: use the real logits
-            logits = out.logits[0, positions]
-        rows.append(logits)
-    logits = torch.stack(rows, dim=1)  # [T, L, V]
-    probs = torch.softmax(logits, -1)
-    sorted_p, order = probs.sort(-1, descending=True)
-    size = (sorted_p.cumsum(-1) < TOP_P - 1e-6).sum(-1) + 1
-    member = torch.zeros_like(probs, dtype=torch.bool).scatter_(
-        -1, order, torch.arange(probs.shape[-1]) < size[..., None]
-    )
-    inter = (member[:, :-1] & member[:, 1:]).sum(-1).double()
-    union = (member[:, :-1] | member[:, 1:]).sum(-1).double()
-    jac = torch.cat([inter / union, torch.full((len(generated), 1), math.nan, dtype=torch.float64)], 1)
-    renyi = [torch.log((probs**a).sum(-1)) / (1 - a) for a in ALPHAS if a not in (1.0, math.inf)]
-    return {
-        "entropy": (-(probs * probs.log()).sum(-1)).numpy(),
-        "renyi_half": renyi[0].numpy(),
-        "renyi_five": renyi[1].numpy(),
-        "min_entropy": (-probs.max(-1).values.log()).numpy(),
-        "nucleus_size": size.numpy(),
-        "jaccard": jac.numpy(),
-        "top1": probs.argmax(-1).numpy(),
-    }
-
-
 def test_every_metric_matches_float64_reference(arch_run):
     lm, ds = arch_run
     for i, prompt in enumerate(PROMPTS):
         generated = [t for t in ds.token_id.values[i].tolist() if t >= 0]
-        ref = reference(lm, prompt, generated)
+        ref = reference(lm, prompt, generated, TOP_P)
         row = ds.isel(prompt=i, token=slice(0, len(generated)))
         np.testing.assert_allclose(row.entropy.values, ref["entropy"], atol=1e-4)
         np.testing.assert_allclose(row.renyi.sel(alpha=1.0).values, ref["entropy"], atol=1e-4)

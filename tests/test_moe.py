@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
+from reference import reference
 from tiny import DENSE_QWEN2_MOE_LAYER, MAX_PARAMS, MOE_ARCHS, N_EXPERTS, N_LAYERS, TOP_K, save_tiny_model, tiny_model
 
 from entropy_lens import extract_profiles, load_model
@@ -83,23 +84,62 @@ def test_store_carries_routing_entropy_nan_on_dense_layers(moe_run, tmp_path):
     xr.testing.assert_identical(back, ds)
 
 
-@pytest.mark.parametrize("arch", ["mixtral", "qwen2_moe"])
-def test_routing_matches_the_models_own_router_logits(arch):
-    """Against the router logits the model itself returns (``output_router_logits``), softmaxed in float64."""
+def test_every_layer_matches_float64_reference(moe_run):
+    """Every layer, not only the last: the hidden state after each block, normed and projected by hand."""
+    _, lm, ds = moe_run
+    for i, prompt in enumerate(PROMPTS):
+        generated = [t for t in ds.token_id.values[i].tolist() if t >= 0]
+        ref = reference(lm, prompt, generated, float(ds.attrs["top_p"]), torch.float32)
+        row = ds.isel(prompt=i, token=slice(0, len(generated)))
+        np.testing.assert_allclose(row.entropy.values, ref["entropy"], atol=1e-4)
+        np.testing.assert_array_equal(row.nucleus_size.values, ref["nucleus_size"])
+        np.testing.assert_array_equal(row.top1_id.values, ref["top1"])
+
+
+def _moe_inputs(blocks) -> tuple[list[torch.Tensor], list]:
+    """Record what each block's post-attention norm hands its MLP (the router's input), by its own hook."""
+    seen: list[torch.Tensor] = []
+    handles = [
+        block.post_attention_layernorm.register_forward_hook(lambda _m, _a, out: seen.append(out.detach()))
+        for block in blocks
+    ]
+    return seen, handles
+
+
+def _gate_weight(block) -> torch.Tensor | None:
+    """The ``[E, d]`` router weight of a block's MLP, found by shape (``None`` on a dense block)."""
+    weights = [w for name, w in block.mlp.named_parameters() if name == "gate.weight" and w.shape[0] == N_EXPERTS]
+    return weights[0] if weights else None
+
+
+@pytest.mark.parametrize("arch", MOE_ARCHS)
+def test_routing_matches_router_logits_computed_by_hand(arch):
+    """Against router logits computed here from the MLP's input and the gate's weight, in float64.
+
+    Independent of how the library finds and hooks the router: the input is read at the block's
+    post-attention norm, the product and softmax are done here.
+    """
     lm = tiny_model(arch)
     routers = find_routers(lm.blocks, lm.model.config)
-    batch = [lm.tokenizer(p)["input_ids"] for p in PROMPTS[:2]]
-    ids = torch.tensor([batch[0]])
-    with torch.inference_mode(), record_routing(routers) as slots:
-        out = lm.model(input_ids=ids, output_router_logits=True)
-        entropy, experts = routing_metrics(slots, routers)
-    own = iter(out.router_logits)  # one [S, E] per MoE block
-    for layer, router in enumerate(routers):
+    ids = torch.tensor([lm.tokenizer(PROMPTS[0])["input_ids"]])
+    seen, handles = _moe_inputs(lm.blocks)
+    try:
+        with torch.inference_mode(), record_routing(routers) as slots:
+            lm.model(input_ids=ids)
+            entropy, experts = routing_metrics(slots, routers)
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert len(seen) == N_LAYERS
+    for layer, (block, router) in enumerate(zip(lm.blocks, routers, strict=True)):
+        weight = _gate_weight(block)
         if router is None:
+            assert weight is None and layer in dense_layers(arch)
             assert np.isnan(entropy[0, layer]) and (experts[0, layer] == -1).all()
             continue
-        probs = torch.softmax(next(own)[-1].double(), -1)
-        assert entropy[0, layer] == pytest.approx(float(-(probs * probs.log()).sum()), abs=1e-6)
+        logits = seen[layer][0, -1].double() @ weight.double().T  # the last position, as the lens reads
+        probs = torch.softmax(logits, -1)
+        assert entropy[0, layer] == pytest.approx(float(-(probs * probs.log()).sum()), abs=1e-5)
         assert experts[0, layer].tolist() == probs.topk(router.top_k).indices.tolist()
 
 

@@ -59,6 +59,24 @@ def test_last_layer_equals_the_models_own_logits(vision_run):
     np.testing.assert_array_equal(ds.token_id.values[:, 0], logits.argmax(-1).numpy())
 
 
+def _readout_by_hand(hidden: torch.Tensor, readout: str) -> torch.Tensor:
+    """The vector the head reads: the CLS token (position 0) or the mean of the patch tokens."""
+    return hidden[:, 0] if readout == CLS else hidden[:, 1:].mean(1)
+
+
+def test_every_layer_reads_the_token_its_head_reads(vision_run):
+    """Every block, not only the last: its output from ``output_hidden_states``, read out here, through the lens."""
+    _, lm, ds = vision_run
+    with torch.inference_mode():
+        out = lm.model(pixel_values=pixel_values(lm, IMAGES), output_hidden_states=True)
+    hidden = out.hidden_states[1:]  # after each block, before the final norm (encoders append pre-norm states)
+    assert len(hidden) == N_LAYERS
+    for layer, states in enumerate(hidden):
+        logits = lens_logits(lm, _readout_by_hand(states, lm.readout))
+        np.testing.assert_allclose(ds.entropy.values[:, 0, layer], shannon_entropy(logits).numpy(), atol=1e-5)
+        np.testing.assert_array_equal(ds.top1_id.values[:, 0, layer], logits.argmax(-1).numpy())
+
+
 def test_image_store_follows_the_text_contract(vision_run, tmp_path):
     _, _, ds = vision_run
     schema.validate_profiles(ds)

@@ -184,9 +184,22 @@ def tiny_vision_model(arch: str = "vit", seed: int = 0) -> LensModel:
     config.initializer_range = 0.2  # spread logits so that entropies are not all log(classes)
     torch.manual_seed(seed)
     model = transformers.AutoModelForImageClassification.from_config(config, dtype=torch.float32)
+    _spread_zero_embeddings(model, config.initializer_range)
     n_params = sum(p.numel() for p in model.parameters())
     assert n_params < MAX_PARAMS, f"{arch} tiny classifier has {n_params} parameters: a config key was ignored"
     return wrap_model(model, tiny_image_processor(), name=f"tiny-{arch}", source="tests", family=arch)
+
+
+def _spread_zero_embeddings(model: torch.nn.Module, std: float) -> None:
+    """Draw the token and position embeddings some classifiers start at zero (DeiT's CLS and distillation tokens).
+
+    Left at zero, the CLS and distillation tokens enter every block equal and stay equal, so a readout of
+    the wrong one could not be told from the right one.
+    """
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith(("_token", "position_embeddings")) and not param.any():
+                param.normal_(0.0, std)
 
 
 def save_tiny_vision_model(arch: str, folder: Path, family: str) -> Path:
