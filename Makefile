@@ -48,7 +48,7 @@ unlock: install
 # Ends with the verdict table and runs/study/report.html, which opens on it.
 STUDY_DIR ?= runs/study
 STUDY_SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) -s $(CURDIR)/Snakefile --directory $(STUDY_DIR) \
-	--configfile $(CURDIR)/config/study.yaml
+	--configfile $(CURDIR)/config.yaml $(CURDIR)/config/study.yaml
 study: models-extra
 	$(BIN)/entropy-lens unlock --directory $(STUDY_DIR)
 	$(STUDY_SNAKEMAKE) --rerun-incomplete

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import copy
 import logging
 import math
 import sys
@@ -13,15 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import xarray as xr
-import yaml
 from tqdm import tqdm
 
 from entropy_lens.store import storage
 from entropy_lens.workflow import locks
 from entropy_lens.workflow import plan as planning
+from entropy_lens.workflow.settings import load_config
 
 SPARK = "▁▂▃▄▅▆▇█"
-SCHEMA = Path("schemas") / "config.schema.yaml"
 # Where the workflow keeps prompt tables and materialized models (as in rules/*.smk).
 TABLE_PATH = "{results}/datasets/{table}.parquet"
 BENCHMARK_PATHS = {
@@ -94,10 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     unlock.add_argument("--directory", default=".", help="the workflow's working directory")
     cost = sub.add_parser("plan", help="size every GPU job of a workflow config: FLOPs, memory, time, requests")
-    cost.add_argument("--configfile", required=True, help="workflow config (config.yaml, config/paper.yaml)")
+    cost.add_argument(
+        "--configfile",
+        required=True,
+        nargs="+",
+        help="workflow config (config.yaml, config/paper.yaml); several overlay in order, as for Snakemake",
+    )
     cost.add_argument("--results", default="results", help="results folder; its prompt tables refine the plan")
     cost.add_argument("--models", default="resources/models", help="materialized models (tokenizers count tokens)")
-    cost.add_argument("--schema", default=None, help=f"config schema (default: {SCHEMA} here or above the config)")
     cost.add_argument(
         "--benchmarks", default=None, help="Snakemake benchmark folder to compare with (default: RESULTS/benchmarks)"
     )
@@ -192,57 +194,6 @@ def _models() -> int:
     for spec in REGISTRY.values():
         print(f"{spec.name:22s} family={spec.family:6s} {spec.description}\n{'':22s} install: {spec.install}")
     return 0
-
-
-def find_schema(configfile: str | Path) -> Path | None:
-    """``schemas/config.schema.yaml`` in the working folder or a folder above the config."""
-    for folder in (Path.cwd(), *Path(configfile).resolve().parents):
-        if (folder / SCHEMA).is_file():
-            return folder / SCHEMA
-    return None
-
-
-def _with_defaults(validator_class):
-    """A validator that fills ``default`` values while validating (as Snakemake's ``set_default``)."""
-    check_properties = validator_class.VALIDATORS["properties"]
-
-    def fill(validator, properties, instance, schema):
-        if isinstance(instance, dict):
-            for key, sub in properties.items():
-                if "default" in sub:
-                    instance.setdefault(key, copy.deepcopy(sub["default"]))
-        yield from check_properties(validator, properties, instance, schema)
-
-    from jsonschema import validators
-
-    return validators.extend(validator_class, {"properties": fill})
-
-
-def load_config(configfile: str | Path, schema: str | Path | None) -> dict:
-    """Read a workflow config, validated and with defaults filled when a schema is given.
-
-    Raises:
-        ValueError: for unreadable YAML or a config the schema rejects, naming where.
-    """
-    try:
-        config = yaml.safe_load(Path(configfile).read_text())
-    except yaml.YAMLError as err:
-        raise ValueError(f"{configfile} is not valid YAML: {err}") from err
-    if not isinstance(config, dict):
-        raise ValueError(f"{configfile} must hold a mapping, got {type(config).__name__}")
-    if schema is None:
-        logging.getLogger(__name__).warning(
-            "no %s found: %s is used without validation or defaults", SCHEMA, configfile
-        )
-        return config
-    from jsonschema import Draft202012Validator, ValidationError
-
-    try:
-        _with_defaults(Draft202012Validator)(yaml.safe_load(Path(schema).read_text())).validate(config)
-    except ValidationError as err:
-        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ValueError(f"{configfile}: {where}: {err.message}") from err
-    return config
 
 
 def _duration(seconds: float) -> str:
@@ -350,8 +301,7 @@ def render_plan(plan: planning.Plan) -> str:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    schema = args.schema or find_schema(args.configfile)
-    config = load_config(args.configfile, schema)
+    config = load_config(*args.configfile)
     names = [*config.get("datasets", {}), "layer_skip_calibration", "layer_skip_eval"]
     tables = {t: TABLE_PATH.format(results=args.results, table=t) for t in names}
     model_dirs = {m: Path(args.models) / m for m in config.get("models", {})}

@@ -2,22 +2,15 @@
 import os
 import re
 
-from snakemake.utils import validate
-
 from entropy_lens.workflow.plan import dataset_models, plan_from_config, skip_models
+from entropy_lens.workflow.settings import check_config
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import LETTERS
-from entropy_lens.model.registry import source_kind
 
 
-validate(config, "../schemas/config.schema.yaml", set_default=True)
-# Every model source must name something before any job runs (a registry model, a folder,
-# a .gguf file or a hub id); relative paths are relative to the working directory.
-for _name, _spec in config["models"].items():
-    try:
-        source_kind(_spec["source"])
-    except ValueError as err:
-        raise ValueError(f"models.{_name}.source: {err}") from None
+# Validated against the package's schema, defaults filled, cross-checked (model sources, stories model,
+# shard size), as `entropy-lens plan` reads it; relative paths are relative to the working directory.
+check_config(config)
 
 
 MODELS = list(config["models"])
@@ -33,20 +26,10 @@ SKIP_MODELS = skip_models(config)
 FAMILIES = len(DATASET_MODELS.get("blank", [])) >= 2
 PAIRS = [(m, d) for d in DATASETS for m in DATASET_MODELS[d]]
 SYNTHETIC_STORIES = "tasks" in DATASETS and config["datasets"]["tasks"]["source"] == "synthetic"
-if SYNTHETIC_STORIES and config["stories"]["model"] not in MODELS:
-    raise ValueError(
-        f"stories.model {config['stories']['model']!r} must be one of the configured models {MODELS}: "
-        "it is materialized under resources/models like them"
-    )
 
 
 # Sharded extraction: each (model, dataset) job split into jobs of this many prompts (0: no split).
 SHARD_SIZE = config["compute"]["prompts_per_job"]
-if SHARD_SIZE % config["generation"]["batch_size"]:
-    raise ValueError(
-        f"compute.prompts_per_job ({SHARD_SIZE}) must be a multiple of generation.batch_size "
-        f"({config['generation']['batch_size']}), so that a shard batches its prompts as the whole job would"
-    )
 # dataset -> its number of shards, counted from the config (every prompt builder makes exactly that many).
 N_SHARDS = {d: -(-prompt_count(d, config["datasets"][d]) // SHARD_SIZE) if SHARD_SIZE else 1 for d in DATASETS}
 

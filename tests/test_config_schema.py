@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import yaml
-from workflow_tiny import REPO
-
-SCHEMA = REPO / "schemas" / "config.schema.yaml"
+from entropy_lens.workflow.settings import schema as shipped_schema
 
 
 def properties(node: Any, path: str = "") -> Iterator[tuple[str, dict]]:
@@ -23,7 +20,7 @@ def properties(node: Any, path: str = "") -> Iterator[tuple[str, dict]]:
 
 
 def test_every_setting_has_one_description_and_no_stray_keys():
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = shipped_schema()
     found = list(properties(schema))
     assert len(found) > 50
     for path, spec in found:

@@ -20,11 +20,11 @@ from entropy_lens import cli
 from entropy_lens.model.vision import is_image_classifier
 from entropy_lens.workflow import plan, timings
 from entropy_lens.workflow.plan import shapes
+from entropy_lens.workflow.settings import load_config
 
 PAPER = REPO / "config" / "paper.yaml"
 VIT = "vit-base-patch16-224"
 DEFAULT = REPO / "config.yaml"
-SCHEMA = REPO / "schemas" / "config.schema.yaml"
 # A llama-type model small enough to count by hand.
 TINY = {
     "model_type": "llama",
@@ -49,7 +49,7 @@ ARCHITECTURE_FIELDS = (
 
 
 def load(path: Path) -> dict:
-    return cli.load_config(path, SCHEMA)
+    return load_config(path)
 
 
 def meta_params(fields: dict) -> int:
@@ -383,7 +383,7 @@ def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
 
 
 def test_missing_config_key_is_named():
-    with pytest.raises(ValueError, match=r"config lacks compute; validate it against schemas/config.schema.yaml"):
+    with pytest.raises(ValueError, match=r"config lacks compute; load it with workflow.settings.load_config"):
         plan.plan_from_config({"models": {}, "datasets": {}, "lens": {"budget_mb": 16}})
 
 
@@ -501,7 +501,7 @@ def test_cli_compares_with_benchmarks_it_finds(tmp_path, capsys, offline):
 def test_cli_reports_a_bad_config_with_status_2(tmp_path, capsys, text, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
-    assert cli.main(["plan", "--configfile", str(bad), "--schema", str(SCHEMA)]) == 2
+    assert cli.main(["plan", "--configfile", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("entropy-lens: error:") and message in err
 
@@ -511,5 +511,5 @@ def test_cli_names_a_model_it_cannot_shape(tmp_path, capsys, offline):
     config["models"]["mystery"] = {"source": "nobody/nothing", "family": "x"}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    assert cli.main(["plan", "--configfile", str(path), "--schema", str(SCHEMA), "--results", str(tmp_path)]) == 2
+    assert cli.main(["plan", "--configfile", str(path), "--results", str(tmp_path)]) == 2
     assert "model 'mystery' (source 'nobody/nothing') has no shipped config" in capsys.readouterr().err

@@ -44,6 +44,7 @@ from entropy_lens.answers.plan import read_plan
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.store import schema, storage
 from entropy_lens.workflow import plan as planning
+from entropy_lens.workflow.settings import load_config
 
 pytestmark = pytest.mark.slow
 
@@ -55,10 +56,11 @@ LOCK_ERROR = "Directory cannot be locked"
 PROFILES = "results/profiles"
 
 
-@pytest.mark.parametrize("configfile", [CONFIG_FILE, "config/paper.yaml"])
-def test_dry_run_builds_the_dag(configfile):
+@pytest.mark.parametrize("configfiles", [(CONFIG_FILE,), ("config/paper.yaml",), (CONFIG_FILE, "config/study.yaml")])
+def test_dry_run_builds_the_dag(configfiles):
     """--forceall plans every job whether or not a run already built them (make run, then make test)."""
-    out = run(snakemake_cmd(REPO, "-n", "--forceall", configfile=REPO / configfile), cwd=REPO, timeout=300)
+    files = [REPO / f for f in configfiles]
+    out = run(snakemake_cmd(REPO, "-n", "--forceall", configfile=files), cwd=REPO, timeout=300)
     assert "extract_profiles" in out.stdout and "combine_profiles" in out.stdout
 
 
@@ -69,7 +71,7 @@ def test_tables_of_another_config_do_not_shape_the_plan(tmp_path):
     run(snakemake_cmd(tmp_path, *stale, "--cores", "2", configfile=REPO / CONFIG_FILE), cwd=tmp_path, timeout=300)
     paper = REPO / "config/paper.yaml"
     out = run(snakemake_cmd(tmp_path, "-n", "--forceall", configfile=paper), cwd=tmp_path, timeout=300).stdout
-    config = cli.load_config(paper, REPO / "schemas/config.schema.yaml")
+    config = load_config(paper)
     tables = {t: tmp_path / "results/datasets" / f"{t}.parquet" for t in ("mmlu", "blank", "formats")}
     planned = planning.plan_from_config(config, tables=tables)
     mmlu = [j for j in planned.jobs if j.rule == planning.EXTRACT and j.dataset == "mmlu"]

@@ -24,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -240,21 +240,21 @@ def edit_config(workdir: Path, overlay: Mapping[str, Any]) -> str:
     return old
 
 
-def snakemake_args(workdir: Path, *args: str, configfile: Path | None = None) -> list[str]:
+def snakemake_args(workdir: Path, *args: str, configfile: Path | Sequence[Path] | None = None) -> list[str]:
     """The arguments that run the real Snakefile in ``workdir`` (what follows ``snakemake``).
 
     Args:
         workdir: Snakemake's working directory (``--directory``).
         args: Targets first, then options: an option that takes several values (``--set-resources``)
             would swallow the targets after it.
-        configfile: Default ``workdir``/config.yaml. It comes last, as ``--configfile`` takes several
-            values; the option after it ends them.
+        configfile: Default ``workdir``/config.yaml; several files overlay in order. It comes last, as
+            ``--configfile`` takes several values; the option after it ends them.
     """
-    config = configfile or workdir / CONFIG_FILE
-    return ["--snakefile", str(SNAKEFILE), "--directory", str(workdir), *args, "--configfile", str(config)]
+    files = [configfile] if isinstance(configfile, (str, Path)) else list(configfile or [workdir / CONFIG_FILE])
+    return ["--snakefile", str(SNAKEFILE), "--directory", str(workdir), *args, "--configfile", *map(str, files)]
 
 
-def snakemake_cmd(workdir: Path, *args: str, configfile: Path | None = None) -> list[str]:
+def snakemake_cmd(workdir: Path, *args: str, configfile: Path | Sequence[Path] | None = None) -> list[str]:
     """The command line of :func:`snakemake_args`."""
     return [SNAKEMAKE, *snakemake_args(workdir, *args, configfile=configfile)]
 

@@ -5,5 +5,6 @@ Modules:
     jobs     what every workflow job does first: log to its file, claim a device, load the model.
     locks    Snakemake's working-directory lock, and a safe way back after a hard kill.
     timings  Snakemake benchmark files summarized per rule.
+    settings the workflow config: overlays, the shipped schema with its defaults, cross-checks.
     tables   the CSV + Markdown pair every analysis writes.
 """

@@ -197,7 +197,7 @@ def _get(section: Mapping, *keys: str):
     for depth, key in enumerate(keys):
         if not isinstance(value, Mapping) or key not in value:
             raise ValueError(
-                f"config lacks {'.'.join(keys[: depth + 1])}; validate it against schemas/config.schema.yaml, "
+                f"config lacks {'.'.join(keys[: depth + 1])}; load it with workflow.settings.load_config, "
                 "which fills the defaults"
             )
         value = value[key]
@@ -325,9 +325,12 @@ def dataset_models(config: Mapping) -> dict[str, list[str]]:
 
 
 def skip_models(config: Mapping) -> list[str]:
-    """The models of the layer-skip experiment (``layer_skip.models``, empty: all); none when it is off."""
+    """The models of the layer-skip experiment (``layer_skip.models``, empty: all); none when it is off.
+
+    On unless ``layer_skip.enabled`` is false, as the schema's default says.
+    """
     skip = config.get("layer_skip", {})
-    return _section_models(config, "layer_skip", skip.get("models", [])) if skip.get("enabled", False) else []
+    return _section_models(config, "layer_skip", skip.get("models", [])) if skip.get("enabled", True) else []
 
 
 def _section_models(config: Mapping, section: str, names: Sequence[str]) -> list[str]:
@@ -432,7 +435,7 @@ def plan_from_config(
     """The plan of every GPU job of a validated workflow config (the one call the CLI and rules make).
 
     Args:
-        config: The workflow config, validated against ``schemas/config.schema.yaml``
+        config: The workflow config, as :func:`entropy_lens.workflow.settings.check_config` returns it
             with defaults filled; its optional ``plan`` section overrides
             :class:`PlanSettings` field by field.
         tables: Prompt tables by name (see :func:`jobs_from_config`); those that do not

@@ -1,0 +1,135 @@
+"""The workflow config: one loader that reads, overlays, validates, fills defaults and cross-checks.
+
+Snakemake (``rules/common.smk``) and the CLI (``entropy-lens plan``) both call :func:`check_config`,
+so a config means the same thing to both. The schema ships with the package
+(``entropy_lens/data/config.schema.yaml``: every setting, its type, its default and what it means).
+
+Config files overlay as Snakemake's ``--configfile A B`` does: mappings merge key by key, anything
+else (lists, numbers) is replaced by the later file. ``config/study.yaml`` is such an overlay on
+``config.yaml``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SCHEMA_FILE = "config.schema.yaml"
+
+
+def schema() -> dict:
+    """The config schema shipped with the package."""
+    text = importlib.resources.files("entropy_lens").joinpath("data", SCHEMA_FILE).read_text()
+    return yaml.safe_load(text)
+
+
+def read_configs(paths: Sequence[str | Path]) -> dict:
+    """The config files ``paths`` read and overlaid in order (later files win; mappings merge).
+
+    Raises:
+        ValueError: naming a file that is not valid YAML or holds no mapping.
+    """
+    if not paths:
+        raise ValueError("no config file given")
+    merged: dict = {}
+    for path in paths:
+        try:
+            config = yaml.safe_load(Path(path).read_text())
+        except yaml.YAMLError as err:
+            raise ValueError(f"{path} is not valid YAML: {err}") from err
+        if not isinstance(config, dict):
+            raise ValueError(f"{path} must hold a mapping, got {type(config).__name__}")
+        merged = overlay(merged, config)
+    return merged
+
+
+def overlay(base: Mapping, top: Mapping) -> dict:
+    """``base`` with ``top`` laid over it: mappings merge key by key, other values are replaced."""
+    out = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = overlay(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_config(*paths: str | Path) -> dict:
+    """The config files read, overlaid, validated, filled with defaults and cross-checked."""
+    return check_config(read_configs(paths), " + ".join(map(str, paths)))
+
+
+def check_config(config: dict, where: str = "config") -> dict:
+    """Validate ``config`` in place against the schema, fill its defaults, run the cross-checks.
+
+    Returns:
+        The same dict (for chaining).
+
+    Raises:
+        ValueError: naming the setting at fault and the value (``where`` names the config).
+    """
+    from jsonschema import Draft202012Validator, ValidationError
+
+    try:
+        _with_defaults(Draft202012Validator)(schema()).validate(config)
+    except ValidationError as err:
+        path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise ValueError(f"{where}: {path}: {err.message}") from None
+    for check in (_model_sources, _stories_model, _shard_size):
+        check(config)
+    return config
+
+
+def _with_defaults(validator_class: Any) -> Any:
+    """A validator that fills ``default`` values while it validates."""
+    from jsonschema import validators
+
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def fill(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(key, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": fill})
+
+
+def _model_sources(config: Mapping) -> None:
+    """Every model source names something: a registry model, a folder, a .gguf file or a hub id."""
+    from entropy_lens.model.registry import source_kind
+
+    for name, spec in config["models"].items():
+        try:
+            source_kind(spec["source"])
+        except ValueError as err:
+            raise ValueError(f"models.{name}.source: {err}") from None
+
+
+def _stories_model(config: Mapping) -> None:
+    """Synthetic stories are written by a configured model (materialized like the others)."""
+    tasks = config["datasets"].get("tasks", {})
+    if not tasks.get("enabled", True) or tasks.get("source") != "synthetic":
+        return
+    model = config["stories"]["model"]
+    if model not in config["models"]:
+        raise ValueError(
+            f"stories.model {model!r} must be one of the configured models {list(config['models'])}: "
+            "it is materialized under resources/models like them"
+        )
+
+
+def _shard_size(config: Mapping) -> None:
+    """A shard batches its prompts as the whole job would."""
+    shard, batch = config["compute"]["prompts_per_job"], config["generation"]["batch_size"]
+    if shard % batch:
+        raise ValueError(
+            f"compute.prompts_per_job ({shard}) must be a multiple of generation.batch_size ({batch}), "
+            "so that a shard batches its prompts as the whole job would"
+        )

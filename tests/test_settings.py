@@ -1,0 +1,74 @@
+"""The one config loader: overlays, validation with defaults, cross-checks, and every shipped config planned."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from workflow_tiny import REPO
+
+from entropy_lens import cli
+from entropy_lens.workflow import plan as planning
+from entropy_lens.workflow.settings import check_config, load_config, overlay, read_configs
+
+DEFAULT = REPO / "config.yaml"
+SHIPPED = {
+    "default": (DEFAULT,),
+    "paper": (REPO / "config" / "paper.yaml",),
+    "study": (DEFAULT, REPO / "config" / "study.yaml"),
+}
+
+
+def test_overlay_merges_mappings_and_replaces_everything_else():
+    base = {"a": {"x": 1, "y": [1, 2]}, "b": 2}
+    top = {"a": {"y": [3]}, "c": {"z": 0}}
+    assert overlay(base, top) == {"a": {"x": 1, "y": [3]}, "b": 2, "c": {"z": 0}}
+    assert base == {"a": {"x": 1, "y": [1, 2]}, "b": 2}  # neither input changes
+
+
+@pytest.mark.parametrize("name", list(SHIPPED))
+def test_every_shipped_config_loads_with_defaults_and_plans(name):
+    config = load_config(*SHIPPED[name])
+    assert config["layer_skip"]["enabled"] is True and "prompts_per_job" in config["compute"]  # defaults filled
+    plan = planning.plan_from_config(config)
+    assert {job.rule for job in plan.jobs} >= {planning.EXTRACT}
+    assert any(job.rule != planning.EXTRACT for job in plan.jobs)  # the layer-skip jobs are planned too
+
+
+def test_the_study_states_only_what_differs_from_the_default():
+    study = yaml.safe_load((REPO / "config" / "study.yaml").read_text())
+    default = yaml.safe_load(DEFAULT.read_text())
+    assert "lens" not in study and "analysis" not in study and "storage" not in study
+    merged = load_config(*SHIPPED["study"])
+    assert list(merged["models"]) == [*default["models"], "qwen2.5-coder-1.5b"]
+    assert planning.dataset_models(merged) == {"mmlu": ["qwen2.5-coder-1.5b"], "blank": list(merged["models"])}
+    assert merged["lens"] == check_config(read_configs([DEFAULT]))["lens"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["lens"].update(top_pp=0.5), "lens: Additional properties are not allowed ('top_pp'"),
+        (lambda c: c["compute"].update(prompts_per_job=12), "compute.prompts_per_job (12) must be a multiple"),
+        (lambda c: c["models"]["gemma3-270m"].update(source="gemma"), "models.gemma3-270m.source"),
+        (lambda c: c["stories"].update(model="gpt2"), "stories.model 'gpt2' must be one of"),
+    ],
+)
+def test_a_bad_config_is_refused_naming_the_setting(tmp_path, edit, message):
+    config = yaml.safe_load(DEFAULT.read_text())
+    edit(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_config(path)
+
+
+def test_the_cli_plans_an_overlay(capsys):
+    assert cli.main(["plan", "--configfile", *map(str, SHIPPED["study"]), "--results", "no-results-here"]) == 0
+    assert "qwen2.5-coder-1.5b" in capsys.readouterr().out
+
+
+def test_no_config_file_is_refused():
+    with pytest.raises(ValueError, match="no config file given"):
+        read_configs([])
