@@ -207,7 +207,12 @@ def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
     rows = table[table["claim"] == C.RENYI]
     summary, per_row = rows[rows["model"] == "all"].iloc[0], rows[rows["model"] != "all"]
     assert summary["verdict"] == V.REPRODUCED and len(per_row) == 1
-    assert per_row.iloc[0]["split"] == C.TASK and per_row.iloc[0]["unit"] == R.AUC_POINTS
+    assert per_row.iloc[0]["split"] == f"{C.TASK}, α = 5" and per_row.iloc[0]["unit"] == R.AUC_POINTS
+    # the headline keeps the claim's summary alone, also when a per-order row is pooled over models ("all")
+    pooled = table.copy()  # a per-order row pooled over models, as family separability's is
+    pooled.loc[(pooled["claim"] == C.RENYI) & (pooled["split"] != ""), "model"] = "all"
+    top = P.headline(pooled)
+    assert top.loc[top["claim"] == C.RENYI, "split"].tolist() == [""]
     far = P.paper_table(knn=_knn(), renyi=_renyi((-0.2, -0.25, -0.15)), expected=_expected())
     assert far.loc[(far["claim"] == C.RENYI) & (far["model"] == "all"), "verdict"].item() == V.NOT_REPRODUCED
     wide = P.paper_table(knn=_knn(), renyi=_renyi((0.0, -0.08, 0.08)), expected=_expected())

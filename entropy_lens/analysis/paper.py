@@ -323,7 +323,7 @@ def _renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) ->
                 key[1],
                 AUC_POINTS,
                 verdict,
-                split=f"{key[0]}{', ' + key[2] if key[2] else ''}",
+                split=f"{key[0]}{', ' + key[2] if key[2] else ''}, α = {float(rec['alpha']):g}",
                 measure=str(rec["measure"]),
                 ours=diff,
                 study=C.STUDY_RENYI_CLAIM,
@@ -732,7 +732,7 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     keep &= ~claim.isin([C.MMLU_CORRECT, C.ACCURACY]) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
     keep &= ~claim.isin([C.ACCURACY, *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
     keep &= ~claim.isin(C.SKIP_CLAIMS) | ~unit.eq(LOGPROB)
-    keep &= ~claim.eq(C.RENYI) | table["model"].eq("all")
+    keep &= ~claim.eq(C.RENYI) | split.eq("")  # the claim's summary; its per-order rows name a split
     keep &= ~claim.eq(C.OVERLAP) | measure.eq(CONTAINMENT_STATISTIC)
     keep &= ~claim.isin([C.CLUSTERING, C.SIZE_RESOLUTION]) | measure.isin([HEADLINE_SCALE, ""])
     skip_ks = split.where(claim.isin(C.SKIP_CLAIMS) & split.str.startswith("k=")).dropna()
