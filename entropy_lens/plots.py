@@ -504,7 +504,8 @@ def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> N
     axes = fig.subplots(3, 1, sharex=True)
     axes[0].bar(rows["layer"], rows["delta_h"].fillna(0.0), color=bar_colors)
     axes[0].axhline(0.0, color="black", linewidth=0.8)
-    axes[0].set(ylabel="mean ΔH (nats)", title=title)
+    axes[0].set(ylabel="mean ΔH (nats)")
+    fig.suptitle(title)
     colors = [READING_COLORS.get(r, "tab:gray") for r in rows["reading"]]
     for ax, name, scale in ((axes[1], "d_accuracy", 100.0), (axes[2], "d_logprob", 1.0)):
         value = rows[name].to_numpy(float) * scale
@@ -520,7 +521,14 @@ def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> N
     axes[2].set(ylabel="Δ log p(gold) (nats)", xlabel="block skipped alone")
     handles = [Line2D([], [], marker="o", linestyle="", color=c, label=r) for r, c in READING_COLORS.items()]
     handles += [Patch(color=SKIP_COLORS[k], label=f"{k} block") for k in ("expansion", "pruning")]
-    fig.legend(handles=handles, loc="outside right upper", fontsize="small")
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=len(handles),
+        fontsize="small",
+        title="dots: the reading of Δ accuracy (both panels); bars: the blocks chosen",
+        title_fontsize="small",
+    )
     save_figure(fig, path)
 
 
