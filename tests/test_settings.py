@@ -10,7 +10,7 @@ from workflow_tiny import REPO
 
 from entropy_lens import cli
 from entropy_lens.workflow import plan as planning
-from entropy_lens.workflow.settings import check_config, load_config, overlay, read_configs
+from entropy_lens.workflow.settings import load_config, overlay, read_configs
 
 DEFAULT = REPO / "config.yaml"
 SHIPPED = {
@@ -43,7 +43,7 @@ def test_the_study_states_only_what_differs_from_the_default():
     merged = load_config(*SHIPPED["study"])
     assert list(merged["models"]) == [*default["models"], "qwen2.5-coder-1.5b"]
     assert planning.dataset_models(merged) == {"mmlu": ["qwen2.5-coder-1.5b"], "blank": list(merged["models"])}
-    assert merged["lens"] == check_config(read_configs([DEFAULT]))["lens"]
+    assert merged["lens"] == load_config(DEFAULT)["lens"]
 
 
 @pytest.mark.parametrize(
