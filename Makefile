@@ -68,7 +68,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 test: test-models lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: models
 	$(BIN)/python benchmarks/bench_extract.py

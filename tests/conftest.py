@@ -38,3 +38,18 @@ def tiny_run(tmp_path_factory) -> Path:
     # The one whole run of the suite: time for a machine whose cores other work shares.
     RUN_OUTPUT[workdir] = run_snakemake(workdir, "--profile", str(LOCAL_PROFILE), "--cores", "2", timeout=1200).stdout
     return workdir
+
+
+# `make test` runs the suite on two pytest-xdist workers (--dist loadgroup). The tests that read the session's
+# tiny run, and the SLURM module (which compares its run with it), share one worker, so the whole run happens
+# once; every other module keeps its tests on one worker, so that its module fixtures (a workflow run, a
+# pushed DVC repository) also run once.
+TINY_RUN_GROUP = "tiny_run"
+TINY_RUN_MODULES = frozenset({"test_slurm"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__ if getattr(item, "module", None) else item.nodeid.split("::")[0]
+        shares_run = "tiny_run" in getattr(item, "fixturenames", ()) or module in TINY_RUN_MODULES
+        item.add_marker(pytest.mark.xdist_group(TINY_RUN_GROUP if shares_run else module))

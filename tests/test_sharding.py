@@ -94,10 +94,9 @@ def test_prompt_counts_from_the_config_match_the_builders():
 
 
 @pytest.mark.slow
-def test_sharded_workflow_gathers_the_unsharded_store_and_reruns_a_killed_shard_alone(tmp_path):
-    whole, sharded = prepare_workdir(tmp_path / "whole"), prepare_workdir(tmp_path / "sharded")
+def test_sharded_workflow_gathers_the_unsharded_store_and_reruns_a_killed_shard_alone(tiny_run, tmp_path):
+    whole, sharded = tiny_run, prepare_workdir(tmp_path / "sharded")  # tiny_run: the session's unsharded run
     edit_config(sharded, SHARD_SETTINGS)
-    run_snakemake(whole, SHARDED_STORE, "--cores", "2")
     out = run_snakemake(sharded, SHARDED_STORE, "--cores", "2")
     assert job_rules(out.stdout).count("extract_shard") == 2 and "gather_shards" in jobs_in(out.stdout)
     assert storage.open_profiles(sharded / SHARDED_STORE).attrs["gathered_shards"] == 2

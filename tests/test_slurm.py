@@ -55,13 +55,16 @@ SLURM_PROFILE = REPO / "profiles" / "slurm"
 # cluster of the script (another test session, a developer's) owns /etc/slurm/slurm.conf and munged.
 EXIT_UNSUPPORTED = 3
 EXIT_BUSY = 4
-# Test sessions on one machine take turns with the cluster; this module takes about 2.5 minutes.
+# Test sessions on one machine take turns with the cluster; this module takes about 5 minutes.
 LOCK_FILE_NAME = "entropy-lens-slurm-localhost.lock"
 LOCK_WAIT_SECONDS = 600
 START_TIMEOUT = 300  # apt-get install included
 STOP_TIMEOUT = 60
-WORKFLOW_TIMEOUT = 240
+WORKFLOW_TIMEOUT = 480  # beside another test worker on 2 cores
 MISSING_PARTITION = "no_such_partition"
+# Shard jobs of slurm_run: the blank set (4 prompts per model) is one shard per model, tiny-llama's MMLU
+# store (8 prompts) two.
+EXPECTED_SHARD_JOBS = 4
 # Polling: after a check that finds a job finished the plugin waits slurm-init-seconds-before-status-checks
 # (10 s in the profile), after one that finds none 10 s more each time: checks come at 4, 18, 42 s with
 # the value below. The tiny jobs take 6 to 16 s, so most waves of jobs cost one 18 s wait (with the
@@ -158,10 +161,13 @@ def slurm_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, st
 
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory: pytest.TempPathFactory, slurm_env: dict[str, str]) -> tuple[Path, str]:
-    """The workflow run through the SLURM profile; returns its directory and Snakemake's output."""
+    """The workflow run through the SLURM profile with sharded extraction (`SHARD_SETTINGS`); returns its
+    directory and Snakemake's output. One run for both questions: do SLURM jobs give the local run's
+    bytes, and does each shard run as its own SLURM job (every job costs a poll)."""
     workdir = prepare_workdir(tmp_path_factory.mktemp("slurm_run") / "wf")
+    edit_config(workdir, SHARD_SETTINGS)
     start = time.perf_counter()
-    result = _slurm_snakemake(workdir, slurm_env, *CLUSTER_TARGETS)
+    result = _slurm_snakemake(workdir, slurm_env, *CLUSTER_TARGETS, SHARDED_STORE)
     logger.warning("workflow via SLURM took %.1f s", time.perf_counter() - start)
     return workdir, result.stdout
 
@@ -175,15 +181,20 @@ def _slurm_snakemake(
 
 
 def test_slurm_run_matches_local_run(tiny_run: Path, slurm_run: tuple[Path, str], slurm_env: dict[str, str]) -> None:
-    """SLURM's outputs are byte for byte those of the session's local run (the local profile, every target)."""
+    """SLURM's outputs are those of the session's local, unsharded run (the local profile, every target):
+    byte for byte outside the stores; each store identical but for the gathered-shards note."""
     workdir, output = slurm_run
     produced = file_contents(workdir, REPRODUCIBLE_ARTIFACTS)
-    assert any(path.startswith("results/profiles/") for path in produced), "the SLURM run must write stores"
+    stores = sorted({_store_of(path) for path in produced} - {None} - set(_shard_stores(workdir)))
+    assert SHARDED_STORE in stores and CLUSTER_TARGETS[0] in stores, "the SLURM run must write the stores"
     reference = file_contents(tiny_run, REPRODUCIBLE_ARTIFACTS)  # a superset: tiny_run ran every target
-    assert produced == {path: reference.get(path) for path in produced}
-    # Every job went through sbatch, and SLURM ran it.
+    plain = {path: data for path, data in produced.items() if _store_of(path) is None}
+    assert plain == {path: reference.get(path) for path in plain}
+    for store in stores:
+        xr.testing.assert_identical(store_without_note(workdir / store), store_without_note(tiny_run / store))
+    # Every job went through sbatch, and SLURM ran it; each shard was a job of its own.
     cluster_jobs = [rule for rule in job_rules(output) if rule != "all"]
-    assert "extract_profiles" in cluster_jobs
+    assert cluster_jobs.count("extract_shard") == EXPECTED_SHARD_JOBS == len(_shard_stores(workdir))
     assert output.count("has been submitted with SLURM jobid") == len(cluster_jobs)
     # The plugin comments each SLURM job "rule_<rule>" or "rule_<rule>_wildcards_<values>".
     comments = run(["squeue", "--states=all", "--noheader", "--format=%k"], cwd=workdir, env=slurm_env, timeout=30)
@@ -191,9 +202,20 @@ def test_slurm_run_matches_local_run(tiny_run: Path, slurm_run: tuple[Path, str]
     assert Counter(cluster_jobs) <= ran
 
 
+def _store_of(path: str) -> str | None:
+    """The Zarr store (``....zarr``) a relative file path lies in, or None."""
+    parts = Path(path).parts
+    ends = [i for i, part in enumerate(parts) if part.endswith(".zarr")]
+    return str(Path(*parts[: ends[0] + 1])) if ends else None
+
+
+def _shard_stores(workdir: Path) -> list[str]:
+    return [str(path.relative_to(workdir)) for path in sorted(workdir.glob("results/profiles/*/*/shard*.zarr"))]
+
+
 def test_slurm_run_leaves_nothing_to_do(slurm_run: tuple[Path, str], slurm_env: dict[str, str]) -> None:
     workdir, _ = slurm_run
-    assert nothing_to_do(workdir, *CLUSTER_TARGETS, env=slurm_env)
+    assert nothing_to_do(workdir, *CLUSTER_TARGETS, SHARDED_STORE, env=slurm_env)
 
 
 def test_failed_job_names_rule_and_fixed_rerun_skips_finished_work(
@@ -240,17 +262,3 @@ def test_missing_partition_is_a_clear_error(slurm_env: dict[str, str], tmp_path:
     assert "invalid partition specified" in bad.stdout
     assert MISSING_PARTITION in bad.stdout
     assert "Error in rule" in bad.stdout
-
-
-def test_sharded_extraction_runs_each_shard_as_its_own_slurm_job(
-    tiny_run: Path, slurm_env: dict[str, str], tmp_path: Path
-) -> None:
-    """Shards gathered from SLURM jobs give the store the session's local, unsharded run wrote."""
-    workdir = prepare_workdir(tmp_path / "slurm")
-    edit_config(workdir, SHARD_SETTINGS)
-    result = _slurm_snakemake(workdir, slurm_env, SHARDED_STORE)
-    assert job_rules(result.stdout).count("extract_shard") == 2
-    assert result.stdout.count("has been submitted with SLURM jobid") == len(job_rules(result.stdout))
-    xr.testing.assert_identical(
-        store_without_note(workdir / SHARDED_STORE), store_without_note(tiny_run / SHARDED_STORE)
-    )

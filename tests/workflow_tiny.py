@@ -366,9 +366,10 @@ def file_contents(root: Path, paths: tuple[str, ...]) -> dict[str, bytes]:
 
 
 def store_without_note(path: Path) -> xr.Dataset:
-    """A per-model store, loaded, with the gathered-shards provenance note left out."""
+    """A store (per model, or combined: ``results/profiles/{dataset}.zarr``), loaded, with the gathered-shards
+    provenance note left out."""
     from entropy_lens.store import storage
 
-    ds = storage.open_profiles(path).load()
+    ds = storage.open_profiles(path, combined=path.parent.name == "profiles").load()
     ds.attrs.pop("gathered_shards", None)
     return ds
