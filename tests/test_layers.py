@@ -45,19 +45,14 @@ def module_files(repo: Path) -> dict[str, Path]:
 
 
 def imported_names(module: str, path: Path) -> Iterator[str]:
-    """Every dotted name ``module`` imports: ``import a.b`` gives ``a.b``, ``from a import b`` gives ``a.b``."""
+    """Every dotted name ``module`` imports: ``import a.b`` gives ``a.b``, ``from a import b`` gives ``a.b``.
+
+    Imports for type annotations only (``if TYPE_CHECKING:``) count too: they never run, but a reader
+    still has to hold both modules in mind, and a circle through them is a circle in the design.
+    """
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    # imports for type annotations only (`if TYPE_CHECKING:`) never run, so they make no cycle
-    typing_only = {
-        id(child)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
-        for child in ast.walk(node)
-    }
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

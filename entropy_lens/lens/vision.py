@@ -21,7 +21,7 @@ import xarray as xr
 
 from entropy_lens.lens.logit_lens import LensSettings, ProfileBuffers, build_dataset, decode_residuals
 from entropy_lens.model.loading import LensModel
-from entropy_lens.model.vision import record_readouts
+from entropy_lens.model.hooks import record_residuals
 from entropy_lens.store import schema
 
 ImageLike = bytes | object  # encoded bytes (PNG, JPEG, ...) or a PIL image
@@ -48,7 +48,9 @@ def pixel_values(lm: LensModel, images: Sequence[ImageLike]) -> torch.Tensor:
 @torch.inference_mode()
 def classify_with_readouts(lm: LensModel, pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The read-out vector after every block (``[B, L, d]``) and the model's own logits (``[B, C]`` float32)."""
-    with record_readouts(lm) as slots:
+    if lm.readout is None:
+        raise ValueError(f"model {lm.name!r} is not an image classifier; its lens reads generated tokens")
+    with record_residuals(lm) as slots:
         logits = lm.model(pixel_values=pixels).logits.float()
     return torch.stack(slots, dim=1), logits  # type: ignore[arg-type]
 

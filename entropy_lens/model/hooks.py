@@ -1,7 +1,8 @@
 """Temporary model surgery through forward hooks, always undone on exit.
 
-* :func:`record_residuals` keeps every block's output at the last position (what the
-  lens decodes at each generation step);
+* :func:`record_residuals` keeps every block's output at the position the lens decodes: the
+  last one of a causal LM (at each generation step), an image classifier's read-out vector
+  (:func:`entropy_lens.model.vision.read_out`);
 * :func:`skip_blocks` makes chosen blocks pass their input through unchanged (layer
   skipping, with or without a KV cache);
 * :func:`capture_block_calls` keeps how chosen blocks were called, so that
@@ -26,22 +27,26 @@ from torch import nn
 
 from entropy_lens.core.checks import check_layers
 from entropy_lens.model.loading import LensModel
+from entropy_lens.model.vision import read_out
 
 logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
 def record_residuals(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
-    """Hook every block to keep its output at the last position (``[B, d]`` each).
+    """Hook every block to keep the vector the lens decodes from its output ``[B, S, d]`` (``[B, d]`` each):
+    the last position of a causal LM, the read-out vector of an image classifier (``lm.readout``).
 
     The hooks are removed when the context exits, also on error.
     """
     slots: list[torch.Tensor | None] = [None] * lm.n_layers
+    readout = lm.readout
 
     def make_hook(index: int):
         def hook(_module, _args, output):
             hidden = output[0] if isinstance(output, (tuple, list)) else output
-            slots[index] = hidden[:, -1, :].detach()
+            picked = hidden[:, -1, :] if readout is None else read_out(hidden, readout)
+            slots[index] = picked.detach()
 
         return hook
 

@@ -19,16 +19,10 @@ applies the norm and the head to that ``[B, d]`` vector at every block.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
-
-if TYPE_CHECKING:
-    from entropy_lens.model.loading import LensModel
 
 CLS, MEAN = "cls", "mean"
 READOUTS = (CLS, MEAN)
@@ -124,28 +118,3 @@ def read_out(hidden: torch.Tensor, readout: str) -> torch.Tensor:
     if readout == MEAN:
         return hidden[:, 1:, :].mean(dim=1)
     raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
-
-
-@contextlib.contextmanager
-def record_readouts(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
-    """Hook every block to keep its read-out vector (``[B, d]`` each, see :func:`read_out`).
-
-    The hooks are removed when the context exits, also on error.
-    """
-    if lm.readout is None:
-        raise ValueError(f"model {lm.name!r} is not an image classifier; its lens reads generated tokens")
-    slots: list[torch.Tensor | None] = [None] * lm.n_layers
-
-    def make_hook(index: int):
-        def hook(_module, _args, output):
-            hidden = output[0] if isinstance(output, (tuple, list)) else output
-            slots[index] = read_out(hidden, lm.readout).detach()
-
-        return hook
-
-    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(lm.blocks)]
-    try:
-        yield slots
-    finally:
-        for handle in handles:
-            handle.remove()
