@@ -15,7 +15,8 @@ from entropy_lens.answers import conditions, criticality, scoring, skipping
 from entropy_lens.answers.conditions import Condition
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.checks import check_layers
-from entropy_lens.model.generation import GenerationSettings, generate, left_pad
+from entropy_lens.model.batching import left_pad
+from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.model.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
 from entropy_lens.model.loading import find_lens_parts, wrap_model
 from entropy_lens.store import schema

@@ -28,7 +28,8 @@ from entropy_lens.answers.selection import shannon_only
 from entropy_lens.core.checks import check_layers, check_positive_int
 from entropy_lens.lens.choices import rendered_queries
 from entropy_lens.lens.logit_lens import LensSettings, extract_profiles, gather_logprobs, lens_logits
-from entropy_lens.model.generation import GenerationSettings, left_pad
+from entropy_lens.model.batching import batches, padded
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import capture_block_calls, run_blocks, skip_blocks
 from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import LETTERS
@@ -203,17 +204,12 @@ def condition_letter_logprobs(
     queries, _ = rendered_queries(lm, prompts, LETTERS, chat_template=chat_template)
     out = {c.name: np.empty((len(queries), len(LETTERS)), dtype=np.float32) for c in conditions}
     starts = sorted({c.layers[0] for c in conditions if c.layers})
-    order = np.argsort([len(q.input_ids) for q in queries], kind="stable")
-    bar = tqdm(total=len(order), desc=f"{lm.name} skip", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS)
-    for first in range(0, len(order), batch_size):
-        rows = order[first : first + batch_size]
+    bar = tqdm(total=len(queries), desc=f"{lm.name} skip", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS)
+    for rows in batches([len(q.input_ids) for q in queries], batch_size):
         batch = [queries[r] for r in rows]
-        input_ids, mask = left_pad([q.input_ids for q in batch], lm.tokenizer.pad_token_id, lm.device)
-        positions = (mask.cumsum(-1) - 1).clamp_min(0)
+        inputs = padded([q.input_ids for q in batch], lm.tokenizer.pad_token_id, lm.device)
         with capture_block_calls(lm, starts) as calls:
-            intact = lm.model(
-                input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=1
-            ).logits[:, -1, :]  # [B, V]
+            intact = lm.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1, :]  # [B, V]
         ids = [q.choice_ids for q in batch]
         for condition in conditions:
             if condition.layers:

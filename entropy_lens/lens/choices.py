@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from entropy_lens.lens.logit_lens import Readout, encode_prompts, gather_logprobs
-from entropy_lens.model.generation import left_pad
+from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.loading import LensModel
 
 RAW_SEPARATOR = " "
@@ -151,17 +151,12 @@ def choice_logprobs(
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     queries, _ = rendered_queries(lm, prompts, labels, chat_template=chat_template, separator=separator)
     out = np.empty((len(queries), len(labels)), dtype=np.float32)
-    order = np.argsort([len(q.input_ids) for q in queries], kind="stable")
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
+    for rows in batches([len(q.input_ids) for q in queries], batch_size):
         out[rows] = _score_batch(lm, [queries[r] for r in rows])
     return out
 
 
 def _score_batch(lm: LensModel, queries: list[ChoiceQuery]) -> np.ndarray:
-    input_ids, mask = left_pad([q.input_ids for q in queries], lm.tokenizer.pad_token_id, lm.device)
-    positions = (mask.cumsum(-1) - 1).clamp_min(0)
-    logits = lm.model(
-        input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=1
-    ).logits[:, -1, :]  # [B, V]
+    inputs = padded([q.input_ids for q in queries], lm.tokenizer.pad_token_id, lm.device)
+    logits = lm.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1, :]  # [B, V]
     return gather_logprobs(logits, [q.choice_ids for q in queries])

@@ -29,6 +29,7 @@ from tqdm import tqdm
 from entropy_lens.lens.choices import choice_logprobs, readout_of
 from entropy_lens.lens.logit_lens import LensSettings, encode_prompts, extract_profiles
 from entropy_lens.lens.vision import extract_image_profiles
+from entropy_lens.model.batching import shard_slice
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import IMAGE, PROMPT_ID, PROMPT_TEXT, SEED, label_columns
@@ -64,17 +65,17 @@ def shard_rows(lm: LensModel, table: pd.DataFrame, shard: Shard, *, chat_templat
             prompts than the table holds).
     """
     if lm.readout is not None:  # an image classifier: every image costs the same
-        order = np.arange(len(table))
+        lengths = [1] * len(table)
     else:
         encoded, _ = encode_prompts(lm, table[PROMPT_TEXT].tolist(), chat_template=chat_template)
-        order = np.argsort([len(ids) for ids in encoded], kind="stable")
-    rows = order[shard.index * shard.size : (shard.index + 1) * shard.size]
+        lengths = [len(ids) for ids in encoded]
+    rows = shard_slice(lengths, shard.index, shard.size)
     if rows.size == 0:
         raise ValueError(
             f"shard {shard.index} of {shard.size} prompts starts past the table's {len(table)} prompts; "
             "the config counts more prompts than the table holds"
         )
-    return np.sort(rows)
+    return rows
 
 
 def extract_table(

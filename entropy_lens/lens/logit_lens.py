@@ -23,6 +23,7 @@ import torch
 import xarray as xr
 
 from entropy_lens.lens import metrics
+from entropy_lens.model.batching import batches
 from entropy_lens.model.generation import GenerationSettings, generate, row_seed
 from entropy_lens.model.loading import LensModel
 from entropy_lens.model.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
@@ -405,9 +406,7 @@ def extract_profiles(
         len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers), n_choices
     )
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
-    order = np.argsort([len(e) for e in encoded], kind="stable")
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
+    for rows in batches([len(e) for e in encoded], batch_size):
         batch = [encoded[r] for r in rows]
         choice_ids = None if readout is None else np.asarray(readout.token_ids)[rows]
         _run_batch(lm, batch, rows, [seeds[r] for r in rows], settings, lens, buf, routers, choice_ids)

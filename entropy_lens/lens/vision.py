@@ -20,8 +20,8 @@ import torch
 import xarray as xr
 
 from entropy_lens.lens.logit_lens import LensSettings, ProfileBuffers, build_dataset, decode_residuals
-from entropy_lens.model.loading import LensModel
 from entropy_lens.model.hooks import record_residuals
+from entropy_lens.model.loading import LensModel
 from entropy_lens.store import schema
 
 ImageLike = bytes | object  # encoded bytes (PNG, JPEG, ...) or a PIL image

@@ -3,8 +3,8 @@
 At step ``t`` the callback receives the residual stream after every block at the
 position that predicts generated token ``t`` (shape ``[B, L, d]``), the model's own
 next-token logits there (``[B, V]``) and which rows are still generating.  Prompts
-are token ids, left padded with an attention mask; positions follow the mask, so a
-padded row computes what it would alone.
+are token ids, left padded with an attention mask (:mod:`entropy_lens.model.batching`);
+positions follow the mask, so a padded row computes what it would alone.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from entropy_lens.model.batching import left_pad, positions
 from entropy_lens.model.hooks import record_residuals
 from entropy_lens.model.loading import LensModel
 
@@ -62,17 +63,6 @@ def stop_token_ids(lm: LensModel) -> list[int]:
     return sorted(ids)
 
 
-def left_pad(batch: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(input_ids, attention_mask)``, both ``[B, S]`` int64, padded on the left."""
-    width = max(len(ids) for ids in batch)
-    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for row, ids in enumerate(batch):
-        input_ids[row, width - len(ids) :] = torch.as_tensor(ids, dtype=torch.long)
-        mask[row, width - len(ids) :] = 1
-    return input_ids.to(device), mask.to(device)
-
-
 def row_seed(seed: int, row: int) -> int:
     """The sampling seed of prompt ``row`` of a call made with base ``seed``."""
     return seed * 1_000_003 + row
@@ -112,7 +102,7 @@ def generate(
     """
     device = lm.device
     input_ids, mask = left_pad(batch, lm.tokenizer.pad_token_id, device)
-    positions = (mask.cumsum(-1) - 1).clamp_min(0)
+    position_ids = positions(mask)
     stops = torch.as_tensor(stop_token_ids(lm), dtype=torch.long, device=device)
     seeds = row_seeds if row_seeds is not None else [row_seed(settings.seed, i) for i in range(len(batch))]
     gens = _generators(seeds, device)
@@ -120,7 +110,7 @@ def generate(
     alive = torch.ones(len(batch), dtype=torch.bool, device=device)
     with record_residuals(lm) as slots:
         out = lm.model(
-            input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+            input_ids=input_ids, attention_mask=mask, position_ids=position_ids, use_cache=True, logits_to_keep=1
         )
         for step in range(settings.max_new_tokens):
             logits = out.logits[:, -1, :].float()  # [B, V]
@@ -131,11 +121,11 @@ def generate(
             if step + 1 == settings.max_new_tokens or not bool(alive.any()):
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
-            positions = positions[:, -1:] + 1
+            position_ids = position_ids[:, -1:] + 1
             out = lm.model(
                 input_ids=chosen[:, None],
                 attention_mask=mask,
-                position_ids=positions,
+                position_ids=position_ids,
                 cache=out.cache,
                 use_cache=True,
             )
