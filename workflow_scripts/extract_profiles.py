@@ -1,4 +1,4 @@
-"""Rules extract_profiles and extract_shard: profile one model on one prompt set (or one shard of it) into a store."""
+"""Rule extract_profiles: profile one model on one prompt set (or one shard of it) into a store."""
 
 from entropy_lens.lens.extract import Shard, extract_table
 from entropy_lens.lens.logit_lens import LensSettings

@@ -127,7 +127,7 @@ def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Data
 def damaged_store_message(store: str | os.PathLike, err: Exception, *, combined: bool = False) -> str:
     """What to say about a store Zarr cannot read: which one, why, and how to rebuild it."""
     rule = "combine_profiles" if combined else "extract_profiles"
-    sharded = "" if combined else " (`extract_shard` in a sharded run)"
+    sharded = "" if combined else " (one job per shard in a sharded run)"
     return (
         f"profile store {store} is damaged ({type(err).__name__}: {err}); rebuild it: `snakemake --force {store}` "
         f"reruns the job that wrote it, `snakemake --forcerun {rule}`{sharded} every such job"
