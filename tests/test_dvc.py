@@ -61,7 +61,7 @@ S3_BUCKET = "team-artifacts"
 S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 # Without this botocore retries a refused connection for about 10 s before DVC reports it.
 NO_RETRY_ENV = {"AWS_MAX_ATTEMPTS": "1"}
-STEP_TIMEOUT = 180
+STEP_TIMEOUT = 480  # beside another test worker on 2 cores
 SERVER_START_SECONDS = 30
 # What a checkout of this repository must ignore: each artifact folder by name, never a wildcard such
 # as `/results/*`. DVC prunes every folder for which git reports a pattern match (scmrepo reports one

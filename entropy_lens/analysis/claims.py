@@ -18,6 +18,11 @@ name or hub id.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from importlib import resources
+
+import yaml
+
 from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
 
 FINDING = "finding"
@@ -25,81 +30,279 @@ PRECONDITION = "precondition"
 EXTENSION = "extension"
 ROLES = (FINDING, PRECONDITION, EXTENSION)
 
-# Claims, as rows name them.
-TASK = "task separability (intact prompts)"
-SCRAMBLED = "task separability (scrambled control)"
-FORMAT = "format separability"
-MMLU_CORRECT = "MMLU correctness separability"
-FAMILY = "family separability (blank prompts)"
-MODEL_IDENTITY = "model identity (blank prompts; one model per family)"
-FAMILY_HELDOUT = "family held out across size: an unseen model's blank profiles fall in its own family"
-IMAGE_CLASS = "image class separability (image classifiers)"
-RENYI = "Rényi entropy leaves the separability conclusions intact"
-SPEARMAN = "Spearman ΔH vs Δ nucleus size"
-OVERLAP = "adjacent layers share most of their top-p sets"
-ACCURACY = "MMLU accuracy above chance and the majority letter"
-SKIP_VS_RANDOM = "skipping the expansion block(s) vs random blocks"
-PRUNING_VS_RANDOM = "skipping the pruning block(s) vs random blocks"
-SKIP_VS_PRUNING = "skipping the expansion block(s) vs the pruning block(s)"
-SKIP_COLLAPSE = "skipping the single largest-expansion block collapses MMLU to chance"
-SKIP_RANK = "the cost of skipping a block follows its entropy change (rank over blocks)"
-CLUSTERING = "family, not size, clusters blank-prompt profiles"
-SIZE_RESOLUTION = "size as resolution: normalized depth aligns a family's sizes better than absolute layer"
-SHAPE_GPT = "GPT profiles start high and sharpen"
-SHAPE_LLAMA = "Llama profiles start low, plateau, then refine"
 
-# The order a reader meets them in.
-CLAIM_ORDER = (
-    TASK,
-    SCRAMBLED,
-    FORMAT,
-    FAMILY,
-    FAMILY_HELDOUT,
-    MODEL_IDENTITY,
-    IMAGE_CLASS,
-    SPEARMAN,
-    OVERLAP,
-    MMLU_CORRECT,
-    SKIP_COLLAPSE,
-    SKIP_VS_RANDOM,
-    SKIP_VS_PRUNING,
-    PRUNING_VS_RANDOM,
-    SKIP_RANK,
-    RENYI,
-    CLUSTERING,
-    SIZE_RESOLUTION,
-    SHAPE_GPT,
-    SHAPE_LLAMA,
-    ACCURACY,
+@dataclass(frozen=True)
+class Claim:
+    """One claim as this project tests it: what the study says, what is measured, how it is judged.
+
+    Attributes:
+        id: Short stable key (``task``, ``skip_collapse``).
+        name: The ``claim`` column of its rows.
+        sentence: The study's words (or, for a precondition or extension, what the rows check).
+        role: :data:`FINDING`, :data:`PRECONDITION` or :data:`EXTENSION`; layer-skip and shape rows
+            of a model outside the study's scope are extensions whatever this says
+            (:func:`skip_scope`, :func:`shape_scope`).
+        unit: What the interval resamples (stories, questions, ...): the unit of the verdict's n.
+        dataset: The prompt set it reads.
+        rule: The verdict rule, ``module.function`` under ``entropy_lens.analysis``
+            (``docs/verdicts.md`` states each).
+        figure: Key of the study's published figure under ``figures`` in ``data/study.yaml``, or of
+            its sentence under ``sentences`` where it gives no number; ``""`` for none.
+        knn_target: The kNN target (:data:`entropy_lens.analysis.knn.STUDY_TARGETS`) whose rows test
+            it; ``""`` for claims of other analyses.
+    """
+
+    id: str
+    name: str
+    sentence: str
+    role: str
+    unit: str
+    dataset: str
+    rule: str
+    figure: str = ""
+    knn_target: str = ""
+
+
+# The registry, in the order a reader meets the claims. A claim is one record here, its analysis, and
+# its row builder in entropy_lens.analysis.claim_rows (docs/architecture.md, "Adding a claim").
+CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        id="task",
+        name="task separability (intact prompts)",
+        sentence="entropy profiles separate the task (continue, count words, extract gist)",
+        role=FINDING,
+        unit="stories",
+        dataset="tasks",
+        rule="verdicts.separability",
+        figure="task_auc",
+        knn_target="task",
+    ),
+    Claim(
+        id="scrambled",
+        name="task separability (scrambled control)",
+        sentence="the task is still told apart when the story's words are scrambled (control)",
+        role=FINDING,
+        unit="stories",
+        dataset="tasks",
+        rule="verdicts.separability",
+        figure="task_auc",
+        knn_target="task_scrambled",
+    ),
+    Claim(
+        id="format",
+        name="format separability",
+        sentence="entropy profiles separate the output format (poem, scientific blurb, chat log)",
+        role=FINDING,
+        unit="topics",
+        dataset="formats",
+        rule="verdicts.separability",
+        figure="format_auc",
+        knn_target="format",
+    ),
+    Claim(
+        id="family",
+        name="family separability (blank prompts)",
+        sentence="blank-prompt profiles tell model families apart",
+        role=FINDING,
+        unit="blank samples",
+        dataset="blank",
+        rule="verdicts.separability",
+        figure="family",
+        knn_target="family",
+    ),
+    Claim(
+        id="family_heldout",
+        name="family held out across size: an unseen model's blank profiles fall in its own family",
+        sentence="profiles cluster by family, not size: a model left out falls in its family",
+        role=FINDING,
+        unit="blank samples",
+        dataset="blank",
+        rule="verdicts.held_out_family",
+        figure="family",
+    ),
+    Claim(
+        id="model_identity",
+        name="model identity (blank prompts; one model per family)",
+        sentence="with one model per family, family separability is model identity",
+        role=EXTENSION,
+        unit="blank samples",
+        dataset="blank",
+        rule="verdicts.separability",
+    ),
+    Claim(
+        id="image_class",
+        name="image class separability (image classifiers)",
+        sentence="beyond the study: image classes from image classifiers' profiles",
+        role=EXTENSION,
+        unit="images",
+        dataset="images",
+        rule="verdicts.separability",
+        figure="",
+        knn_target="image_class",
+    ),
+    Claim(
+        id="spearman",
+        name="Spearman ΔH vs Δ nucleus size",
+        sentence="rising entropy is the candidate set expanding, falling entropy pruning",
+        role=FINDING,
+        unit="prompts",
+        dataset="tasks",
+        rule="verdicts.above_threshold",
+        figure="spearman",
+    ),
+    Claim(
+        id="overlap",
+        name="adjacent layers share most of their top-p sets",
+        sentence="adjacent layers share most of their top-p sets",
+        role=FINDING,
+        unit="prompts",
+        dataset="tasks",
+        rule="verdicts.above_threshold",
+        figure="overlap",
+    ),
+    Claim(
+        id="mmlu_correct",
+        name="MMLU correctness separability",
+        sentence="entropy profiles separate right from wrong MMLU answers",
+        role=FINDING,
+        unit="questions",
+        dataset="mmlu",
+        rule="verdicts.separability",
+        figure="mmlu_auc",
+        knn_target="mmlu_correct",
+    ),
+    Claim(
+        id="skip_collapse",
+        name="skipping the single largest-expansion block collapses MMLU to chance",
+        sentence="on Llama, skipping the single largest-expansion layer collapses MMLU to chance",
+        role=FINDING,
+        unit="questions",
+        dataset="layer_skip_eval",
+        rule="outcomes.collapse",
+        figure="skip_llama",
+    ),
+    Claim(
+        id="skip_vs_random",
+        name="skipping the expansion block(s) vs random blocks",
+        sentence="expansion layers are more critical than random layers (Llama)",
+        role=FINDING,
+        unit="questions (and random sets)",
+        dataset="layer_skip_eval",
+        rule="outcomes.skip_outcome",
+        figure="skip_llama",
+    ),
+    Claim(
+        id="skip_vs_pruning",
+        name="skipping the expansion block(s) vs the pruning block(s)",
+        sentence="Llama: expansion layers matter more; Gemma-2-2B-it: pruning layers matter more",
+        role=FINDING,
+        unit="questions",
+        dataset="layer_skip_eval",
+        rule="outcomes.skip_outcome",
+        figure="skip_llama",
+    ),
+    Claim(
+        id="pruning_vs_random",
+        name="skipping the pruning block(s) vs random blocks",
+        sentence="pruning layers against random layers (no claim of the study's own)",
+        role=FINDING,
+        unit="questions (and random sets)",
+        dataset="layer_skip_eval",
+        rule="outcomes.skip_outcome",
+    ),
+    Claim(
+        id="skip_rank",
+        name="the cost of skipping a block follows its entropy change (rank over blocks)",
+        sentence="the layers of largest entropy change are the critical ones",
+        role=FINDING,
+        unit="questions, blocks",
+        dataset="layer_skip_eval",
+        rule="outcomes.rank_outcome",
+        figure="skip_llama",
+    ),
+    Claim(
+        id="renyi",
+        name="Rényi entropy leaves the separability conclusions intact",
+        sentence="Rényi entropy (α = 0.5, 1, 5) leaves the conclusions intact",
+        role=FINDING,
+        unit="sources of each split",
+        dataset="",
+        rule="verdicts.renyi_equivalence",
+        figure="renyi",
+    ),
+    Claim(
+        id="clustering",
+        name="family, not size, clusters blank-prompt profiles",
+        sentence="blank-prompt profiles cluster by model family, not size",
+        role=FINDING,
+        unit="blank samples",
+        dataset="blank",
+        rule="verdicts.family_not_size",
+        figure="family",
+    ),
+    Claim(
+        id="size_resolution",
+        name="size as resolution: normalized depth aligns a family's sizes better than absolute layer",
+        sentence="after depth normalization a smaller model looks like a coarser sampling of the same schedule",
+        role=FINDING,
+        unit="blank samples",
+        dataset="blank",
+        rule="verdicts.size_resolution",
+        figure="resolution",
+    ),
+    Claim(
+        id="shape_gpt",
+        name="GPT profiles start high and sharpen",
+        sentence="GPT profiles start high and sharpen",
+        role=FINDING,
+        unit="prompts",
+        dataset="",
+        rule="verdicts.family_shape",
+        figure="shape",
+    ),
+    Claim(
+        id="shape_llama",
+        name="Llama profiles start low, plateau, then refine",
+        sentence="Llama profiles start low, plateau, then refine",
+        role=FINDING,
+        unit="prompts",
+        dataset="",
+        rule="verdicts.family_shape",
+        figure="shape",
+    ),
+    Claim(
+        id="accuracy",
+        name="MMLU accuracy above chance and the majority letter",
+        sentence="precondition: a model must know MMLU before its right and wrong answers can be compared",
+        role=PRECONDITION,
+        unit="questions",
+        dataset="mmlu",
+        rule="verdicts.accuracy",
+        figure="mmlu_accuracy",
+    ),
 )
-SKIP_CLAIMS = (SKIP_COLLAPSE, SKIP_VS_RANDOM, SKIP_VS_PRUNING, PRUNING_VS_RANDOM, SKIP_RANK)
-# kNN target (:data:`entropy_lens.analysis.knn.STUDY_TARGETS`) -> its claim and independent sources.
-KNN_CLAIMS = {
-    "task": TASK,
-    "task_scrambled": SCRAMBLED,
-    "format": FORMAT,
-    "mmlu_correct": MMLU_CORRECT,
-    "family": FAMILY,
-    "image_class": IMAGE_CLASS,
-}
-KNN_UNITS = {
-    "task": "stories",
-    "task_scrambled": "stories",
-    "format": "topics",
-    "mmlu_correct": "questions",
-    "family": "blank samples",
-    "image_class": "images",
-}
-KNN_DATASETS = {
-    "task": "tasks",
-    "task_scrambled": "tasks",
-    "format": "formats",
-    "mmlu_correct": "mmlu",
-    "family": "blank",
-    "image_class": "images",
-}
+BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
+BY_NAME: dict[str, Claim] = {c.name: c for c in CLAIMS}
+
+# Claims, as rows name them.
+TASK, SCRAMBLED, FORMAT = (BY_ID[i].name for i in ("task", "scrambled", "format"))
+FAMILY, FAMILY_HELDOUT, MODEL_IDENTITY = (BY_ID[i].name for i in ("family", "family_heldout", "model_identity"))
+IMAGE_CLASS, SPEARMAN, OVERLAP = (BY_ID[i].name for i in ("image_class", "spearman", "overlap"))
+MMLU_CORRECT, RENYI, ACCURACY = (BY_ID[i].name for i in ("mmlu_correct", "renyi", "accuracy"))
+SKIP_COLLAPSE, SKIP_VS_RANDOM, SKIP_VS_PRUNING, PRUNING_VS_RANDOM, SKIP_RANK = (
+    BY_ID[i].name for i in ("skip_collapse", "skip_vs_random", "skip_vs_pruning", "pruning_vs_random", "skip_rank")
+)
+CLUSTERING, SIZE_RESOLUTION = BY_ID["clustering"].name, BY_ID["size_resolution"].name
+SHAPE_GPT, SHAPE_LLAMA = BY_ID["shape_gpt"].name, BY_ID["shape_llama"].name
+
+CLAIM_ORDER = tuple(c.name for c in CLAIMS)
+SKIP_CLAIMS = tuple(c.name for c in CLAIMS if c.dataset == "layer_skip_eval")
+# kNN target -> its claim, the unit its intervals resample and its prompt set.
+KNN_CLAIMS = {c.knn_target: c.name for c in CLAIMS if c.knn_target}
+KNN_UNITS = {c.knn_target: c.unit for c in CLAIMS if c.knn_target}
+KNN_DATASETS = {c.knn_target: c.dataset for c in CLAIMS if c.knn_target}
 # Targets beyond the study's claims (extensions).
-EXTENSION_TARGETS = ("image_class",)
+EXTENSION_TARGETS = tuple(c.knn_target for c in CLAIMS if c.knn_target and c.role == EXTENSION)
 # Comparisons of the skip experiment (first, second) -> the claim their row names.
 SKIP_COMPARISON_CLAIMS = {
     (EXPANSION, RANDOM): SKIP_VS_RANDOM,
@@ -107,37 +310,24 @@ SKIP_COMPARISON_CLAIMS = {
     (EXPANSION, PRUNING): SKIP_VS_PRUNING,
 }
 
-# ----------------------------------------------------------------------- the study's figures
+# ----------------------------------------------------------------------- the study's figures (data/study.yaml)
 
+STUDY = yaml.safe_load(resources.files("entropy_lens").joinpath("data/study.yaml").read_text(encoding="utf-8"))
 NO_FIGURE = "—"
-# Task AUC (percent): kNN on Shannon profiles of the tasks set.
-STUDY_TASK_AUC: dict[str, float] = {
-    "Gemma-2-2B": 97.66,
-    "Gemma-2-9B": 98.38,
-    "Llama-3.2-1B": 94.94,
-    "Llama-3.2-3B": 94.77,
-    "Llama-3-8B": 96.10,
-    "Phi-3-mini": 97.07,
+STUDY_TASK_AUC: dict[str, float] = STUDY["figures"]["task_auc"]
+STUDY_FORMAT_AUC: dict[str, tuple[float, float]] = {m: tuple(v) for m, v in STUDY["figures"]["format_auc"].items()}
+STUDY_MMLU_ACCURACY: dict[str, tuple[float, float]] = {
+    f: tuple(v) for f, v in STUDY["figures"]["mmlu_accuracy"].items()
 }
-# Format AUC (mean, std; percent) with Shannon entropy, measured on the instruct (-it) variants.
-STUDY_FORMAT_AUC: dict[str, tuple[float, float]] = {"Gemma-2-2B": (98.7, 1.1), "Llama-3.2-1B": (97.8, 2.4)}
-# MMLU (low, high) ranges over the study's models and prompt styles, per family (percent).
-STUDY_MMLU_ACCURACY: dict[str, tuple[float, float]] = {"llama": (50.89, 60.62), "gemma": (55.0, 56.0)}
-STUDY_MMLU_AUC: dict[str, tuple[float, float]] = {"llama": (67.23, 73.61), "gemma": (68.36, 72.78)}
-STUDY_FAMILY_CLAIM = "profiles cluster by family, not by size (dendrogram, no score)"
-STUDY_RESOLUTION_CLAIM = "qualitative (after depth normalization a smaller model looks like a coarser sampling)"
-STUDY_OVERLAP_CLAIM = "adjacent layers share most of their top-p sets (qualitative)"
-STUDY_SHAPE_CLAIM = "qualitative (mean profiles by family)"
-STUDY_RENYI_CLAIM = "conclusions unchanged for α = 0.5, 1, 5"
+STUDY_MMLU_AUC: dict[str, tuple[float, float]] = {f: tuple(v) for f, v in STUDY["figures"]["mmlu_auc"].items()}
+STUDY_SPEARMAN: dict[str, float] = STUDY["figures"]["spearman"]
+STUDY_FAMILY_CLAIM = STUDY["sentences"]["family"]
+STUDY_RESOLUTION_CLAIM = STUDY["sentences"]["resolution"]
+STUDY_OVERLAP_CLAIM = STUDY["sentences"]["overlap"]
+STUDY_SHAPE_CLAIM = STUDY["sentences"]["shape"]
+STUDY_RENYI_CLAIM = STUDY["sentences"]["renyi"]
 # Lower-case name prefixes (after any ``org/``) that identify a study model.
-STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {
-    "Gemma-2-2B": ("gemma-2-2b",),
-    "Gemma-2-9B": ("gemma-2-9b",),
-    "Llama-3.2-1B": ("llama-3.2-1b",),
-    "Llama-3.2-3B": ("llama-3.2-3b",),
-    "Llama-3-8B": ("llama-3-8b", "meta-llama-3-8b"),
-    "Phi-3-mini": ("phi-3-mini", "phi-3"),
-}
+STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {m: tuple(p) for m, p in STUDY["models"].items()}
 
 # ----------------------------------------------------------------------- layer-skip scopes
 
@@ -145,8 +335,8 @@ LLAMA_SCOPE = "llama"
 GEMMA2_SCOPE = "Gemma-2-2B"
 # What the study says about layer skipping, for the scopes it names; quoted no further.
 STUDY_SKIP_SENTENCE = {
-    LLAMA_SCOPE: "Llama: skipping the single largest-expansion layer collapses MMLU to chance",
-    GEMMA2_SCOPE: "Gemma-2-2B-it: pruning layers matter more",
+    LLAMA_SCOPE: STUDY["sentences"]["skip_llama"],
+    GEMMA2_SCOPE: STUDY["sentences"]["skip_gemma2"],
 }
 NO_SKIP_CLAIM = "no claim for this model (the study: Llama, expansion layers critical; Gemma-2-2B-it, pruning layers)"
 # Scope -> claim -> the outcome the study's sentence implies; claims not listed are extensions there.
@@ -167,6 +357,17 @@ SKIP_EXPECTED: dict[str, dict[str, str]] = {
 SHAPE_FAMILIES: dict[str, tuple[str, ...]] = {"gpt": ("gpt", "gpt2"), "llama": ("llama",)}
 SHAPE_ARCHITECTURES: dict[str, tuple[str, ...]] = {"gpt": ("gpt2",), "llama": ("llama",)}
 SHAPE_ROWS = {"gpt": SHAPE_GPT, "llama": SHAPE_LLAMA}
+
+
+def claim(name: str) -> Claim:
+    """The registered claim a row names.
+
+    Raises:
+        ValueError: naming the unknown claim and the registered ones.
+    """
+    if name not in BY_NAME:
+        raise ValueError(f"unknown claim {name!r}; registered: {list(BY_NAME)}")
+    return BY_NAME[name]
 
 
 def study_model_for(model: str) -> str | None:

@@ -42,13 +42,6 @@ from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
 
-# The study's Spearman correlations of Delta H against the nucleus-size change.
-STUDY_SPEARMAN: dict[str, float] = {
-    "Llama-3.2-1B": 0.8250,
-    "Llama-3.2-3B": 0.7365,
-    "Gemma-2-2B": 0.8804,
-    "Gemma-2-9B": 0.8540,
-}
 DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 DEFAULT_MAX_POINTS = 20_000
 DEFAULT_SEED = 0

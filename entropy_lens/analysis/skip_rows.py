@@ -7,8 +7,7 @@ finding's verdict only where the study names a direction for the model
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -17,16 +16,11 @@ from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.render import LOGPROB, POINTS, RHO
+from entropy_lens.analysis.rows import interval, row
 from entropy_lens.answers.conditions import EXPANSION, RANDOM, VARIANT_TEXT
 from entropy_lens.answers.criticality import ACCURACY
 
 COLLAPSE = "collapse"
-# (claim, model, unit, verdict or outcome, role, columns) -> one table row.
-RowMaker = Callable[..., dict[str, Any]]
-
-
-def _interval(rec: Mapping[str, Any], mean: str, low: str, high: str) -> V.Interval:
-    return V.Interval(*(float(rec[c]) if pd.notna(rec[c]) else math.nan for c in (mean, low, high)))
 
 
 def _scope(model: str, scopes: Mapping[str, str | None]) -> str | None:
@@ -41,16 +35,16 @@ def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[V.Verdict
     return O.against_study(outcome, expected), C.FINDING, C.STUDY_SKIP_SENTENCE[scope]
 
 
-def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None], row: RowMaker) -> list[dict]:
+def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None]) -> list[dict]:
     """A row per comparison (model, measure, statistic, variant, k), and the collapse row of each
     expansion block at ``k = 1`` (accuracy statistic)."""
     out = []
     for rec in comparisons.to_dict("records"):
         model, k, accuracy = str(rec["model"]), int(rec["k"]), rec["statistic"] == ACCURACY
-        intact = _interval(rec, "intact", "intact_low", "intact_high")
+        intact = interval(rec, "intact", "intact_low", "intact_high")
         n_sets = int(rec["n_sets"]) if rec["second"] == RANDOM and k >= 2 else None
         outcome = O.skip_outcome(
-            _interval(rec, "difference", "ci_low", "ci_high"),
+            interval(rec, "difference", "ci_low", "ci_high"),
             first=str(rec["first"]),
             second=str(rec["second"]),
             margin=O.SKIP_MARGIN if accuracy else O.LOGPROB_MARGIN,
@@ -73,7 +67,7 @@ def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None],
                 role=role,
                 split=split,
                 measure=str(rec["measure"]),
-                ours=_interval(rec, "difference", "ci_low", "ci_high"),
+                ours=interval(rec, "difference", "ci_low", "ci_high"),
                 baseline=intact,
                 study=study,
                 n=int(rec["n"]),
@@ -82,13 +76,13 @@ def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None],
             )
         )
         if accuracy and k == 1 and rec["first"] == EXPANSION and rec["second"] == RANDOM:
-            out.append(_collapse_row(rec, split, intact, scopes, row))
+            out.append(_collapse_row(rec, split, intact, scopes))
     return out
 
 
-def _collapse_row(rec: Mapping[str, Any], split: str, intact: V.Interval, scopes, row: RowMaker) -> dict:
+def _collapse_row(rec: Mapping[str, Any], split: str, intact: V.Interval, scopes) -> dict:
     model = str(rec["model"])
-    skipped = _interval(rec, "skipped", "skipped_low", "skipped_high")
+    skipped = interval(rec, "skipped", "skipped_low", "skipped_high")
     verdict = O.collapse(skipped, intact=intact, chance=float(rec["chance"]), n=int(rec["n"]))
     scope = _scope(model, scopes)
     finding = C.SKIP_EXPECTED.get(scope or "", {}).get(C.SKIP_COLLAPSE) is not None
@@ -109,12 +103,12 @@ def _collapse_row(rec: Mapping[str, Any], split: str, intact: V.Interval, scopes
     )
 
 
-def rank_rows(spearman: pd.DataFrame, scopes: Mapping[str, str | None], row: RowMaker) -> list[dict]:
+def rank_rows(spearman: pd.DataFrame, scopes: Mapping[str, str | None]) -> list[dict]:
     """A row per model, measure and variant: the Spearman of Delta H with the cost of skipping each block."""
     out = []
     for rec in spearman.to_dict("records"):
         model = str(rec["model"])
-        rho = _interval(rec, "rho", "ci_low", "ci_high")
+        rho = interval(rec, "rho", "ci_low", "ci_high")
         outcome = O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
         verdict, role, study = _judge(C.SKIP_RANK, outcome, _scope(model, scopes))
         out.append(

@@ -1,0 +1,102 @@
+"""Paper-table rows of claims the configuration did not measure, each saying why (nothing is dropped
+silently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from entropy_lens.analysis import claims as C
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.knn import POOLED_MODEL
+from entropy_lens.analysis.render import (
+    AUC,
+    NATS,
+    POINTS,
+    SHARE,
+)
+from entropy_lens.analysis.rows import Expected, family_shortfall, pair_shortfall, row
+from entropy_lens.analysis.separability_rows import knn_claim
+
+
+def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str, Any]]:
+    """A row for every claim and model the configuration did not measure, saying why."""
+    seen = {(r["claim"], r["model"]) for r in rows}
+    models = list(dict.fromkeys(m for ms in expected.datasets.values() for m in ms))
+    out = []
+    for target in C.KNN_CLAIMS:
+        claim, role = knn_claim(target, expected)
+        dataset = C.KNN_DATASETS[target]
+        profiled = list(expected.datasets.get(dataset, ()))
+        wanted = [POOLED_MODEL] if target == "family" else profiled if target in C.EXTENSION_TARGETS else models
+        out += [
+            row(claim, m, AUC, V.not_run(_why_absent(dataset, m, profiled, target)), role=role)
+            for m in wanted
+            if (claim, m) not in seen
+        ]
+    return (
+        out
+        + _absent_skip_rows(seen, models, expected)
+        + _absent_pair_rows(seen, expected)
+        + _absent_shape_rows(seen, models, expected)
+    )
+
+
+def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expected: Expected) -> list[dict]:
+    """A "not run" row per model without layer-skip rows: a finding where the study names its scope."""
+    out = []
+    scopes = expected.skip_scopes()
+    for model in models:
+        if any((claim, model) in seen for claim in C.SKIP_CLAIMS):
+            continue
+        if not expected.layer_skip:
+            reason = "the layer-skip experiment is off"
+        else:
+            reason = "not in layer_skip.models" if model not in expected.layer_skip else "no result"
+        scope = scopes.get(model)
+        claims = list(C.SKIP_EXPECTED.get(scope or "", {})) or [C.SKIP_VS_RANDOM]
+        role = C.FINDING if scope else C.EXTENSION
+        study = C.STUDY_SKIP_SENTENCE[scope] if scope else C.NO_SKIP_CLAIM
+        out += [row(claim, model, POINTS, V.not_run(reason), role=role, study=study) for claim in claims]
+    return out
+
+
+def _absent_pair_rows(seen: set[tuple[str, str]], expected: Expected) -> list[dict]:
+    """A "not run" row for each same-family pair claim with no row (no family analysis ran)."""
+    blank = list(expected.datasets.get("blank", ()))
+    why = family_shortfall(expected) or "no result"
+    rows = [
+        row(claim, ", ".join(blank) or "all", NATS, V.not_run(why))
+        for claim in (C.CLUSTERING, C.SIZE_RESOLUTION)
+        if not any(c == claim for c, _ in seen)
+    ]
+    if not any(c == C.FAMILY_HELDOUT for c, _ in seen):
+        reason = family_shortfall(expected) or pair_shortfall(blank, expected.families)
+        rows.append(row(C.FAMILY_HELDOUT, ", ".join(blank) or "all", SHARE, V.not_run(reason)))
+    return rows
+
+
+def _absent_shape_rows(seen: set[tuple[str, str]], profiled: Sequence[str], expected: Expected) -> list[dict]:
+    """A "not run" row for each shape claim without a model of its family, or a family model without a result."""
+    out = []
+    for key, claim in C.SHAPE_ROWS.items():
+        members = [m for m, family in expected.families.items() if C.shape_scope(str(family)) == (key, C.FINDING)]
+        if not members:
+            names = " or ".join(C.SHAPE_FAMILIES[key])
+            out.append(row(claim, "none", NATS, V.not_run(f"no model of family {names} in this configuration")))
+        for model in members:
+            if (claim, model) not in seen:
+                reason = "no result" if model in profiled else f"{model} is profiled on no dataset"
+                out.append(row(claim, model, NATS, V.not_run(reason)))
+    return out
+
+
+def _why_absent(dataset: str, model: str, profiled: Sequence[str], target: str) -> str:
+    if not profiled:
+        return f"dataset {dataset!r} is disabled"
+    if target == "family":
+        return f"needs >= 2 models on {dataset!r}, got {len(profiled)}"
+    if model not in profiled:
+        return f"{model} is not profiled on {dataset!r} (datasets.{dataset}.models)"
+    return "no result"

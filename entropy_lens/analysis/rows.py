@@ -1,0 +1,142 @@
+"""One row of the paper table: its columns, the one builder every claim's rows go through, and what
+the configuration asked to measure (:class:`Expected`), so that every absence is explained.
+
+Missing numbers are NaN, missing text ``""``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from entropy_lens.analysis import claims as C
+from entropy_lens.analysis import outcomes as O
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.render import NOT_RUN
+
+COLUMNS = (
+    "claim",
+    "role",
+    "model",
+    "split",
+    "measure",
+    "unit",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "baseline",
+    "baseline_low",
+    "baseline_high",
+    "study_protocol",
+    "study_protocol_low",
+    "study_protocol_high",
+    "study",
+    "verdict",
+    "why",
+    "n",
+    "n_sources",
+    "note",
+)
+NUMBER_COLUMNS = {c for c in COLUMNS if c.startswith(("estimate", "ci_", "baseline", "study_protocol"))} | {
+    "n",
+    "n_sources",
+}
+CONTAINMENT_STATISTIC = "containment"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the configuration asked to measure, so that every absence is explained.
+
+    Attributes:
+        datasets: Dataset -> the models profiled on it (a dataset left out is disabled).
+        layer_skip: Models in the layer-skip experiment (empty: the experiment is off).
+        k_study: The study's kNN ``k``; a row that had to use fewer is inconclusive.
+        families: Model -> family.
+        sources: Model -> its configured source (a hub id names a study model).
+        architectures: Model -> its ``config.json`` ``model_type`` (for architecture extensions).
+    """
+
+    datasets: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    layer_skip: Sequence[str] = ()
+    k_study: int = 29
+    families: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    architectures: Mapping[str, str] = field(default_factory=dict)
+
+    def skip_scopes(self) -> dict[str, str | None]:
+        """Model -> the layer-skip scope the study names for it (or ``None``)."""
+        return {m: C.skip_scope(m, f, self.sources.get(m, "")) for m, f in self.families.items()}
+
+    def one_model_per_family(self, dataset: str = "blank") -> bool:
+        """Whether ``dataset`` has two or more models, each the only one of its family (families then equal models)."""
+        counts = pd.Series([self.families.get(m, m) for m in self.datasets.get(dataset, ())]).value_counts()
+        return counts.size >= 2 and counts.max() < 2
+
+
+def span(values: Sequence[float], spec: str = ".2f") -> str:
+    return f"{min(values):{spec}}–{max(values):{spec}}"
+
+
+def interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str) -> V.Interval:
+    values = [row[c] for c in (mean, low, high)]
+    return V.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
+
+
+def word(verdict: V.Verdict | O.Outcome, role: str) -> str:
+    if isinstance(verdict, O.Outcome):
+        return verdict.outcome
+    if role == C.PRECONDITION:
+        return V.PRECONDITION_WORDS[verdict.verdict]
+    if role == C.EXTENSION and not verdict.why.startswith(NOT_RUN):
+        return V.EXTENSION_WORDS[verdict.verdict]
+    return verdict.verdict
+
+
+def row(
+    claim: str, model: str, unit: str, verdict: V.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
+) -> dict[str, Any]:
+    """One table row; intervals (:class:`~entropy_lens.analysis.verdicts.Interval`) expand into columns.
+
+    Missing numbers are NaN, missing text ``""``.
+    """
+    row: dict[str, Any] = {c: math.nan if c in NUMBER_COLUMNS else "" for c in COLUMNS}
+    row.update(claim=claim, role=role, model=model, unit=unit, verdict=word(verdict, role), why=verdict.why)
+    for key, value in values.items():
+        if isinstance(value, V.Interval):
+            prefix = "ci" if key == "ours" else key
+            row[key if key != "ours" else "estimate"] = value.estimate
+            row[f"{prefix}_low"], row[f"{prefix}_high"] = value.low, value.high
+        else:
+            row[key] = value
+    return row
+
+
+def count(value: Any) -> float:
+    return int(value) if pd.notna(value) else math.nan
+
+
+def text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def family_shortfall(expected: Expected) -> str:
+    """Why the family analyses of blank prompts cannot run, or ``""`` when they can."""
+    blank = expected.datasets.get("blank")
+    if not blank:
+        return "dataset 'blank' is disabled"
+    return f"needs >= 2 models on 'blank', got {len(blank)}" if len(blank) < 2 else ""
+
+
+def pair_shortfall(models: Sequence[str], families: Mapping[str, str]) -> str:
+    """Why no same-family pair was compared (more prompts would not change it)."""
+    counts = pd.Series([families.get(m, "") for m in models]).value_counts()
+    if counts.empty or counts.max() < 2:
+        return "one model per family: family and model identity coincide, so size cannot be told apart (make study)"
+    if counts.size < 2:
+        return f"only family {counts.index[0]} on 'blank': no other family to compare with"
+    return "no two models of one family with different layer counts on 'blank'"
