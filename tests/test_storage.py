@@ -1,6 +1,7 @@
 """Zarr stores: lossless round trip, atomic writes, schema checks on write and read."""
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,3 +112,12 @@ def test_damaged_combined_store_names_combine_profiles(profiles, tmp_path):
         ValueError, match=r"combined\.zarr is damaged .*`snakemake --forcerun combine_profiles` every such job"
     ):
         storage.open_profiles(store, combined=True)
+
+
+def test_the_written_store_contract_is_the_schema():
+    """docs/store_contract.md is generated from the schema (python scripts/store_contract.py), never edited."""
+    from entropy_lens.store.contract import contract_markdown
+
+    written = (Path(__file__).resolve().parents[1] / "docs" / "store_contract.md").read_text(encoding="utf-8")
+    assert written == contract_markdown(), "run python scripts/store_contract.py"
+    assert "| `entropy` | prompt, token, layer | float32 | nat |" in written

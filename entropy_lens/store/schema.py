@@ -1,8 +1,8 @@
 """The data contract of profile datasets and stores: names, dtypes, units, attrs.
 
 Every profile dataset produced by :func:`entropy_lens.extract_profiles`, written by
-:mod:`entropy_lens.store.storage` or combined across models follows this schema.  The
-README's "Store schema" section is the written form of the constants below.
+:mod:`entropy_lens.store.storage` or combined across models follows this schema.
+``docs/store_contract.md`` is generated from this module (:mod:`entropy_lens.store.contract`).
 
 Dims
     ``prompt``  one row per prompt; coordinate ``prompt`` holds the stable prompt id (str).
