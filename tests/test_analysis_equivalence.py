@@ -8,10 +8,11 @@ from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import equivalence as E
 from entropy_lens.analysis import knn as K
+from entropy_lens.analysis import targets as T
 from entropy_lens.store import schema
 
 FAST = K.KnnSettings(k=7, n_splits=5, n_repeats=3)
-TASK = K.Target("task", "tasks", "task", group_by="story_id")
+TASK = T.Target("task", "tasks", "task", group_by="story_id")
 N_PROMPTS = 120  # 60 stories of two prompts, 30 per class
 
 
@@ -96,9 +97,9 @@ def test_skipped_folds_are_the_same_for_both_feature_sets():
 
 def test_unscorable_rows_orders_and_targets(tmp_path, caplog):
     ds = _store({0.5: _same_information, 2.0: _noise})
-    one_class = K.Target("one", "tasks", "task", where={"task": "a"}, group_by="story_id")
-    ungrouped = K.Target("study_only", "tasks", "task")
-    absent = K.Target("format", "formats", "format", group_by="topic")
+    one_class = T.Target("one", "tasks", "task", where={"task": "a"}, group_by="story_id")
+    ungrouped = T.Target("study_only", "tasks", "task")
+    absent = T.Target("format", "formats", "format", group_by="topic")
     table = E.renyi_equivalence({"tasks": ds}, [one_class, ungrouped, absent], alphas=[0.5, 1.0, 2.0], settings=FAST)
     assert list(table["alpha"]) == [0.5, 2.0]  # order 1 is Shannon itself; no grouped rows without group_by
     assert (table["target"] == "one").all() and (table["n_samples"] == N_PROMPTS // 2).all()
@@ -129,7 +130,7 @@ def test_unpaired_results_are_refused():
 def test_the_paired_aucs_are_the_knn_tables_grouped_aucs():
     ds = _store({0.5: _same_information, 2.0: _noise})
     table = E.renyi_equivalence({"tasks": ds}, [TASK], settings=FAST)
-    knn = K.knn_table({"tasks": ds}, [TASK], alphas=[0.5, 2.0], settings=FAST)
+    knn = T.knn_table({"tasks": ds}, [TASK], alphas=[0.5, 2.0], settings=FAST)
     grouped = knn[knn["protocol"] == K.GROUPED].set_index("measure")["auc_mean"]
     assert table["renyi_auc"].tolist() == [grouped["renyi(a=0.5)"], grouped["renyi(a=2)"]]
     assert (table["shannon_auc"] == grouped["shannon"]).all()

@@ -9,6 +9,7 @@ import pytest
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import knn as K
+from entropy_lens.analysis import targets as T
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.store import schema
 
@@ -86,7 +87,7 @@ def test_grouped_folds_name_the_class_with_too_few_sources(caplog):
     with pytest.raises(ValueError, match=message):
         K.knn_auc(X, y, FAST, groups=groups)
     with caplog.at_level(logging.WARNING):
-        scored = K._score(X, y.astype(object), FAST, groups)  # what knn_table writes into the note column
+        scored = T._score(X, y.astype(object), FAST, groups)  # what knn_table writes into the note column
     assert scored["note"].startswith("skipped: grouped folds need >= 2 sources") and "n_splits" not in scored["note"]
     K.knn_auc(X, y, FAST, groups=np.array(["q0", "q4"] * 3 + ["q1", "q1", "q2", "q2", "q3", "q3"]))  # two will do
 
@@ -149,12 +150,12 @@ def _task_store(tmp_path):
 def test_knn_table_runs_every_target_model_and_measure(tmp_path):
     ds = _task_store(tmp_path)
     targets = (
-        K.Target("task", "tasks", "task", where={"scrambled": False}),
-        K.Target("task_scrambled", "tasks", "task", where={"scrambled": True}),
-        K.Target("mmlu_correct", "tasks", "correct_ll", split_by="style"),
-        K.Target("family", "tasks", schema.FAMILY, pooled=True),
+        T.Target("task", "tasks", "task", where={"scrambled": False}),
+        T.Target("task_scrambled", "tasks", "task", where={"scrambled": True}),
+        T.Target("mmlu_correct", "tasks", "correct_ll", split_by="style"),
+        T.Target("family", "tasks", schema.FAMILY, pooled=True),
     )
-    table = K.knn_table({"tasks": ds}, targets, alphas=[2.0], settings=FAST, features=FeatureSettings(grid_points=4))
+    table = T.knn_table({"tasks": ds}, targets, alphas=[2.0], settings=FAST, features=FeatureSettings(grid_points=4))
     assert list(table.columns) == list(K.TABLE_COLUMNS)
     # 2 measures x (task 2 models + scrambled 2 + mmlu 2 styles x 2 models + family 1)
     assert len(table) == 2 * (2 + 2 + 4 + 1)
@@ -173,10 +174,10 @@ def test_knn_table_runs_every_target_model_and_measure(tmp_path):
 
 def test_unevaluable_targets_get_a_note_and_missing_stores_are_skipped(tmp_path, caplog):
     ds = _task_store(tmp_path)
-    one_class = K.Target("one", "tasks", "task", where={"task": "gist"})
-    absent = K.Target("format", "formats", "format")
+    one_class = T.Target("one", "tasks", "task", where={"task": "gist"})
+    absent = T.Target("format", "formats", "format")
     with caplog.at_level(logging.WARNING):
-        table = K.knn_table({"tasks": ds}, [one_class, absent], settings=FAST)
+        table = T.knn_table({"tasks": ds}, [one_class, absent], settings=FAST)
     assert len(table) == 2 and table["auc_mean"].isna().all()
     assert table["note"].str.startswith("skipped").all()
     assert "no store for dataset 'formats'" in caplog.text
@@ -185,11 +186,11 @@ def test_unevaluable_targets_get_a_note_and_missing_stores_are_skipped(tmp_path,
 def test_target_label_and_filter_errors(tmp_path):
     ds = _task_store(tmp_path)
     with pytest.raises(ValueError, match="'topic' is not a coordinate on 'prompt'"):
-        K.target_rows(ds, K.Target("x", "tasks", "task", where={"topic": "a"}))
+        T.target_rows(ds, T.Target("x", "tasks", "task", where={"topic": "a"}))
     with pytest.raises(ValueError, match="neither a coordinate nor a variable"):
-        K.target_rows(ds, K.Target("x", "tasks", "answer"))
+        T.target_rows(ds, T.Target("x", "tasks", "answer"))
     with pytest.raises(ValueError, match="nothing to evaluate"):
-        K.knn_table({"tasks": ds}, include_shannon=False)
+        T.knn_table({"tasks": ds}, include_shannon=False)
 
 
 def test_a_fold_plan_is_built_from_labels_alone_and_scores_any_features():

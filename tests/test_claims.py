@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 from entropy_lens.analysis import claims as C
-from entropy_lens.analysis.knn import STUDY_TARGETS
+from entropy_lens.analysis.targets import STUDY_TARGETS
 
 
 def test_each_claim_is_one_record_with_a_unique_id_and_name():

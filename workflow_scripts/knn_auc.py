@@ -4,7 +4,8 @@ the paired Renyi-minus-Shannon AUC on identical grouped folds; the blank store's
 from entropy_lens.analysis.equivalence import renyi_equivalence
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.heldout import family_heldout
-from entropy_lens.analysis.knn import KnnSettings, knn_table
+from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.targets import knn_table
 from entropy_lens.core.tables import write_table
 from entropy_lens.plots import plot_auc_bars
 from entropy_lens.store import storage

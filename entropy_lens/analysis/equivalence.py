@@ -29,19 +29,16 @@ import xarray as xr
 from entropy_lens.analysis.features import Features, FeatureSettings, metric_label, model_features, pooled_features
 from entropy_lens.analysis.knn import (
     POOLED_MODEL,
-    STUDY_TARGETS,
     AucResult,
     FoldPlan,
     KnnSettings,
-    Target,
     capped_note,
     class_shortfall,
     corrected_t_interval,
     plan_folds,
-    sample_labels,
     score_folds,
-    target_splits,
 )
+from entropy_lens.analysis.targets import STUDY_TARGETS, Target, sample_labels, target_splits
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
@@ -126,7 +123,7 @@ def renyi_equivalence(
 
     Args:
         stores: Combined datasets by dataset name (lazy is fine); targets whose dataset
-            is absent are skipped with a warning, as :func:`~entropy_lens.analysis.knn.knn_table` does.
+            is absent are skipped with a warning, as :func:`~entropy_lens.analysis.targets.knn_table` does.
         targets: What to predict; targets without ``group_by`` have no grouped rows and are left out.
         alphas: Rényi orders to compare (default: every order on the store's ``alpha``);
             order 1 (Shannon itself) is left out.

@@ -28,29 +28,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 from scipy import stats
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
-
-from entropy_lens.analysis.features import (
-    FeatureSettings,
-    metric_label,
-    model_features,
-    plain,
-    pooled_features,
-    prompt_ids,
-)
-from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
 
@@ -486,206 +475,6 @@ def paired_p_value(a: np.ndarray, b: np.ndarray, test: str = DEFAULT_TEST, *, te
         var = diff.var(ddof=1) * (1.0 / diff.size + test_train_ratio)
         return float(stats.t.sf(diff.mean() / math.sqrt(var), df=diff.size - 1))
     raise ValueError(f"test must be one of {PAIRED_TESTS}, got {test!r}")
-
-
-@dataclass(frozen=True)
-class Target:
-    """One label to predict from profiles.
-
-    Attributes:
-        name: Row name in the table (e.g. ``task_scrambled``).
-        dataset: Name of the combined store the target reads.
-        label: A coordinate on ``prompt`` (``task``), a ``(model, prompt)`` variable
-            (``correct_ll``; negative ints mean missing) or, for pooled targets, a
-            coordinate on ``model`` (``family``).
-        where: Prompt-coordinate filters, e.g. ``{"scrambled": False}``.
-        split_by: A prompt coordinate; the target runs once per value (e.g. ``style``).
-        pooled: Samples are ``(model, prompt)`` pairs of all models on a common depth
-            grid (one row, model ``"all"``) instead of one run per model.
-        group_by: A coordinate on ``prompt`` naming each prompt's source (``story_id``,
-            ``question_id``, ``topic``; ``prompt`` itself for pooled samples, which groups
-            a prompt's samples across models).  With it, each row is scored under both
-            :data:`PROTOCOLS`; without it, under ``study`` only.
-    """
-
-    name: str
-    dataset: str
-    label: str
-    where: Mapping[str, Any] = field(default_factory=dict)
-    split_by: str | None = None
-    pooled: bool = False
-    group_by: str | None = None
-
-
-STUDY_TARGETS: tuple[Target, ...] = (
-    Target("task", "tasks", "task", where={"scrambled": False}, group_by="story_id"),
-    Target("task_scrambled", "tasks", "task", where={"scrambled": True}, group_by="story_id"),
-    Target("format", "formats", "format", group_by="topic"),
-    Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, group_by="question_id"),
-    Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, split_by="style", group_by="question_id"),
-    Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT),
-    # Beyond the study: image classes from image classifiers' profiles (one token slot).
-    Target("image_class", "images", "label", group_by="source"),
-)
-
-
-def knn_table(
-    stores: Mapping[str, xr.Dataset],
-    targets: Sequence[Target] = STUDY_TARGETS,
-    *,
-    alphas: Sequence[float] = (),
-    include_shannon: bool = True,
-    features: FeatureSettings | None = None,
-    settings: KnnSettings | None = None,
-) -> pd.DataFrame:
-    """kNN AUC for every target, model, split and entropy measure.
-
-    Args:
-        stores: Combined datasets by dataset name (lazy is fine).  Targets whose
-            dataset is absent are skipped with a warning.
-        targets: What to predict (default :data:`STUDY_TARGETS`).
-        alphas: Rényi orders to evaluate (each must be in the store's ``alpha``); order 1
-            is Shannon entropy and is left out when ``include_shannon`` scores it already.
-        include_shannon: Also evaluate Shannon ``entropy``.
-        features: Feature settings (default :class:`FeatureSettings`).
-        settings: kNN settings (default :class:`KnnSettings`).
-
-    Returns:
-        Tidy frame with :data:`TABLE_COLUMNS`, one row per (target, split, model,
-        measure); rows that cannot be evaluated carry NaN scores and a ``note``.
-    """
-    orders = [float(a) for a in alphas if not (include_shannon and float(a) == 1.0)]
-    measures = [(schema.ENTROPY, None)] * include_shannon + [(schema.RENYI, a) for a in orders]
-    if not measures:
-        raise ValueError("nothing to evaluate: include_shannon is False and alphas is empty")
-    rows = []
-    for target in targets:
-        if target.dataset not in stores:
-            log.warning("target %r skipped: no store for dataset %r", target.name, target.dataset)
-            continue
-        for metric, alpha in measures:
-            log.info("kNN target %s on %s, %s", target.name, target.dataset, metric_label(metric, alpha))
-            rows += target_rows(
-                stores[target.dataset], target, metric=metric, alpha=alpha, features=features, settings=settings
-            )
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
-
-
-def target_rows(
-    ds: xr.Dataset,
-    target: Target,
-    *,
-    metric: str = schema.ENTROPY,
-    alpha: float | None = None,
-    features: FeatureSettings | None = None,
-    settings: KnnSettings | None = None,
-) -> list[dict[str, Any]]:
-    """Table rows of one target on one store for one entropy measure (see :func:`knn_table`)."""
-    features = features or FeatureSettings()
-    settings = settings or KnnSettings()
-    base = {
-        "dataset": target.dataset,
-        "target": target.name,
-        "metric": metric,
-        "alpha": np.nan if alpha is None else alpha,
-        "measure": metric_label(metric, alpha),
-        "mode": features.mode,
-        "mask_rule": features.mask_rule,
-        "test": settings.test,
-    }
-    protocols = PROTOCOLS if target.group_by else (STUDY,)
-    rows = []
-    for split, ids in target_splits(ds, target):
-        for model in [POOLED_MODEL] if target.pooled else [str(m) for m in ds.indexes[schema.MODEL]]:
-            if target.pooled:
-                feats = pooled_features(ds, metric=metric, alpha=alpha, settings=features, prompts=ids)
-            else:
-                feats = model_features(ds, model, metric=metric, alpha=alpha, settings=features, prompts=ids)
-            labels = sample_labels(ds, target.label, feats.models, feats.prompts)
-            groups = sample_labels(ds, target.group_by, feats.models, feats.prompts) if target.group_by else None
-            for protocol in protocols:
-                scored = _score(feats.X, labels, settings, groups if protocol == GROUPED else None)
-                rows.append({**base, "split": split, "model": model, "protocol": protocol, **scored})
-    return rows
-
-
-def target_splits(ds: xr.Dataset, target: Target) -> Iterator[tuple[str, np.ndarray]]:
-    """``(split, prompt ids)`` of each run of ``target``: ``("", ids)`` without ``split_by``.
-
-    Args:
-        ds: The target's combined store.
-        target: Its ``where`` filters keep prompts; its ``split_by`` values split them.
-    """
-    ids = prompt_ids(ds)
-    mask = np.ones(ids.size, dtype=bool)
-    for coord, value in target.where.items():
-        mask &= _prompt_coord(ds, coord) == value
-    if target.split_by is None:
-        yield "", ids[mask]
-        return
-    values = _prompt_coord(ds, target.split_by)
-    for value in pd.unique(values[mask]):
-        yield str(value), ids[mask & (values == value)]
-
-
-def _prompt_coord(ds: xr.Dataset, name: str) -> np.ndarray:
-    if name not in ds.coords or ds[name].dims != (schema.PROMPT,):
-        found = [c for c in ds.coords if ds[c].dims == (schema.PROMPT,)]
-        raise ValueError(f"{name!r} is not a coordinate on 'prompt'; prompt coordinates here: {found}")
-    return plain(ds[name].values)
-
-
-def sample_labels(ds: xr.Dataset, label: str, models: np.ndarray, prompts: np.ndarray) -> np.ndarray:
-    """Label of each ``(model, prompt)`` sample; ``None`` where missing.
-
-    Args:
-        ds: Combined dataset.
-        label: A coordinate on ``prompt`` or ``model``, or a ``(model, prompt)`` variable;
-            negative ints and NaN count as missing (e.g. ``correct_parsed == -1``).
-        models: ``[N]`` model of each sample.
-        prompts: ``[N]`` prompt id of each sample.
-
-    Returns:
-        ``[N]`` object array.
-    """
-    if label not in ds.variables:
-        raise ValueError(f"label {label!r} is neither a coordinate nor a variable of the store")
-    var = ds[label]
-    if var.dims == (schema.PROMPT,):
-        values = var.sel({schema.PROMPT: xr.DataArray(prompts)}).values
-    elif var.dims == (schema.MODEL,):
-        values = var.sel({schema.MODEL: xr.DataArray(models.astype(str))}).values
-    elif set(var.dims) == {schema.MODEL, schema.PROMPT}:
-        values = var.sel({schema.MODEL: xr.DataArray(models.astype(str)), schema.PROMPT: xr.DataArray(prompts)}).values
-    else:
-        raise ValueError(f"label {label!r} has dims {var.dims}; expected (prompt,), (model,) or (model, prompt)")
-    return _missing_to_none(plain(values))
-
-
-def _missing_to_none(values: np.ndarray) -> np.ndarray:
-    out = values.astype(object)
-    if values.dtype.kind in "iu":
-        out[values < 0] = None
-    elif values.dtype.kind == "f":
-        out[~np.isfinite(values)] = None
-    return out
-
-
-def _score(X: np.ndarray, labels: np.ndarray, settings: KnnSettings, groups: np.ndarray | None) -> dict[str, Any]:
-    known = np.array([v is not None for v in labels], dtype=bool)
-    X, labels = X[known], labels[known]
-    groups = groups[known] if groups is not None else None
-    sizes = {"n_samples": int(labels.size), "n_classes": int(pd.unique(labels.astype(str)).size)}
-    note = class_shortfall(labels)
-    if note:
-        log.warning(note)
-        return {**sizes, "note": note}
-    try:
-        result = knn_auc(X, labels, settings, groups=groups)
-    except ValueError as err:  # e.g. too few groups to build folds holding every class
-        log.warning("skipped: %s", err)
-        return {**sizes, "note": f"skipped: {err}"}
-    return {**result.summary(), "note": capped_note(result, settings)}
 
 
 def class_shortfall(labels: np.ndarray) -> str:

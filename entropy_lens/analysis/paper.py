@@ -64,7 +64,7 @@ def paper_table(
     """Every claim with our estimate, its interval, the study's figure and a verdict.
 
     Args:
-        knn: :func:`~entropy_lens.analysis.knn.knn_table` output (both protocols).
+        knn: :func:`~entropy_lens.analysis.targets.knn_table` output (both protocols).
         renyi: :func:`~entropy_lens.analysis.equivalence.renyi_differences` rows.
         heldout: :func:`~entropy_lens.analysis.heldout.family_heldout` rows.
         accuracy: :func:`entropy_lens.answers.accuracy.accuracy_table` output.
