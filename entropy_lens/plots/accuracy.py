@@ -23,7 +23,7 @@ def plot_letter_bias(
     majority-letter baseline (dashed).
 
     Args:
-        table: :func:`entropy_lens.answers.scoring.accuracy_table` output.
+        table: :func:`entropy_lens.answers.accuracy.accuracy_table` output.
         path: PNG path.
         title: Figure title.
     """
