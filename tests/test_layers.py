@@ -30,8 +30,9 @@ LAYERS = (
     ("benchmarks", ("benchmarks",)),
 )
 PACKAGE = "entropy_lens"
-# The top-level folders of entropy_lens that hold code: each must be a layer (data/ holds no modules).
-PACKAGE_FOLDERS = {"analysis", "answers", "core", "lens", "model", "prompts", "store", "workflow"}
+# The top-level folders of entropy_lens that hold code: each must be a layer, or (plots/) a package of the faces
+# (data/ holds no modules).
+PACKAGE_FOLDERS = {"analysis", "answers", "core", "lens", "model", "plots", "prompts", "store", "workflow"}
 
 
 def module_files(repo: Path) -> dict[str, Path]:

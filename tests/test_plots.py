@@ -15,8 +15,14 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from synthetic import combined_dataset, lazy
 
-from entropy_lens import plots
 from entropy_lens.analysis import expansion, families, features
+from entropy_lens.plots import style
+from entropy_lens.plots.accuracy import plot_letter_bias
+from entropy_lens.plots.expansion import plot_expansion, plot_overlap_depth
+from entropy_lens.plots.families import plot_dendrogram, plot_embedding
+from entropy_lens.plots.knn import plot_auc_bars
+from entropy_lens.plots.profiles import cell_text, plot_family_profiles, plot_profile_bands, plot_token_heatmap
+from entropy_lens.plots.skipping import plot_skip_map
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -25,13 +31,13 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def drawn(monkeypatch) -> dict[str, Figure]:
     """The figures the plot functions save, by file name, for the tests to read what was drawn."""
     figures: dict[str, Figure] = {}
-    save = plots.save_figure
+    save = style.save_figure
 
     def record(fig: Figure, path) -> None:
         figures[Path(path).name] = fig
         save(fig, path)
 
-    monkeypatch.setattr(plots, "save_figure", record)
+    monkeypatch.setattr(style, "save_figure", record)
     return figures
 
 
@@ -72,7 +78,7 @@ def _store():
 def test_profile_bands_plot(tmp_path, drawn):
     ds = _store()
     bands = pd.concat([features.profile_bands(ds, m, "task") for m in ("a-small", "a-large")])
-    plots.plot_profile_bands(bands, tmp_path / "bands.png", title="tasks")
+    plot_profile_bands(bands, tmp_path / "bands.png", title="tasks")
     _check(tmp_path / "bands.png")
     panels = _panels(drawn["bands.png"])
     assert [ax.get_title() for ax in panels] == ["a-small", "a-large"]
@@ -92,14 +98,14 @@ def test_token_heatmap_with_decoded_tokens(tmp_path, drawn):
     top1 = np.arange(24).reshape(6, 4)
     words = ["the", " cat", "\n", "$x$", "a-very-long-token", ""] * 4
     out = tmp_path / "sub" / "heat.png"
-    plots.plot_token_heatmap(values, top1, lambda i: words[i], out, token_labels=list("abcdef"), title="p0000")
+    plot_token_heatmap(values, top1, lambda i: words[i], out, token_labels=list("abcdef"), title="p0000")
     _check(out)
     ax = _panels(drawn["heat.png"])[0]
     (image,) = [a for a in ax.get_images() if isinstance(a, AxesImage)]
     assert image.get_array().shape == (5, 4)  # the masked row is gone
     np.testing.assert_allclose(np.ma.getdata(image.get_array()), values[:5])
     assert _ticks(ax.get_yticklabels()) == list("abcde")
-    assert sorted(t.get_text() for t in ax.texts) == sorted(plots.cell_text(words[i]) for i in range(20))
+    assert sorted(t.get_text() for t in ax.texts) == sorted(cell_text(words[i]) for i in range(20))
 
 
 def _auc_row(model, target, split, measure, protocol, mean):
@@ -125,7 +131,7 @@ def test_auc_bars_draw_grouped_rows_with_intervals(tmp_path, drawn):
         for protocol in ("grouped", "study")
     ]
     rows.append(_auc_row("all", "family", "", "shannon", "grouped", np.nan))
-    plots.plot_auc_bars(pd.DataFrame(rows), tmp_path / "auc.png")
+    plot_auc_bars(pd.DataFrame(rows), tmp_path / "auc.png")
     _check(tmp_path / "auc.png")
     panels = _panels(drawn["auc.png"])
     assert [ax.get_title() for ax in panels] == ["m1", "m2", "all"]
@@ -140,7 +146,7 @@ def test_auc_bars_draw_grouped_rows_with_intervals(tmp_path, drawn):
         ends = [seg[:, 1] for c in dummies for seg in c.get_segments()]  # the dummy's upper end over each bar
         assert len(ends) == 4 and np.allclose(ends, 0.6)
     with pytest.raises(ValueError, match="no kNN rows of protocol 'grouped'"):
-        plots.plot_auc_bars(pd.DataFrame(rows[1:2]), tmp_path / "none.png")
+        plot_auc_bars(pd.DataFrame(rows[1:2]), tmp_path / "none.png")
 
 
 def test_letter_bias_figure(tmp_path, drawn):
@@ -163,7 +169,7 @@ def test_letter_bias_figure(tmp_path, drawn):
         for s in ("base", "instruct")
         for x in ("ll", "calibrated")
     ]
-    plots.plot_letter_bias(pd.DataFrame(rows), tmp_path / "letters.png")
+    plot_letter_bias(pd.DataFrame(rows), tmp_path / "letters.png")
     _check(tmp_path / "letters.png")
     panels = _panels(drawn["letters.png"])
     assert len(panels) == 4  # letters and accuracy, per model
@@ -180,15 +186,13 @@ def test_dendrogram_and_embedding(tmp_path, drawn):
     ds = _store()
     means = families.mean_profiles(families.layer_profiles(ds), grid_points=8)
     names = [str(m) for m in means["model"].values]
-    plots.plot_dendrogram(
-        families.linkage_matrix(means), names, tmp_path / "dendro.png", families=means["family"].values
-    )
+    plot_dendrogram(families.linkage_matrix(means), names, tmp_path / "dendro.png", families=means["family"].values)
     _check(tmp_path / "dendro.png")
     dendro = _panels(drawn["dendro.png"])[0]
     assert sorted(_ticks(dendro.get_yticklabels())) == sorted(names)
     assert sum(len(c.get_segments()) for c in dendro.collections if isinstance(c, LineCollection)) == len(names) - 1
     emb = families.embed_samples(families.sample_profiles(ds, grid_points=8), method="pca")
-    plots.plot_embedding(emb, tmp_path / "embed.png", title="PCA")
+    plot_embedding(emb, tmp_path / "embed.png", title="PCA")
     _check(tmp_path / "embed.png")
     scatters = [c for c in _panels(drawn["embed.png"])[0].collections if isinstance(c, PathCollection)]
     assert [c.get_label() for c in scatters] == ["a", "b"]
@@ -198,7 +202,7 @@ def test_dendrogram_and_embedding(tmp_path, drawn):
 def test_expansion_scatter(tmp_path, drawn):
     ds = _store()
     points = expansion.expansion_points(ds)
-    plots.plot_expansion(points, tmp_path / "exp.png", spearman=expansion.expansion_spearman(ds))
+    plot_expansion(points, tmp_path / "exp.png", spearman=expansion.expansion_spearman(ds))
     _check(tmp_path / "exp.png")
     scatters = [c for c in _panels(drawn["exp.png"])[0].collections if isinstance(c, PathCollection)]
     assert [c.get_label().split(" ")[0] for c in scatters] == list(pd.unique(points["model"]))
@@ -224,7 +228,7 @@ def _overlap_store():
 
 def test_overlap_depth_draws_each_statistic_with_its_band_and_the_half_line(tmp_path, drawn):
     frame = expansion.overlap_by_depth(_overlap_store(), n_boot=50)
-    plots.plot_overlap_depth(frame, tmp_path / "overlap.png", title="overlap")
+    plot_overlap_depth(frame, tmp_path / "overlap.png", title="overlap")
     _check(tmp_path / "overlap.png")
     panels = _panels(drawn["overlap.png"])
     assert [ax.get_title() for ax in panels] == ["a-small", "a-large"]
@@ -243,14 +247,14 @@ def test_overlap_depth_draws_each_statistic_with_its_band_and_the_half_line(tmp_
         rows = frame[frame["model"] == model]
         assert ys.min() == pytest.approx(rows["ci_low"].min()) and ys.max() == pytest.approx(rows["ci_high"].max())
     with pytest.raises(ValueError, match=r"lacks columns \['statistic'\]"):
-        plots.plot_overlap_depth(frame.drop(columns="statistic"), tmp_path / "x.png")
+        plot_overlap_depth(frame.drop(columns="statistic"), tmp_path / "x.png")
 
 
 def test_family_profiles_plot_and_svg_only_path(tmp_path, drawn):
     store = lazy(_store(), tmp_path)
     assert store["family"].dtype.kind != "U"  # strings come back from Zarr as StringDType
     profiles = families.layer_profiles(store)
-    plots.plot_family_profiles(profiles, tmp_path / "fam.png", title="blank")
+    plot_family_profiles(profiles, tmp_path / "fam.png", title="blank")
     _check(tmp_path / "fam.png")
     lines = _panels(drawn["fam.png"])[0].get_lines()
     assert [line.get_label() for line in lines] == [
@@ -261,29 +265,29 @@ def test_family_profiles_plot_and_svg_only_path(tmp_path, drawn):
     assert [len(line.get_xdata()) for line in lines] == [4, 8, 5]
     for line, model in zip(lines, ("a-small", "a-large", "b-small"), strict=True):
         np.testing.assert_allclose(line.get_ydata(), profiles.sel(model=model).dropna("layer").values)
-    plots.plot_family_profiles(profiles, tmp_path / "only.svg")
+    plot_family_profiles(profiles, tmp_path / "only.svg")
     assert (tmp_path / "only.svg").exists() and not (tmp_path / "only.png").exists()
     with pytest.raises(ValueError, match="lack coordinates"):
-        plots.plot_family_profiles(profiles.drop_vars("family"), tmp_path / "x.png")
+        plot_family_profiles(profiles.drop_vars("family"), tmp_path / "x.png")
 
 
 def test_path_must_be_png_or_svg(tmp_path):
     bands = features.profile_bands(_store(), "a-small", "task")
     with pytest.raises(ValueError, match=r"must end in \.png"):
-        plots.plot_profile_bands(bands, tmp_path / "bands.pdf")
+        plot_profile_bands(bands, tmp_path / "bands.pdf")
 
 
 def test_missing_columns_are_named():
     with pytest.raises(ValueError, match=r"lacks columns \['family'\]"):
-        plots.plot_embedding(pd.DataFrame({"x": [0.0], "y": [1.0]}), "unused.png")
+        plot_embedding(pd.DataFrame({"x": [0.0], "y": [1.0]}), "unused.png")
 
 
 def test_cell_text_is_safe_and_short():
-    assert plots.cell_text("$x$") == r"\$x\$"
-    assert plots.cell_text("\n") == "\\n"
-    assert plots.cell_text("  ") == "··"
-    assert plots.cell_text("abcdefghij") == "abcde…"
-    assert plots.cell_text("") == "∅"
+    assert cell_text("$x$") == r"\$x\$"
+    assert cell_text("\n") == "\\n"
+    assert cell_text("  ") == "··"
+    assert cell_text("abcdefghij") == "abcde…"
+    assert cell_text("") == "∅"
 
 
 def test_skip_map_draws_delta_h_and_both_costs_per_block(tmp_path, drawn):
@@ -293,7 +297,7 @@ def test_skip_map_draws_delta_h_and_both_costs_per_block(tmp_path, drawn):
 
     table = skip_map(_sweep(COSTS), _plan(DELTA_H), n_boot=100)
     rows = table[table["measure"] == "calibrated"].sort_values("layer")
-    plots.plot_skip_map(rows, tmp_path / "map.png", title="m")
+    plot_skip_map(rows, tmp_path / "map.png", title="m")
     _check(tmp_path / "map.png")
     delta_h, accuracy, logprob = _panels(drawn["map.png"])
     bars = [bar for c in delta_h.containers for bar in c]

@@ -3,7 +3,7 @@
 
 from entropy_lens.analysis.expansion import expansion_points, expansion_spearman, nucleus_overlap, overlap_by_depth
 from entropy_lens.core.tables import write_table
-from entropy_lens.plots import plot_expansion, plot_overlap_depth
+from entropy_lens.plots.expansion import plot_expansion, plot_overlap_depth
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
 

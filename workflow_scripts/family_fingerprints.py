@@ -3,7 +3,7 @@
 from entropy_lens.analysis.families import fingerprints
 from entropy_lens.analysis.pairs import family_pairs
 from entropy_lens.core.tables import write_table
-from entropy_lens.plots import plot_fingerprints
+from entropy_lens.plots.families import plot_fingerprints
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
 

@@ -7,7 +7,7 @@ from entropy_lens.analysis.heldout import family_heldout
 from entropy_lens.analysis.knn import KnnSettings
 from entropy_lens.analysis.targets import knn_table
 from entropy_lens.core.tables import write_table
-from entropy_lens.plots import plot_auc_bars
+from entropy_lens.plots.knn import plot_auc_bars
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
 

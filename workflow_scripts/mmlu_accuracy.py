@@ -2,7 +2,7 @@
 
 from entropy_lens.answers.accuracy import accuracy_table
 from entropy_lens.core.tables import read_frames, write_table
-from entropy_lens.plots import plot_letter_bias
+from entropy_lens.plots.accuracy import plot_letter_bias
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)

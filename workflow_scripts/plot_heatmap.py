@@ -1,7 +1,7 @@
 """Rule plot_heatmap: token x layer entropy of the first prompt, top-1 token in each cell."""
 
 from entropy_lens.model.loading import load_tokenizer
-from entropy_lens.plots import plot_prompt_heatmap
+from entropy_lens.plots.profiles import plot_prompt_heatmap
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
 

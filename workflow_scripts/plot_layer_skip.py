@@ -3,7 +3,7 @@
 import pandas as pd
 
 from entropy_lens.answers.letters import VERDICT_MEASURE
-from entropy_lens.plots import plot_skip_map, plot_skip_profiles
+from entropy_lens.plots.skipping import plot_skip_map, plot_skip_profiles
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)

@@ -6,7 +6,9 @@ estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
 
 Modules, each importing only those above it:
     shapes       ModelShape: layers, widths, heads, vocabulary and parameters from ``config.json`` fields.
-    cost         settings, rates and the cost model: one job -> JobPlan -> ClusterRequest; the Plan.
+    settings     PlanSettings (rates, overheads, safety, floors), RunSettings (device, dtype, lens budget).
+    cost         the cost model: one job's workloads -> FLOPs, memory and time (JobPlan).
+    cluster      a JobPlan -> ClusterRequest; the Plan of every job, its rules' resources and tables.
     config       config.yaml -> jobs (which models on which datasets, prompt lengths) -> Plan.
     calibration  predicted against measured benchmarks; rates fitted to them, leave-one-out check.
 
@@ -15,6 +17,7 @@ so callers need not know which module holds what.
 """
 
 from entropy_lens.workflow.plan.calibration import calibrate, compare_benchmarks, leave_one_out, predicted_s
+from entropy_lens.workflow.plan.cluster import ClusterRequest, Plan, cluster_request, plan_jobs
 from entropy_lens.workflow.plan.config import (
     MMLU_QUESTIONS,
     PromptStats,
@@ -33,18 +36,13 @@ from entropy_lens.workflow.plan.cost import (
     RULES,
     SKIP_EVAL,
     SKIP_SELECT,
-    ClusterRequest,
     Job,
     JobPlan,
-    Plan,
-    PlanSettings,
-    RunSettings,
     Workload,
-    cluster_request,
     plan_job,
-    plan_jobs,
     workload_cost,
 )
+from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape, shape_from_fields, shipped_model_configs
 
 __all__ = [

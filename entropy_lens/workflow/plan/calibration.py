@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from entropy_lens.workflow.plan.cost import COST_TERMS, MIB, JobPlan, Plan, PlanSettings, compute_seconds
+from entropy_lens.workflow.plan.cluster import Plan
+from entropy_lens.workflow.plan.cost import COST_TERMS, JobPlan, compute_seconds
+from entropy_lens.workflow.plan.settings import MIB, PlanSettings
 from entropy_lens.workflow.timings import read_benchmark
 
 

@@ -19,17 +19,9 @@ import pandas as pd
 
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
-from entropy_lens.workflow.plan.cost import (
-    EXTRACT,
-    SKIP_EVAL,
-    SKIP_SELECT,
-    Job,
-    Plan,
-    PlanSettings,
-    RunSettings,
-    Workload,
-    plan_jobs,
-)
+from entropy_lens.workflow.plan.cluster import Plan, plan_jobs
+from entropy_lens.workflow.plan.cost import EXTRACT, SKIP_EVAL, SKIP_SELECT, Job, Workload
+from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,9 @@
-"""The cost of one job from its model shape and workload: FLOPs, peak memory, time and cluster request.
+"""The cost of one job from its model shape and workload: FLOPs, peak memory and time.
 
 Every extraction job (one per model x dataset, or per shard of ``compute.prompts_per_job``
-prompts) and the per-model layer-skip jobs get FLOPs, peak memory,
-an estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
+prompts) and the per-model layer-skip jobs get FLOPs, peak memory and
+an estimated time; :mod:`entropy_lens.workflow.plan.cluster` turns them into a cluster request
+(``runtime`` minutes, ``mem_mb``).
 
 The cost model, per job (``N`` prompts of mean length ``S``, ``T`` generated tokens,
 batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
@@ -27,155 +28,25 @@ batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
 Generation is planned to its full ``max_new_tokens`` (rows that stop early cost less).
 An image classifier's job is one forward pass per image of ``patches + 1`` tokens and one
 lens row per block (no generation, no KV cache to speak of).
-Default rates are stated on :class:`PlanSettings`;
-:func:`entropy_lens.workflow.plan.calibration.calibrate` rescales them from measured
-Snakemake benchmarks.
+The rates are those of :mod:`entropy_lens.workflow.plan.settings`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pandas as pd
-
+from entropy_lens.workflow.plan.settings import GIB, MIB, DeviceRates, PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape
 
-GIB = 2**30
-MIB = 2**20
 EXTRACT = "extract_profiles"
 SKIP_SELECT = "layer_skip_select"
 SKIP_EVAL = "layer_skip_eval"
 # score_mmlu is no model job: it reads the letters the extraction pass stored.
 RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL)
-DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-# Mirrors entropy_lens.model.loading.default_dtype (bf16 on GPUs, float32 on CPUs) without importing torch.
-AUTO_DTYPE = {"cuda": "bfloat16", "cpu": "float32"}
 # Values per (prompt, token, layer) in a profile store: entropy, nucleus size, Jaccard, top-1, + one per alpha.
 STORE_VALUES = 4
-
-
-@dataclass(frozen=True)
-class DeviceRates:
-    """What one device sustains (see :meth:`PlanSettings.rates`)."""
-
-    gflops: float
-    gbps: float
-    metric_ns: float
-    step_us: float
-    host_overhead_mb: float
-    device_overhead_mb: float
-
-
-@dataclass(frozen=True)
-class PlanSettings:
-    """Rates, overheads, safety and floors of the plan (the config's ``plan:`` section).
-
-    CPU defaults were measured on a shared 2-core AMD EPYC with 2 torch threads (the
-    rules' ``threads: 2``): ~50 GFLOP/s on prefill-sized float32 matmuls, ~1 GB/s of
-    weights streamed by batch-8 decode matmuls, 72 ns per logit for the lens metrics
-    (3 Renyi orders), ~420 MB resident after importing torch and transformers.  CUDA
-    defaults are a third of an A100's bf16 dense peak (312 TFLOP/s) and three quarters
-    of its HBM bandwidth (2,039 GB/s), per NVIDIA's A100 datasheet; the metric and
-    per-step costs there are estimates.  Checked end to end on four default-run
-    extraction jobs (smollm2-135m and qwen2.5-coder-0.5b on formats and mmlu, 75-202 s
-    measured): predicted/measured 0.80-1.10.  :func:`calibrate` replaces guesses with
-    measurements.
-
-    Attributes:
-        cpu_gflops, cuda_gflops: Sustained matmul rate, GFLOP/s.
-        cpu_gbps, cuda_gbps: Rate weights (and KV cache) stream through a forward pass, GB/s.
-        cpu_metric_ns, cuda_metric_ns: Lens metrics (softmax, entropies, nucleus), ns per logit.
-        cpu_step_us, cuda_step_us: Fixed latency per layer per forward pass, microseconds.
-        overhead_s: Per job: process start, imports, loading code, seconds.
-        io_gbps: Reading the (float32, materialized) weights and writing the store, GB/s.
-        cpu_overhead_mb: Resident memory of the Python/torch runtime on a CPU job.
-        cuda_host_overhead_mb: Host memory of the runtime with CUDA libraries loaded.
-        cuda_context_mb: GPU memory of the CUDA context and library workspaces.
-        safety: Requests are the estimate times this factor.
-        min_runtime_min: Floor of the runtime request, minutes.
-        min_mem_mb: Floor of the memory request, MB.
-        gpu_mem_gb: GPU memory a job may use; rows above it are flagged.
-        chars_per_token: Characters per token when no tokenizer is at hand (4.0 measured on MMLU
-            prompts with the registry models' tokenizers).
-        chat_template_tokens: Tokens a chat template adds when no tokenizer is at hand (29-30
-            measured for the registry models' templates).
-    """
-
-    cpu_gflops: float = 40.0
-    cpu_gbps: float = 2.0
-    cpu_metric_ns: float = 80.0
-    cpu_step_us: float = 100.0
-    cuda_gflops: float = 100_000.0
-    cuda_gbps: float = 1_500.0
-    cuda_metric_ns: float = 0.1
-    cuda_step_us: float = 100.0
-    overhead_s: float = 30.0
-    io_gbps: float = 0.5
-    cpu_overhead_mb: float = 1024.0
-    cuda_host_overhead_mb: float = 3072.0
-    cuda_context_mb: float = 1024.0
-    safety: float = 1.5
-    min_runtime_min: int = 10
-    min_mem_mb: int = 2000
-    gpu_mem_gb: float = 80.0
-    chars_per_token: float = 4.0
-    chat_template_tokens: int = 30
-
-    def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"plan setting {field.name} must be a non-negative number, got {value!r}")
-        rates = ("cpu_gflops", "cpu_gbps", "cuda_gflops", "cuda_gbps", "io_gbps", "chars_per_token")
-        zero = [name for name in rates if getattr(self, name) == 0]
-        if zero or self.safety < 1:
-            raise ValueError(f"plan rates must be > 0 and safety >= 1; got {zero or {'safety': self.safety}}")
-
-    def rates(self, device: str) -> DeviceRates:
-        """The rates of ``device`` (``"cpu"`` or ``"cuda"``)."""
-        if device == "cpu":
-            return DeviceRates(
-                self.cpu_gflops, self.cpu_gbps, self.cpu_metric_ns, self.cpu_step_us, self.cpu_overhead_mb, 0.0
-            )
-        if device == "cuda":
-            return DeviceRates(
-                self.cuda_gflops,
-                self.cuda_gbps,
-                self.cuda_metric_ns,
-                self.cuda_step_us,
-                self.cuda_host_overhead_mb,
-                self.cuda_context_mb,
-            )
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """Where and how the jobs run (from the config's ``compute`` and ``lens`` sections).
-
-    Attributes:
-        device: ``"cpu"`` or ``"cuda"``.
-        dtype: ``"auto"``, ``"float32"``, ``"bfloat16"`` or ``"float16"``.
-        lens_budget_mb: Working memory of the lens for one generation step.
-    """
-
-    device: str
-    dtype: str = "auto"
-    lens_budget_mb: int = 512
-
-    def __post_init__(self) -> None:
-        if self.device not in AUTO_DTYPE:
-            raise ValueError(f"device must be one of {sorted(AUTO_DTYPE)}, got {self.device!r}")
-        if self.dtype != "auto" and self.dtype not in DTYPE_BYTES:
-            raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
-
-    @property
-    def dtype_bytes(self) -> int:
-        """Bytes per weight (and activation) in the dtype the model runs in."""
-        return DTYPE_BYTES[AUTO_DTYPE[self.device] if self.dtype == "auto" else self.dtype]
 
 
 @dataclass(frozen=True)
@@ -273,14 +144,6 @@ class JobPlan:
     @property
     def key(self) -> tuple[str, str, str, int]:
         return (self.rule, self.model, self.dataset, self.shard)
-
-
-@dataclass(frozen=True)
-class ClusterRequest:
-    """What a job asks the scheduler for."""
-
-    runtime: int
-    mem_mb: int
 
 
 @dataclass(frozen=True)
@@ -400,110 +263,3 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
         terms=tuple(sum(c.terms[i] for c in costs) for i in range(len(COST_TERMS))),
         io_s=io_s,
     )
-
-
-def cluster_request(job: JobPlan, settings: PlanSettings, attempt: int = 1) -> ClusterRequest:
-    """``runtime`` (minutes) and ``mem_mb`` for a job: estimate x safety x attempt, with floors.
-
-    ``attempt`` is Snakemake's retry counter, so a retried job asks for more.
-    """
-    if not isinstance(attempt, int) or attempt < 1:
-        raise ValueError(f"attempt must be a positive integer, got {attempt!r}")
-    scale = settings.safety * attempt
-    runtime = max(settings.min_runtime_min, math.ceil(job.est_s * scale / 60))
-    mem_mb = max(settings.min_mem_mb, math.ceil(job.host_peak_bytes * scale / MIB))
-    return ClusterRequest(runtime=int(runtime), mem_mb=int(mem_mb))
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Every planned job, with the settings it was planned under.
-
-    Attributes:
-        jobs: One :class:`JobPlan` per job, in config order.
-        settings: Rates, safety and floors.
-        run: Device, dtype and lens budget.
-    """
-
-    jobs: tuple[JobPlan, ...]
-    settings: PlanSettings
-    run: RunSettings
-
-    def job(self, rule: str, model: str, dataset: str = "", shard: int = 0) -> JobPlan:
-        """The plan of one job.
-
-        Raises:
-            ValueError: naming the job when it is not in the plan.
-        """
-        for job in self.jobs:
-            if job.key == (rule, model, dataset, int(shard)):
-                return job
-        known = sorted({(j.rule, j.model) for j in self.jobs})
-        raise ValueError(f"no planned job {rule}/{model}/{dataset or '-'}/shard {shard}; planned: {known}")
-
-    def request(self, rule: str, model: str, dataset: str = "", shard: int = 0, *, attempt: int = 1) -> ClusterRequest:
-        """The cluster request of one job (see :func:`cluster_request`)."""
-        return cluster_request(self.job(rule, model, dataset, shard), self.settings, attempt)
-
-    def resources(self, rule: str) -> dict[str, Callable]:
-        """``runtime`` and ``mem_mb`` callables for a rule's ``resources:``.
-
-        Each takes ``(wildcards, attempt)`` and reads ``model`` and, where the rule has
-        them, ``dataset`` and ``shard`` from the wildcards, e.g. in ``rules/common.smk``
-        ``EXTRACT_RESOURCES = PLAN.resources("extract_profiles")`` and in the rule
-        ``runtime=EXTRACT_RESOURCES["runtime"], mem_mb=EXTRACT_RESOURCES["mem_mb"]``.
-        """
-        if rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-
-        def lookup(wildcards, attempt: int) -> ClusterRequest:
-            dataset, shard = getattr(wildcards, "dataset", ""), int(getattr(wildcards, "shard", 0))
-            return self.request(rule, wildcards.model, dataset, shard, attempt=attempt)
-
-        return {
-            "runtime": lambda wildcards, attempt=1: lookup(wildcards, attempt).runtime,
-            "mem_mb": lambda wildcards, attempt=1: lookup(wildcards, attempt).mem_mb,
-        }
-
-    def table(self) -> pd.DataFrame:
-        """One row per job: the plan's fields, ``est_s`` and the cluster request."""
-        rows = []
-        for job in self.jobs:
-            request = cluster_request(job, self.settings)
-            rows.append(
-                {
-                    **dataclasses.asdict(job),
-                    "est_s": job.est_s,
-                    "runtime_min": request.runtime,
-                    "mem_mb": request.mem_mb,
-                }
-            )
-        return pd.DataFrame(rows)
-
-    def totals(self) -> pd.DataFrame:
-        """Per model, then ``"all"``: jobs, FLOPs, estimated and requested time, largest requests."""
-        table = self.table()
-        agg = {
-            "rule": "size",
-            "forward_flops": "sum",
-            "lens_flops": "sum",
-            "est_s": "sum",
-            "runtime_min": "sum",
-            "mem_mb": "max",
-            "device_peak_bytes": "max",
-        }
-        per_model = table.groupby("model", sort=False).agg(agg)
-        overall = table.agg(agg).to_frame("all").T
-        return pd.concat([per_model, overall]).rename(columns={"rule": "jobs"})
-
-
-def plan_jobs(jobs: Sequence[Job], run: RunSettings, settings: PlanSettings | None = None) -> Plan:
-    """Plan every job.
-
-    Args:
-        jobs: The jobs, e.g. from :func:`jobs_from_config`.
-        run: Device, dtype and lens budget.
-        settings: Rates and requests; default :class:`PlanSettings`.
-    """
-    settings = settings or PlanSettings()
-    return Plan(tuple(plan_job(job, run, settings) for job in jobs), settings, run)
