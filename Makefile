@@ -68,7 +68,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 test: test-models lint
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: models
 	$(BIN)/python benchmarks/bench_extract.py

@@ -2,9 +2,11 @@
 run once per session."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from workflow_tiny import LOCAL_PROFILE, REPO, RUN_OUTPUT, prepare_workdir, run_snakemake
 
 
@@ -28,28 +30,24 @@ def smollm2(model_cache):
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory) -> Path:
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole workflow on the tiny config with the local profile, once per session.
 
     test_workflow reads its results, test_slurm compares SLURM's outputs with them byte for byte, and
     tests that change a setting and rerun work on a :func:`workflow_tiny.copy_workdir` copy, never on it.
+    `make test` runs two pytest-xdist workers (``--dist loadfile``): the first to ask runs the workflow in
+    the folder both share, under a lock, and the other waits for it and reads the same results.
     """
-    workdir = prepare_workdir(tmp_path_factory.mktemp("tiny_workflow"))
-    # The one whole run of the suite: time for a machine whose cores other work shares.
-    RUN_OUTPUT[workdir] = run_snakemake(workdir, "--profile", str(LOCAL_PROFILE), "--cores", "2", timeout=1200).stdout
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared  # the workers' common folder
+    workdir, output, done = shared / "tiny_workflow", shared / "tiny_workflow.out", shared / "tiny_workflow.done"
+    with FileLock(shared / "tiny_workflow.lock"):
+        if not done.exists():
+            shutil.rmtree(workdir, ignore_errors=True)  # a run that failed on the other worker
+            prepare_workdir(workdir)
+            # The one whole run of the suite: time for a machine whose cores other work shares.
+            run = run_snakemake(workdir, "--profile", str(LOCAL_PROFILE), "--cores", "2", timeout=1200)
+            output.write_text(run.stdout)
+            done.touch()
+    RUN_OUTPUT[workdir] = output.read_text()
     return workdir
-
-
-# `make test` runs the suite on two pytest-xdist workers (--dist loadgroup). The tests that read the session's
-# tiny run, and the SLURM module (which compares its run with it), share one worker, so the whole run happens
-# once; every other module keeps its tests on one worker, so that its module fixtures (a workflow run, a
-# pushed DVC repository) also run once.
-TINY_RUN_GROUP = "tiny_run"
-TINY_RUN_MODULES = frozenset({"test_slurm"})
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        module = item.module.__name__ if getattr(item, "module", None) else item.nodeid.split("::")[0]
-        shares_run = "tiny_run" in getattr(item, "fixturenames", ()) or module in TINY_RUN_MODULES
-        item.add_marker(pytest.mark.xdist_group(TINY_RUN_GROUP if shares_run else module))
