@@ -3,8 +3,9 @@
     python scripts/readme_answer.py RESULTS_DIR SECTION [--readme README.md]
 
 Reads ``RESULTS_DIR/tables/verdicts.csv`` (the headline ``paper_table`` writes) and replaces the text between
-``<!-- answer:SECTION begin -->`` and ``<!-- answer:SECTION end -->`` with its counts and a four-column table
-(claim, model and split, our estimate with its 95% interval, verdict).
+``<!-- answer:SECTION begin -->`` and ``<!-- answer:SECTION end -->`` with its counts and one line per claim
+(how many rows got each verdict, on which models); every estimate with its 95% interval is in the run's
+``tables/verdicts.md``, which the section links.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from entropy_lens.analysis.render import compact_markdown
+from entropy_lens.analysis.render import digest_markdown
 
 
 def replace_section(text: str, section: str, body: str) -> str:
@@ -38,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"readme_answer: no headline at {source}; run the workflow first", file=sys.stderr)
         return 2
     table = pd.read_csv(source, keep_default_na=False)  # empty cells stay "" (the renderer reads them as missing)
-    body = f"*Generated from `{source.as_posix()}` by `scripts/readme_answer.py`.*\n\n" + compact_markdown(table)
+    full = source.with_suffix(".md").as_posix()
+    body = f"*Generated from `{source.as_posix()}` by `scripts/readme_answer.py`; every estimate with its 95% "
+    body += f"interval: `{full}`.*\n\n" + digest_markdown(table)
     readme = Path(args.readme)
     readme.write_text(replace_section(readme.read_text(encoding="utf-8"), args.section, body), encoding="utf-8")
     print(f"wrote the {args.section} answer ({len(table)} rows) into {readme}")

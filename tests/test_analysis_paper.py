@@ -389,6 +389,19 @@ def test_headline_keeps_the_verdict_measure_and_shannon():
     assert "not run by this configuration (listed last)" in R.verdicts_html(top)
 
 
+def test_the_readme_digest_counts_each_claims_verdicts_and_says_not_run():
+    top = P.headline(P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected()))
+    digest = R.digest_markdown(top)
+    findings = top[top["role"] == C.FINDING]
+    for claim, rows in findings.groupby("claim"):
+        line = next(line for line in digest.splitlines() if line.startswith(f"| {claim} |"))
+        not_run = rows["why"].str.startswith("not run")
+        measured = rows.loc[~not_run, "verdict"].value_counts()
+        assert all(f"{word} ×{n}:" in line for word, n in measured.items())
+        assert (f"not run ×{int(not_run.sum())}:" in line) == bool(not_run.any())
+    assert digest.startswith(f"**{R.summary(top)[0]}**")
+
+
 def test_display_and_html_show_intervals_in_the_units_people_read():
     table = P.paper_table(knn=_knn(), expected=_expected())
     top = P.headline(table)

@@ -193,7 +193,7 @@ def _html_table(table: pd.DataFrame) -> str:
 
 # The terminal table: claim, model and split, our estimate, verdict; wrapped, never cut, to fit this width.
 TERMINAL_WIDTH = 120
-TERMINAL_COLUMNS = (("claim", 42), ("model / split", 28), ("ours (95% CI)", 26), ("verdict", 18))
+TERMINAL_COLUMNS = (("claim", 40), ("model / split", 28), ("ours (95% CI)", 28), ("verdict", 18))
 
 
 def compact(table: pd.DataFrame) -> pd.DataFrame:
@@ -230,3 +230,17 @@ def terminal_table(table: pd.DataFrame) -> str:
 def compact_markdown(table: pd.DataFrame) -> str:
     """The headline's counts and its four columns as Markdown (the README's answer sections)."""
     return "".join(f"**{line}**\n\n" for line in summary(table)) + to_markdown(compact(table))
+
+
+def digest_markdown(table: pd.DataFrame) -> str:
+    """The headline's counts and one line per claim: how many rows got each verdict, on which models (the
+    README's answer sections; every estimate with its interval stays in ``verdicts.md``)."""
+    lines = ["| claim | verdicts (rows: models) |", "|---|---|"]
+    said = table["verdict"].where(~table["why"].astype(str).str.startswith(NOT_RUN), "not run")
+    for claim, rows in table.assign(said=said).groupby(table.apply(_claim_text, axis=1), sort=False):
+        words = [
+            f"{word} ×{len(group)}: {', '.join(dict.fromkeys(group['model'].astype(str)))}"
+            for word, group in rows.groupby("said", sort=False)
+        ]
+        lines.append(f"| {claim} | {'; '.join(words)} |")
+    return "".join(f"**{line}**\n\n" for line in summary(table)) + "\n".join(lines) + "\n"
