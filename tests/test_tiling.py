@@ -9,15 +9,16 @@ import torch
 from test_chunking import fake_lens_model
 
 from entropy_lens.lens import logit_lens as lens
-from entropy_lens.lens import metrics
+from entropy_lens.lens import metrics, nucleus
+from entropy_lens.lens.stream import StreamResult, TileStream
 
 ALPHAS = (0.0, 0.5, 1.0, 2.0, 5.0, math.inf)
 
 
-def stream(logits: torch.Tensor, width: int, top_p: float, cap: int | None = None) -> metrics.StreamResult:
-    """Feed ``[R, V]`` logits to a :class:`metrics.TileStream` in tiles of ``width`` tokens."""
+def stream(logits: torch.Tensor, width: int, top_p: float, cap: int | None = None) -> StreamResult:
+    """Feed ``[R, V]`` logits to a :class:`TileStream` in tiles of ``width`` tokens."""
     n_rows, vocab = logits.shape
-    tiles = metrics.TileStream(n_rows, vocab, top_p=top_p, alphas=ALPHAS, cap=cap or vocab, device=logits.device)
+    tiles = TileStream(n_rows, vocab, top_p=top_p, alphas=ALPHAS, cap=cap or vocab, device=logits.device)
     for start in range(0, vocab, width):
         tiles.add(logits[:, start : start + width].T.contiguous(), start)
     return tiles.finish()
@@ -39,9 +40,9 @@ def float64_reference(logits: torch.Tensor, top_p: float) -> dict[str, torch.Ten
             renyi.append(torch.log((probs**a).sum(-1)) / (1 - a))
     sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)
     cum = sorted_p.cumsum(-1)
-    size = (cum < top_p - metrics.MASS_TOL).sum(-1) + 1
+    size = (cum < top_p - nucleus.MASS_TOL).sum(-1) + 1
     # rows whose crossing lies within float32 rounding (of the streamed normalizer) of top_p
-    near = cum.gather(1, torch.stack([size - 2, size - 1], 1).clamp_min(0)) - (top_p - metrics.MASS_TOL)
+    near = cum.gather(1, torch.stack([size - 2, size - 1], 1).clamp_min(0)) - (top_p - nucleus.MASS_TOL)
     straddle = near.abs().min(-1).values < 1e-6
     return {
         "entropy": renyi[ALPHAS.index(1.0)],
@@ -69,7 +70,7 @@ def mass_error(sizes: np.ndarray | torch.Tensor, logits: torch.Tensor, top_p: fl
     probs = torch.softmax(logits.double(), -1).sort(-1, descending=True).values
     cum = torch.cat([probs.new_zeros(len(probs), 1), probs.cumsum(-1)], 1)  # [R, V + 1] mass of the top k
     k = torch.as_tensor(np.asarray(sizes)).long()[:, None]
-    target = top_p - metrics.MASS_TOL
+    target = top_p - nucleus.MASS_TOL
     short, extra = target - cum.gather(1, k), cum.gather(1, (k - 1).clamp_min(0)) - target
     return torch.maximum(short, extra).clamp_min(0).squeeze(1).numpy()
 
@@ -156,14 +157,14 @@ def test_order_zero_counts_only_tokens_the_distribution_can_reach():
     assert reachable.tolist()[0] == 3000 and reachable.tolist()[3] < 600  # the rows really differ from the vocab
 
 
-def sets_from_masks(masks: torch.Tensor, list_max: int) -> metrics.NucleusSets:
-    """:class:`metrics.NucleusSets` of ``[R, V]`` masks, listing the sets of at most ``list_max``."""
+def sets_from_masks(masks: torch.Tensor, list_max: int) -> nucleus.NucleusSets:
+    """:class:`~entropy_lens.lens.nucleus.NucleusSets` of ``[R, V]`` masks, listing the sets of at most ``list_max``."""
     sizes = masks.sum(-1)
-    bits = metrics.membership_bits(masks.shape[0], masks.shape[1])
+    bits = nucleus.membership_bits(masks.shape[0], masks.shape[1])
     rows, ids = torch.nonzero(masks, as_tuple=True)
-    metrics.set_bits(bits, rows, ids)
+    nucleus.set_bits(bits, rows, ids)
     listed = sizes[rows] <= list_max
-    return metrics.NucleusSets(sizes, bits, rows[listed], ids[listed])
+    return nucleus.NucleusSets(sizes, bits, rows[listed], ids[listed])
 
 
 @pytest.mark.parametrize("list_max", [0, 40, 10**9], ids=["bits only", "mixed", "lists"])
@@ -172,16 +173,16 @@ def test_adjacent_jaccard_is_exact(list_max):
     density = torch.tensor([0.001, 0.02, 0.5, 0.01, 0.9, 0.9, 0.003, 0.3])[:, None]
     masks = torch.rand(8, 1000, generator=gen) < density
     masks[:, 0] = True  # no empty set
-    got = metrics.adjacent_jaccard(sets_from_masks(masks, list_max))
-    torch.testing.assert_close(got, metrics.jaccard(masks[:-1], masks[1:]), rtol=0, atol=0)
+    got = nucleus.adjacent_jaccard(sets_from_masks(masks, list_max))
+    torch.testing.assert_close(got, nucleus.jaccard(masks[:-1], masks[1:]), rtol=0, atol=0)
 
 
 def test_bitsets_round_trip():
     ids = torch.tensor([0, 63, 64, 127, 128, 999, 5, 63])
     rows = torch.tensor([0, 0, 0, 0, 1, 1, 2, 2])
-    bits = metrics.membership_bits(3, 1000)
-    metrics.set_bits(bits, rows, ids)
-    assert metrics.popcount(bits).sum(-1).tolist() == [4, 2, 2]
+    bits = nucleus.membership_bits(3, 1000)
+    nucleus.set_bits(bits, rows, ids)
+    assert nucleus.popcount(bits).sum(-1).tolist() == [4, 2, 2]
     for row, token in zip(rows.tolist(), ids.tolist(), strict=True):
         assert (int(bits[row, token // 64]) >> (token % 64)) & 1
 
@@ -192,7 +193,7 @@ def reference_decode(lm, resid: torch.Tensor, settings: lens.LensSettings) -> di
     rm = metrics.row_metrics(
         lens.lens_logits(lm, resid.reshape(batch * n_layers, -1)), top_p=settings.top_p, alphas=settings.alphas
     )
-    jac = torch.cat([metrics.jaccard(rm.nucleus_mask[:-1], rm.nucleus_mask[1:]), torch.full((1,), math.nan)])
+    jac = torch.cat([nucleus.jaccard(rm.nucleus_mask[:-1], rm.nucleus_mask[1:]), torch.full((1,), math.nan)])
     out = {k: getattr(rm, k).numpy() for k in ("entropy", "renyi", "nucleus_size", "top1_id")}
     out["nucleus_jaccard"] = jac.numpy()
     out = {k: v.reshape(batch, n_layers, *v.shape[1:]) for k, v in out.items()}

@@ -4,7 +4,7 @@ Each residual is decoded as the model decodes its last one: final norm (applied 
 that residual's own statistics), unembedding in the weight dtype, then soft-capping
 where the model has it.  The vocabulary is decoded in tiles: every (batch x layer) row
 of a step against one tile of the unembedding is one efficient matrix product, and
-:class:`~entropy_lens.lens.metrics.TileStream` folds each tile into running sums, so the
+:class:`~entropy_lens.lens.stream.TileStream` folds each tile into running sums, so the
 ``[rows, vocab]`` logits never exist at once and the unembedding is read once per step.
 Tile width (and, for very many rows, row chunks) follow a memory budget.
 """
@@ -22,7 +22,18 @@ import numpy as np
 import torch
 import xarray as xr
 
-from entropy_lens.lens import metrics
+from entropy_lens.lens.entropy import check_alphas
+from entropy_lens.lens.metrics import bytes_per_logit
+from entropy_lens.lens.nucleus import (
+    NucleusSets,
+    adjacent_jaccard,
+    cat_sets,
+    check_top_p,
+    membership_bits,
+    nucleus_given_norm,
+    set_bits,
+)
+from entropy_lens.lens.stream import StreamResult, TileStream, log_norm_of
 from entropy_lens.model.batching import batches
 from entropy_lens.model.generation import GenerationSettings, generate, row_seed
 from entropy_lens.model.loading import LensModel
@@ -60,8 +71,8 @@ class LensSettings:
     budget_bytes: int = DEFAULT_BUDGET_BYTES
 
     def __post_init__(self) -> None:
-        metrics.check_top_p(self.top_p)
-        object.__setattr__(self, "alphas", metrics.check_alphas(self.alphas))
+        check_top_p(self.top_p)
+        object.__setattr__(self, "alphas", check_alphas(self.alphas))
         if not isinstance(self.budget_bytes, int) or self.budget_bytes <= 0:
             raise ValueError(f"budget_bytes must be a positive integer, got {self.budget_bytes!r}")
 
@@ -129,9 +140,9 @@ def rows_per_chunk(vocab_size: int, budget_bytes: int) -> int:
     """How many full rows of logits fit the budget; raises if not even one does.
 
     Full rows are decoded only for the rare rows whose top-p set the streamed candidates
-    cannot settle (exact histogram search of :mod:`entropy_lens.lens.metrics`).
+    cannot settle (exact histogram search of :mod:`entropy_lens.lens.nucleus`).
     """
-    per_row = vocab_size * metrics.bytes_per_logit()
+    per_row = vocab_size * bytes_per_logit()
     if budget_bytes < per_row:
         raise ValueError(
             f"chunk budget of {budget_bytes} bytes is below one row of logits "
@@ -202,13 +213,13 @@ def decode_residuals(lm: LensModel, resid: torch.Tensor, settings: LensSettings)
     batch, n_layers, _ = resid.shape
     flat = resid.reshape(batch * n_layers, -1)
     plan = plan_tiles(flat.shape[0], lm.vocab_size, settings.budget_bytes)
-    parts: list[metrics.StreamResult] = []
+    parts: list[StreamResult] = []
     overlaps: list[torch.Tensor] = []
-    carry: metrics.NucleusSets | None = None
+    carry: NucleusSets | None = None
     for start in range(0, flat.shape[0], plan.rows):
         result, sets = _decode_chunk(lm, flat[start : start + plan.rows], settings, plan)
-        joined = sets if carry is None else metrics.cat_sets([carry, sets])
-        overlaps.append(metrics.adjacent_jaccard(joined))
+        joined = sets if carry is None else cat_sets([carry, sets])
+        overlaps.append(adjacent_jaccard(joined))
         carry = sets.last()
         parts.append(result)
     jac = torch.cat([*overlaps, torch.full((1,), math.nan, device=flat.device)])
@@ -220,7 +231,7 @@ def decode_residuals(lm: LensModel, resid: torch.Tensor, settings: LensSettings)
 def _decode_chunk(lm: LensModel, resid: torch.Tensor, settings: LensSettings, plan: TilePlan):
     """Metrics and top-p sets of one chunk of ``[n, d]`` residuals."""
     normed_t = lm.final_norm(resid).T  # [d, n]
-    stream = metrics.TileStream(
+    stream = TileStream(
         resid.shape[0], lm.vocab_size, top_p=settings.top_p, alphas=settings.alphas, cap=plan.cap, device=resid.device
     )
     for start in range(0, lm.vocab_size, plan.width):
@@ -228,15 +239,15 @@ def _decode_chunk(lm: LensModel, resid: torch.Tensor, settings: LensSettings, pl
     return _settle_open_rows(lm, resid, stream.finish(), settings, plan)
 
 
-def _settle_open_rows(lm, resid, result: metrics.StreamResult, settings: LensSettings, plan: TilePlan):
+def _settle_open_rows(lm, resid, result: StreamResult, settings: LensSettings, plan: TilePlan):
     """Decode in full the rows whose top-p set the streamed candidates left open (rare).
 
     Returns:
-        The completed result, and the chunk's sets as :class:`~entropy_lens.lens.metrics.NucleusSets`.
+        The completed result, and the chunk's sets as :class:`~entropy_lens.lens.nucleus.NucleusSets`.
     """
     size, top1 = result.nucleus_size.clone(), result.top1_id.clone()
-    bits = metrics.membership_bits(len(size), lm.vocab_size, resid.device)
-    metrics.set_bits(bits, result.member_rows, result.member_ids)
+    bits = membership_bits(len(size), lm.vocab_size, resid.device)
+    set_bits(bits, result.member_rows, result.member_ids)
     rows, ids = [result.member_rows], [result.member_ids]
     todo = torch.nonzero(size == 0).squeeze(-1)
     if todo.numel():
@@ -244,20 +255,20 @@ def _settle_open_rows(lm, resid, result: metrics.StreamResult, settings: LensSet
     for part in todo.split(rows_per_chunk(lm.vocab_size, settings.budget_bytes)):
         logits = lens_logits(lm, resid[part])  # [f, V]
         top = logits.max(-1).values  # [f]; this product's own rounding, not the stream's
-        norm = (top, metrics.log_norm_of(logits, top))
-        size[part], mask = metrics.nucleus_given_norm(logits, *norm, settings.top_p)
+        norm = (top, log_norm_of(logits, top))
+        size[part], mask = nucleus_given_norm(logits, *norm, settings.top_p)
         top1[part] = logits.argmax(-1)
         local, token = torch.nonzero(mask, as_tuple=True)
-        metrics.set_bits(bits, part[local], token)
+        set_bits(bits, part[local], token)
         listed = size[part][local] <= plan.cap  # wide sets stay bitsets only
         rows.append(part[local][listed])
         ids.append(token[listed])
-    sets = metrics.NucleusSets(size, bits, torch.cat(rows), torch.cat(ids))
+    sets = NucleusSets(size, bits, torch.cat(rows), torch.cat(ids))
     done = dataclasses.replace(result, nucleus_size=size, top1_id=top1, member_rows=sets.rows, member_ids=sets.ids)
     return done, sets
 
 
-def _to_numpy(parts: list[metrics.StreamResult], jac: torch.Tensor, batch: int, n_layers: int) -> StepMetrics:
+def _to_numpy(parts: list[StreamResult], jac: torch.Tensor, batch: int, n_layers: int) -> StepMetrics:
     def cat(attr: str, dtype) -> np.ndarray:
         values = torch.cat([getattr(p, attr) for p in parts]).cpu().numpy().astype(dtype)
         return values.reshape(batch, n_layers, *values.shape[1:])
