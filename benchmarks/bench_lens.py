@@ -30,7 +30,7 @@ from bench_common import float64_nucleus_size, story_prompts
 
 from entropy_lens import load_model
 from entropy_lens.lens import metrics, nucleus
-from entropy_lens.lens.logit_lens import (
+from entropy_lens.lens.decoding import (
     LensSettings,
     decode_residuals,
     lens_logits,

@@ -189,7 +189,7 @@ def test_a_module_outside_every_layer_is_named():
 
 def test_the_public_api_resolves():
     import entropy_lens
-    from entropy_lens.lens.logit_lens import LensSettings
+    from entropy_lens.lens.decoding import LensSettings
     from entropy_lens.model.generation import GenerationSettings
 
     assert all(getattr(entropy_lens, name) is not None for name in entropy_lens.__all__)

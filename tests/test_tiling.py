@@ -8,8 +8,7 @@ import pytest
 import torch
 from test_chunking import fake_lens_model
 
-from entropy_lens.lens import logit_lens as lens
-from entropy_lens.lens import metrics, nucleus
+from entropy_lens.lens import decoding, metrics, nucleus
 from entropy_lens.lens.stream import StreamResult, TileStream
 
 ALPHAS = (0.0, 0.5, 1.0, 2.0, 5.0, math.inf)
@@ -187,11 +186,11 @@ def test_bitsets_round_trip():
         assert (int(bits[row, token // 64]) >> (token % 64)) & 1
 
 
-def reference_decode(lm, resid: torch.Tensor, settings: lens.LensSettings) -> dict[str, np.ndarray]:
+def reference_decode(lm, resid: torch.Tensor, settings: decoding.LensSettings) -> dict[str, np.ndarray]:
     """All rows' full logits at once through the exact per-row functions and bool masks."""
     batch, n_layers, _ = resid.shape
     rm = metrics.row_metrics(
-        lens.lens_logits(lm, resid.reshape(batch * n_layers, -1)), top_p=settings.top_p, alphas=settings.alphas
+        decoding.lens_logits(lm, resid.reshape(batch * n_layers, -1)), top_p=settings.top_p, alphas=settings.alphas
     )
     jac = torch.cat([nucleus.jaccard(rm.nucleus_mask[:-1], rm.nucleus_mask[1:]), torch.full((1,), math.nan)])
     out = {k: getattr(rm, k).numpy() for k in ("entropy", "renyi", "nucleus_size", "top1_id")}
@@ -220,14 +219,14 @@ def test_decode_equals_the_exact_functions(spread, budget_rows, top_p):
     lm.unembed.bias = torch.nn.Parameter(torch.randn(vocab) * 0.1)
     resid = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(6)) * 3  # [B, L, d]
     budget = 10**9 if budget_rows is None else budget_rows * vocab * metrics.bytes_per_logit()
-    settings = lens.LensSettings(top_p=top_p, alphas=(0.5, 1.0, 5.0, math.inf), budget_bytes=budget)
-    plan = lens.plan_tiles(15, vocab, budget)
+    settings = decoding.LensSettings(top_p=top_p, alphas=(0.5, 1.0, 5.0, math.inf), budget_bytes=budget)
+    plan = decoding.plan_tiles(15, vocab, budget)
     assert (plan.width < vocab) == (budget_rows is not None) and (plan.rows < 15) == (budget_rows == 2)
-    logits = lens.lens_logits(lm, resid.reshape(15, 16))
+    logits = decoding.lens_logits(lm, resid.reshape(15, 16))
     # The case is what its name says: the stream settles every set or none (top_p = 1 reaches the tail).
     streamed = stream(logits, plan.width, top_p, cap=plan.cap).nucleus_size > 0
     assert bool(streamed.all() if spread > 1.0 and top_p < 1.0 else not streamed.any())
-    got = lens.decode_residuals(lm, resid, settings)
+    got = decoding.decode_residuals(lm, resid, settings)
     ref = reference_decode(lm, resid, settings)
     np.testing.assert_array_equal(got.top1_id, ref["top1_id"])
     if top_p < 1.0:  # every crossing is clear of float32 rounding: sizes and overlaps are exact
@@ -254,21 +253,21 @@ def test_softcap_is_applied_per_tile():
     lm.unembed.weight.data.mul_(30.0)  # peaked rows: entropy near 0 without the cap
     capped = dataclasses.replace(lm, softcap=cap)
     resid = torch.randn(2, 4, 16, generator=torch.Generator().manual_seed(7))
-    settings = lens.LensSettings(budget_bytes=2 * vocab * metrics.bytes_per_logit())
-    assert lens.plan_tiles(8, vocab, settings.budget_bytes).width < vocab  # several tiles
-    got = lens.decode_residuals(capped, resid, settings)
+    settings = decoding.LensSettings(budget_bytes=2 * vocab * metrics.bytes_per_logit())
+    assert decoding.plan_tiles(8, vocab, settings.budget_bytes).width < vocab  # several tiles
+    got = decoding.decode_residuals(capped, resid, settings)
     ref = reference_decode(capped, resid, settings)
     np.testing.assert_array_equal(got.nucleus_size, ref["nucleus_size"])
     np.testing.assert_allclose(got.entropy, ref["entropy"], atol=5e-5)
     # Logits within (-cap, cap) give no token more than e^(2 cap) / V: H >= -log max p >= log V - 2 cap.
     floor = math.log(vocab) - 2 * cap
     assert float(got.entropy.min()) >= floor
-    assert float(lens.decode_residuals(lm, resid, settings).entropy.max()) < floor  # what the cap lifts
+    assert float(decoding.decode_residuals(lm, resid, settings).entropy.max()) < floor  # what the cap lifts
 
 
 @pytest.mark.parametrize(("n_rows", "vocab"), [(144, 262144), (480, 49152), (35, 3000), (2304, 151936)])
 @pytest.mark.parametrize("budget", [3 * 262144 * 48, 48 * 2**20, 512 * 2**20])
 def test_plans_respect_the_budget(n_rows, vocab, budget):
-    plan = lens.plan_tiles(n_rows, vocab, budget)
+    plan = decoding.plan_tiles(n_rows, vocab, budget)
     assert plan.bytes(vocab) <= budget
     assert 1 <= plan.rows <= n_rows and 1 <= plan.width <= vocab

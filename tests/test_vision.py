@@ -22,9 +22,9 @@ from tiny import (
 )
 
 from entropy_lens import extract_profiles, load_model
+from entropy_lens.lens.decoding import LensSettings, lens_logits
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.extract import Shard, extract_table
-from entropy_lens.lens.logit_lens import LensSettings, lens_logits
 from entropy_lens.lens.vision import classify_with_readouts, extract_image_profiles, pixel_values
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import materialize_model

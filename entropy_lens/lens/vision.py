@@ -4,7 +4,7 @@ Each image runs through the classifier once (no generation).  After every block 
 vector its head reads (the CLS token, or the mean of the patch tokens where the model
 mean-pools; :mod:`entropy_lens.model.vision`) is decoded through the model's final norm and
 classification head, exactly as its last block is, and the lens metrics of
-:func:`entropy_lens.lens.logit_lens.decode_residuals` are taken over the classes: Shannon and
+:func:`entropy_lens.lens.decoding.decode_residuals` are taken over the classes: Shannon and
 Rényi entropy, top-p nucleus size and adjacent-layer Jaccard, top-1 class.  The store
 follows the text contract with a token dimension of length 1 (see
 :mod:`entropy_lens.store.schema`); ``token_id`` holds the model's own predicted class.
@@ -19,7 +19,8 @@ import numpy as np
 import torch
 import xarray as xr
 
-from entropy_lens.lens.logit_lens import LensSettings, ProfileBuffers, build_dataset, decode_residuals
+from entropy_lens.lens.decoding import LensSettings, decode_residuals
+from entropy_lens.lens.profiles import ProfileBuffers, build_dataset
 from entropy_lens.model.hooks import record_residuals
 from entropy_lens.model.loading import LensModel
 from entropy_lens.store import schema
