@@ -92,6 +92,16 @@ def test_image_store_follows_the_text_contract(vision_run, tmp_path):
     xr.testing.assert_identical(back, ds)
 
 
+def test_image_store_has_the_text_stores_provenance(vision_run):
+    """One provenance builder: a text store's attrs, in order, then the image's modality and read-out."""
+    arch, _, ds = vision_run
+    text = extract_profiles(tiny_model(), ["the cat"], max_new_tokens=1)
+    assert list(ds.attrs) == [*text.attrs, "modality", "readout"]
+    one_pass = {"max_new_tokens": 1, "do_sample": False, "temperature": 1.0, "seed": 0, "chat_template": False}
+    assert {key: ds.attrs[key] for key in one_pass} == one_pass and ds.attrs["softcap"] is None
+    assert ds.attrs["readout"] == READOUTS[arch]
+
+
 def test_batching_does_not_change_results(vision_run):
     _, lm, together = vision_run
     alone = extract_image_profiles(lm, IMAGES, batch_size=1)

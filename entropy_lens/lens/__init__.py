@@ -7,7 +7,7 @@ Modules:
     metrics     every metric of full rows at once (entropy and nucleus from one log-softmax).
     decoding    LensSettings, per-layer decoding in memory-budgeted tiles, log-probabilities of given tokens.
     encoding    prompt texts as token ids (chat template, the empty prompt, the context window).
-    profiles    output buffers, provenance attrs and the profile dataset (text and images).
+    profiles    output buffers, the one provenance builder and the profile dataset (text and images).
     text        extract_profiles: generate from each prompt and record every new token's profile.
     choices     answer choices read off the model's own next-token distribution.
     vision      the entropy profile over classes of every image.

@@ -1,8 +1,8 @@
 """The profile dataset: output buffers filled step by step, the store's provenance, the dataset.
 
 Text extraction (:mod:`entropy_lens.lens.text`) and image profiles (:mod:`entropy_lens.lens.vision`)
-fill the same :class:`ProfileBuffers` and wrap them with :func:`build_dataset` into a dataset that
-follows :mod:`entropy_lens.store.schema`; :func:`profile_attrs` is the text store's provenance.
+fill the same :class:`ProfileBuffers`, take their attrs from the one :func:`profile_attrs` and
+wrap them with :func:`build_dataset` into a dataset that follows :mod:`entropy_lens.store.schema`.
 """
 
 from __future__ import annotations
@@ -57,8 +57,13 @@ class ProfileBuffers:
 
 
 def profile_attrs(lm: LensModel, lens: LensSettings, generation: GenerationSettings, *, chat_template: bool) -> dict:
-    """The attrs of a text profile store: :func:`entropy_lens.store.schema.provenance` of the model,
-    the lens settings and how tokens were chosen."""
+    """The attrs of a profile store: :func:`entropy_lens.store.schema.provenance` of the model, the
+    lens settings and how tokens were chosen.
+
+    An image classifier's store (``lm.readout`` set) adds ``modality = "image"`` and its
+    ``readout``; it runs each image once, which ``generation`` records as one greedy step.
+    """
+    image = {} if lm.readout is None else {"modality": "image", "readout": lm.readout}
     return schema.provenance(
         model_name=lm.name,
         model_source=lm.source,
@@ -77,6 +82,7 @@ def profile_attrs(lm: LensModel, lens: LensSettings, generation: GenerationSetti
         seed=generation.seed,
         chat_template=chat_template,
         softcap=lm.softcap,
+        **image,
     )
 
 
