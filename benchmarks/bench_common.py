@@ -10,7 +10,7 @@ import random
 
 import torch
 
-from entropy_lens.lens import metrics
+from entropy_lens.lens import nucleus
 
 SENTENCES = (
     "Once upon a time, there was a little girl named {name} who loved to play in the {place}.",
@@ -55,4 +55,4 @@ def float64_nucleus_size(lm, resid_row: torch.Tensor, top_p: float) -> int:
     if lm.softcap:
         logits = lm.softcap * torch.tanh(logits / lm.softcap)
     probs = torch.softmax(logits[0], -1).sort(descending=True).values
-    return int((probs.cumsum(0) < top_p - metrics.MASS_TOL).sum()) + 1
+    return int((probs.cumsum(0) < top_p - nucleus.MASS_TOL).sum()) + 1

@@ -30,7 +30,7 @@ from bench_common import float64_nucleus_size, story_prompts
 from bench_lens import add_arguments, report
 
 from entropy_lens import extract_profiles, load_model
-from entropy_lens.lens.logit_lens import LensSettings, lens_logits
+from entropy_lens.lens.decoding import LensSettings, lens_logits
 from entropy_lens.model.generation import GenerationSettings, record_residuals
 
 ALPHAS = (0.5, 1.0, 5.0)

@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from bench_common import float64_nucleus_size, story_prompts
 
 from entropy_lens import load_model
-from entropy_lens.lens import metrics
-from entropy_lens.lens.logit_lens import (
+from entropy_lens.lens import metrics, nucleus
+from entropy_lens.lens.decoding import (
     LensSettings,
     decode_residuals,
     lens_logits,
@@ -97,7 +97,7 @@ def reference_decode(lm, resid: torch.Tensor, settings: LensSettings) -> dict[st
         logits = lens_logits(lm, flat[start : start + step])  # [n, V] float32
         rm = metrics.row_metrics(logits, top_p=settings.top_p, alphas=settings.alphas)
         masks = rm.nucleus_mask if carry is None else torch.cat([carry, rm.nucleus_mask])
-        out["nucleus_jaccard"].append(metrics.jaccard(masks[:-1], masks[1:]))
+        out["nucleus_jaccard"].append(nucleus.jaccard(masks[:-1], masks[1:]))
         carry = rm.nucleus_mask[-1:]
         for key in ("entropy", "renyi", "nucleus_size", "top1_id"):
             out[key].append(getattr(rm, key))

@@ -38,8 +38,8 @@ import pandas as pd
 from entropy_lens import load_model
 from entropy_lens.answers import scoring, skipping
 from entropy_lens.answers.selection import calibrate_skips
+from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.extract import extract_table
-from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import skip_blocks
 from entropy_lens.model.loading import CONTIGUOUS_HOOK, contiguous_head_input

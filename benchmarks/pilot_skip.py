@@ -28,7 +28,7 @@ from entropy_lens.analysis import verdicts as V
 from entropy_lens.answers.criticality import ACCURACY, criticality_spearman, skip_comparisons
 from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.answers.skipping import evaluate_skips
-from entropy_lens.lens.logit_lens import LensSettings
+from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.mmlu import build_mmlu, layer_skip_tables, load_questions, stratified_sample
 
 STUDY_SEED = 0

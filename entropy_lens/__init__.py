@@ -23,8 +23,8 @@ from typing import Any
 from entropy_lens.core.version import __version__
 
 _LAZY = {
-    "extract_profiles": "entropy_lens.lens.logit_lens",
-    "LensSettings": "entropy_lens.lens.logit_lens",
+    "extract_profiles": "entropy_lens.lens.text",
+    "LensSettings": "entropy_lens.lens.decoding",
     "GenerationSettings": "entropy_lens.model.generation",
     "REGISTRY": "entropy_lens.model.registry",
     "LensModel": "entropy_lens.model.loading",

@@ -166,7 +166,8 @@ def _skip_map(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.endswith(".zarr"):
         raise ValueError(f"--out must name a .zarr store, got {args.out!r}")
-    from entropy_lens.lens.logit_lens import LensSettings, extract_profiles
+    from entropy_lens.lens.decoding import LensSettings
+    from entropy_lens.lens.text import extract_profiles
     from entropy_lens.model.generation import GenerationSettings  # torch loads only for commands that need it
     from entropy_lens.model.loading import load_model
 

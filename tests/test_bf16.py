@@ -21,7 +21,7 @@ from tiny import ARCHS, save_tiny_model
 from workflow_tiny import copy_workdir, edit_config, jobs_in, run_snakemake
 
 from entropy_lens import extract_profiles, load_model
-from entropy_lens.lens.metrics import shannon_entropy
+from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.store import storage
 
 PROMPTS = ["once upon a time there was", "the cat sat on the", "how many words"]

@@ -12,8 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from entropy_lens.lens import logit_lens as lens
-from entropy_lens.lens import metrics
+from entropy_lens.lens import decoding, metrics
 from entropy_lens.model.loading import LensModel
 
 
@@ -32,10 +31,10 @@ def test_chunked_equals_unchunked(weight_scale):
     resid = torch.randn(5, 7, 32, generator=torch.Generator().manual_seed(1)) * 3  # [B, L, d]
     per_row = 20000 * metrics.bytes_per_logit()
     budget = 3 * per_row
-    plan = lens.plan_tiles(35, 20000, budget)
+    plan = decoding.plan_tiles(35, 20000, budget)
     assert plan.rows < 35 and plan.width < 20000  # cuts rows and the vocabulary
-    small = lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=budget))
-    whole = lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=10**9))
+    small = decoding.decode_residuals(lm, resid, decoding.LensSettings(budget_bytes=budget))
+    whole = decoding.decode_residuals(lm, resid, decoding.LensSettings(budget_bytes=10**9))
     for name in ("nucleus_size", "nucleus_jaccard", "top1_id"):
         np.testing.assert_array_equal(getattr(small, name), getattr(whole, name), err_msg=name)
     # A float32 sum may be split differently for other tiles or rows (threads, vector width of the
@@ -50,7 +49,7 @@ PROBE = textwrap.dedent(
     import json, sys, torch
     sys.path.insert(0, {tests!r})
     from test_chunking import fake_lens_model
-    from entropy_lens.lens import logit_lens as lens
+    from entropy_lens.lens import decoding
     torch.set_num_threads(1)
     flat = fake_lens_model(vocab=262144, hidden=64)  # top-p sets of ~half the vocabulary: full rows
     peaked = fake_lens_model(vocab=262144, hidden=64)
@@ -62,7 +61,7 @@ PROBE = textwrap.dedent(
     out = {{}}
     for name, lm, budget in (("flat", flat, {budget}), ("peaked", peaked, {budget}), ("whole", flat, 2**40)):
         before = peak()
-        lens.decode_residuals(lm, resid, lens.LensSettings(budget_bytes=budget))
+        decoding.decode_residuals(lm, resid, decoding.LensSettings(budget_bytes=budget))
         out[name] = peak() - before
     print(json.dumps(out))
     """

@@ -154,7 +154,7 @@ def test_no_import_cycles(graph):
 
 def test_the_graph_reads_real_imports(graph):
     # Imports of each form: from-import of a module, from-import of a name, a lazy import in a function.
-    assert "entropy_lens.lens.metrics" in graph["entropy_lens.lens.logit_lens"]
+    assert "entropy_lens.store.schema" in graph["entropy_lens.lens.vision"]
     assert "entropy_lens.model.loading" in graph["entropy_lens.model.generation"]
     assert "entropy_lens.model.loading" in graph["entropy_lens.cli"]
 
@@ -190,7 +190,7 @@ def test_a_module_outside_every_layer_is_named():
 
 def test_the_public_api_resolves():
     import entropy_lens
-    from entropy_lens.lens.logit_lens import LensSettings
+    from entropy_lens.lens.decoding import LensSettings
     from entropy_lens.model.generation import GenerationSettings
 
     assert all(getattr(entropy_lens, name) is not None for name in entropy_lens.__all__)

@@ -10,7 +10,7 @@ from reference import reference
 from tiny import ARCHS, VOCAB_SIZE, tiny_model
 
 from entropy_lens import extract_profiles
-from entropy_lens.lens import logit_lens as lens
+from entropy_lens.lens import decoding, encoding
 from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.store import schema
 
@@ -60,7 +60,7 @@ def test_last_layer_equals_model_logits():
     seen = []
 
     def on_step(step, resid, logits, alive):
-        seen.append((lens.lens_logits(lm, resid[:, -1]), logits))
+        seen.append((decoding.lens_logits(lm, resid[:, -1]), logits))
 
     generate(lm, [ids], GenerationSettings(3), on_step)
     for lens_last, real in seen:
@@ -112,7 +112,7 @@ def test_chat_template_is_rendered_and_recorded():
 
 def test_blank_prompt_is_bos_alone():
     lm = tiny_model("llama")
-    ids, _ = lens.encode_prompts(lm, [""], chat_template=False)
+    ids, _ = encoding.encode_prompts(lm, [""], chat_template=False)
     assert ids == [[lm.tokenizer.bos_token_id]]
 
 
@@ -144,7 +144,7 @@ def test_settings_objects_equal_keywords():
         lm,
         PROMPTS,
         generation=GenerationSettings(max_new_tokens=3, do_sample=True, seed=3),
-        lens=lens.LensSettings(top_p=0.8, alphas=(0.5, 2.0), budget_bytes=2**20),
+        lens=decoding.LensSettings(top_p=0.8, alphas=(0.5, 2.0), budget_bytes=2**20),
     )
     xr.testing.assert_identical(keywords.drop_attrs(), objects.drop_attrs())
     mixed = extract_profiles(
@@ -163,11 +163,15 @@ def test_settings_objects_equal_keywords():
         ),
         (dict(generation=GenerationSettings(2), seed=1, do_sample=True), ValueError, "do_sample, seed given both"),
         (
-            dict(lens=lens.LensSettings(), max_new_tokens=2, top_p=0.5),
+            dict(lens=decoding.LensSettings(), max_new_tokens=2, top_p=0.5),
             ValueError,
             r"top_p given both as keyword and in lens=LensSettings",
         ),
-        (dict(lens=lens.LensSettings(), max_new_tokens=2, budget_bytes=2**20), ValueError, "budget_bytes given both"),
+        (
+            dict(lens=decoding.LensSettings(), max_new_tokens=2, budget_bytes=2**20),
+            ValueError,
+            "budget_bytes given both",
+        ),
         (dict(), ValueError, "max_new_tokens is required"),
         (dict(generation={"max_new_tokens": 2}), TypeError, "generation must be a GenerationSettings, got dict"),
     ],
@@ -179,9 +183,9 @@ def test_settings_given_twice_or_wrongly_are_refused(kwargs, error, message):
 
 def test_lens_settings_from_the_config_section():
     section = {"top_p": 0.6, "alphas": [0.5, 1.0, 5.0], "budget_mb": 256}
-    assert lens.LensSettings.from_config(section) == lens.LensSettings(0.6, (0.5, 1.0, 5.0), 256 * 2**20)
+    assert decoding.LensSettings.from_config(section) == decoding.LensSettings(0.6, (0.5, 1.0, 5.0), 256 * 2**20)
     with pytest.raises(ValueError, match="top_p"):
-        lens.LensSettings.from_config({**section, "top_p": 1.5})
+        decoding.LensSettings.from_config({**section, "top_p": 1.5})
 
 
 @pytest.mark.parametrize("arch", ["llama", "gemma2"])
@@ -193,8 +197,8 @@ def test_bfloat16_tiles_equal_the_model_head(arch):
     seen = []
 
     def on_step(step, resid, logits, alive):
-        tile = lens.project_tile(lm, lm.final_norm(resid[:, -1]).T, 0, lm.vocab_size).T
-        seen.append((tile, lens.lens_logits(lm, resid[:, -1]), logits))
+        tile = decoding.project_tile(lm, lm.final_norm(resid[:, -1]).T, 0, lm.vocab_size).T
+        seen.append((tile, decoding.lens_logits(lm, resid[:, -1]), logits))
 
     generate(lm, [ids, ids[:3]], GenerationSettings(3), on_step)
     for tile, whole, real in seen:

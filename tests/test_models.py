@@ -10,7 +10,7 @@ from tiny import tiny_model
 from torch import nn
 
 from entropy_lens import REGISTRY, extract_profiles, load_model
-from entropy_lens.lens.logit_lens import lens_logits
+from entropy_lens.lens.decoding import lens_logits
 from entropy_lens.model import loading as models
 from entropy_lens.model import registry
 from entropy_lens.model.generation import GenerationSettings, generate

@@ -10,7 +10,7 @@ from reference import reference
 from tiny import DENSE_QWEN2_MOE_LAYER, MAX_PARAMS, MOE_ARCHS, N_EXPERTS, N_LAYERS, TOP_K, save_tiny_model, tiny_model
 
 from entropy_lens import extract_profiles, load_model
-from entropy_lens.lens import logit_lens as lens
+from entropy_lens.lens import decoding
 from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.model.routing import find_routers, record_routing, routing_metrics
 from entropy_lens.store import schema, storage
@@ -54,7 +54,7 @@ def test_last_layer_equals_model_logits(moe_run):
     seen = []
 
     def on_step(step, resid, logits, alive):
-        seen.append((lens.lens_logits(lm, resid[:, -1]), logits))
+        seen.append((decoding.lens_logits(lm, resid[:, -1]), logits))
 
     batch = [lm.tokenizer(p)["input_ids"] for p in PROMPTS]
     generate(lm, batch, GenerationSettings(3), on_step)

@@ -14,8 +14,8 @@ from transformers import PreTrainedTokenizerFast
 from entropy_lens.answers import accuracy, letters, scoring
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.lens.choices import readout_of
+from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.extract import extract_table
-from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import wrap_model
 from entropy_lens.prompts.mmlu import build_mmlu

@@ -19,8 +19,8 @@ from workflow_tiny import (
     store_without_note,
 )
 
+from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.extract import Shard, extract_table, shard_rows
-from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import build_formats

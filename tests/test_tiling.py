@@ -8,16 +8,16 @@ import pytest
 import torch
 from test_chunking import fake_lens_model
 
-from entropy_lens.lens import logit_lens as lens
-from entropy_lens.lens import metrics
+from entropy_lens.lens import decoding, metrics, nucleus
+from entropy_lens.lens.stream import StreamResult, TileStream
 
 ALPHAS = (0.0, 0.5, 1.0, 2.0, 5.0, math.inf)
 
 
-def stream(logits: torch.Tensor, width: int, top_p: float, cap: int | None = None) -> metrics.StreamResult:
-    """Feed ``[R, V]`` logits to a :class:`metrics.TileStream` in tiles of ``width`` tokens."""
+def stream(logits: torch.Tensor, width: int, top_p: float, cap: int | None = None) -> StreamResult:
+    """Feed ``[R, V]`` logits to a :class:`TileStream` in tiles of ``width`` tokens."""
     n_rows, vocab = logits.shape
-    tiles = metrics.TileStream(n_rows, vocab, top_p=top_p, alphas=ALPHAS, cap=cap or vocab, device=logits.device)
+    tiles = TileStream(n_rows, vocab, top_p=top_p, alphas=ALPHAS, cap=cap or vocab, device=logits.device)
     for start in range(0, vocab, width):
         tiles.add(logits[:, start : start + width].T.contiguous(), start)
     return tiles.finish()
@@ -39,9 +39,9 @@ def float64_reference(logits: torch.Tensor, top_p: float) -> dict[str, torch.Ten
             renyi.append(torch.log((probs**a).sum(-1)) / (1 - a))
     sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)
     cum = sorted_p.cumsum(-1)
-    size = (cum < top_p - metrics.MASS_TOL).sum(-1) + 1
+    size = (cum < top_p - nucleus.MASS_TOL).sum(-1) + 1
     # rows whose crossing lies within float32 rounding (of the streamed normalizer) of top_p
-    near = cum.gather(1, torch.stack([size - 2, size - 1], 1).clamp_min(0)) - (top_p - metrics.MASS_TOL)
+    near = cum.gather(1, torch.stack([size - 2, size - 1], 1).clamp_min(0)) - (top_p - nucleus.MASS_TOL)
     straddle = near.abs().min(-1).values < 1e-6
     return {
         "entropy": renyi[ALPHAS.index(1.0)],
@@ -69,7 +69,7 @@ def mass_error(sizes: np.ndarray | torch.Tensor, logits: torch.Tensor, top_p: fl
     probs = torch.softmax(logits.double(), -1).sort(-1, descending=True).values
     cum = torch.cat([probs.new_zeros(len(probs), 1), probs.cumsum(-1)], 1)  # [R, V + 1] mass of the top k
     k = torch.as_tensor(np.asarray(sizes)).long()[:, None]
-    target = top_p - metrics.MASS_TOL
+    target = top_p - nucleus.MASS_TOL
     short, extra = target - cum.gather(1, k), cum.gather(1, (k - 1).clamp_min(0)) - target
     return torch.maximum(short, extra).clamp_min(0).squeeze(1).numpy()
 
@@ -156,14 +156,14 @@ def test_order_zero_counts_only_tokens_the_distribution_can_reach():
     assert reachable.tolist()[0] == 3000 and reachable.tolist()[3] < 600  # the rows really differ from the vocab
 
 
-def sets_from_masks(masks: torch.Tensor, list_max: int) -> metrics.NucleusSets:
-    """:class:`metrics.NucleusSets` of ``[R, V]`` masks, listing the sets of at most ``list_max``."""
+def sets_from_masks(masks: torch.Tensor, list_max: int) -> nucleus.NucleusSets:
+    """:class:`~entropy_lens.lens.nucleus.NucleusSets` of ``[R, V]`` masks, listing the sets of at most ``list_max``."""
     sizes = masks.sum(-1)
-    bits = metrics.membership_bits(masks.shape[0], masks.shape[1])
+    bits = nucleus.membership_bits(masks.shape[0], masks.shape[1])
     rows, ids = torch.nonzero(masks, as_tuple=True)
-    metrics.set_bits(bits, rows, ids)
+    nucleus.set_bits(bits, rows, ids)
     listed = sizes[rows] <= list_max
-    return metrics.NucleusSets(sizes, bits, rows[listed], ids[listed])
+    return nucleus.NucleusSets(sizes, bits, rows[listed], ids[listed])
 
 
 @pytest.mark.parametrize("list_max", [0, 40, 10**9], ids=["bits only", "mixed", "lists"])
@@ -172,27 +172,27 @@ def test_adjacent_jaccard_is_exact(list_max):
     density = torch.tensor([0.001, 0.02, 0.5, 0.01, 0.9, 0.9, 0.003, 0.3])[:, None]
     masks = torch.rand(8, 1000, generator=gen) < density
     masks[:, 0] = True  # no empty set
-    got = metrics.adjacent_jaccard(sets_from_masks(masks, list_max))
-    torch.testing.assert_close(got, metrics.jaccard(masks[:-1], masks[1:]), rtol=0, atol=0)
+    got = nucleus.adjacent_jaccard(sets_from_masks(masks, list_max))
+    torch.testing.assert_close(got, nucleus.jaccard(masks[:-1], masks[1:]), rtol=0, atol=0)
 
 
 def test_bitsets_round_trip():
     ids = torch.tensor([0, 63, 64, 127, 128, 999, 5, 63])
     rows = torch.tensor([0, 0, 0, 0, 1, 1, 2, 2])
-    bits = metrics.membership_bits(3, 1000)
-    metrics.set_bits(bits, rows, ids)
-    assert metrics.popcount(bits).sum(-1).tolist() == [4, 2, 2]
+    bits = nucleus.membership_bits(3, 1000)
+    nucleus.set_bits(bits, rows, ids)
+    assert nucleus.popcount(bits).sum(-1).tolist() == [4, 2, 2]
     for row, token in zip(rows.tolist(), ids.tolist(), strict=True):
         assert (int(bits[row, token // 64]) >> (token % 64)) & 1
 
 
-def reference_decode(lm, resid: torch.Tensor, settings: lens.LensSettings) -> dict[str, np.ndarray]:
+def reference_decode(lm, resid: torch.Tensor, settings: decoding.LensSettings) -> dict[str, np.ndarray]:
     """All rows' full logits at once through the exact per-row functions and bool masks."""
     batch, n_layers, _ = resid.shape
     rm = metrics.row_metrics(
-        lens.lens_logits(lm, resid.reshape(batch * n_layers, -1)), top_p=settings.top_p, alphas=settings.alphas
+        decoding.lens_logits(lm, resid.reshape(batch * n_layers, -1)), top_p=settings.top_p, alphas=settings.alphas
     )
-    jac = torch.cat([metrics.jaccard(rm.nucleus_mask[:-1], rm.nucleus_mask[1:]), torch.full((1,), math.nan)])
+    jac = torch.cat([nucleus.jaccard(rm.nucleus_mask[:-1], rm.nucleus_mask[1:]), torch.full((1,), math.nan)])
     out = {k: getattr(rm, k).numpy() for k in ("entropy", "renyi", "nucleus_size", "top1_id")}
     out["nucleus_jaccard"] = jac.numpy()
     out = {k: v.reshape(batch, n_layers, *v.shape[1:]) for k, v in out.items()}
@@ -219,14 +219,14 @@ def test_decode_equals_the_exact_functions(spread, budget_rows, top_p):
     lm.unembed.bias = torch.nn.Parameter(torch.randn(vocab) * 0.1)
     resid = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(6)) * 3  # [B, L, d]
     budget = 10**9 if budget_rows is None else budget_rows * vocab * metrics.bytes_per_logit()
-    settings = lens.LensSettings(top_p=top_p, alphas=(0.5, 1.0, 5.0, math.inf), budget_bytes=budget)
-    plan = lens.plan_tiles(15, vocab, budget)
+    settings = decoding.LensSettings(top_p=top_p, alphas=(0.5, 1.0, 5.0, math.inf), budget_bytes=budget)
+    plan = decoding.plan_tiles(15, vocab, budget)
     assert (plan.width < vocab) == (budget_rows is not None) and (plan.rows < 15) == (budget_rows == 2)
-    logits = lens.lens_logits(lm, resid.reshape(15, 16))
+    logits = decoding.lens_logits(lm, resid.reshape(15, 16))
     # The case is what its name says: the stream settles every set or none (top_p = 1 reaches the tail).
     streamed = stream(logits, plan.width, top_p, cap=plan.cap).nucleus_size > 0
     assert bool(streamed.all() if spread > 1.0 and top_p < 1.0 else not streamed.any())
-    got = lens.decode_residuals(lm, resid, settings)
+    got = decoding.decode_residuals(lm, resid, settings)
     ref = reference_decode(lm, resid, settings)
     np.testing.assert_array_equal(got.top1_id, ref["top1_id"])
     if top_p < 1.0:  # every crossing is clear of float32 rounding: sizes and overlaps are exact
@@ -253,21 +253,21 @@ def test_softcap_is_applied_per_tile():
     lm.unembed.weight.data.mul_(30.0)  # peaked rows: entropy near 0 without the cap
     capped = dataclasses.replace(lm, softcap=cap)
     resid = torch.randn(2, 4, 16, generator=torch.Generator().manual_seed(7))
-    settings = lens.LensSettings(budget_bytes=2 * vocab * metrics.bytes_per_logit())
-    assert lens.plan_tiles(8, vocab, settings.budget_bytes).width < vocab  # several tiles
-    got = lens.decode_residuals(capped, resid, settings)
+    settings = decoding.LensSettings(budget_bytes=2 * vocab * metrics.bytes_per_logit())
+    assert decoding.plan_tiles(8, vocab, settings.budget_bytes).width < vocab  # several tiles
+    got = decoding.decode_residuals(capped, resid, settings)
     ref = reference_decode(capped, resid, settings)
     np.testing.assert_array_equal(got.nucleus_size, ref["nucleus_size"])
     np.testing.assert_allclose(got.entropy, ref["entropy"], atol=5e-5)
     # Logits within (-cap, cap) give no token more than e^(2 cap) / V: H >= -log max p >= log V - 2 cap.
     floor = math.log(vocab) - 2 * cap
     assert float(got.entropy.min()) >= floor
-    assert float(lens.decode_residuals(lm, resid, settings).entropy.max()) < floor  # what the cap lifts
+    assert float(decoding.decode_residuals(lm, resid, settings).entropy.max()) < floor  # what the cap lifts
 
 
 @pytest.mark.parametrize(("n_rows", "vocab"), [(144, 262144), (480, 49152), (35, 3000), (2304, 151936)])
 @pytest.mark.parametrize("budget", [3 * 262144 * 48, 48 * 2**20, 512 * 2**20])
 def test_plans_respect_the_budget(n_rows, vocab, budget):
-    plan = lens.plan_tiles(n_rows, vocab, budget)
+    plan = decoding.plan_tiles(n_rows, vocab, budget)
     assert plan.bytes(vocab) <= budget
     assert 1 <= plan.rows <= n_rows and 1 <= plan.width <= vocab

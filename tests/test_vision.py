@@ -22,9 +22,9 @@ from tiny import (
 )
 
 from entropy_lens import extract_profiles, load_model
+from entropy_lens.lens.decoding import LensSettings, lens_logits
+from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.extract import Shard, extract_table
-from entropy_lens.lens.logit_lens import LensSettings, lens_logits
-from entropy_lens.lens.metrics import shannon_entropy
 from entropy_lens.lens.vision import classify_with_readouts, extract_image_profiles, pixel_values
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import materialize_model
@@ -90,6 +90,16 @@ def test_image_store_follows_the_text_contract(vision_run, tmp_path):
     assert np.ptp(entropy) > 0.05  # random init spread enough to tell images and blocks apart
     back = storage.open_profiles(storage.write_profiles(ds, tmp_path / "images.zarr")).load()
     xr.testing.assert_identical(back, ds)
+
+
+def test_image_store_has_the_text_stores_provenance(vision_run):
+    """One provenance builder: a text store's attrs, in order, then the image's modality and read-out."""
+    arch, _, ds = vision_run
+    text = extract_profiles(tiny_model(), ["the cat"], max_new_tokens=1)
+    assert list(ds.attrs) == [*text.attrs, "modality", "readout"]
+    one_pass = {"max_new_tokens": 1, "do_sample": False, "temperature": 1.0, "seed": 0, "chat_template": False}
+    assert {key: ds.attrs[key] for key in one_pass} == one_pass and ds.attrs["softcap"] is None
+    assert ds.attrs["readout"] == READOUTS[arch]
 
 
 def test_batching_does_not_change_results(vision_run):

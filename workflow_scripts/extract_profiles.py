@@ -1,7 +1,7 @@
 """Rule extract_profiles: profile one model on one prompt set (or one shard of it) into a store."""
 
+from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.extract import Shard, extract_table
-from entropy_lens.lens.logit_lens import LensSettings
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.store import storage

@@ -2,7 +2,7 @@
 
 from entropy_lens.answers.plan import read_plan
 from entropy_lens.answers.skipping import evaluate_skips
-from entropy_lens.lens.logit_lens import LensSettings
+from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
 

@@ -5,7 +5,7 @@ import json
 
 from entropy_lens.answers.plan import write_plan
 from entropy_lens.answers.selection import calibrate_skips
-from entropy_lens.lens.logit_lens import LensSettings
+from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
 

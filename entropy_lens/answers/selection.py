@@ -27,7 +27,8 @@ from entropy_lens.answers.conditions import (
     top_block_shares,
 )
 from entropy_lens.answers.plan import SkipPlan
-from entropy_lens.lens.logit_lens import LensSettings, extract_profiles
+from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.text import extract_profiles
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import LensModel
 from entropy_lens.store import schema

@@ -27,7 +27,8 @@ from entropy_lens.answers.scoring import letter_logprobs
 from entropy_lens.answers.selection import shannon_only
 from entropy_lens.core.checks import check_layers, check_positive_int
 from entropy_lens.lens.choices import rendered_queries
-from entropy_lens.lens.logit_lens import LensSettings, extract_profiles, gather_logprobs, lens_logits
+from entropy_lens.lens.decoding import LensSettings, gather_logprobs, lens_logits
+from entropy_lens.lens.text import extract_profiles
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import capture_block_calls, run_blocks, skip_blocks

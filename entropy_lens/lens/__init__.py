@@ -1,7 +1,15 @@
 """The logit lens: what is read from a running model, and the profile dataset it makes.
 
 Modules:
-    metrics     pure functions and streamed tile sums from logits to entropies, nucleus sets, overlaps.
-    logit_lens  LensSettings, per-layer decoding in memory-budgeted tiles, extract_profiles.
+    entropy     Shannon and Renyi entropies of rows of logits.
+    nucleus     top-p sets: the exact search over full rows, bitsets, adjacent-row overlaps.
+    stream      the same metrics from logits that arrive one vocabulary tile at a time.
+    metrics     every metric of full rows at once (entropy and nucleus from one log-softmax).
+    decoding    LensSettings, per-layer decoding in memory-budgeted tiles, log-probabilities of given tokens.
+    encoding    prompt texts as token ids (chat template, the empty prompt, the context window).
+    profiles    output buffers, the one provenance builder and the profile dataset (text and images).
+    text        extract_profiles: generate from each prompt and record every new token's profile.
+    choices     answer choices read off the model's own next-token distribution.
+    vision      the entropy profile over classes of every image.
     extract     profiling a prompt table (or one shard of it), labelled with its columns.
 """

@@ -6,7 +6,7 @@ continuations differ.  Two ways to get it, equal by construction:
 
 * :func:`choice_logprobs`: one forward pass per prompt, no generation (the layer-skip
   experiment scores this way under each condition);
-* during extraction: the first generation step of :func:`entropy_lens.lens.logit_lens.extract_profiles`
+* during extraction: the first generation step of :func:`entropy_lens.lens.text.extract_profiles`
   already computes the model's own next-token distribution right after the prompt, so a
   :class:`Readout` takes the choices' log-probabilities from it at no extra cost
   (:func:`readout_of` says which prompts that position serves).
@@ -20,7 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from entropy_lens.lens.logit_lens import Readout, encode_prompts, gather_logprobs
+from entropy_lens.lens.decoding import gather_logprobs
+from entropy_lens.lens.encoding import encode_prompts
+from entropy_lens.lens.text import Readout
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.loading import LensModel
 
@@ -94,7 +96,7 @@ def rendered_queries(
 
     Returns:
         ``(queries, encoded)``: one query per prompt, and the token ids
-        :func:`entropy_lens.lens.logit_lens.encode_prompts` feeds for it.
+        :func:`entropy_lens.lens.encoding.encode_prompts` feeds for it.
     """
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
     sep = separator if separator is not None else separator_of(chat_template)
@@ -139,7 +141,7 @@ def choice_logprobs(
         labels: The ``C`` choices.
         batch_size: Prompts per forward pass.
         chat_template: Render each prompt as a user turn, as
-            :func:`entropy_lens.lens.logit_lens.encode_prompts` does; the choice then opens the reply.
+            :func:`entropy_lens.lens.encoding.encode_prompts` does; the choice then opens the reply.
         separator: Text between the (rendered) prompt and the choice; default :func:`separator_of`.
 
     Returns:

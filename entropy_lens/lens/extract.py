@@ -27,7 +27,9 @@ import xarray as xr
 from tqdm import tqdm
 
 from entropy_lens.lens.choices import choice_logprobs, readout_of
-from entropy_lens.lens.logit_lens import LensSettings, encode_prompts, extract_profiles
+from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import encode_prompts
+from entropy_lens.lens.text import extract_profiles
 from entropy_lens.lens.vision import extract_image_profiles
 from entropy_lens.model.batching import shard_slice
 from entropy_lens.model.generation import GenerationSettings

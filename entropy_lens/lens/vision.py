@@ -4,7 +4,7 @@ Each image runs through the classifier once (no generation).  After every block 
 vector its head reads (the CLS token, or the mean of the patch tokens where the model
 mean-pools; :mod:`entropy_lens.model.vision`) is decoded through the model's final norm and
 classification head, exactly as its last block is, and the lens metrics of
-:func:`entropy_lens.lens.logit_lens.decode_residuals` are taken over the classes: Shannon and
+:func:`entropy_lens.lens.decoding.decode_residuals` are taken over the classes: Shannon and
 Rényi entropy, top-p nucleus size and adjacent-layer Jaccard, top-1 class.  The store
 follows the text contract with a token dimension of length 1 (see
 :mod:`entropy_lens.store.schema`); ``token_id`` holds the model's own predicted class.
@@ -19,12 +19,16 @@ import numpy as np
 import torch
 import xarray as xr
 
-from entropy_lens.lens.logit_lens import LensSettings, ProfileBuffers, build_dataset, decode_residuals
+from entropy_lens.lens.decoding import LensSettings, decode_residuals
+from entropy_lens.lens.profiles import ProfileBuffers, build_dataset, profile_attrs
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import record_residuals
 from entropy_lens.model.loading import LensModel
 from entropy_lens.store import schema
 
 ImageLike = bytes | object  # encoded bytes (PNG, JPEG, ...) or a PIL image
+# No generation: each image runs through the model once, which its store records as one greedy step.
+ONE_PASS = GenerationSettings(max_new_tokens=1)
 
 
 def to_rgb(image: ImageLike):
@@ -94,7 +98,8 @@ def extract_image_profiles(
         buf.arrays[schema.TOKEN_ID][rows, 0] = logits.argmax(-1).cpu().numpy()
         if progress is not None:
             progress(len(rows))
-    return build_dataset(buf.arrays, ids, refs, lm.n_layers, lens.alphas, _attrs(lm, lens))
+    attrs = profile_attrs(lm, lens, ONE_PASS, chat_template=False)
+    return build_dataset(buf.arrays, ids, refs, lm.n_layers, lens.alphas, attrs)
 
 
 def _check_images(lm, images, prompt_ids, references, batch_size) -> tuple[list[str], list[str]]:
@@ -109,27 +114,3 @@ def _check_images(lm, images, prompt_ids, references, batch_size) -> tuple[list[
     if len(ids) != len(images) or len(set(ids)) != len(ids) or len(refs) != len(images):
         raise ValueError(f"prompt_ids and references must hold {len(images)} values (ids distinct)")
     return ids, refs
-
-
-def _attrs(lm: LensModel, lens: LensSettings) -> dict:
-    return schema.provenance(
-        model_name=lm.name,
-        model_source=lm.source,
-        model_sha256=lm.sha256,
-        model_family=lm.family,
-        n_layers=lm.n_layers,
-        n_params=lm.n_params,
-        vocab_size=lm.vocab_size,
-        dtype=str(lm.dtype).removeprefix("torch."),
-        device=str(lm.device),
-        top_p=lens.top_p,
-        alphas=list(lens.alphas),
-        max_new_tokens=1,
-        do_sample=False,
-        temperature=1.0,
-        seed=0,
-        chat_template=False,
-        softcap=None,
-        modality="image",
-        readout=lm.readout,
-    )

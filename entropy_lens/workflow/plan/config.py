@@ -85,7 +85,7 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 def token_counter(folder: str | os.PathLike, *, chat_template: bool) -> TokenCounter | None:
     """Count prompt tokens as extraction encodes them, with the tokenizer in ``folder``.
 
-    Mirrors :func:`entropy_lens.lens.logit_lens.encode_prompts`: chat-rendered text is encoded
+    Mirrors :func:`entropy_lens.lens.encoding.encode_prompts`: chat-rendered text is encoded
     without added special tokens, raw text with them, and ``""`` is the BOS token.
 
     Returns:

@@ -1,0 +1,198 @@
+"""The lens on causal language models: generate from each prompt and record the entropy profile
+of every new token.
+
+Each step of a KV-cached generation (:func:`entropy_lens.model.generation.generate`) hands
+over the residual after every block; :func:`~entropy_lens.lens.decoding.decode_residuals`
+decodes them, and mixture-of-experts blocks add their routing.  A :class:`Readout` reads
+answer choices off the model's own distribution at the first generated position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import xarray as xr
+
+from entropy_lens.lens.decoding import LensSettings, decode_residuals, gather_logprobs
+from entropy_lens.lens.encoding import check_context, encode_prompts
+from entropy_lens.lens.profiles import ProfileBuffers, build_dataset, profile_attrs
+from entropy_lens.model.batching import batches
+from entropy_lens.model.generation import GenerationSettings, generate, row_seed
+from entropy_lens.model.loading import LensModel
+from entropy_lens.model.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
+from entropy_lens.store import schema
+
+
+@dataclass(frozen=True)
+class Readout:
+    """Choices whose log-probabilities extraction reads at the first generated position.
+
+    Attributes:
+        labels: Names of the ``C`` choices (the store's ``choice`` coordinate), e.g. ``A``..``D``.
+        token_ids: ``[N, C]`` int64 token of each choice after each prompt; a row of ``-1``
+            marks a prompt whose choices that position cannot read (left NaN).
+    """
+
+    labels: tuple[str, ...]
+    token_ids: np.ndarray
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.token_ids)
+        if ids.ndim != 2 or ids.shape[1] != len(self.labels) or not self.labels:
+            raise ValueError(f"token_ids must be [N, {len(self.labels)}] for labels {self.labels}, got {ids.shape}")
+
+    @property
+    def readable(self) -> np.ndarray:
+        """``[N]`` bool: the prompts whose choices the first generated position reads."""
+        return (np.asarray(self.token_ids) >= 0).all(axis=1)
+
+
+def extract_profiles(
+    lm: LensModel,
+    prompts: Sequence[str],
+    *,
+    generation: GenerationSettings | None = None,
+    lens: LensSettings | None = None,
+    batch_size: int = 8,
+    chat_template: bool = False,
+    prompt_ids: Sequence[str] | None = None,
+    sample_seeds: Sequence[int] | None = None,
+    progress: Callable[[int], None] | None = None,
+    readout: Readout | None = None,
+    max_new_tokens: int | None = None,
+    top_p: float | None = None,
+    alphas: Sequence[float] | None = None,
+    budget_bytes: int | None = None,
+    do_sample: bool | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
+) -> xr.Dataset:
+    """Generate from each prompt and record the entropy profile of every new token.
+
+    Settings come either as objects (``generation=``, ``lens=``) or, for quick use, as
+    the keywords that mirror their fields (``max_new_tokens``, ``do_sample``,
+    ``temperature``, ``seed``; ``top_p``, ``alphas``, ``budget_bytes``); a keyword left
+    out takes the field's default.  Giving one setting both ways raises ``ValueError``.
+
+    Args:
+        lm: Model from :func:`entropy_lens.load_model`.
+        prompts: ``N`` prompt texts (before any chat template).
+        generation: Token choice and the token slots ``T`` per prompt.
+        lens: Nucleus mass, Renyi orders and the memory budget of the lens.
+        batch_size: Prompts per forward pass (prompts are length-sorted into batches).
+        chat_template: Render each prompt as a user turn with the model's template.
+        prompt_ids: Stable ids (default ``p0000``...).
+        sample_seeds: Per-prompt sampling seeds (default derived from the seed and the
+            prompt's position), so a prompt samples the same whatever its batch.
+        progress: Called with the number of prompts finished after each batch.
+        readout: Choices whose log-probabilities to read from the model's own next-token
+            distribution at the first generated position (variable ``choice_logprob``,
+            NaN for the rows the readout marks unreadable).
+        max_new_tokens, do_sample, temperature, seed: Fields of ``generation``.
+        top_p, alphas, budget_bytes: Fields of ``lens``.
+
+    Returns:
+        A dataset following :mod:`entropy_lens.store.schema` with dims
+        ``(prompt, token, layer, alpha)``.
+    """
+    if lm.readout is not None:
+        raise ValueError(
+            f"model {lm.name!r} is an image classifier: it profiles images (the 'images' dataset, "
+            "entropy_lens.lens.vision.extract_image_profiles), not text prompts"
+        )
+    keywords = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, seed=seed)
+    settings = _settings(GenerationSettings, "generation", generation, keywords)
+    lens = _settings(LensSettings, "lens", lens, dict(top_p=top_p, alphas=alphas, budget_bytes=budget_bytes))
+    ids = _check_prompts(prompts, prompt_ids, batch_size)
+    encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
+    check_context(lm, encoded, settings.max_new_tokens, ids)
+    n_choices = _check_readout(readout, len(prompts))
+    routers = find_routers(lm.blocks, getattr(lm.model, "config", None))
+    buf = ProfileBuffers(
+        len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers), n_choices
+    )
+    seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
+    for rows in batches([len(e) for e in encoded], batch_size):
+        batch = [encoded[r] for r in rows]
+        choice_ids = None if readout is None else np.asarray(readout.token_ids)[rows]
+        _run_batch(lm, batch, rows, [seeds[r] for r in rows], settings, lens, buf, routers, choice_ids)
+        if progress is not None:
+            progress(len(rows))
+    attrs = profile_attrs(lm, lens, settings, chat_template=chat_template)
+    labels = () if readout is None else readout.labels
+    return build_dataset(buf.arrays, ids, rendered, lm.n_layers, lens.alphas, attrs, labels)
+
+
+def _check_readout(readout: Readout | None, n_prompts: int) -> int:
+    if readout is None:
+        return 0
+    if not isinstance(readout, Readout):
+        raise TypeError(f"readout must be a Readout, got {type(readout).__name__}")
+    if len(readout.token_ids) != n_prompts:
+        raise ValueError(f"readout has token ids for {len(readout.token_ids)} prompts, expected {n_prompts}")
+    return len(readout.labels)
+
+
+def _settings(cls: type, name: str, given: object | None, keywords: dict):
+    """``given`` (an instance of ``cls``), or one built from the keywords that are not ``None``."""
+    keywords = {key: value for key, value in keywords.items() if value is not None}
+    if given is None:
+        if cls is GenerationSettings and "max_new_tokens" not in keywords:
+            raise ValueError("max_new_tokens is required: pass it, or generation=GenerationSettings(...)")
+        return cls(**keywords)
+    if not isinstance(given, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}, got {type(given).__name__}")
+    if keywords:
+        both = ", ".join(keywords)
+        raise ValueError(
+            f"{both} given both as keyword and in {name}={cls.__name__}(...); set each setting in one place only"
+        )
+    return given
+
+
+def _sample_seeds(sample_seeds: Sequence[int] | None, seed: int, n_prompts: int) -> list[int]:
+    seeds = list(sample_seeds) if sample_seeds is not None else [row_seed(seed, i) for i in range(n_prompts)]
+    if len(seeds) != n_prompts:
+        raise ValueError(f"sample_seeds must hold {n_prompts} seeds, got {len(seeds)}")
+    return seeds
+
+
+def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, batch_size: int) -> list[str]:
+    if isinstance(prompts, str) or not len(prompts):
+        raise ValueError(f"prompts must be a non-empty list of strings, got {prompts!r}")
+    if not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    ids = list(prompt_ids) if prompt_ids is not None else [f"p{i:04d}" for i in range(len(prompts))]
+    if len(ids) != len(prompts) or len(set(ids)) != len(ids):
+        raise ValueError(f"prompt_ids must be {len(prompts)} distinct ids, got {len(ids)} ({len(set(ids))} distinct)")
+    return [str(i) for i in ids]
+
+
+def _run_batch(lm, batch, rows, seeds, settings, lens, buf, routers: list[Router | None], choice_ids) -> None:
+    moe = any(r is not None for r in routers)
+    with record_routing(routers) as routing:
+
+        def on_step(step: int, resid: torch.Tensor, logits: torch.Tensor, alive: torch.Tensor) -> None:
+            if step == 0 and choice_ids is not None:
+                _read_choices(logits, choice_ids, rows, buf)
+            live = alive.cpu().numpy()
+            if live.any():
+                sm = decode_residuals(lm, resid[alive], lens)
+                buf.put(rows[live], step, sm)
+                if moe:
+                    live_slots = [None if s is None else s[alive] for s in routing]
+                    buf.put_routing(rows[live], step, *routing_metrics(live_slots, routers))
+
+        tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
+    buf.arrays[schema.TOKEN_ID][rows] = tokens.cpu().numpy().astype(np.int32)
+
+
+def _read_choices(logits: torch.Tensor, choice_ids: np.ndarray, rows: np.ndarray, buf: ProfileBuffers) -> None:
+    """Log-probabilities of the readable rows' choice tokens under the model's own ``[B, V]`` logits."""
+    ok = (choice_ids >= 0).all(axis=1)
+    if ok.any():
+        readable = logits[torch.as_tensor(ok, device=logits.device)]
+        buf.arrays[schema.CHOICE_LOGPROB][rows[ok]] = gather_logprobs(readable, choice_ids[ok])
