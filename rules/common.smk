@@ -4,7 +4,7 @@ import os
 import re
 
 from entropy_lens.workflow.plan import dataset_models, plan_from_config, skip_models
-from entropy_lens.workflow.settings import check_config
+from entropy_lens.workflow.settings import check_config, synthetic_stories
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import LETTERS
 
@@ -26,7 +26,7 @@ SKIP_MODELS = skip_models(config)
 # Family analyses compare models: they run only where the blank set has two or more.
 FAMILIES = len(DATASET_MODELS.get("blank", [])) >= 2
 PAIRS = [(m, d) for d in DATASETS for m in DATASET_MODELS[d]]
-SYNTHETIC_STORIES = "tasks" in DATASETS and config["datasets"]["tasks"]["source"] == "synthetic"
+SYNTHETIC_STORIES = synthetic_stories(config)
 
 
 # Sharded extraction: each (model, dataset) job split into jobs of this many prompts (0: no split).

@@ -53,6 +53,8 @@ def test_the_study_states_only_what_differs_from_the_default():
         (lambda c: c["compute"].update(prompts_per_job=12), "compute.prompts_per_job (12) must be a multiple"),
         (lambda c: c["models"]["gemma3-270m"].update(source="gemma"), "models.gemma3-270m.source"),
         (lambda c: c["stories"].update(model="gpt2"), "stories.model 'gpt2' must be one of"),
+        (lambda c: c["datasets"]["blank"].update(models=["gpt-5"]), "datasets.blank.models names ['gpt-5']"),
+        (lambda c: c["layer_skip"].update(models=["gpt-5"]), "layer_skip.models names ['gpt-5']"),
     ],
 )
 def test_a_bad_config_is_refused_naming_the_setting(tmp_path, edit, message):

@@ -80,7 +80,7 @@ def check_config(config: dict, where: str = "config") -> dict:
     except ValidationError as err:
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ValueError(f"{where}: {path}: {err.message}") from None
-    for check in (_model_sources, _stories_model, _shard_size):
+    for check in (_model_sources, _model_lists, _stories_model, _shard_size):
         check(config)
     return config
 
@@ -112,10 +112,36 @@ def _model_sources(config: Mapping) -> None:
             raise ValueError(f"models.{name}.source: {err}") from None
 
 
+def section_models(config: Mapping, section: str, names: Sequence[str]) -> list[str]:
+    """The models a config section lists (``datasets.<name>.models``, ``layer_skip.models``); all
+    configured models when it lists none.
+
+    Raises:
+        ValueError: naming the section and the models it lists that are not configured.
+    """
+    models = list(config["models"])
+    unknown = [name for name in names if name not in models]
+    if unknown:
+        raise ValueError(f"{section}.models names {unknown}, which are not configured models {models}")
+    return list(names) or models
+
+
+def _model_lists(config: Mapping) -> None:
+    """Every model a dataset or the layer-skip experiment lists is configured."""
+    for name, spec in config["datasets"].items():
+        section_models(config, f"datasets.{name}", spec.get("models", []))
+    section_models(config, "layer_skip", config.get("layer_skip", {}).get("models", []))
+
+
+def synthetic_stories(config: Mapping) -> bool:
+    """Whether the tasks set is enabled and its stories are written by a configured model."""
+    tasks = config["datasets"].get("tasks", {})
+    return bool(tasks) and tasks.get("enabled", True) and tasks.get("source") == "synthetic"
+
+
 def _stories_model(config: Mapping) -> None:
     """Synthetic stories are written by a configured model (materialized like the others)."""
-    tasks = config["datasets"].get("tasks", {})
-    if not tasks.get("enabled", True) or tasks.get("source") != "synthetic":
+    if not synthetic_stories(config):
         return
     model = config["stories"]["model"]
     if model not in config["models"]:

@@ -23,6 +23,7 @@ from entropy_lens.workflow.plan.cluster import Plan, plan_jobs
 from entropy_lens.workflow.plan.cost import EXTRACT, SKIP_EVAL, SKIP_SELECT, Job, Workload
 from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
+from entropy_lens.workflow.settings import section_models
 
 logger = logging.getLogger(__name__)
 
@@ -310,7 +311,7 @@ def dataset_models(config: Mapping) -> dict[str, list[str]]:
     A dataset's ``models`` list (empty: every model) must name configured models.
     """
     return {
-        name: _section_models(config, f"datasets.{name}", spec.get("models", []))
+        name: section_models(config, f"datasets.{name}", spec.get("models", []))
         for name, spec in _get(config, "datasets").items()
         if spec.get("enabled", True)
     }
@@ -322,15 +323,7 @@ def skip_models(config: Mapping) -> list[str]:
     On unless ``layer_skip.enabled`` is false, as the schema's default says.
     """
     skip = config.get("layer_skip", {})
-    return _section_models(config, "layer_skip", skip.get("models", [])) if skip.get("enabled", True) else []
-
-
-def _section_models(config: Mapping, section: str, names: Sequence[str]) -> list[str]:
-    models = list(_get(config, "models"))
-    unknown = [name for name in names if name not in models]
-    if unknown:
-        raise ValueError(f"{section}.models names {unknown}, which are not configured models {models}")
-    return list(names) or models
+    return section_models(config, "layer_skip", skip.get("models", [])) if skip.get("enabled", True) else []
 
 
 def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, settings: PlanSettings) -> list[Job]:
