@@ -73,6 +73,7 @@ test: test-models lint
 bench: models
 	$(BIN)/python benchmarks/bench_extract.py
 	$(BIN)/python benchmarks/bench_mmlu.py
+	$(BIN)/python benchmarks/bench_store.py
 
 # Share results through DVC (docs/cluster_and_dvc.md): push adds every artifact folder and
 # pushes it to the default remote; pull restores them and marks them up to date for Snakemake.

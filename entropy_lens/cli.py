@@ -22,11 +22,6 @@ from entropy_lens.workflow.settings import load_config
 SPARK = "▁▂▃▄▅▆▇█"
 # Where the workflow keeps prompt tables and materialized models (as in rules/*.smk).
 TABLE_PATH = "{results}/datasets/{table}.parquet"
-BENCHMARK_PATHS = {
-    planning.EXTRACT: "{root}/extract_profiles/{{model}}/{{dataset}}.tsv",
-    planning.SKIP_SELECT: "{root}/layer_skip_select/{{model}}.tsv",
-    planning.SKIP_EVAL: "{root}/layer_skip_eval/{{model}}.tsv",
-}
 
 
 def sparkline(values: Sequence[float], lo: float, hi: float) -> str:
@@ -107,6 +102,10 @@ def _parser() -> argparse.ArgumentParser:
     skip.add_argument("--results", default="results", help="results folder of a run (default: results)")
     skip.add_argument("--model", default=None, help="one model of the run (default: every model)")
     skip.add_argument("--measure", default="calibrated", help="answer measure: calibrated (default) or ll")
+    check = sub.add_parser(
+        "verify", help="read every store and table of a results folder and check DVC's hashes; exit 1 if any is damaged"
+    )
+    check.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
     return parser
 
 
@@ -310,7 +309,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(render_plan(plan))
     benchmarks = Path(args.benchmarks or Path(args.results) / "benchmarks")
     if benchmarks.is_dir():
-        patterns = {rule: p.format(root=benchmarks) for rule, p in BENCHMARK_PATHS.items()}
+        patterns = planning.benchmark_patterns(benchmarks, sharded=bool(config["compute"]["prompts_per_job"]))
         print(_render_comparison(plan, planning.compare_benchmarks(plan, patterns)))
     elif args.benchmarks:
         raise FileNotFoundError(f"benchmark folder {str(benchmarks)!r} does not exist")
@@ -340,6 +339,16 @@ def _render_comparison(plan: planning.Plan, comparison) -> str:
     return "\n".join(lines)
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from entropy_lens.store.verify import verify
+
+    report = verify(args.results, progress=lambda store: print(f"reading {store}", file=sys.stderr))
+    for finding in report.findings:
+        print(finding.line())
+    print(report.summary())
+    return 0 if report.whole else 1
+
+
 def _unlock(args: argparse.Namespace) -> int:
     removed = locks.release_stale_lock(args.directory)
     if removed:
@@ -362,6 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _unlock(args)
         if args.command == "skip-map":
             return _skip_map(args)
+        if args.command == "verify":
+            return _verify(args)
         from entropy_lens.model.loading import materialize_model
 
         materialize_model(args.model, args.out)

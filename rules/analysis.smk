@@ -277,3 +277,24 @@ rule run_timings:
         "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/run_timings.py"
+
+
+# The plan that sized the jobs' requests beside what they measured (Snakemake benchmark files): one row per
+# planned model job, its ratios predicted / measured; a job without a benchmark keeps NaN.
+rule plan_vs_run:
+    input:
+        result_outputs(),
+        tables=plan_tables(),
+        models=expand("resources/models/{model}", model=MODELS),
+    output:
+        csv=report("results/tables/plan_vs_run.csv", caption="../report/plan_vs_run.rst", category="7. Run"),
+        md="results/tables/plan_vs_run.md",
+    params:
+        config=config,
+        benchmarks="results/benchmarks",
+    log:
+        "logs/plan_vs_run.log",
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/plan_vs_run.py"

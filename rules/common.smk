@@ -56,8 +56,14 @@ def choice_pattern(names):
 
 
 def final_outputs():
-    """The final targets: every result, then the run's timing table (which waits for them all)."""
-    return [*result_outputs(), "results/tables/run_timings.csv"]
+    """The final targets: every result, then the run's timing and plan-against-run tables (which wait for them all)."""
+    return [*result_outputs(), "results/tables/run_timings.csv", "results/tables/plan_vs_run.csv"]
+
+
+def plan_tables():
+    """The prompt tables the cost plan reads (the layer-skip questions where the experiment runs)."""
+    names = [*DATASETS, *(("layer_skip_calibration", "layer_skip_eval") if SKIP_MODELS else ())]
+    return [f"results/datasets/{name}.parquet" for name in names]
 
 
 def result_outputs():
@@ -207,7 +213,7 @@ def print_verdicts():
         print(f"\n{handle.read()}")
     print("All claims: results/tables/paper_comparison.md; tables: results/tables; figures: results/figures")
     print("Report: make report (or snakemake --report report.html --report-metadata report/metadata.yaml)")
-    print("Time per rule: results/tables/run_timings.md")
+    print("Time per rule: results/tables/run_timings.md; the cost plan against the run: results/tables/plan_vs_run.md")
 
 
 def subset(section, keys):

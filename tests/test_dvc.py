@@ -209,6 +209,16 @@ def test_local_round_trip_leaves_nothing_to_do(pushed: PushedRepo, env: dict[str
     assert not plots.get("errors")
     figures = {p for p in pushed.contents if p.startswith("results/figures/")}
     assert figures and figures <= set(plots["data"])
+    # entropy-lens verify reads what was pulled against DVC's own manifests: whole, then one table truncated.
+    verify = [str(VENV_BIN / "entropy-lens"), "verify", "results"]
+    whole = run(verify, cwd=clone, env=env, timeout=STEP_TIMEOUT)
+    hashed = int(whole.stdout.strip().splitlines()[-1].split(" tables, ")[1].split(" files")[0])
+    assert whole.stdout.rstrip().endswith("all whole")
+    assert hashed >= len([p for p in pushed.contents if p.startswith("results/")])  # every pulled file
+    table = clone / MISSING_OBJECT
+    table.write_bytes(table.read_bytes()[:-2])
+    damaged = run(verify, cwd=clone, env=env, timeout=STEP_TIMEOUT, check=False)
+    assert damaged.returncode == 1 and f"DAMAGED results/tables/{table.name}: MD5 " in damaged.stdout
 
 
 def test_pull_without_touch_would_rerun(pushed: PushedRepo, env: dict[str, str]) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 from tiny import tiny_model
 
 from entropy_lens import extract_profiles
@@ -82,7 +83,7 @@ def _damaged_copy(store, tmp_path, relative: str, damage) -> object:
         ("zarr.json", lambda b: b[:5] + b"\xff\xfe" + b[7:], "UnicodeDecodeError"),
         ("zarr.json", lambda b: b[: len(b) // 2], "JSONDecodeError"),
         ("entropy/zarr.json", lambda b: b"\xff" + b[1:], "UnicodeDecodeError"),
-        ("prompt/c/0", lambda b: b[:-4], "RuntimeError: Zstd decompression error"),  # coordinates are read at open
+        ("prompt/c/0", lambda b: b[:-4], "ValueError: Stored and computed checksum"),  # coordinates: read at open
     ],
 )
 def test_damaged_metadata_names_the_store_and_the_rebuild(profiles, tmp_path, relative, damage, cause):
@@ -99,9 +100,33 @@ def test_damaged_chunk_names_the_store_when_it_is_read(profiles, tmp_path):
     damaged = _damaged_copy(store, tmp_path, "entropy/c/1/0/0", lambda b: b[: len(b) // 2])
     ds = storage.open_profiles(damaged)  # data chunks are read lazily
     ds.entropy.isel(prompt=[0, 1]).load()  # the intact shard reads
-    message = r"profile store .*damaged\.zarr is damaged \(ValueError: Stored and computed checksum do not match"
+    message = r"profile store .*damaged\.zarr is damaged \(array 'entropy': ValueError: Stored and computed checksum"
     with pytest.raises(ValueError, match=message + r".*snakemake --force .*--forcerun extract_profiles"):
         ds.load()
+
+
+def test_every_flipped_byte_of_a_chunk_is_refused_naming_the_store_and_the_array(profiles, tmp_path):
+    """Each array's chunks carry a CRC-32C: flipping any one byte of a shard file fails it when read."""
+    store = storage.write_profiles(profiles, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    shard = store / "entropy/c/0/0/0"
+    intact = shard.read_bytes()
+    silent = []
+    for position in range(len(intact)):
+        damaged = bytearray(intact)
+        damaged[position] ^= 0xFF
+        shard.write_bytes(bytes(damaged))
+        try:
+            zarr.open_array(store / "entropy", mode="r")[:]
+        except ValueError:
+            continue
+        silent.append(position)
+    assert silent == [], f"flipped bytes read without an error at {silent} of {len(intact)}"
+    damaged = bytearray(intact)
+    damaged[len(intact) // 2] ^= 0x01
+    shard.write_bytes(bytes(damaged))
+    remedy = r"snakemake --force .*s\.zarr.*`dvc pull`"
+    with pytest.raises(ValueError, match=rf"s\.zarr is damaged \(array 'entropy': ValueError: Stored and .*{remedy}"):
+        storage.open_profiles(store).load()
 
 
 def test_damaged_combined_store_names_combine_profiles(profiles, tmp_path):

@@ -284,6 +284,23 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     assert "results/tables/paper_comparison.md" in RUN_OUTPUT[tiny_run]
 
 
+def test_the_plan_stands_beside_the_run_for_every_model_job(tiny_run):
+    table = pd.read_csv(tiny_run / "results/tables/plan_vs_run.csv", keep_default_na=True)
+    assert list(table.columns) == [
+        *("rule", "model", "dataset", "shard", "predicted_s", "measured_s", "ratio"),
+        *("predicted_mb", "measured_rss_mb", "mem_ratio"),
+    ]
+    config = load_config(tiny_run / CONFIG_FILE)
+    planned = planning.plan_from_config(config)
+    assert sorted(zip(table["rule"], table["model"], table["dataset"].fillna(""), strict=True)) == sorted(
+        (j.rule, j.model, j.dataset) for j in planned.jobs
+    )
+    assert {"extract_profiles", "layer_skip_select", "layer_skip_eval"} <= set(table["rule"])
+    assert table["measured_s"].gt(0).all() and table["measured_rss_mb"].gt(0).all()  # every job ran and measured
+    np.testing.assert_allclose(table["ratio"], table["predicted_s"] / table["measured_s"])
+    np.testing.assert_allclose(table["mem_ratio"], table["predicted_mb"] / table["measured_rss_mb"])
+
+
 def test_second_run_has_nothing_to_do(tiny_run):
     assert nothing_to_do(tiny_run)
 

@@ -33,15 +33,22 @@ DEFAULT_CHUNK_PROMPTS = 16
 DEFAULT_SHARD_PROMPTS = 512
 
 
+def _codecs() -> tuple:
+    """Bytes-to-bytes codecs of every array: zstd, then a CRC-32C of the compressed chunk, so that any
+    flipped byte of a chunk fails its checksum when read (:func:`open_profiles` names the store)."""
+    return (zarr.codecs.ZstdCodec(level=ZSTD_LEVEL), zarr.codecs.Crc32cCodec())
+
+
 def _encoding(ds: xr.Dataset, chunk_prompts: int, shard_prompts: int) -> dict[str, dict]:
-    """Per-variable Zarr encoding: zstd, chunks of ``chunk_prompts`` along the prompt dim."""
-    encoding = {}
+    """Per-variable Zarr encoding: zstd and a checksum for every array (coordinates too); data variables
+    in chunks of ``chunk_prompts`` along the prompt dim, ``shard_prompts`` per shard file."""
+    encoding = {name: {"compressors": _codecs()} for name in ds.coords}
     shard = max(shard_prompts // chunk_prompts, 1) * chunk_prompts
     for name, var in ds.data_vars.items():
         chunks = tuple(min(chunk_prompts, n) if d == schema.PROMPT else n for d, n in var.sizes.items())
         shards = tuple(min(shard, n) if d == schema.PROMPT else n for d, n in var.sizes.items())
         shards = tuple(-(-s // c) * c for s, c in zip(shards, chunks, strict=True))
-        encoding[name] = {"compressors": (zarr.codecs.ZstdCodec(level=ZSTD_LEVEL),), "chunks": chunks, "shards": shards}
+        encoding[name] = {"compressors": _codecs(), "chunks": chunks, "shards": shards}
     return encoding
 
 
@@ -124,13 +131,16 @@ def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Data
     return ds
 
 
-def damaged_store_message(store: str | os.PathLike, err: Exception, *, combined: bool = False) -> str:
-    """What to say about a store Zarr cannot read: which one, why, and how to rebuild it."""
+def damaged_store_message(store: str | os.PathLike, err: Exception, *, combined: bool = False, array: str = "") -> str:
+    """What to say about a store Zarr cannot read: which one (and which array, when known), why, and how to
+    get it back: rebuild it, or pull it again where DVC versions it."""
     rule = "combine_profiles" if combined else "extract_profiles"
     sharded = "" if combined else " (one job per shard in a sharded run)"
+    where = f"array {array!r}: " if array else ""
     return (
-        f"profile store {store} is damaged ({type(err).__name__}: {err}); rebuild it: `snakemake --force {store}` "
-        f"reruns the job that wrote it, `snakemake --forcerun {rule}`{sharded} every such job"
+        f"profile store {store} is damaged ({where}{type(err).__name__}: {err}); rebuild it: "
+        f"`snakemake --force {store}` reruns the job that wrote it, `snakemake --forcerun {rule}`{sharded} every "
+        "such job; or, where DVC versions it, `dvc pull` fetches the recorded copy"
     )
 
 
@@ -139,7 +149,16 @@ def _read_chunk(array, key, asarray: bool = True, lock=None, *, store: str, comb
     try:
         return getter(array, key, asarray=asarray, lock=lock)
     except (ValueError, RuntimeError) as err:  # zarr: "Stored and computed checksum do not match"; zstd: RuntimeError
-        raise ValueError(damaged_store_message(store, err, combined=combined)) from err
+        raise ValueError(damaged_store_message(store, err, combined=combined, array=_array_name(array))) from err
+
+
+def _array_name(array: object) -> str:
+    """The Zarr path of the array under xarray's lazy wrappers (``entropy``), or ``""`` when none is found."""
+    for _ in range(8):
+        if isinstance(array, zarr.Array):
+            return str(array.path)
+        array = getattr(array, "array", None) or getattr(array, "_array", None)
+    return ""
 
 
 def as_str(values: np.ndarray) -> np.ndarray:

@@ -16,7 +16,14 @@ The names below are the plan's API (what ``rules/common.smk``, the CLI and the t
 so callers need not know which module holds what.
 """
 
-from entropy_lens.workflow.plan.calibration import calibrate, compare_benchmarks, leave_one_out, predicted_s
+from entropy_lens.workflow.plan.calibration import (
+    benchmark_patterns,
+    calibrate,
+    compare_benchmarks,
+    leave_one_out,
+    plan_vs_run,
+    predicted_s,
+)
 from entropy_lens.workflow.plan.cluster import ClusterRequest, Plan, cluster_request, plan_jobs
 from entropy_lens.workflow.plan.config import (
     MMLU_QUESTIONS,
@@ -60,6 +67,7 @@ __all__ = [
     "PromptStats",
     "RunSettings",
     "Workload",
+    "benchmark_patterns",
     "calibrate",
     "cluster_request",
     "compare_benchmarks",
@@ -71,6 +79,7 @@ __all__ = [
     "plan_from_config",
     "plan_job",
     "plan_jobs",
+    "plan_vs_run",
     "predicted_s",
     "run_from_config",
     "settings_from_config",

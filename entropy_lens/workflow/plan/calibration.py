@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pandas as pd
 from scipy import optimize
 
 from entropy_lens.workflow.plan.cluster import Plan
-from entropy_lens.workflow.plan.cost import COST_TERMS, JobPlan, compute_seconds
+from entropy_lens.workflow.plan.cost import COST_TERMS, EXTRACT, SKIP_EVAL, SKIP_SELECT, JobPlan, compute_seconds
 from entropy_lens.workflow.plan.settings import MIB, PlanSettings
 from entropy_lens.workflow.timings import read_benchmark
 
@@ -21,6 +22,35 @@ def _benchmark_paths(plan: Plan, patterns: Mapping[str, str]) -> Iterator[tuple[
     for job in plan.jobs:
         if job.rule in patterns:
             yield job, Path(patterns[job.rule].format(model=job.model, dataset=job.dataset, shard=job.shard))
+
+
+def benchmark_patterns(root: str | os.PathLike, *, sharded: bool) -> dict[str, str]:
+    """Where each model rule's jobs write their Snakemake benchmark under ``root`` (``results/benchmarks``),
+    as :func:`compare_benchmarks` reads them: one file per job, per shard in a sharded run."""
+    extract = "{model}/{dataset}/shard{shard}" if sharded else "{model}/{dataset}"
+    return {
+        EXTRACT: f"{root}/extract_profiles/{extract}.tsv",
+        SKIP_SELECT: f"{root}/layer_skip_select/{{model}}.tsv",
+        SKIP_EVAL: f"{root}/layer_skip_eval/{{model}}.tsv",
+    }
+
+
+def plan_vs_run(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
+    """Every planned model job beside what it measured: predicted and measured seconds and peak memory
+    and their ratios (predicted / measured); a job without a benchmark file keeps NaN there, so a job
+    the run skipped shows as a row with no measurement, never as no row."""
+    keys = ["rule", "model", "dataset", "shard"]
+    measured = compare_benchmarks(plan, patterns)[[*keys, "measured_s", "ratio", "measured_rss_mb", "mem_ratio"]]
+    jobs = pd.DataFrame(
+        [
+            {"rule": j.rule, "model": j.model, "dataset": j.dataset, "shard": j.shard, "predicted_s": j.est_s}
+            | {"predicted_mb": j.host_peak_bytes / MIB}
+            for j in plan.jobs
+        ],
+        columns=[*keys, "predicted_s", "predicted_mb"],
+    )
+    table = jobs.merge(measured, on=keys, how="left")
+    return table[[*keys, "predicted_s", "measured_s", "ratio", "predicted_mb", "measured_rss_mb", "mem_ratio"]]
 
 
 def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:

@@ -1,0 +1,198 @@
+"""Is a results folder whole? Every store read to its last chunk, every table parsed, every file checked
+against the hash DVC recorded for it.
+
+After a ``dvc pull``, a copy between machines or a crash mid-write, :func:`verify` says in one pass
+which artifacts are damaged and how to get each back; ``entropy-lens verify [DIR]`` prints it and
+exits 0 only when everything is whole.
+
+* **Stores** (``*.zarr``): opened against the schema and every array read, so each chunk's CRC-32C
+  (:mod:`entropy_lens.store.storage`) is checked; a store written before chunks carried checksums is
+  read too, and reported as unprotected (a flipped byte there can read as a wrong value).
+* **Tables**: CSV files must end with a newline and give every row the header's number of fields (a
+  truncated copy does not); Parquet files must read whole.
+* **DVC**: where a folder is tracked (``results/<name>.dvc``) and its manifest is in the local DVC
+  cache, every file's MD5 must match the recorded one.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+import zarr
+
+from entropy_lens.store import storage
+
+STORE_SUFFIX = ".zarr"
+CHECKSUM_CODEC = "crc32c"
+# Files Snakemake leaves inside directory outputs: not artifacts.
+IGNORED = frozenset({".snakemake_timestamp"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One artifact's state: ``damaged`` (with the remedy) or ``unprotected`` (whole, but unchecksummed)."""
+
+    path: str
+    state: str
+    why: str
+    remedy: str = ""
+
+    def line(self) -> str:
+        text = f"{self.state.upper()} {self.path}: {self.why}"
+        return f"{text}; {self.remedy}" if self.remedy else text
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`verify` checked and found."""
+
+    stores: int
+    tables: int
+    hashed: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def whole(self) -> bool:
+        return not any(f.state == "damaged" for f in self.findings)
+
+    def summary(self) -> str:
+        damaged = sum(f.state == "damaged" for f in self.findings)
+        checked = f"{self.stores} stores, {self.tables} tables, {self.hashed} files against DVC hashes"
+        return f"{checked}: " + ("all whole" if damaged == 0 else f"{damaged} damaged")
+
+
+def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = None) -> Report:
+    """Check every store and table under ``root`` and, where DVC tracks them, every file's hash.
+
+    Raises:
+        FileNotFoundError: when ``root`` is not a folder.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise FileNotFoundError(f"no results folder at {base}")
+    findings: list[Finding] = []
+    stores = sorted(_stores(base))
+    for store in stores:
+        if progress:
+            progress(str(store))
+        findings += _check_store(store)
+    tables = sorted(p for p in base.rglob("*") if p.suffix in (".csv", ".parquet") and not _inside_store(p, base))
+    for table in tables:
+        findings += _check_table(table)
+    hashed, mismatches = _check_dvc(base)
+    return Report(len(stores), len(tables), hashed, tuple(findings + mismatches))
+
+
+def _stores(base: Path) -> Iterator[Path]:
+    for path in base.rglob(f"*{STORE_SUFFIX}"):
+        if path.is_dir() and (path / "zarr.json").exists():
+            yield path
+
+
+def _inside_store(path: Path, base: Path) -> bool:
+    return any(part.endswith(STORE_SUFFIX) for part in path.relative_to(base).parts[:-1])
+
+
+def _check_store(store: Path) -> list[Finding]:
+    combined = store.parent.name == "profiles"
+    try:
+        storage.open_profiles(store, combined=combined).load()
+    except (ValueError, FileNotFoundError) as err:
+        return [Finding(str(store), "damaged", str(err).split("; rebuild it")[0], _store_remedy(store, combined))]
+    unprotected = [name for name in _arrays(store) if CHECKSUM_CODEC not in _codec_names(store / name)]
+    if unprotected:
+        which = "no array" if len(unprotected) == len(_arrays(store)) else f"arrays {unprotected}"
+        why = f"written before chunks carried checksums ({which} has one); a rebuild protects it"
+        return [Finding(str(store), "unprotected", why)]
+    return []
+
+
+def _store_remedy(store: Path, combined: bool) -> str:
+    rule = "combine_profiles" if combined else "extract_profiles"
+    return f"rebuild: snakemake --force {store} (or every such store: --forcerun {rule}); or dvc pull its folder"
+
+
+def _arrays(store: Path) -> list[str]:
+    group = zarr.open_group(store, mode="r", zarr_format=3)
+    return sorted(name for name, _ in group.arrays())
+
+
+def _codec_names(array: Path) -> set[str]:
+    """Names of every codec of an array, inner (sharded) codecs included."""
+    meta = json.loads((array / "zarr.json").read_text(encoding="utf-8"))
+    names = set()
+    for codec in meta.get("codecs", []):
+        names.add(codec["name"])
+        names |= {inner["name"] for inner in codec.get("configuration", {}).get("codecs", [])}
+    return names
+
+
+def _check_table(table: Path) -> list[Finding]:
+    try:
+        if table.suffix == ".parquet":
+            pd.read_parquet(table)
+        else:
+            _check_csv(table)
+    except (ValueError, OSError, csv.Error) as err:
+        remedy = f"rebuild: snakemake --force {table}; or dvc pull its folder"
+        return [Finding(str(table), "damaged", f"{type(err).__name__}: {err}", remedy)]
+    return []
+
+
+def _check_csv(table: Path) -> None:
+    text = table.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        raise ValueError("the file does not end with a newline (truncated?)")
+    rows = list(csv.reader(text.splitlines()))
+    if not rows:
+        raise ValueError("the file is empty")
+    short = [i + 1 for i, row in enumerate(rows) if len(row) != len(rows[0])]
+    if short:
+        raise ValueError(f"rows {short[:5]} do not have the header's {len(rows[0])} fields")
+
+
+def _check_dvc(base: Path) -> tuple[int, list[Finding]]:
+    """(files hashed, mismatches) for every folder under ``base`` that a ``.dvc`` file tracks."""
+    cache = _dvc_cache(base)
+    hashed, findings = 0, []
+    for tracker in sorted(base.glob("*.dvc")):
+        for out in yaml.safe_load(tracker.read_text(encoding="utf-8")).get("outs", []):
+            manifest = cache / out["md5"][:2] / out["md5"][2:] if cache and out.get("md5") else None
+            if manifest is None or not manifest.is_file():
+                continue
+            folder = tracker.parent / out["path"]
+            for entry in json.loads(manifest.read_text(encoding="utf-8")):
+                if Path(entry["relpath"]).name in IGNORED:
+                    continue
+                hashed += 1
+                findings += _check_hash(folder / entry["relpath"], entry["md5"], tracker)
+    return hashed, findings
+
+
+def _check_hash(path: Path, md5: str, tracker: Path) -> list[Finding]:
+    remedy = f"dvc pull {tracker}"
+    if not path.is_file():
+        return [Finding(str(path), "damaged", "missing (DVC recorded it)", remedy)]
+    digest = hashlib.md5()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != md5:
+        return [Finding(str(path), "damaged", f"MD5 {digest.hexdigest()} differs from DVC's {md5}", remedy)]
+    return []
+
+
+def _dvc_cache(base: Path) -> Path | None:
+    """The local DVC cache of the repository holding ``base`` (``.dvc/cache/files/md5``), or None."""
+    for folder in (base.resolve(), *base.resolve().parents):
+        if (folder / ".dvc").is_dir():
+            return folder / ".dvc" / "cache" / "files" / "md5"
+    return None

@@ -1,0 +1,107 @@
+"""`entropy-lens verify`: every store read to its last chunk, every table parsed, DVC's hashes checked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+import pandas as pd
+import pytest
+import yaml
+from tiny import tiny_model
+
+from entropy_lens import cli, extract_profiles
+from entropy_lens.store import storage
+from entropy_lens.store.verify import verify
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return extract_profiles(tiny_model("llama"), ["the cat", "a dog ran", "once upon a time"], max_new_tokens=3)
+
+
+@pytest.fixture
+def results(profiles, tmp_path):
+    """A results folder of a DVC repository: a store, a CSV and a Parquet table, the tables folder tracked."""
+    root = tmp_path / "repo" / "results"
+    storage.write_profiles(profiles, root / "profiles" / "tiny" / "blank.zarr", chunk_prompts=2, shard_prompts=2)
+    tables = root / "tables"
+    tables.mkdir(parents=True)
+    pd.DataFrame({"model": ["a", "b"], "auc": [0.9, 0.8]}).to_csv(tables / "knn_auc.csv", index=False)
+    pd.DataFrame({"prompt_text": ["x", "y"]}).to_parquet(root / "tables" / "prompts.parquet")
+    _track(root, "tables")
+    return root
+
+
+def _track(root, folder):
+    """What `dvc add` records: results/<folder>.dvc naming a .dir manifest in the local cache."""
+    entries = [
+        {"md5": hashlib.md5(p.read_bytes()).hexdigest(), "relpath": str(p.relative_to(root / folder))}
+        for p in sorted((root / folder).rglob("*"))
+        if p.is_file()
+    ]
+    manifest = json.dumps(entries).encode()
+    digest = hashlib.md5(manifest).hexdigest() + ".dir"
+    cache = root.parent / ".dvc" / "cache" / "files" / "md5" / digest[:2]
+    cache.mkdir(parents=True)
+    (cache / digest[2:]).write_bytes(manifest)
+    (root / f"{folder}.dvc").write_text(yaml.safe_dump({"outs": [{"md5": digest, "path": folder}]}))
+
+
+def test_a_whole_folder_passes(results, capsys):
+    report = verify(results)
+    assert report.whole and (report.stores, report.tables, report.hashed) == (1, 2, 2)
+    assert cli.main(["verify", str(results)]) == 0
+    assert "1 stores, 2 tables, 2 files against DVC hashes: all whole" in capsys.readouterr().out
+
+
+def test_a_flipped_byte_in_a_store_is_named_with_the_remedy(results, capsys):
+    store = results / "profiles" / "tiny" / "blank.zarr"
+    chunk = store / "entropy" / "c" / "1" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    assert cli.main(["verify", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert f"DAMAGED {store}: profile store {store} is damaged (array 'entropy': ValueError: Stored and" in out
+    assert f"snakemake --force {store}" in out and "1 damaged" in out
+
+
+def _whys(results, path) -> list[str]:
+    return [f.why for f in verify(results).findings if f.path == str(path)]
+
+
+def test_a_truncated_table_fails_its_shape_and_its_dvc_hash(results):
+    table = results / "tables" / "knn_auc.csv"
+    table.write_bytes(table.read_bytes()[:-3])
+    whys = _whys(results, table)
+    assert whys[0] == "ValueError: the file does not end with a newline (truncated?)"
+    assert whys[1].startswith(f"MD5 {hashlib.md5(table.read_bytes()).hexdigest()} differs from DVC's ")
+
+
+def test_a_missing_tracked_file_and_an_unreadable_parquet_are_named(results):
+    (results / "tables" / "knn_auc.csv").unlink()
+    parquet = results / "tables" / "prompts.parquet"
+    parquet.write_bytes(parquet.read_bytes()[: len(parquet.read_bytes()) // 2])
+    findings = verify(results).findings
+    assert [f.why for f in findings if f.path.endswith("knn_auc.csv")] == ["missing (DVC recorded it)"]
+    remedies = [f.remedy for f in findings if f.path == str(parquet)]
+    assert remedies == [
+        f"rebuild: snakemake --force {parquet}; or dvc pull its folder",
+        f"dvc pull {parquet.parent}.dvc",
+    ]
+
+
+def test_a_store_without_checksums_is_whole_but_unprotected(profiles, results):
+    store = results / "profiles" / "tiny" / "blank.zarr"
+    shutil.rmtree(store)
+    storage._object_strings(profiles).to_zarr(store, zarr_format=3, consolidated=False)  # zarr's defaults
+    report = verify(results)
+    assert report.whole
+    assert [(f.path, f.state) for f in report.findings] == [(str(store), "unprotected")]
+
+
+def test_a_folder_that_is_not_there_is_named():
+    with pytest.raises(FileNotFoundError, match="no results folder at nowhere"):
+        verify("nowhere")
