@@ -20,7 +20,7 @@ rule generate_stories:
         "results/benchmarks/generate_stories.tsv"
     conda:
         "../envs/entropy-lens.yaml"
-    threads: 2
+    threads: config["compute"]["threads"]
     script:
         "../workflow_scripts/generate_stories.py"
 

@@ -21,7 +21,7 @@ rule extract_profiles:
         f"results/benchmarks/extract_profiles/{EXTRACT_JOB}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
-    threads: 2
+    threads: config["compute"]["threads"]
     resources:
         **planned("extract_profiles"),
         gpu=1 if GPU else 0,

@@ -42,7 +42,7 @@ rule layer_skip_select:
         "results/benchmarks/layer_skip_select/{model}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
-    threads: 2
+    threads: config["compute"]["threads"]
     resources:
         **planned("layer_skip_select"),
         gpu=1 if GPU else 0,
@@ -71,7 +71,7 @@ rule layer_skip_eval:
         "results/benchmarks/layer_skip_eval/{model}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
-    threads: 2
+    threads: config["compute"]["threads"]
     resources:
         **planned("layer_skip_eval"),
         gpu=1 if GPU else 0,

@@ -135,7 +135,7 @@ def tiny_config() -> dict:
         },
         "lens": {"top_p": 0.6, "alphas": [0.5, 1.0, 5.0], "budget_mb": 16},
         "generation": {"batch_size": 4, "seed": 0},
-        "compute": {"device": "cpu", "dtype": "float32", "mem_mb": 1000},
+        "compute": {"device": "cpu", "dtype": "float32", "mem_mb": 1000, "threads": 1},
         "storage": {"chunk_prompts": 4, "shard_prompts": 8},
         "analysis": {"knn": {"k": 3, "folds": 2, "repeats": 1, "feature": "concat", "seed": 0}, "depth_grid": 8},
         "layer_skip": {
