@@ -236,7 +236,7 @@ def cost_plan():
     Computed the first time a job's resources are asked for (once per Snakemake process), never when the
     rules are read: `--list-rules`, `--unlock`, `--lint` and reports load no tokenizer.
     """
-    tables = {t: f"results/datasets/{t}.parquet" for t in (*DATASETS, "layer_skip_calibration", "layer_skip_eval")}
+    tables = {os.path.basename(path).removesuffix(".parquet"): path for path in plan_tables()}
     try:
         return plan_from_config(config, tables=tables)
     except ValueError as err:

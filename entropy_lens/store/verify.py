@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import xarray as xr
 import yaml
 import zarr
 
@@ -104,15 +105,24 @@ def _inside_store(path: Path, base: Path) -> bool:
 def _check_store(store: Path) -> list[Finding]:
     combined = store.parent.name == "profiles"
     try:
-        storage.open_profiles(store, combined=combined).load()
+        _read_every_chunk(storage.open_profiles(store, combined=combined))
     except (ValueError, FileNotFoundError) as err:
         return [Finding(str(store), "damaged", str(err).split("; rebuild it")[0], _store_remedy(store, combined))]
-    unprotected = [name for name in _arrays(store) if CHECKSUM_CODEC not in _codec_names(store / name)]
+    arrays = _arrays(store)
+    unprotected = [name for name in arrays if CHECKSUM_CODEC not in _codec_names(store / name)]
     if unprotected:
-        which = "no array" if len(unprotected) == len(_arrays(store)) else f"arrays {unprotected}"
+        which = "no array" if len(unprotected) == len(arrays) else f"arrays {unprotected}"
         why = f"written before chunks carried checksums ({which} has one); a rebuild protects it"
         return [Finding(str(store), "unprotected", why)]
     return []
+
+
+def _read_every_chunk(ds: xr.Dataset) -> None:
+    """Read each chunk of every data variable once, one chunk in memory at a time (a store can outgrow RAM);
+    coordinates were read when the store was opened."""
+    for variable in ds.data_vars.values():
+        for block in variable.data.to_delayed().ravel():
+            block.compute(scheduler="synchronous")
 
 
 def _store_remedy(store: Path, combined: bool) -> str:
