@@ -14,6 +14,7 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
+from entropy_lens.core.tables import read_csv_table
 from entropy_lens.store import storage
 from entropy_lens.workflow import locks
 from entropy_lens.workflow import plan as planning
@@ -147,7 +148,7 @@ def _skip_map(args: argparse.Namespace) -> int:
         raise FileNotFoundError(
             f"no criticality map at {path}; run the workflow with layer_skip enabled, or pass --results of a run"
         )
-    table = pd.read_csv(path)
+    table = read_csv_table(path)
     table = table[table["measure"] == args.measure]
     models = list(dict.fromkeys(table["model"]))
     if args.model is not None:

@@ -2,7 +2,7 @@
 
 from entropy_lens.analysis.families import fingerprints
 from entropy_lens.analysis.pairs import family_pairs
-from entropy_lens.core.tables import write_table
+from entropy_lens.core.tables import write_csv, write_table
 from entropy_lens.plots.families import plot_fingerprints
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging
@@ -13,7 +13,7 @@ out, params = snakemake.output, snakemake.params
 blank = storage.open_profiles(snakemake.input[0], combined=True)
 found = fingerprints(blank, grid_points=params.grid_points, seed=params.seed)
 pairs = family_pairs(blank, grid_points=params.grid_points, n_boot=params.n_boot, seed=params.seed)
-found.distances.to_csv(out.distances)
+write_csv(found.distances, out.distances, index=True)
 write_table(found.clustering, out.clustering, out.clustering_md, title="family clustering of blank-prompt profiles")
 write_table(
     pairs,
@@ -21,6 +21,6 @@ write_table(
     out.pairs_md,
     title="same-family pairs (gaps in nats; normalized: fractions of log V; centred: nats)",
 )
-found.size_pairs.to_csv(out.size_pairs, index=False)
-found.shapes.to_csv(out.shapes, index=False)
+write_csv(found.size_pairs, out.size_pairs)
+write_csv(found.shapes, out.shapes)
 plot_fingerprints(found, dendrogram=out.dendrogram, pca=out.pca, tsne=out.tsne)

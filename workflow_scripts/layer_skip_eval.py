@@ -2,6 +2,7 @@
 
 from entropy_lens.answers.plan import read_plan
 from entropy_lens.answers.skipping import evaluate_skips
+from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
@@ -23,4 +24,4 @@ with job_model(snakemake) as lm:
         seed=params.skip["seed"],
     )
 correct.assign(model=snakemake.wildcards.model).to_parquet(out.correct, index=False)
-profiles.to_csv(out.profiles, index=False)
+write_csv(profiles, out.profiles)

@@ -5,6 +5,7 @@ import json
 
 from entropy_lens.answers.plan import write_plan
 from entropy_lens.answers.selection import calibrate_skips
+from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
@@ -26,7 +27,7 @@ with job_model(snakemake) as lm:
         variants=skip["variants"],
     )
 write_plan(dataclasses.replace(found.plan, model=snakemake.wildcards.model), out.plan)
-found.per_question.to_csv(out.delta_h, index=False)
-found.stability.assign(model=snakemake.wildcards.model).to_csv(out.stability, index=False)
+write_csv(found.per_question, out.delta_h)
+write_csv(found.stability.assign(model=snakemake.wildcards.model), out.stability)
 with open(out.protected, "w") as handle:
     json.dump(found.protected, handle, indent=2)

@@ -4,7 +4,7 @@ import pandas as pd
 
 from entropy_lens.answers.criticality import condition_table, criticality_spearman, skip_comparisons, skip_map
 from entropy_lens.answers.plan import read_plan
-from entropy_lens.core.tables import write_table
+from entropy_lens.core.tables import read_csv_table, write_table
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
@@ -20,8 +20,8 @@ for correct_path, plan_path, delta_h_path in zip(inputs.correct, inputs.plans, i
     accuracy.append(condition_table(correct).assign(model=plan.model))
     maps.append(skip_map(correct, plan, **boot))
     comparisons.append(skip_comparisons(correct, plan, **boot))
-    spearman.append(criticality_spearman(correct, pd.read_csv(delta_h_path), plan, **boot))
-stability = pd.concat([pd.read_csv(path) for path in inputs.stability], ignore_index=True)
+    spearman.append(criticality_spearman(correct, read_csv_table(delta_h_path), plan, **boot))
+stability = pd.concat([read_csv_table(path) for path in inputs.stability], ignore_index=True)
 
 write_table(pd.concat(accuracy), out.csv, out.md, title="MMLU accuracy under layer skipping (95% Wilson intervals)")
 write_table(pd.concat(maps), out.skip_map, out.skip_map_md, title="criticality map: every block skipped alone (95%)")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from entropy_lens.analysis.paper import Expected, headline, paper_table_from_files
 from entropy_lens.analysis.render import display, terminal_table, verdicts_html, verdicts_markdown
-from entropy_lens.core.tables import write_table
+from entropy_lens.core.tables import write_csv, write_table
 from entropy_lens.model.registry import folder_model_type
 from entropy_lens.workflow.jobs import setup_logging
 
@@ -18,7 +18,7 @@ write_table(
     table, out.csv, out.md, markdown=display(table), title="Entropy-Lens: every claim of the study, ours beside it"
 )
 top = headline(table)
-top.to_csv(out.verdicts_csv, index=False)
+write_csv(top, out.verdicts_csv)
 Path(out.verdicts_md).write_text(verdicts_markdown(top, "Verdicts: did each claim hold here?"))
 Path(out.verdicts_html).write_text(verdicts_html(top))
 Path(out.verdicts_txt).write_text(terminal_table(top))

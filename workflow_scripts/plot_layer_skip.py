@@ -1,20 +1,19 @@
 """Rule plot_layer_skip: the criticality map (what each block costs when skipped, beside its Delta H) and profiles."""
 
-import pandas as pd
-
 from entropy_lens.answers.letters import VERDICT_MEASURE
+from entropy_lens.core.tables import read_csv_table
 from entropy_lens.plots.skipping import plot_skip_map, plot_skip_profiles
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 model, out = snakemake.wildcards.model, snakemake.output
 
-skip_map = pd.read_csv(snakemake.input.skip_map, keep_default_na=False, na_values=[""]).query("model == @model")
+skip_map = read_csv_table(snakemake.input.skip_map, keep_default_na=False, na_values=[""]).query("model == @model")
 plot_skip_map(
     skip_map[skip_map["measure"] == VERDICT_MEASURE],
     out.skip_map,
     title=f"{model}: what skipping each block costs on MMLU ({VERDICT_MEASURE})",
 )
 plot_skip_profiles(
-    pd.read_csv(snakemake.input.profiles), out.profiles, title=f"{model}: entropy at the answer under skipping"
+    read_csv_table(snakemake.input.profiles), out.profiles, title=f"{model}: entropy at the answer under skipping"
 )

@@ -40,6 +40,7 @@ from entropy_lens.analysis.separability_rows import heldout_rows, knn_rows, reny
 from entropy_lens.analysis.skip_rows import comparison_rows, rank_rows
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
+from entropy_lens.core.tables import read_csv_table
 
 log = logging.getLogger(__name__)
 # The pair scale the verdicts read (entropy / log V: vocabularies differ by more than the gaps).
@@ -186,7 +187,7 @@ def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: E
 
 def _read_csvs(value: str | Sequence[str]) -> pd.DataFrame:
     files = [value] if isinstance(value, str) else list(value)
-    frames = [pd.read_csv(f, keep_default_na=True) for f in files]
+    frames = [read_csv_table(f, keep_default_na=True) for f in files]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

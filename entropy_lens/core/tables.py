@@ -1,7 +1,10 @@
-"""Tables for readers: Markdown rendering and the CSV + Markdown pair every analysis writes."""
+"""Tables for readers: Markdown rendering, the CSV + Markdown pair every analysis writes, and the one CSV
+reader the workflow uses, which refuses a truncated or damaged table by name."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,9 +23,57 @@ def write_table(
 ) -> None:
     """Write ``df`` as CSV and as a Markdown table (``markdown`` instead, if given, e.g. a
     formatted view of the same rows), with an optional ``# title`` line."""
-    df.to_csv(csv_path, index=False)
+    write_csv(df, csv_path)
     heading = f"# {title}\n\n" if title else ""
     Path(md_path).write_text(heading + to_markdown(df if markdown is None else markdown))
+
+
+class DamagedTable(ValueError):
+    """A CSV table that is not whole: cut short, or rows that do not match its header."""
+
+
+def check_csv(text: str) -> None:
+    """Raise :class:`DamagedTable` unless ``text`` is a whole CSV table: it ends with a newline (a table
+    cut mid-row does not) and every row has the header's number of fields.
+
+    A table cut exactly at a row boundary passes; DVC's recorded hash is what catches that
+    (``entropy-lens verify``).
+    """
+    if not text:
+        raise DamagedTable("the file is empty")
+    if not text.endswith("\n"):
+        raise DamagedTable("the file does not end with a newline (cut short?)")
+    try:
+        rows = list(csv.reader(io.StringIO(text), strict=True))
+    except csv.Error as err:
+        raise DamagedTable(f"not CSV: {err}") from None
+    short = [i + 1 for i, row in enumerate(rows) if len(row) != len(rows[0])]
+    if short:
+        raise DamagedTable(f"rows {short[:5]} do not have the header's {len(rows[0])} fields")
+
+
+def read_csv_table(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
+    """Read a CSV table the workflow wrote, after :func:`check_csv`; ``kwargs`` go to :func:`pandas.read_csv`.
+
+    Raises:
+        DamagedTable: naming the file, what is wrong and the remedy.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        check_csv(text)
+    except DamagedTable as err:
+        raise DamagedTable(
+            f"table {path} is damaged: {err}; rebuild it (snakemake --force {path}) or dvc pull its folder"
+        ) from None
+    return pd.read_csv(io.StringIO(text), **kwargs)
+
+
+def write_csv(df: pd.DataFrame, path: str | os.PathLike, *, index: bool = False) -> None:
+    """Write ``df`` as CSV to a temporary sibling, then rename it into place (a crash leaves no half table)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_csv(tmp, index=index)
+    os.replace(tmp, path)
 
 
 def to_markdown(df: pd.DataFrame, *, float_format: str = ".4g") -> str:

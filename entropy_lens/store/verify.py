@@ -29,6 +29,7 @@ import xarray as xr
 import yaml
 import zarr
 
+from entropy_lens.core.tables import check_csv
 from entropy_lens.store import storage
 
 STORE_SUFFIX = ".zarr"
@@ -158,15 +159,7 @@ def _check_table(table: Path) -> list[Finding]:
 
 
 def _check_csv(table: Path) -> None:
-    text = table.read_text(encoding="utf-8")
-    if text and not text.endswith("\n"):
-        raise ValueError("the file does not end with a newline (truncated?)")
-    rows = list(csv.reader(text.splitlines()))
-    if not rows:
-        raise ValueError("the file is empty")
-    short = [i + 1 for i, row in enumerate(rows) if len(row) != len(rows[0])]
-    if short:
-        raise ValueError(f"rows {short[:5]} do not have the header's {len(rows[0])} fields")
+    check_csv(table.read_text(encoding="utf-8"))
 
 
 def _check_dvc(base: Path) -> tuple[int, list[Finding]]:
