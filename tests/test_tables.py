@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from entropy_lens.analysis.paper import Expected, paper_table_from_files
-from entropy_lens.core.tables import DamagedTable, check_csv, read_csv_table, write_csv
+from entropy_lens.core.tables import DamagedTableError, check_csv, read_csv_table, write_csv
 
 TABLE = pd.DataFrame({"model": ["a", "b", "c"], "auc": [0.5, 0.75, 1.0], "note": ["x", "two\nlines", ""]})
 
@@ -32,18 +32,18 @@ def test_a_table_cut_anywhere_inside_a_row_is_refused_naming_file_and_remedy(tab
     assert len(inside) > 30
     for n in inside:
         table.write_bytes(data[:n])
-        with pytest.raises(DamagedTable, match=rf"table {table} is damaged: .*--force {table}\) or dvc pull"):
+        with pytest.raises(DamagedTableError, match=rf"table {table} is damaged: .*--force {table}\) or dvc pull"):
             read_csv_table(table)
 
 
 def test_a_row_with_a_field_too_many_is_refused(table):
     table.write_text(table.read_text() + "d,0.1,y,extra\n")
-    with pytest.raises(DamagedTable, match=r"rows \[5\] do not have the header's 3 fields"):
+    with pytest.raises(DamagedTableError, match=r"rows \[5\] do not have the header's 3 fields"):
         read_csv_table(table)
 
 
 def test_an_empty_file_is_refused_but_an_empty_table_is_whole(tmp_path):
-    with pytest.raises(DamagedTable, match="empty"):
+    with pytest.raises(DamagedTableError, match="empty"):
         check_csv("")
     write_csv(pd.DataFrame(columns=["a", "b"]), tmp_path / "empty.csv")
     assert list(read_csv_table(tmp_path / "empty.csv").columns) == ["a", "b"]
@@ -51,5 +51,5 @@ def test_an_empty_file_is_refused_but_an_empty_table_is_whole(tmp_path):
 
 def test_the_paper_table_refuses_a_truncated_analysis_table(table):
     table.write_bytes(table.read_bytes()[:-4])
-    with pytest.raises(DamagedTable, match=f"table {table} is damaged"):
+    with pytest.raises(DamagedTableError, match=f"table {table} is damaged"):
         paper_table_from_files({"knn": str(table)}, Expected())

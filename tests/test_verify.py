@@ -76,7 +76,7 @@ def test_a_truncated_table_fails_its_shape_and_its_dvc_hash(results):
     table = results / "tables" / "knn_auc.csv"
     table.write_bytes(table.read_bytes()[:-3])
     whys = _whys(results, table)
-    assert whys[0] == "DamagedTable: the file does not end with a newline (cut short?)"
+    assert whys[0] == "DamagedTableError: the file does not end with a newline (cut short?)"
     assert whys[1].startswith(f"MD5 {hashlib.md5(table.read_bytes()).hexdigest()} differs from DVC's ")
 
 

@@ -28,41 +28,41 @@ def write_table(
     Path(md_path).write_text(heading + to_markdown(df if markdown is None else markdown))
 
 
-class DamagedTable(ValueError):
+class DamagedTableError(ValueError):
     """A CSV table that is not whole: cut short, or rows that do not match its header."""
 
 
 def check_csv(text: str) -> None:
-    """Raise :class:`DamagedTable` unless ``text`` is a whole CSV table: it ends with a newline (a table
+    """Raise :class:`DamagedTableError` unless ``text`` is a whole CSV table: it ends with a newline (a table
     cut mid-row does not) and every row has the header's number of fields.
 
     A table cut exactly at a row boundary passes; DVC's recorded hash is what catches that
     (``entropy-lens verify``).
     """
     if not text:
-        raise DamagedTable("the file is empty")
+        raise DamagedTableError("the file is empty")
     if not text.endswith("\n"):
-        raise DamagedTable("the file does not end with a newline (cut short?)")
+        raise DamagedTableError("the file does not end with a newline (cut short?)")
     try:
         rows = list(csv.reader(io.StringIO(text), strict=True))
     except csv.Error as err:
-        raise DamagedTable(f"not CSV: {err}") from None
+        raise DamagedTableError(f"not CSV: {err}") from None
     short = [i + 1 for i, row in enumerate(rows) if len(row) != len(rows[0])]
     if short:
-        raise DamagedTable(f"rows {short[:5]} do not have the header's {len(rows[0])} fields")
+        raise DamagedTableError(f"rows {short[:5]} do not have the header's {len(rows[0])} fields")
 
 
 def read_csv_table(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
     """Read a CSV table the workflow wrote, after :func:`check_csv`; ``kwargs`` go to :func:`pandas.read_csv`.
 
     Raises:
-        DamagedTable: naming the file, what is wrong and the remedy.
+        DamagedTableError: naming the file, what is wrong and the remedy.
     """
     text = Path(path).read_text(encoding="utf-8")
     try:
         check_csv(text)
-    except DamagedTable as err:
-        raise DamagedTable(
+    except DamagedTableError as err:
+        raise DamagedTableError(
             f"table {path} is damaged: {err}; rebuild it (snakemake --force {path}) or dvc pull its folder"
         ) from None
     return pd.read_csv(io.StringIO(text), **kwargs)
