@@ -277,11 +277,14 @@ def _total_line(label: str, row) -> str:
 def render_plan(plan: planning.Plan) -> str:
     """The plan as a text table, one row per job, totals per model and for the run."""
     s, run = plan.settings, plan.run
-    rates = s.rates(run.device)
+    rates = s.rates(run)
+    gflops = rates.gflops_32 if run.dtype_bytes == planning.DISK_BYTES else rates.gflops_16
+    threads = f", {run.threads} threads per job" if run.device == "cpu" else ""
     lines = [
-        f"device {run.device}, {run.dtype_bytes} bytes per weight; {rates.gflops:g} GFLOP/s, {rates.gbps:g} GB/s, "
+        f"device {run.device}, {run.dtype_bytes} bytes per weight{threads}; {gflops:g} GFLOP/s, {rates.gbps:g} GB/s, "
         f"{rates.metric_ns:g} ns per lens logit, {s.overhead_s:g} s + I/O at {s.io_gbps:g} GB/s per job; "
-        f"requests = estimate x {s.safety:g} (floors {s.min_runtime_min} min, {s.min_mem_mb} MB)",
+        f"requests = estimate x {s.safety:g}, peak memory x {s.mem_margin:g} "
+        f"(floors {s.min_runtime_min} min, {s.min_mem_mb} MB)",
         " ".join(f"{h:>{w}}" if i > 1 else f"{h:<{w}}" for i, (h, w) in enumerate(_COLUMNS)),
     ]
     totals = plan.totals()
@@ -329,11 +332,10 @@ def _render_comparison(plan: planning.Plan, comparison) -> str:
         loo = planning.leave_one_out(plan, comparison)
     except ValueError as err:
         return "\n".join([*lines, f"no calibration: {err}"])
-    rates = fitted.rates(plan.run.device)
+    fields = fitted.rate_fields(plan.run.device)
     lines += [
-        f"calibrated on these jobs (plan: section of the config): overhead_s {fitted.overhead_s:.3g}, "
-        f"{plan.run.device}_gflops {rates.gflops:.4g}, {plan.run.device}_gbps {rates.gbps:.4g}, "
-        f"{plan.run.device}_metric_ns {rates.metric_ns:.3g}, {plan.run.device}_step_us {rates.step_us:.3g}",
+        "calibrated on these jobs (plan: section of the config): "
+        + ", ".join(f"{name} {getattr(fitted, name):.4g}" for name in ("overhead_s", *fields)),
         f"leave-one-job-out predicted/measured: median {loo.median():.2f}, {loo.min():.2f}-{loo.max():.2f}; "
         f"{int(((loo <= 1.5) & (loo >= 1 / 1.5)).sum())} of {len(loo)} jobs within 1.5x",
     ]

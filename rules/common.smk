@@ -237,8 +237,9 @@ def cost_plan():
     rules are read: `--list-rules`, `--unlock`, `--lint` and reports load no tokenizer.
     """
     tables = {os.path.basename(path).removesuffix(".parquet"): path for path in plan_tables()}
+    model_dirs = {model: f"resources/models/{model}" for model in MODELS}  # read where they exist (a rerun)
     try:
-        return plan_from_config(config, tables=tables)
+        return plan_from_config(config, tables=tables, model_dirs=model_dirs)
     except ValueError as err:
         print(f"entropy-lens: the cost plan cannot size the jobs ({err}); they request compute.mem_mb and no runtime")
         return None
@@ -246,7 +247,8 @@ def cost_plan():
 
 def planned(rule):
     """`runtime` (minutes) and `mem_mb` of a model rule's jobs, as callables of (wildcards, attempt): the
-    plan's estimate times plan.safety (times the attempt on a retry); compute.mem_mb and no runtime (None
+    plan's time estimate times plan.safety and its peak memory times plan.mem_margin (times the attempt on a
+    retry); compute.mem_mb and no runtime (None
     drops the resource) when the plan cannot size them."""
     fallback = {"runtime": None, "mem_mb": config["compute"]["mem_mb"]}
 

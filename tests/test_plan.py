@@ -119,6 +119,17 @@ def test_unshipped_model_falls_back_to_its_folder(tmp_path):
     assert plan.model_shape("my-org/unknown", folder=tmp_path) == plan.shape_from_fields(TINY)
 
 
+def test_a_materialized_folder_says_what_the_job_loads_before_the_shipped_config(tmp_path):
+    """The registry's Qwen2.5-Coder-1.5B GGUF carries its own output matrix (untied, as shipped); a folder
+    whose config.json ties them is what that job would load, so the folder wins."""
+    shipped = plan.shipped_model_configs()["qwen2.5-coder-1.5b"]
+    (tmp_path / "config.json").write_text(json.dumps({**shipped, "tie_word_embeddings": True}))
+    untied, tied = plan.model_shape("qwen2.5-coder-1.5b"), plan.model_shape("qwen2.5-coder-1.5b", folder=tmp_path)
+    assert tied.tied_embeddings and not untied.tied_embeddings
+    assert untied.n_params == 1_777_088_000  # the materialized copy's 7.1 GB float32 file
+    assert untied.n_params - tied.n_params == shipped["vocab_size"] * shipped["hidden_size"]
+
+
 def test_unknown_model_without_config_names_the_model_and_the_fix(offline):
     with pytest.raises(ValueError, match=r"model 'mystery' \(source 'nobody/nothing'\) has no shipped config"):
         plan.model_shape("nobody/nothing", name="mystery")
@@ -132,8 +143,8 @@ def test_shape_rejects_missing_fields():
 # Arithmetic -----------------------------------------------------------------------------------------------------
 
 # Slow round numbers so every term of the time is visible: 1e6 FLOP/s, 1e6 B/s, 1 us per logit.
-SLOW = plan.PlanSettings(cpu_gflops=1e-3, cpu_gbps=1e-3, cpu_metric_ns=1000.0, cpu_step_us=100.0, overhead_s=10.0,
-                         io_gbps=1e-3, cpu_overhead_mb=1.0)  # fmt: skip
+SLOW = plan.PlanSettings(cpu_gflops=1e-3, cpu_bf16_gflops=1e-3, cpu_gbps=1e-3, cpu_metric_ns=1000.0,
+                         cpu_step_us=100.0, overhead_s=10.0, io_gbps=1e-3, cpu_overhead_mb=1.0)  # fmt: skip
 RUN = plan.RunSettings(device="cpu", dtype="float32", lens_budget_mb=16)
 
 
@@ -173,11 +184,41 @@ def test_scoring_runs_one_pass_without_cache_or_lens():
     assert job.lens_flops == job.kv_bytes == job.lens_bytes == job.store_bytes == 0
 
 
+def test_bfloat16_runs_at_its_own_rate_and_threads_share_matmuls_and_metrics():
+    bf16 = plan.plan_job(tiny_job(), dataclasses.replace(RUN, dtype="bfloat16"), SLOW)
+    f32 = plan.plan_job(tiny_job(), RUN, SLOW)
+    flops = f32.forward_flops + f32.lens_flops
+    assert f32.terms[:2] == (flops, 0.0) and bf16.terms[:2] == (0.0, flops)
+    fast = dataclasses.replace(SLOW, cpu_bf16_gflops=4e-3)  # 16-bit matmuls 4x the float32 rate
+    assert plan.plan_job(tiny_job(), dataclasses.replace(RUN, dtype="bfloat16"), fast).compute_s == pytest.approx(
+        bf16.compute_s - flops / 1e6 * 0.75
+    )
+    two = plan.plan_job(tiny_job(), dataclasses.replace(RUN, threads=2), SLOW)
+    streamed_s, metric_s, step_s = f32.terms[2] / 1e6, f32.terms[3] * 1e-6, f32.terms[4] * 100e-6
+    assert two.compute_s == pytest.approx(flops / 1e6 / 2 + streamed_s + metric_s / 2 + step_s)
+    with pytest.raises(ValueError, match="threads must be a positive integer, got 0"):
+        plan.RunSettings(device="cpu", threads=0)
+
+
+def test_loading_in_another_dtype_holds_the_float32_file_and_the_converted_copy():
+    """Measured on this machine: Qwen2.5-Coder-0.5B (630 M parameters) loaded in bfloat16 peaked at 4.0 GB
+    over a 0.24 GB interpreter; in float32 the weights map the file and the load adds nothing."""
+    assert plan.loading_bytes(630_000_000, 2) == 630_000_000 * 6
+    assert plan.loading_bytes(630_000_000, 4) == 630_000_000 * 4
+    big = dict(TINY, hidden_size=256, intermediate_size=512, vocab_size=32_000)
+    job = plan.plan_job(tiny_job(fields=big), dataclasses.replace(RUN, dtype="bfloat16"), SLOW)
+    n = plan.shape_from_fields(big).n_params
+    assert job.host_peak_bytes == max(6 * n, 2 * n + job.kv_bytes + job.activation_bytes + job.lens_bytes
+                                      + job.store_bytes) + 2**20  # fmt: skip
+    assert job.host_peak_bytes == 6 * n + 2**20  # loading is the peak of this small workload
+
+
 def test_cuda_requests_host_memory_for_loading_and_buffers():
     cuda = plan.RunSettings(device="cuda", dtype="auto", lens_budget_mb=16)
     job = plan.plan_job(tiny_job(), cuda, SLOW)
     assert job.weights_bytes == 1352 * 2  # bf16
-    assert job.host_peak_bytes == max(job.weights_bytes, job.store_bytes) + SLOW.cuda_host_overhead_mb * 2**20
+    loading = 1352 * (4 + 2)  # the float32 file and the bf16 copy, on the host before moving to the GPU
+    assert job.host_peak_bytes == max(loading, job.store_bytes) + SLOW.cuda_host_overhead_mb * 2**20
     assert job.device_peak_bytes > job.weights_bytes + job.kv_bytes + job.lens_bytes
 
 
@@ -204,8 +245,8 @@ def test_bigger_model_costs_more_time_and_memory(device):
     assert big.host_peak_bytes > small.host_peak_bytes and big.device_peak_bytes > small.device_peak_bytes
 
 
-def test_cluster_request_applies_safety_attempt_and_floors():
-    settings = plan.PlanSettings(safety=2.0, min_runtime_min=5, min_mem_mb=100)
+def test_cluster_request_applies_safety_margin_attempt_and_floors():
+    settings = plan.PlanSettings(safety=2.0, mem_margin=2.0, min_runtime_min=5, min_mem_mb=100)
     job = dataclasses.replace(plan.plan_job(tiny_job(), RUN, settings), fixed_s=600.0, compute_s=0.0,
                               host_peak_bytes=300 * 2**20)  # fmt: skip
     assert plan.cluster_request(job, settings) == plan.ClusterRequest(runtime=20, mem_mb=600)
@@ -214,6 +255,9 @@ def test_cluster_request_applies_safety_attempt_and_floors():
     assert plan.cluster_request(tiny, settings) == plan.ClusterRequest(runtime=5, mem_mb=100)
     with pytest.raises(ValueError, match="attempt must be a positive integer"):
         plan.cluster_request(job, settings, attempt=0)
+    # memory has its own margin: the time estimate's safety does not inflate the memory request
+    margin = dataclasses.replace(settings, mem_margin=1.3)
+    assert plan.cluster_request(job, margin) == plan.ClusterRequest(runtime=20, mem_mb=390)
 
 
 def test_settings_reject_unknown_keys_and_bad_values():
@@ -221,8 +265,10 @@ def test_settings_reject_unknown_keys_and_bad_values():
         plan.settings_from_config({"gpu_tflops": 3})
     with pytest.raises(ValueError, match="plan setting safety must be a non-negative number"):
         plan.PlanSettings(safety=-1)
-    with pytest.raises(ValueError, match="safety >= 1"):
+    with pytest.raises(ValueError, match="safety and mem_margin >= 1"):
         plan.PlanSettings(safety=0.5)
+    with pytest.raises(ValueError, match=r"mem_margin >= 1; got \{'safety': 1.5, 'mem_margin': 0.9\}"):
+        plan.PlanSettings(mem_margin=0.9)
     assert plan.settings_from_config({"cpu_gflops": 12.5}).cpu_gflops == 12.5
 
 
@@ -360,7 +406,7 @@ def test_paper_moe_and_vit_jobs_use_active_flops_and_total_memory(offline):
     # Its 8 active experts of width 1024 cost what one dense MLP of width 8192 does (plus the router).
     dense = dataclasses.replace(olmoe, n_experts=0, experts_per_token=0, moe_layers=0, intermediate_size=8 * 1024)
     work = plan.Workload(100, 1.0, 1, 32, 32, 3)
-    costs = [plan.workload_cost(s, work, result.run, result.settings.rates("cuda")) for s in (olmoe, dense)]
+    costs = [plan.workload_cost(s, work, result.run, result.settings.rates(result.run)) for s in (olmoe, dense)]
     assert costs[0].forward_flops == pytest.approx(costs[1].forward_flops, rel=0.01)
     vit = result.job(plan.EXTRACT, VIT, "images")
     assert vit.prompts == 3925 and vit.new_tokens == 1 and vit.mean_prompt_tokens == 196 and vit.fits_context
@@ -420,7 +466,7 @@ def _measure_with(result, truth, tmp_path, noise=0.0, seed=0):
     with lognormal ``noise``; return the comparison table and the noise-free times."""
     settings = dataclasses.replace(result.settings, **truth)
     patterns = {rule: str(tmp_path / rule / "{model}" / "{dataset}.tsv") for rule in plan.RULES}
-    exact = np.array([plan.predicted_s(job, settings, "cpu") for job in result.jobs])
+    exact = np.array([plan.predicted_s(job, settings, result.run) for job in result.jobs])
     measured = exact * np.exp(np.random.default_rng(seed).normal(0.0, noise, exact.size))
     for job, seconds in zip(result.jobs, measured, strict=True):
         write_benchmark(tmp_path / job.rule / job.model / f"{job.dataset}.tsv", seconds, 1000.0)
@@ -448,7 +494,7 @@ def test_calibration_recovers_the_device_that_produced_the_timings(tmp_path, off
         assert getattr(fitted, key) == pytest.approx(TRUE_RATES[key], rel=2 * TIMING_NOISE), key
     assert fitted.cuda_gflops == result.settings.cuda_gflops  # only the measured device changes
     # The fit averages the noise out: its times lie nearer the noise-free ones than the measurements do.
-    predicted = np.array([plan.predicted_s(job, fitted, "cpu") for job in result.jobs])
+    predicted = np.array([plan.predicted_s(job, fitted, result.run) for job in result.jobs])
     fit_error, noise_error = np.abs(predicted / exact - 1), np.abs(table["measured_s"].to_numpy() / exact - 1)
     assert fit_error.max() < 1.5 * TIMING_NOISE and np.median(fit_error) < np.median(noise_error)
     loo = plan.leave_one_out(result, table)
@@ -463,6 +509,27 @@ def test_noise_free_calibration_recovers_all_five_rates(tmp_path, offline):
     fitted = plan.calibrate(result, table)
     for key, value in TRUE_RATES.items():
         assert getattr(fitted, key) == pytest.approx(value, rel=1e-3), key
+
+
+def test_one_fit_over_two_runs_knows_both_dtypes_and_rates_per_thread(tmp_path, offline):
+    """A float32 run on one thread and a bfloat16 run on two, timed by one known device: the joint fit
+    recovers the float32 and the 16-bit matmul rates per thread (and the rest); a fit on the float32 run
+    alone keeps the 16-bit rate it was given."""
+    truth = {**TRUE_RATES, "cpu_bf16_gflops": 300.0}
+    f32 = _calibration_plan()
+    config = load(DEFAULT)
+    config["layer_skip"].update(CALIBRATION_SKIP)
+    config["compute"].update(dtype="bfloat16", threads=2)
+    bf16 = plan.plan_from_config(config)
+    assert bf16.run.threads == 2 and bf16.run.dtype_bytes == 2
+    tables = [_measure_with(result, truth, tmp_path / name)[0] for name, result in (("a", f32), ("b", bf16))]
+    fitted = plan.calibrate(f32, tables[0], [(bf16, tables[1])])
+    for key, value in truth.items():
+        assert getattr(fitted, key) == pytest.approx(value, rel=1e-3), key
+    alone = plan.calibrate(f32, tables[0])
+    assert alone.cpu_bf16_gflops == f32.settings.cpu_bf16_gflops and alone.cpu_gflops == pytest.approx(120.0)
+    with pytest.raises(ValueError, match=r"one device at a time, got \['cpu', 'cuda'\]"):
+        plan.calibrate(f32, tables[0], [(dataclasses.replace(bf16, run=plan.RunSettings("cuda")), tables[1])])
 
 
 def test_calibration_needs_enough_jobs_and_benchmark_files_must_be_snakemakes(tmp_path, offline):

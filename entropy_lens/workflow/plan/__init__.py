@@ -39,6 +39,7 @@ from entropy_lens.workflow.plan.config import (
     token_counter,
 )
 from entropy_lens.workflow.plan.cost import (
+    DISK_BYTES,
     EXTRACT,
     RULES,
     SKIP_EVAL,
@@ -46,6 +47,7 @@ from entropy_lens.workflow.plan.cost import (
     Job,
     JobPlan,
     Workload,
+    loading_bytes,
     plan_job,
     workload_cost,
 )
@@ -53,6 +55,7 @@ from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape, shape_from_fields, shipped_model_configs
 
 __all__ = [
+    "DISK_BYTES",
     "EXTRACT",
     "MMLU_QUESTIONS",
     "RULES",
@@ -75,6 +78,7 @@ __all__ = [
     "estimated_stats",
     "jobs_from_config",
     "leave_one_out",
+    "loading_bytes",
     "model_shape",
     "plan_from_config",
     "plan_job",

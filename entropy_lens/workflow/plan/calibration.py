@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +13,16 @@ import pandas as pd
 from scipy import optimize
 
 from entropy_lens.workflow.plan.cluster import Plan
-from entropy_lens.workflow.plan.cost import COST_TERMS, EXTRACT, SKIP_EVAL, SKIP_SELECT, JobPlan, compute_seconds
-from entropy_lens.workflow.plan.settings import MIB, PlanSettings
+from entropy_lens.workflow.plan.cost import (
+    COST_TERMS,
+    EXTRACT,
+    SKIP_EVAL,
+    SKIP_SELECT,
+    THREADED_TERMS,
+    JobPlan,
+    compute_seconds,
+)
+from entropy_lens.workflow.plan.settings import MIB, PlanSettings, RunSettings
 from entropy_lens.workflow.timings import read_benchmark
 
 
@@ -104,36 +112,54 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def calibrate(plan: Plan, comparison: pd.DataFrame) -> PlanSettings:
+def calibrate(plan: Plan, comparison: pd.DataFrame, others: Sequence[tuple[Plan, pd.DataFrame]] = ()) -> PlanSettings:
     """The plan's settings with the per-job overhead and the device's rates fitted to measurements.
 
-    Each measured job gives ``measured_s - io_s = overhead_s + flops / gflops + bytes / gbps
-    + logits * metric_ns + layer_passes * step_us`` (:data:`COST_TERMS`); the five unknowns
-    are fitted by non-negative least squares on relative error, so every job weighs alike.
-    A term the jobs cannot tell apart (fitted to 0) costs nothing afterwards.
+    Each measured job gives ``measured_s - io_s = overhead_s + flops_32 / gflops_32 + flops_16 / gflops_16
+    + bytes / gbps + logits * metric_ns + layer_passes * step_us`` (:data:`COST_TERMS`); on a CPU the
+    matmul and metric terms are divided by the job's threads, so the fitted rates are per thread. The
+    unknowns are fitted by non-negative least squares on relative error, so every job weighs alike.
+    ``others`` adds the jobs of other runs on the same device (e.g. the default run in float32 on one
+    thread and the study in bfloat16 on two): one fit then knows both dtypes. A term no measured job
+    has (no bfloat16 job, say) keeps its setting; a term the jobs cannot tell apart (fitted to 0) costs
+    nothing afterwards.
 
     Raises:
-        ValueError: with fewer measured jobs than unknowns.
+        ValueError: with fewer measured jobs than unknowns, or runs on different devices.
     """
-    rows = _measured_jobs(plan, comparison)
-    if len(rows) < len(COST_TERMS) + 1:
-        raise ValueError(f"{len(rows)} measured jobs cannot fit {len(COST_TERMS) + 1} cost terms; benchmark more jobs")
-    spent = np.array([measured - job.io_s for job, measured in rows])
-    design = np.array([[1.0, *job.terms] for job, _ in rows]) / np.maximum(spent, 1e-3)[:, None]
+    runs = [(plan, comparison), *others]
+    devices = {p.run.device for p, _ in runs}
+    if len(devices) != 1:
+        raise ValueError(f"calibrate runs of one device at a time, got {sorted(devices)}")
+    rows = [(p.run, job, measured) for p, c in runs for job, measured in _measured_jobs(p, c)]
+    design = np.array([[1.0, *_scaled_terms(job, run)] for run, job, _ in rows]) if rows else np.zeros((0, 6))
+    present = [0, *(i + 1 for i in range(len(COST_TERMS)) if rows and design[:, i + 1].any())]
+    if len(rows) < len(present) + 1:
+        raise ValueError(f"{len(rows)} measured jobs cannot fit {len(present)} cost terms; benchmark more jobs")
+    spent = np.array([measured - job.io_s for _, job, measured in rows])
+    design = design[:, present] / np.maximum(spent, 1e-3)[:, None]
     scale = design.max(axis=0)  # columns of FLOPs and of layer passes differ by ~10 orders of magnitude
     coef = optimize.nnls(design / np.where(scale > 0, scale, 1.0), np.ones(len(rows)))[0]
-    coef = coef / np.where(scale > 0, scale, 1.0)
-    prefix = plan.run.device
-    return dataclasses.replace(
-        plan.settings,
-        overhead_s=float(coef[0]),
-        **{
-            f"{prefix}_gflops": float(1e-9 / coef[1]) if coef[1] > 0 else FREE_RATE,
-            f"{prefix}_gbps": float(1e-9 / coef[2]) if coef[2] > 0 else FREE_RATE,
-            f"{prefix}_metric_ns": float(coef[3] * 1e9),
-            f"{prefix}_step_us": float(coef[4] * 1e6),
-        },
-    )
+    fitted = dict(zip(present, coef / np.where(scale > 0, scale, 1.0), strict=True))
+    fields = plan.settings.rate_fields(plan.run.device)
+    values = {"overhead_s": float(fitted[0])}
+    for i, (name, kind) in enumerate(zip(fields, ("rate", "rate", "rate", "ns", "us"), strict=True)):
+        if i + 1 in fitted:
+            values[name] = _setting(fitted[i + 1], kind)
+    return dataclasses.replace(plan.settings, **values)
+
+
+def _setting(coefficient: float, kind: str) -> float:
+    """A fitted seconds-per-unit coefficient as the setting states it (GFLOP/s or GB/s, ns, us)."""
+    if kind == "rate":
+        return float(1e-9 / coefficient) if coefficient > 0 else FREE_RATE
+    return float(coefficient * (1e9 if kind == "ns" else 1e6))
+
+
+def _scaled_terms(job: JobPlan, run: RunSettings) -> list[float]:
+    """The job's cost terms as the per-thread rates apply to them: threaded terms divided by the CPU threads."""
+    threads = run.threads if run.device == "cpu" else 1
+    return [term / threads if threaded else term for term, threaded in zip(job.terms, THREADED_TERMS, strict=True)]
 
 
 # The rate of a term that measurements fit to zero cost.
@@ -145,9 +171,9 @@ def _measured_jobs(plan: Plan, comparison: pd.DataFrame) -> list[tuple[JobPlan, 
     return [(job, float(measured[job.key])) for job in plan.jobs if job.key in measured.index]
 
 
-def predicted_s(job: JobPlan, settings: PlanSettings, device: str) -> float:
+def predicted_s(job: JobPlan, settings: PlanSettings, run: RunSettings) -> float:
     """The job's estimated seconds under other ``settings`` (same work, other rates)."""
-    return settings.overhead_s + job.io_s + compute_seconds(job.terms, settings.rates(device))
+    return settings.overhead_s + job.io_s + compute_seconds(job.terms, settings.rates(run))
 
 
 def leave_one_out(plan: Plan, comparison: pd.DataFrame) -> pd.Series:
@@ -164,5 +190,5 @@ def leave_one_out(plan: Plan, comparison: pd.DataFrame) -> pd.Series:
     for job, measured in rows:
         others = comparison[[key != job.key for key in keys]]
         settings = calibrate(plan, others)
-        ratios[job.key] = predicted_s(job, settings, plan.run.device) / measured
+        ratios[job.key] = predicted_s(job, settings, plan.run) / measured
     return pd.Series(ratios, name="loo_ratio")

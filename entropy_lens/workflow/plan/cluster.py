@@ -1,6 +1,7 @@
-"""What the jobs ask the scheduler for: one job's cluster request (``runtime`` minutes, ``mem_mb``:
-the estimate x safety x attempt, with floors), and the :class:`Plan` of every job, which hands a
-rule's ``resources:`` to Snakemake and tabulates requests per job and per model.
+"""What the jobs ask the scheduler for: one job's cluster request (``runtime`` minutes: the estimate x
+safety x attempt; ``mem_mb``: the predicted peak x memory margin x attempt; with floors), and the
+:class:`Plan` of every job, which hands a rule's ``resources:`` to Snakemake and tabulates requests per job
+and per model.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ class ClusterRequest:
 
 
 def cluster_request(job: JobPlan, settings: PlanSettings, attempt: int = 1) -> ClusterRequest:
-    """``runtime`` (minutes) and ``mem_mb`` for a job: estimate x safety x attempt, with floors.
+    """``runtime`` (minutes: estimate x ``safety`` x attempt) and ``mem_mb`` (predicted peak x
+    ``mem_margin`` x attempt) for a job, with floors.
 
     ``attempt`` is Snakemake's retry counter, so a retried job asks for more.
     """
     if not isinstance(attempt, int) or attempt < 1:
         raise ValueError(f"attempt must be a positive integer, got {attempt!r}")
-    scale = settings.safety * attempt
-    runtime = max(settings.min_runtime_min, math.ceil(job.est_s * scale / 60))
-    mem_mb = max(settings.min_mem_mb, math.ceil(job.host_peak_bytes * scale / MIB))
+    runtime = max(settings.min_runtime_min, math.ceil(job.est_s * settings.safety * attempt / 60))
+    mem_mb = max(settings.min_mem_mb, math.ceil(job.host_peak_bytes * settings.mem_margin * attempt / MIB))
     return ClusterRequest(runtime=int(runtime), mem_mb=int(mem_mb))
 
 

@@ -402,12 +402,13 @@ def set_passes_of(n_layers: int, k: int, n_random: int) -> int:
 
 
 def run_from_config(config: Mapping) -> RunSettings:
-    """Device, dtype and lens budget from the config's ``compute`` and ``lens`` sections."""
+    """Device, dtype, threads and lens budget from the config's ``compute`` and ``lens`` sections."""
     compute = _get(config, "compute")
     return RunSettings(
         device=_get(compute, "device"),
         dtype=compute.get("dtype", "auto"),
         lens_budget_mb=_get(config, "lens", "budget_mb"),
+        threads=_get(compute, "threads"),
     )
 
 

@@ -16,14 +16,19 @@ batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
 * lens FLOPs: ``2 L d V`` per generated token per prompt (every block's residual goes
   through the unembedding), plus ``metric_ns`` per logit for the metrics;
 * time: ``overhead_s`` + weights read and store written at ``io_gbps`` (fixed part)
-  + FLOPs at the device's ``gflops`` + weights (and KV cache) streamed once per
-  forward pass at ``gbps`` + ``step_us`` per layer per forward pass (launches, Python);
-* peak memory: weights (*all* parameters x dtype bytes, every expert) + KV cache of the largest batch
+  + FLOPs at the device's rate for the weight dtype (float32 or 16-bit; on a CPU per thread, times
+  ``compute.threads``) + weights (and KV cache) streamed once per forward pass at ``gbps`` +
+  lens metrics at ``metric_ns`` per logit (per thread on a CPU) + ``step_us`` per layer per forward
+  pass (launches, Python);
+* peak memory, the larger of loading and running, plus the runtime's own (``cpu_overhead_mb``):
+  *loading* reads the materialized float32 weights through the page cache and, when the run's dtype
+  is not float32, holds the converted copy beside them (``P (4 + dtype bytes)``; measured on this
+  machine: 4.0 GB peak for the 0.63 B-parameter Qwen2.5-Coder-0.5B loaded in bfloat16); *running*
+  holds the weights (*all* parameters x dtype bytes, every expert) + KV cache of the largest batch
   (``2 L n_kv h_d (S_max + T) B`` x dtype bytes) + one layer's activations (and the
   ``B H S_max^2`` float32 scores where soft-capped attention runs eagerly) + the lens
-  budget + the output buffers (``N T L (4 + A)`` values, held twice while writing)
-  + runtime overhead.  On CUDA the cluster request is host memory: the weights pass
-  through it while loading, then the output buffers fill it.
+  budget + the output buffers (``N T L (4 + A)`` values, held twice while writing).
+  On CUDA the cluster request is host memory: the loading peak, or the output buffers.
 
 Generation is planned to its full ``max_new_tokens`` (rows that stop early cost less).
 An image classifier's job is one forward pass per image of ``patches + 1`` tokens and one
@@ -45,6 +50,8 @@ SKIP_SELECT = "layer_skip_select"
 SKIP_EVAL = "layer_skip_eval"
 # score_mmlu is no model job: it reads the letters the extraction pass stored.
 RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL)
+# Bytes per weight in a materialized model folder (safetensors written in float32) that jobs load.
+DISK_BYTES = 4
 # Values per (prompt, token, layer) in a profile store: entropy, nucleus size, Jaccard, top-1, + one per alpha.
 STORE_VALUES = 4
 
@@ -150,8 +157,9 @@ class JobPlan:
 class WorkloadCost:
     """What one workload costs: FLOPs, compute seconds (rates applied) and memory, bytes.
 
-    ``terms`` are the amounts the rates apply to (see :data:`COST_TERMS`):
-    ``compute_s = flops / gflops + bytes / gbps + logits * metric_ns + layer_passes * step_us``.
+    ``terms`` are the amounts the rates apply to (see :data:`COST_TERMS`): ``compute_s = flops_32 / gflops_32
+    + flops_16 / gflops_16 + bytes / gbps + logits * metric_ns + layer_passes * step_us`` (one of the two
+    FLOP terms is zero: a run has one weight dtype).
     """
 
     forward_flops: float
@@ -173,8 +181,10 @@ def workload_cost(shape: ModelShape, work: Workload, run: RunSettings, rates: De
     forward += n * shape.attention_flops(work.mean_prompt_tokens, work.new_tokens)
     lens = head * shape.n_layers * work.lens_rows
     passes = math.ceil(work.prompts / work.batch_size) * work.repeats * steps
+    flops = forward + lens
     terms = (
-        forward + lens,
+        flops if run.dtype_bytes == DISK_BYTES else 0.0,
+        0.0 if run.dtype_bytes == DISK_BYTES else flops,
         _streamed_bytes(shape, work, run, passes),
         shape.n_layers * work.lens_rows * shape.vocab_size,
         shape.n_layers * passes,
@@ -182,15 +192,18 @@ def workload_cost(shape: ModelShape, work: Workload, run: RunSettings, rates: De
     return WorkloadCost(forward, lens, compute_seconds(terms, rates), terms, *_workload_memory(shape, work, run))
 
 
-# What the rates apply to: FLOPs (at gflops), bytes streamed (at gbps), lens logits (metric_ns each)
-# and layer passes (step_us each).
-COST_TERMS = ("flops", "streamed_bytes", "lens_logits", "layer_passes")
+# What the rates apply to: float32 and 16-bit FLOPs (at gflops_32, gflops_16), bytes streamed (at gbps),
+# lens logits (metric_ns each) and layer passes (step_us each).
+COST_TERMS = ("flops_32", "flops_16", "streamed_bytes", "lens_logits", "layer_passes")
+# The terms a CPU job's threads share out (matmuls and lens metrics); streaming and steps do not scale.
+THREADED_TERMS = (True, True, False, True, False)
 
 
 def compute_seconds(terms: Sequence[float], rates: DeviceRates) -> float:
-    flops, streamed, logits, passes = terms
+    flops_32, flops_16, streamed, logits, passes = terms
     return (
-        flops / (rates.gflops * 1e9)
+        flops_32 / (rates.gflops_32 * 1e9)
+        + flops_16 / (rates.gflops_16 * 1e9)
         + streamed / (rates.gbps * 1e9)
         + logits * rates.metric_ns * 1e-9
         + passes * rates.step_us * 1e-6
@@ -220,20 +233,27 @@ def _workload_memory(shape: ModelShape, work: Workload, run: RunSettings) -> tup
     return int(kv), int(act), int(lens), int(store)
 
 
+def loading_bytes(n_params: int, dtype_bytes: int) -> int:
+    """Peak memory of loading a materialized model: in float32 the weights map the file as they are;
+    in another dtype the file's float32 pages are read while the converted copy fills."""
+    return n_params * (DISK_BYTES + dtype_bytes if dtype_bytes != DISK_BYTES else DISK_BYTES)
+
+
 def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
     """The plan of one job (see the module docstring for the model)."""
-    rates = settings.rates(run.device)
+    rates = settings.rates(run)
     costs = [workload_cost(job.shape, w, run, rates) for w in job.workloads]
     weights = job.shape.n_params * run.dtype_bytes
     transient = max(c.kv_bytes + c.activation_bytes + c.lens_bytes for c in costs)
     store = sum(c.store_bytes for c in costs)
+    loading = loading_bytes(job.shape.n_params, run.dtype_bytes)
     if run.device == "cuda":
         device_peak = weights + transient + rates.device_overhead_mb * MIB
-        host_peak = max(weights, store) + rates.host_overhead_mb * MIB
+        host_peak = max(loading, store) + rates.host_overhead_mb * MIB
     else:
-        device_peak = host_peak = weights + transient + store + rates.host_overhead_mb * MIB
-    # Materialized weights are float32 on disk; the store is written once (half the buffers).
-    io_s = (job.shape.n_params * 4 + store / 2) / (settings.io_gbps * 1e9)
+        device_peak = host_peak = max(loading, weights + transient + store) + rates.host_overhead_mb * MIB
+    # The store is written once (half the buffers).
+    io_s = (job.shape.n_params * DISK_BYTES + store / 2) / (settings.io_gbps * 1e9)
     fixed = settings.overhead_s + io_s
     first = job.workloads[0]
     return JobPlan(

@@ -1,6 +1,6 @@
 """What the plan assumes about the machine and the run: each device's rates, the plan's settings
-(rates, overheads, safety and floors, the config's ``plan:`` section) and where and how the jobs run
-(device, dtype, lens budget).
+(rates, overheads, margins and floors, the config's ``plan:`` section) and where and how the jobs run
+(device, dtype, threads, lens budget).
 
 Default rates are stated on :class:`PlanSettings`;
 :func:`entropy_lens.workflow.plan.calibration.calibrate` rescales them from measured
@@ -21,9 +21,11 @@ AUTO_DTYPE = {"cuda": "bfloat16", "cpu": "float32"}
 
 @dataclass(frozen=True)
 class DeviceRates:
-    """What one device sustains (see :meth:`PlanSettings.rates`)."""
+    """What one device sustains for one run (see :meth:`PlanSettings.rates`): matmul rates in float32 and
+    in 16-bit with the run's threads, and the rest."""
 
-    gflops: float
+    gflops_32: float
+    gflops_16: float
     gbps: float
     metric_ns: float
     step_us: float
@@ -33,30 +35,32 @@ class DeviceRates:
 
 @dataclass(frozen=True)
 class PlanSettings:
-    """Rates, overheads, safety and floors of the plan (the config's ``plan:`` section).
+    """Rates, overheads, margins and floors of the plan (the config's ``plan:`` section).
 
-    CPU defaults were measured on a shared 2-core AMD EPYC with 2 torch threads (the
-    rules' ``threads: 2``): ~50 GFLOP/s on prefill-sized float32 matmuls, ~1 GB/s of
-    weights streamed by batch-8 decode matmuls, 72 ns per logit for the lens metrics
-    (3 Renyi orders), ~420 MB resident after importing torch and transformers.  CUDA
-    defaults are a third of an A100's bf16 dense peak (312 TFLOP/s) and three quarters
-    of its HBM bandwidth (2,039 GB/s), per NVIDIA's A100 datasheet; the metric and
-    per-step costs there are estimates.  Checked end to end on four default-run
-    extraction jobs (smollm2-135m and qwen2.5-coder-0.5b on formats and mmlu, 75-202 s
-    measured): predicted/measured 0.80-1.10.  :func:`calibrate` replaces guesses with
-    measurements.
+    CPU rates are per thread: a job with ``compute.threads`` threads runs its matmuls and lens
+    metrics that many times faster (streaming and per-step latency do not scale). Matmul rates are
+    stated per weight dtype: float32, and bfloat16/float16 (``*_bf16_gflops``; on CPUs with AVX512-BF16
+    a 2048 x 1536 x 8960 matmul ran 315 GFLOP/s in bfloat16 against 112 in float32 on two threads,
+    ``docs/guide.md``). CUDA defaults are a third of an A100's dense peak (312 TFLOP/s bf16, 19.5
+    TFLOP/s float32) and three quarters of its HBM bandwidth (2,039 GB/s), per NVIDIA's datasheet; the
+    metric and per-step costs there are estimates. :func:`calibrate` replaces guesses with measurements
+    (the config's ``plan:`` section holds this machine's).
 
     Attributes:
-        cpu_gflops, cuda_gflops: Sustained matmul rate, GFLOP/s.
+        cpu_gflops, cpu_bf16_gflops: Sustained matmul rate per thread, float32 and 16-bit weights, GFLOP/s.
+        cuda_gflops, cuda_fp32_gflops: Sustained matmul rate, 16-bit and float32 weights, GFLOP/s.
         cpu_gbps, cuda_gbps: Rate weights (and KV cache) stream through a forward pass, GB/s.
-        cpu_metric_ns, cuda_metric_ns: Lens metrics (softmax, entropies, nucleus), ns per logit.
+        cpu_metric_ns, cuda_metric_ns: Lens metrics (softmax, entropies, nucleus), ns per logit (one CPU thread).
         cpu_step_us, cuda_step_us: Fixed latency per layer per forward pass, microseconds.
         overhead_s: Per job: process start, imports, loading code, seconds.
         io_gbps: Reading the (float32, materialized) weights and writing the store, GB/s.
-        cpu_overhead_mb: Resident memory of the Python/torch runtime on a CPU job.
+        cpu_overhead_mb: Resident memory of a CPU job before its model: Python, torch, transformers, the
+            store libraries and the job's script.
         cuda_host_overhead_mb: Host memory of the runtime with CUDA libraries loaded.
         cuda_context_mb: GPU memory of the CUDA context and library workspaces.
-        safety: Requests are the estimate times this factor.
+        safety: Runtime requests are the estimated time times this factor.
+        mem_margin: Memory requests are the predicted peak times this margin (1.3: a prediction as low as
+            0.8x of the real peak still asks for 1.04x of it).
         min_runtime_min: Floor of the runtime request, minutes.
         min_mem_mb: Floor of the memory request, MB.
         gpu_mem_gb: GPU memory a job may use; rows above it are flagged.
@@ -66,20 +70,23 @@ class PlanSettings:
             measured for the registry models' templates).
     """
 
-    cpu_gflops: float = 40.0
+    cpu_gflops: float = 25.0
+    cpu_bf16_gflops: float = 70.0
     cpu_gbps: float = 2.0
-    cpu_metric_ns: float = 80.0
+    cpu_metric_ns: float = 160.0
     cpu_step_us: float = 100.0
     cuda_gflops: float = 100_000.0
+    cuda_fp32_gflops: float = 6_500.0
     cuda_gbps: float = 1_500.0
     cuda_metric_ns: float = 0.1
     cuda_step_us: float = 100.0
     overhead_s: float = 30.0
     io_gbps: float = 0.5
-    cpu_overhead_mb: float = 1024.0
+    cpu_overhead_mb: float = 600.0
     cuda_host_overhead_mb: float = 3072.0
     cuda_context_mb: float = 1024.0
     safety: float = 1.5
+    mem_margin: float = 1.3
     min_runtime_min: int = 10
     min_mem_mb: int = 2000
     gpu_mem_gb: float = 80.0
@@ -91,27 +98,45 @@ class PlanSettings:
             value = getattr(self, field.name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"plan setting {field.name} must be a non-negative number, got {value!r}")
-        rates = ("cpu_gflops", "cpu_gbps", "cuda_gflops", "cuda_gbps", "io_gbps", "chars_per_token")
-        zero = [name for name in rates if getattr(self, name) == 0]
-        if zero or self.safety < 1:
-            raise ValueError(f"plan rates must be > 0 and safety >= 1; got {zero or {'safety': self.safety}}")
+        rates = ("cpu_gflops", "cpu_bf16_gflops", "cpu_gbps", "cuda_gflops", "cuda_fp32_gflops", "cuda_gbps")
+        zero = [name for name in (*rates, "io_gbps", "chars_per_token") if getattr(self, name) == 0]
+        if zero or self.safety < 1 or self.mem_margin < 1:
+            raise ValueError(
+                f"plan rates must be > 0 and safety and mem_margin >= 1; got "
+                f"{zero or {'safety': self.safety, 'mem_margin': self.mem_margin}}"
+            )
 
-    def rates(self, device: str) -> DeviceRates:
-        """The rates of ``device`` (``"cpu"`` or ``"cuda"``)."""
+    def rates(self, run: RunSettings) -> DeviceRates:
+        """The rates of ``run``'s device, with its threads on a CPU."""
+        if run.device == "cpu":
+            t = run.threads
+            return DeviceRates(
+                self.cpu_gflops * t,
+                self.cpu_bf16_gflops * t,
+                self.cpu_gbps,
+                self.cpu_metric_ns / t,
+                self.cpu_step_us,
+                self.cpu_overhead_mb,
+                0.0,
+            )
+        return DeviceRates(
+            self.cuda_fp32_gflops,
+            self.cuda_gflops,
+            self.cuda_gbps,
+            self.cuda_metric_ns,
+            self.cuda_step_us,
+            self.cuda_host_overhead_mb,
+            self.cuda_context_mb,
+        )
+
+    def rate_fields(self, device: str) -> tuple[str, ...]:
+        """The settings a calibration on ``device`` fits, in :data:`~entropy_lens.workflow.plan.cost.COST_TERMS`
+        order (float32 and 16-bit matmuls, streaming, metrics, steps)."""
+        if device not in AUTO_DTYPE:
+            raise ValueError(f"device must be one of {sorted(AUTO_DTYPE)}, got {device!r}")
         if device == "cpu":
-            return DeviceRates(
-                self.cpu_gflops, self.cpu_gbps, self.cpu_metric_ns, self.cpu_step_us, self.cpu_overhead_mb, 0.0
-            )
-        if device == "cuda":
-            return DeviceRates(
-                self.cuda_gflops,
-                self.cuda_gbps,
-                self.cuda_metric_ns,
-                self.cuda_step_us,
-                self.cuda_host_overhead_mb,
-                self.cuda_context_mb,
-            )
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+            return ("cpu_gflops", "cpu_bf16_gflops", "cpu_gbps", "cpu_metric_ns", "cpu_step_us")
+        return ("cuda_fp32_gflops", "cuda_gflops", "cuda_gbps", "cuda_metric_ns", "cuda_step_us")
 
 
 @dataclass(frozen=True)
@@ -122,17 +147,21 @@ class RunSettings:
         device: ``"cpu"`` or ``"cuda"``.
         dtype: ``"auto"``, ``"float32"``, ``"bfloat16"`` or ``"float16"``.
         lens_budget_mb: Working memory of the lens for one generation step.
+        threads: CPU threads per model job (``compute.threads``; a CUDA job's rates ignore it).
     """
 
     device: str
     dtype: str = "auto"
     lens_budget_mb: int = 512
+    threads: int = 1
 
     def __post_init__(self) -> None:
         if self.device not in AUTO_DTYPE:
             raise ValueError(f"device must be one of {sorted(AUTO_DTYPE)}, got {self.device!r}")
         if self.dtype != "auto" and self.dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {self.threads!r}")
 
     @property
     def dtype_bytes(self) -> int:

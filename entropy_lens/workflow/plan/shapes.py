@@ -269,7 +269,8 @@ def shipped_model_configs() -> dict[str, dict]:
 
 
 def model_shape(source: str, *, folder: str | os.PathLike | None = None, name: str | None = None) -> ModelShape:
-    """The shape of a model: shipped config, else ``folder/config.json``, else ``AutoConfig``.
+    """The shape of a model: its materialized ``folder/config.json`` (what the jobs load: a GGUF may carry
+    an output matrix its hub model ties), else the shipped config, else ``AutoConfig``.
 
     Args:
         source: The model's ``source`` (registry name, hub id, model folder or ``.gguf``).
@@ -279,11 +280,11 @@ def model_shape(source: str, *, folder: str | os.PathLike | None = None, name: s
     Raises:
         ValueError: naming the model and what to do when no config can be found offline.
     """
+    if folder is not None and (Path(folder) / "config.json").is_file():
+        return shape_from_fields(json.loads((Path(folder) / "config.json").read_text()))
     shipped = shipped_model_configs()
     if source in shipped:
         return shape_from_fields(shipped[source])
-    if folder is not None and (Path(folder) / "config.json").is_file():
-        return shape_from_fields(json.loads((Path(folder) / "config.json").read_text()))
     try:
         return shape_from_fields(_auto_config(source))
     except (OSError, ValueError) as err:

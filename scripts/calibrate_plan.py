@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""Fit the cost plan's rates to one or more finished runs on this machine, and show the fit per job.
+
+    python scripts/calibrate_plan.py --run . config.yaml --run runs/study config.yaml config/study.yaml
+
+Each ``--run`` names a run's working directory and the config files it ran with (``make run``: ``.`` and
+``config.yaml``; ``make study``: ``runs/study`` and ``config.yaml config/study.yaml``). The plan of each run
+is made as its ``plan_vs_run`` rule makes it (its prompt tables and model folders), its jobs are matched with
+their Snakemake benchmark files, and one least-squares fit over all of them gives the per-job overhead and
+the device's rates: float32 and 16-bit matmuls per thread, streaming, lens metrics, per-layer steps
+(:func:`entropy_lens.workflow.plan.calibrate`). Printed: the ``plan:`` line to put in ``config.yaml``, then
+every job's predicted / measured seconds and peak memory under the fitted settings, the range per rule, and
+the interpreter overhead each job's memory implies (``cpu_overhead_mb`` is the plan's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from entropy_lens.cli import TABLE_PATH
+from entropy_lens.workflow import plan as planning
+from entropy_lens.workflow.plan.settings import MIB
+from entropy_lens.workflow.settings import load_config
+
+
+def run_plan(
+    directory: Path, configfiles: list[str], settings: dict | None = None
+) -> tuple[planning.Plan, pd.DataFrame]:
+    """The plan of a finished run (its ``plan:`` section updated with ``settings``) and its jobs' benchmarks,
+    as its plan_vs_run rule pairs them."""
+    config = load_config(*configfiles)
+    config["plan"] = {**config.get("plan", {}), **(settings or {})}
+    results = directory / "results"
+    names = [*config.get("datasets", {}), "layer_skip_calibration", "layer_skip_eval"]
+    tables = {t: TABLE_PATH.format(results=results, table=t) for t in names}
+    model_dirs = {m: directory / "resources" / "models" / m for m in config["models"]}
+    plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
+    sharded = bool(config["compute"]["prompts_per_job"])
+    patterns = planning.benchmark_patterns(results / "benchmarks", sharded=sharded)
+    return plan, planning.compare_benchmarks(plan, patterns)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", nargs="+", action="append", required=True, metavar=("DIR", "CONFIG"))
+    args = parser.parse_args()
+    runs = [run_plan(Path(directory), configs) for directory, *configs in args.run]
+    (first, table), others = runs[0], runs[1:]
+    fitted = planning.calibrate(first, table, others)
+    fields = ("overhead_s", *fitted.rate_fields(first.run.device))
+    print("plan: {" + ", ".join(f"{name}: {getattr(fitted, name):.4g}" for name in fields) + "}")
+    rows = []
+    for directory, *configs in args.run:
+        again, compared = run_plan(Path(directory), configs, dataclasses.asdict(fitted))
+        compared = compared.assign(run=directory)
+        peaks = {job.key: job.host_peak_bytes / MIB - fitted.cpu_overhead_mb for job in again.jobs}
+        keys = zip(compared["rule"], compared["model"], compared["dataset"], compared["shard"], strict=True)
+        compared["implied_overhead_mb"] = compared["measured_rss_mb"] - [peaks[key] for key in keys]
+        rows.append(compared)
+    jobs = pd.concat(rows, ignore_index=True)
+    columns = ["run", "rule", "model", "dataset", "predicted_s", "measured_s", "ratio", "predicted_mb"]
+    columns += ["measured_rss_mb", "mem_ratio", "implied_overhead_mb"]
+    print(jobs[columns].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    per_rule = jobs.groupby(["run", "rule"])[["ratio", "mem_ratio"]].agg(["min", "max"])
+    print(per_rule.to_string(float_format=lambda v: f"{v:.2f}"))
+    implied = jobs["implied_overhead_mb"]
+    print(f"implied interpreter overhead: {implied.min():.0f}-{implied.max():.0f} MB (median {implied.median():.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
