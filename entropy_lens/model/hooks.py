@@ -2,7 +2,8 @@
 
 * :func:`record_residuals` keeps every block's output at the position the lens decodes: the
   last one of a causal LM (at each generation step), an image classifier's read-out vector
-  (:func:`entropy_lens.model.vision.read_out`);
+  (:func:`entropy_lens.model.vision.read_out`); :func:`record_block_outputs` keeps every position
+  (the corpus a fitted lens learns from);
 * :func:`skip_blocks` makes chosen blocks pass their input through unchanged (layer
   skipping, with or without a KV cache);
 * :func:`capture_block_calls` keeps how chosen blocks were called, so that
@@ -134,6 +135,29 @@ def skip_blocks(lm: LensModel, layers: Iterable[int]) -> Iterator[tuple[int, ...
         if indices:
             logger.debug("skipping blocks %s of %s", indices, lm.name)
         yield tuple(indices)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
+def record_block_outputs(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
+    """Hook every block to keep its whole output ``[B, S, d]`` (every position; fitting a lens reads them all).
+
+    The hooks are removed when the context exits, also on error.
+    """
+    slots: list[torch.Tensor | None] = [None] * lm.n_layers
+
+    def make_hook(index: int):
+        def hook(_module, _args, output):
+            hidden = output[0] if isinstance(output, (tuple, list)) else output
+            slots[index] = hidden.detach()
+
+        return hook
+
+    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(lm.blocks)]
+    try:
+        yield slots
     finally:
         for handle in handles:
             handle.remove()

@@ -1,0 +1,351 @@
+"""Lenses fitted to the model: a per-block affine translator applied before the final norm and unembedding.
+
+The logit lens reads every block's residual through the model's own head, which is biased where a block's
+residual is not yet in the basis the head expects (early blocks most). A fitted lens first maps block ``l``'s
+residual ``h`` to ``h @ weight[l] + bias[l]``, then decodes it as the logit lens does. Kinds:
+
+* ``logit``: the identity at every block (the study's lens);
+* ``linear``: per block, the affine map from the block's residual to the final block's residual, fitted by
+  least squares in closed form (Din et al., 2023, "Jump to conclusions"): float64 normal equations summed
+  over every token of a corpus, one solve per block;
+* ``tuned``: per block, an affine translator initialised at the identity and trained to minimise the KL
+  divergence from the model's own final distribution to the lens's (Belrose et al., 2023, the tuned lens).
+
+The final block's translator is the identity for every kind, so the lens of the final block is the model's
+own logits. Translators are artifacts: :meth:`Translators.save` writes a safetensors file whose metadata
+carries the kind and the provenance (corpus, tokens, seed, dtype).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from entropy_lens.lens.decoding import lens_logits
+from entropy_lens.model.batching import batches, padded
+from entropy_lens.model.hooks import record_block_outputs
+from entropy_lens.model.loading import LensModel
+
+LENS_KINDS = ("logit", "linear", "tuned")
+_METADATA_KEY = "entropy_lens_translators"
+
+
+@dataclass(frozen=True)
+class Translators:
+    """One affine map per block, ``h -> h @ weight[l] + bias[l]`` (float32), the last one the identity.
+
+    Attributes:
+        kind: One of :data:`LENS_KINDS`.
+        weight: ``[L, d, d]``.
+        bias: ``[L, d]``.
+        provenance: What it was fitted on (corpus, prompts, tokens, seed, dtype, model).
+    """
+
+    kind: str
+    weight: torch.Tensor
+    bias: torch.Tensor
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in LENS_KINDS:
+            raise ValueError(f"lens kind must be one of {LENS_KINDS}, got {self.kind!r}")
+        n, d = self.bias.shape[0], self.bias.shape[-1]
+        if self.weight.shape != (n, d, d) or self.bias.shape != (n, d):
+            raise ValueError(
+                f"translators need weight [L, d, d] and bias [L, d] of one L and d, "
+                f"got {tuple(self.weight.shape)} and {tuple(self.bias.shape)}"
+            )
+        eye = torch.eye(d, dtype=self.weight.dtype, device=self.weight.device)
+        if not (torch.equal(self.weight[-1], eye) and not self.bias[-1].any()):
+            raise ValueError(
+                "the final block's translator must be the identity (the lens of the final block is the model's)"
+            )
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.bias.shape[0])
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.bias.shape[1])
+
+    def check_model(self, lm: LensModel) -> None:
+        """Raise unless these translators fit ``lm``'s blocks and width."""
+        width = int(lm.unembed.weight.shape[1])
+        if (self.n_layers, self.hidden_size) != (lm.n_layers, width):
+            raise ValueError(
+                f"translators for {self.n_layers} blocks of width {self.hidden_size} do not fit {lm.name!r} "
+                f"({lm.n_layers} blocks of width {width}); fit them on this model"
+            )
+
+    def apply(self, resid: torch.Tensor) -> torch.Tensor:
+        """Residuals ``[..., L, d]`` mapped block by block, in float32, returned in their own dtype."""
+        if self.kind == "logit":
+            return resid
+        weight, bias = self.weight.to(resid.device), self.bias.to(resid.device)
+        return (torch.einsum("...ld,lde->...le", resid.float(), weight) + bias).to(resid.dtype)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write a safetensors file (the kind and provenance in its metadata), atomically."""
+        from safetensors.torch import save_file
+
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        meta = {_METADATA_KEY: json.dumps({"kind": self.kind, "provenance": dict(self.provenance)}, sort_keys=True)}
+        tensors = {"weight": self.weight.float().contiguous().cpu(), "bias": self.bias.float().contiguous().cpu()}
+        save_file(tensors, str(tmp), metadata=meta)
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Translators:
+        """Read what :meth:`save` wrote.
+
+        Raises:
+            ValueError: naming the file when it holds no translators.
+        """
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                meta = (f.metadata() or {}).get(_METADATA_KEY)
+                tensors = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 (safe_open is no dict)
+        except SafetensorError as err:
+            raise ValueError(f"{path} is not a readable safetensors file ({err}); fit the lens again") from None
+        if meta is None or set(tensors) != {"weight", "bias"}:
+            raise ValueError(f"{path} holds no entropy-lens translators (weight, bias and their metadata)")
+        info = json.loads(meta)
+        return cls(info["kind"], tensors["weight"], tensors["bias"], info["provenance"])
+
+
+def identity(n_layers: int, hidden_size: int) -> Translators:
+    """The logit lens as translators: the identity at every block."""
+    eye = torch.eye(hidden_size).expand(n_layers, hidden_size, hidden_size).clone()
+    return Translators("logit", eye, torch.zeros(n_layers, hidden_size))
+
+
+# The corpus ------------------------------------------------------------------------------------------------------
+
+
+@torch.inference_mode()
+def corpus_residuals(lm: LensModel, prompt_ids: Sequence[Sequence[int]], batch_size: int = 8) -> Iterator[tuple]:
+    """Every block's residual at every real (unpadded) position of each prompt, one batch at a time.
+
+    Yields:
+        ``(rows, resid)``: the prompt index of each token ``[n]`` and the residuals ``[n, L, d]``.
+    """
+    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
+    for rows in batches([len(ids) for ids in prompt_ids], batch_size):
+        inputs = padded([prompt_ids[i] for i in rows], pad, lm.device)
+        inputs = {key: value.to(lm.device) for key, value in inputs.items()}
+        with record_block_outputs(lm) as slots:
+            lm.model(**inputs, use_cache=False)
+        real = inputs["attention_mask"].bool()
+        resid = torch.stack([slot[real] for slot in slots], dim=1)  # [n, L, d]
+        owner = torch.as_tensor(rows, device=real.device)[:, None].expand_as(real)[real]
+        yield owner.cpu().numpy(), resid
+
+
+def _tokens(prompt_ids: Sequence[Sequence[int]]) -> int:
+    return int(sum(len(ids) for ids in prompt_ids))
+
+
+# The linear lens ------------------------------------------------------------------------------------------------
+
+
+def fit_linear(
+    lm: LensModel, prompt_ids: Sequence[Sequence[int]], *, batch_size: int = 8, provenance: Mapping | None = None
+) -> Translators:
+    """Per block, the least-squares affine map from the block's residual to the final block's, in closed form.
+
+    The normal equations ``[h, 1]^T [h, 1] W = [h, 1]^T h_final`` are summed in float64 over every token
+    of the corpus and solved once per block (the minimum-norm solution where the corpus is too small to fix
+    every coefficient), so memory does not grow with the corpus.
+
+    Args:
+        lm: The model.
+        prompt_ids: The corpus, as token ids (disjoint from every analysed prompt set).
+        batch_size: Prompts per forward pass.
+        provenance: Recorded with the fit (corpus, seed, ...); tokens, prompts, dtype and model are added.
+    """
+    n_layers, d = lm.n_layers, int(lm.unembed.weight.shape[1])
+    gram = torch.zeros(n_layers - 1, d + 1, d + 1, dtype=torch.float64)
+    cross = torch.zeros(n_layers - 1, d + 1, d, dtype=torch.float64)
+    for _, resid in corpus_residuals(lm, prompt_ids, batch_size):
+        x = torch.cat(
+            [resid[:, :-1].double().cpu(), torch.ones(resid.shape[0], n_layers - 1, 1, dtype=torch.float64)], -1
+        )
+        y = resid[:, -1].double().cpu()
+        gram += torch.einsum("nli,nlj->lij", x, x)
+        cross += torch.einsum("nli,nj->lij", x, y)
+    solved = solve_normal_equations(gram, cross)
+    weight = torch.cat([solved[:, :d].float(), torch.eye(d)[None]], 0)
+    bias = torch.cat([solved[:, d].float(), torch.zeros(1, d)], 0)
+    return Translators("linear", weight, bias, _provenance(lm, prompt_ids, provenance))
+
+
+def solve_normal_equations(gram: torch.Tensor, cross: torch.Tensor) -> torch.Tensor:
+    """The minimum-norm ``W`` of ``gram @ W = cross`` per leading index (float64, batched).
+
+    A positive-definite ``gram`` (more independent tokens than coefficients) is solved by Cholesky; any other
+    through its eigendecomposition, eigenvalues below ``eps * size * largest`` dropped as LAPACK's
+    least-squares drivers cut singular values (the minimum-norm solution of an under-determined fit).
+    """
+    factor, info = torch.linalg.cholesky_ex(gram)
+    solved = torch.cholesky_solve(cross, factor)
+    singular = torch.nonzero(info).flatten()
+    if singular.numel():
+        values, vectors = torch.linalg.eigh(gram[singular])
+        cutoff = values.amax(-1, keepdim=True).clamp_min(0) * gram.shape[-1] * torch.finfo(gram.dtype).eps
+        inverse = torch.where(values > cutoff, 1.0 / values, torch.zeros_like(values))
+        solved[singular] = vectors @ (inverse[..., None] * (vectors.transpose(-1, -2) @ cross[singular]))
+    return solved
+
+
+def _provenance(lm: LensModel, prompt_ids: Sequence[Sequence[int]], extra: Mapping | None) -> dict:
+    return {
+        **dict(extra or {}),
+        "model": lm.name,
+        "model_sha256": lm.sha256,
+        "dtype": str(lm.dtype).removeprefix("torch."),
+        "prompts": len(prompt_ids),
+        "tokens": _tokens(prompt_ids),
+    }
+
+
+# The tuned lens -------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def frozen(lm: LensModel) -> Iterator[None]:
+    """The model's parameters take no gradient inside the context; their flags are restored on exit."""
+    params = list(lm.model.parameters())
+    flags = [p.requires_grad for p in params]
+    try:
+        for p in params:
+            p.requires_grad_(False)
+        yield
+    finally:
+        for p, flag in zip(params, flags, strict=True):
+            p.requires_grad_(flag)
+
+
+@dataclass(frozen=True)
+class TunedFit:
+    """A trained tuned lens and the loss (mean KL over tokens and blocks, nats) of each step."""
+
+    translators: Translators
+    losses: tuple[float, ...]
+
+
+def fit_tuned(
+    lm: LensModel,
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    seed: int = 0,
+    batch_size: int = 8,
+    init: Translators | None = None,
+    provenance: Mapping | None = None,
+) -> TunedFit:
+    """Per block, an affine translator trained to minimise KL(model's final distribution || lens distribution).
+
+    Each step draws ``batch_size`` prompts of the corpus (seeded), runs the frozen model once, and takes one
+    Adam step on the translators of every block but the last (the identity, held fixed). The blocks'
+    losses are backpropagated one block at a time, so one block's ``[tokens, V]`` logits are alive at once.
+
+    Args:
+        lm: The model (its parameters are frozen while training and restored after).
+        prompt_ids: The corpus, as token ids.
+        steps: Optimiser steps (a few on a CPU; thousands on GPUs at paper scale).
+        lr: Adam's learning rate.
+        seed: Seed of the prompt draws.
+        batch_size: Prompts per step.
+        init: Start here instead of the identity (e.g. from the linear lens).
+        provenance: Recorded with the fit; steps, lr, seed, tokens, dtype and model are added.
+    """
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    n_layers, d = lm.n_layers, int(lm.unembed.weight.shape[1])
+    start = init or identity(n_layers, d)
+    start.check_model(lm)
+    weight = start.weight[:-1].clone().to(lm.device).requires_grad_(True)
+    bias = start.bias[:-1].clone().to(lm.device).requires_grad_(True)
+    optimiser = torch.optim.Adam([weight, bias], lr=lr)
+    rng = np.random.default_rng(seed)
+    losses = []
+    with frozen(lm):
+        for _ in range(steps):
+            chosen = rng.choice(len(prompt_ids), size=min(batch_size, len(prompt_ids)), replace=False)
+            optimiser.zero_grad()
+            losses.append(_tuned_step(lm, [prompt_ids[i] for i in chosen], weight, bias))
+            optimiser.step()
+    eye, zero = torch.eye(d)[None], torch.zeros(1, d)
+    translators = Translators(
+        "tuned",
+        torch.cat([weight.detach().float().cpu(), eye]),
+        torch.cat([bias.detach().float().cpu(), zero]),
+        {**_provenance(lm, prompt_ids, provenance), "steps": steps, "lr": lr, "seed": seed},
+    )
+    return TunedFit(translators, tuple(losses))
+
+
+def _tuned_step(lm: LensModel, prompt_ids: Sequence[Sequence[int]], weight: torch.Tensor, bias: torch.Tensor) -> float:
+    """Backpropagate the mean KL of every block of one batch; returns it."""
+    ((_, resid),) = corpus_residuals(lm, prompt_ids, batch_size=len(prompt_ids))
+    resid = resid.clone()  # out of inference mode
+    with torch.no_grad():
+        target = torch.log_softmax(_logits_with_grad(lm, resid[:, -1]), -1)
+    total = 0.0
+    blocks = lm.n_layers - 1
+    for layer in range(blocks):
+        mapped = (resid[:, layer].float() @ weight[layer] + bias[layer]).to(resid.dtype)
+        loss = kl_divergence(target, torch.log_softmax(_logits_with_grad(lm, mapped), -1)).mean() / blocks
+        loss.backward()
+        total += float(loss.detach())
+    return total
+
+
+def _logits_with_grad(lm: LensModel, resid: torch.Tensor) -> torch.Tensor:
+    logits = lm.unembed(lm.final_norm(resid)).float()
+    return lm.softcap * torch.tanh(logits / lm.softcap) if lm.softcap else logits
+
+
+def kl_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """``KL(p || q)`` per row of log-probabilities ``[n, V]``, nats."""
+    return (log_p.exp() * (log_p - log_q)).sum(-1)
+
+
+# Fit quality ----------------------------------------------------------------------------------------------------
+
+
+@torch.inference_mode()
+def held_out_kl(
+    lm: LensModel, translators: Translators, prompt_ids: Sequence[Sequence[int]], batch_size: int = 8
+) -> tuple[np.ndarray, np.ndarray]:
+    """KL from the model's final distribution to the lens's, per token and block, on prompts the fit never saw.
+
+    Returns:
+        ``(kl, prompt)``: ``[n_tokens, L]`` float64 nats (the last block's is 0 up to rounding) and the prompt
+        index of each token (the unit an interval resamples).
+    """
+    translators.check_model(lm)
+    kls, owners = [], []
+    for owner, resid in corpus_residuals(lm, prompt_ids, batch_size):
+        mapped = translators.apply(resid)
+        target = torch.log_softmax(lens_logits(lm, resid[:, -1]), -1)
+        per_block = [
+            kl_divergence(target, torch.log_softmax(lens_logits(lm, mapped[:, i]), -1)) for i in range(lm.n_layers)
+        ]
+        kls.append(torch.stack(per_block, 1).double().cpu().numpy())
+        owners.append(owner)
+    return np.concatenate(kls), np.concatenate(owners)
