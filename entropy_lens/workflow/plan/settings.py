@@ -55,7 +55,7 @@ class PlanSettings:
         overhead_s: Per job: process start, imports, loading code, seconds.
         io_gbps: Reading the (float32, materialized) weights and writing the store, GB/s.
         cpu_overhead_mb: Resident memory of a CPU job before its model: Python, torch, transformers, the
-            store libraries and the job's script.
+            store libraries and the job's script (242 MB measured after importing torch and transformers).
         cuda_host_overhead_mb: Host memory of the runtime with CUDA libraries loaded.
         cuda_context_mb: GPU memory of the CUDA context and library workspaces.
         safety: Runtime requests are the estimated time times this factor.
@@ -82,7 +82,7 @@ class PlanSettings:
     cuda_step_us: float = 100.0
     overhead_s: float = 30.0
     io_gbps: float = 0.5
-    cpu_overhead_mb: float = 600.0
+    cpu_overhead_mb: float = 250.0
     cuda_host_overhead_mb: float = 3072.0
     cuda_context_mb: float = 1024.0
     safety: float = 1.5
