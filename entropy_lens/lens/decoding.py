@@ -80,6 +80,11 @@ class LensSettings:
 @torch.inference_mode()
 def lens_logits(lm: LensModel, resid: torch.Tensor) -> torch.Tensor:
     """``[n, V]`` float32 logits of ``[n, d]`` residuals through norm, unembedding, soft-cap."""
+    return head_logits(lm, resid)
+
+
+def head_logits(lm: LensModel, resid: torch.Tensor) -> torch.Tensor:
+    """:func:`lens_logits` under the caller's autograd mode (a fitted lens trains through the head)."""
     logits = lm.unembed(lm.final_norm(resid)).float()
     if lm.softcap:
         logits = lm.softcap * torch.tanh(logits / lm.softcap)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from entropy_lens.lens.decoding import lens_logits
+from entropy_lens.lens.decoding import head_logits, lens_logits
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.hooks import record_block_outputs
 from entropy_lens.model.loading import LensModel
@@ -304,20 +304,15 @@ def _tuned_step(lm: LensModel, prompt_ids: Sequence[Sequence[int]], weight: torc
     ((_, resid),) = corpus_residuals(lm, prompt_ids, batch_size=len(prompt_ids))
     resid = resid.clone()  # out of inference mode
     with torch.no_grad():
-        target = torch.log_softmax(_logits_with_grad(lm, resid[:, -1]), -1)
+        target = torch.log_softmax(head_logits(lm, resid[:, -1]), -1)
     total = 0.0
     blocks = lm.n_layers - 1
     for layer in range(blocks):
         mapped = (resid[:, layer].float() @ weight[layer] + bias[layer]).to(resid.dtype)
-        loss = kl_divergence(target, torch.log_softmax(_logits_with_grad(lm, mapped), -1)).mean() / blocks
+        loss = kl_divergence(target, torch.log_softmax(head_logits(lm, mapped), -1)).mean() / blocks
         loss.backward()
         total += float(loss.detach())
     return total
-
-
-def _logits_with_grad(lm: LensModel, resid: torch.Tensor) -> torch.Tensor:
-    logits = lm.unembed(lm.final_norm(resid)).float()
-    return lm.softcap * torch.tanh(logits / lm.softcap) if lm.softcap else logits
 
 
 def kl_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:

@@ -40,14 +40,30 @@ def record_residuals(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
 
     The hooks are removed when the context exits, also on error.
     """
-    slots: list[torch.Tensor | None] = [None] * lm.n_layers
     readout = lm.readout
+    with _record_blocks(lm, lambda h: h[:, -1, :] if readout is None else read_out(h, readout)) as slots:
+        yield slots
+
+
+@contextlib.contextmanager
+def record_block_outputs(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
+    """Hook every block to keep its whole output ``[B, S, d]`` (every position; fitting a lens reads them all).
+
+    The hooks are removed when the context exits, also on error.
+    """
+    with _record_blocks(lm, lambda h: h) as slots:
+        yield slots
+
+
+@contextlib.contextmanager
+def _record_blocks(lm: LensModel, pick: Callable[[torch.Tensor], torch.Tensor]) -> Iterator[list[torch.Tensor | None]]:
+    """Keep ``pick(output)`` of every block's hidden output, one slot per block; hooks removed on exit."""
+    slots: list[torch.Tensor | None] = [None] * lm.n_layers
 
     def make_hook(index: int):
         def hook(_module, _args, output):
             hidden = output[0] if isinstance(output, (tuple, list)) else output
-            picked = hidden[:, -1, :] if readout is None else read_out(hidden, readout)
-            slots[index] = picked.detach()
+            slots[index] = pick(hidden).detach()
 
         return hook
 
@@ -135,29 +151,6 @@ def skip_blocks(lm: LensModel, layers: Iterable[int]) -> Iterator[tuple[int, ...
         if indices:
             logger.debug("skipping blocks %s of %s", indices, lm.name)
         yield tuple(indices)
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-@contextlib.contextmanager
-def record_block_outputs(lm: LensModel) -> Iterator[list[torch.Tensor | None]]:
-    """Hook every block to keep its whole output ``[B, S, d]`` (every position; fitting a lens reads them all).
-
-    The hooks are removed when the context exits, also on error.
-    """
-    slots: list[torch.Tensor | None] = [None] * lm.n_layers
-
-    def make_hook(index: int):
-        def hook(_module, _args, output):
-            hidden = output[0] if isinstance(output, (tuple, list)) else output
-            slots[index] = hidden.detach()
-
-        return hook
-
-    handles = [block.register_forward_hook(make_hook(i)) for i, block in enumerate(lm.blocks)]
-    try:
-        yield slots
     finally:
         for handle in handles:
             handle.remove()
