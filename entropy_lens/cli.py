@@ -22,7 +22,6 @@ from entropy_lens.workflow.settings import load_config
 
 SPARK = "▁▂▃▄▅▆▇█"
 # Where the workflow keeps prompt tables and materialized models (as in rules/*.smk).
-TABLE_PATH = "{results}/datasets/{table}.parquet"
 
 
 def sparkline(values: Sequence[float], lo: float, hi: float) -> str:
@@ -306,9 +305,7 @@ def render_plan(plan: planning.Plan) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     config = load_config(*args.configfile)
-    names = [*config.get("datasets", {}), "layer_skip_calibration", "layer_skip_eval"]
-    tables = {t: TABLE_PATH.format(results=args.results, table=t) for t in names}
-    model_dirs = {m: Path(args.models) / m for m in config.get("models", {})}
+    tables, model_dirs = planning.plan_inputs(config, args.results, args.models)
     plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
     print(render_plan(plan))
     benchmarks = Path(args.benchmarks or Path(args.results) / "benchmarks")

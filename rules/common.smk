@@ -3,7 +3,7 @@ import functools
 import os
 import re
 
-from entropy_lens.workflow.plan import dataset_models, plan_from_config, skip_models
+from entropy_lens.workflow.plan import dataset_models, plan_from_config, plan_inputs, skip_models
 from entropy_lens.workflow.settings import check_config, synthetic_stories
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import LETTERS
@@ -62,8 +62,7 @@ def final_outputs():
 
 def plan_tables():
     """The prompt tables the cost plan reads (the layer-skip questions where the experiment runs)."""
-    names = [*DATASETS, *(("layer_skip_calibration", "layer_skip_eval") if SKIP_MODELS else ())]
-    return [f"results/datasets/{name}.parquet" for name in names]
+    return [str(path) for path in plan_inputs(config)[0].values()]
 
 
 def result_outputs():
@@ -236,8 +235,7 @@ def cost_plan():
     Computed the first time a job's resources are asked for (once per Snakemake process), never when the
     rules are read: `--list-rules`, `--unlock`, `--lint` and reports load no tokenizer.
     """
-    tables = {os.path.basename(path).removesuffix(".parquet"): path for path in plan_tables()}
-    model_dirs = {model: f"resources/models/{model}" for model in MODELS}  # read where they exist (a rerun)
+    tables, model_dirs = plan_inputs(config)  # model folders are read where they exist (a rerun)
     try:
         return plan_from_config(config, tables=tables, model_dirs=model_dirs)
     except ValueError as err:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from entropy_lens.cli import TABLE_PATH
 from entropy_lens.workflow import plan as planning
 from entropy_lens.workflow.plan.settings import MIB
 from entropy_lens.workflow.settings import load_config
@@ -34,13 +33,10 @@ def run_plan(
     as its plan_vs_run rule pairs them."""
     config = load_config(*configfiles)
     config["plan"] = {**config.get("plan", {}), **(settings or {})}
-    results = directory / "results"
-    names = [*config.get("datasets", {}), "layer_skip_calibration", "layer_skip_eval"]
-    tables = {t: TABLE_PATH.format(results=results, table=t) for t in names}
-    model_dirs = {m: directory / "resources" / "models" / m for m in config["models"]}
+    tables, model_dirs = planning.plan_inputs(config, directory / "results", directory / "resources" / "models")
     plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
     sharded = bool(config["compute"]["prompts_per_job"])
-    patterns = planning.benchmark_patterns(results / "benchmarks", sharded=sharded)
+    patterns = planning.benchmark_patterns(directory / "results" / "benchmarks", sharded=sharded)
     return plan, planning.compare_benchmarks(plan, patterns)
 
 

@@ -590,3 +590,17 @@ def test_cli_names_a_model_it_cannot_shape(tmp_path, capsys, offline):
     path.write_text(yaml.safe_dump(config))
     assert cli.main(["plan", "--configfile", str(path), "--results", str(tmp_path)]) == 2
     assert "model 'mystery' (source 'nobody/nothing') has no shipped config" in capsys.readouterr().err
+
+
+def test_plan_inputs_are_where_the_workflow_writes_them():
+    config = load_config(DEFAULT)
+    tables, model_dirs = plan.plan_inputs(config, "out", "models")
+    expected = ["tasks", "formats", "mmlu", "blank", "layer_skip_calibration", "layer_skip_eval"]
+    assert sorted(tables) == sorted(expected)
+    assert tables["mmlu"] == Path("out/datasets/mmlu.parquet")
+    assert model_dirs == {m: Path("models") / m for m in config["models"]}
+    config["layer_skip"]["enabled"] = False
+    config["datasets"]["tasks"]["enabled"] = False
+    tables, _ = plan.plan_inputs(config)
+    assert sorted(tables) == ["blank", "formats", "mmlu"]
+    assert tables["blank"] == Path("results/datasets/blank.parquet")

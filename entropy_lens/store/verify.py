@@ -151,15 +151,11 @@ def _check_table(table: Path) -> list[Finding]:
         if table.suffix == ".parquet":
             pd.read_parquet(table)
         else:
-            _check_csv(table)
+            check_csv(table.read_text(encoding="utf-8"))
     except (ValueError, OSError, csv.Error) as err:
         remedy = f"rebuild: snakemake --force {table}; or dvc pull its folder"
         return [Finding(str(table), "damaged", f"{type(err).__name__}: {err}", remedy)]
     return []
-
-
-def _check_csv(table: Path) -> None:
-    check_csv(table.read_text(encoding="utf-8"))
 
 
 def _check_dvc(base: Path) -> tuple[int, list[Finding]]:

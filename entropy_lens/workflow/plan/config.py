@@ -412,6 +412,17 @@ def run_from_config(config: Mapping) -> RunSettings:
     )
 
 
+def plan_inputs(
+    config: Mapping, results: str | os.PathLike = "results", models: str | os.PathLike = "resources/models"
+) -> tuple[dict[str, Path], dict[str, Path]]:
+    """``(tables, model_dirs)``: the prompt tables and model folders a run's plan reads, where the workflow
+    writes them (``{results}/datasets/{table}.parquet``, ``{models}/{model}``); the layer-skip questions only
+    where the experiment runs. Those that do not exist yet are estimated (:func:`plan_from_config`)."""
+    names = [*dataset_models(config), *(("layer_skip_calibration", "layer_skip_eval") if skip_models(config) else ())]
+    tables = {name: Path(results) / "datasets" / f"{name}.parquet" for name in names}
+    return tables, {model: Path(models) / model for model in _get(config, "models")}
+
+
 def plan_from_config(
     config: Mapping,
     *,
