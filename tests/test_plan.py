@@ -172,7 +172,13 @@ def test_extraction_arithmetic_by_hand():
     assert job.lens_bytes == 16 * 2**20 + 2 * 2 * 8 * 4
     activations = 2 * 5 * (4 * 8 + 3 * 16) * 4 + 2 * 2 * 10 * 4
     assert job.activation_bytes == activations
-    assert job.host_peak_bytes == job.device_peak_bytes == 5408 + 1024 + activations + job.lens_bytes + store + 2**20
+    tokenizer = 31 * 2**20 + 1062 * 10  # a base and a share per vocabulary entry
+    assert plan.tokenizer_bytes(plan.shape_from_fields(TINY)) == tokenizer
+    assert (
+        job.host_peak_bytes
+        == job.device_peak_bytes
+        == 5408 + 1024 + activations + job.lens_bytes + store + 2**20 + tokenizer
+    )
     assert job.est_s == pytest.approx(job.fixed_s + job.compute_s)
     assert job.fits_context
 
@@ -207,10 +213,11 @@ def test_loading_in_another_dtype_holds_the_float32_file_and_the_converted_copy(
     assert plan.loading_bytes(630_000_000, 4) == 630_000_000 * 4
     big = dict(TINY, hidden_size=256, intermediate_size=512, vocab_size=32_000)
     job = plan.plan_job(tiny_job(fields=big), dataclasses.replace(RUN, dtype="bfloat16"), SLOW)
-    n = plan.shape_from_fields(big).n_params
+    shape = plan.shape_from_fields(big)
+    n, tokenizer = shape.n_params, plan.tokenizer_bytes(shape)
     assert job.host_peak_bytes == max(6 * n, 2 * n + job.kv_bytes + job.activation_bytes + job.lens_bytes
-                                      + job.store_bytes) + 2**20  # fmt: skip
-    assert job.host_peak_bytes == 6 * n + 2**20  # loading is the peak of this small workload
+                                      + job.store_bytes) + 2**20 + tokenizer  # fmt: skip
+    assert job.host_peak_bytes == 6 * n + 2**20 + tokenizer  # loading is the peak of this small workload
 
 
 def test_cuda_requests_host_memory_for_loading_and_buffers():
@@ -218,7 +225,8 @@ def test_cuda_requests_host_memory_for_loading_and_buffers():
     job = plan.plan_job(tiny_job(), cuda, SLOW)
     assert job.weights_bytes == 1352 * 2  # bf16
     loading = 1352 * (4 + 2)  # the float32 file and the bf16 copy, on the host before moving to the GPU
-    assert job.host_peak_bytes == max(loading, job.store_bytes) + SLOW.cuda_host_overhead_mb * 2**20
+    tokenizer = plan.tokenizer_bytes(plan.shape_from_fields(TINY))  # on the host, beside the runtime
+    assert job.host_peak_bytes == max(loading, job.store_bytes) + SLOW.cuda_host_overhead_mb * 2**20 + tokenizer
     assert job.device_peak_bytes > job.weights_bytes + job.kv_bytes + job.lens_bytes
 
 
@@ -604,3 +612,12 @@ def test_plan_inputs_are_where_the_workflow_writes_them():
     tables, _ = plan.plan_inputs(config)
     assert sorted(tables) == ["blank", "formats", "mmlu"]
     assert tables["blank"] == Path("results/datasets/blank.parquet")
+
+
+def test_tokenizer_memory_is_within_55_mib_of_the_measured_tokenizers():
+    """RSS after AutoTokenizer on this machine: SmolLM2 (49,152 entries) +108 MiB, Qwen2.5 (151,936; the
+    config's vocabulary 151,936) +131 MiB, Gemma-3 (262,144) +322 MiB; an image classifier has none."""
+    for vocab, measured in ((49_152, 108), (151_936, 131), (262_144, 322)):
+        shape = plan.shape_from_fields(dict(TINY, vocab_size=vocab))
+        assert abs(plan.tokenizer_bytes(shape) / 2**20 - measured) <= 55
+    assert plan.tokenizer_bytes(dataclasses.replace(plan.shape_from_fields(TINY), image_tokens=5)) == 0

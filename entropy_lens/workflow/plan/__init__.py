@@ -50,6 +50,7 @@ from entropy_lens.workflow.plan.cost import (
     Workload,
     loading_bytes,
     plan_job,
+    tokenizer_bytes,
     workload_cost,
 )
 from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
@@ -94,5 +95,6 @@ __all__ = [
     "skip_models",
     "stats_from_table",
     "token_counter",
+    "tokenizer_bytes",
     "workload_cost",
 ]

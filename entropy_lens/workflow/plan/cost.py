@@ -20,7 +20,9 @@ batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
   ``compute.threads``) + weights (and KV cache) streamed once per forward pass at ``gbps`` +
   lens metrics at ``metric_ns`` per logit (per thread on a CPU) + ``step_us`` per layer per forward
   pass (launches, Python);
-* peak memory, the larger of loading and running, plus the runtime's own (``cpu_overhead_mb``):
+* peak memory, the larger of loading and running, plus the runtime's own (``cpu_overhead_mb``) and the
+  tokenizer's (``31 MiB + 1,062 bytes x V`` resident, fitted to SmolLM2's, Qwen2.5's and Gemma-3's
+  tokenizers, measured at 108, 131 and 322 MiB, within 55 MiB):
   *loading* reads the materialized float32 weights through the page cache and, when the run's dtype
   is not float32, holds the converted copy beside them (``P (4 + dtype bytes)``; measured on this
   machine: 4.0 GB peak for the 0.63 B-parameter Qwen2.5-Coder-0.5B loaded in bfloat16); *running*
@@ -52,6 +54,11 @@ SKIP_EVAL = "layer_skip_eval"
 RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL)
 # Bytes per weight in a materialized model folder (safetensors written in float32) that jobs load.
 DISK_BYTES = 4
+# Resident memory of a loaded fast tokenizer: a base plus a share per vocabulary entry (measured RSS after
+# AutoTokenizer: SmolLM2's 49 k vocabulary +108 MiB, Qwen2.5's 152 k +131 MiB, Gemma-3's 262 k +322 MiB;
+# least squares: 31 MiB + 1,062 bytes per entry, which predicts 81, 185 and 297 MiB).
+TOKENIZER_BASE_BYTES = 31 * MIB
+TOKENIZER_BYTES_PER_ENTRY = 1_062
 # Values per (prompt, token, layer) in a profile store: entropy, nucleus size, Jaccard, top-1, + one per alpha.
 STORE_VALUES = 4
 
@@ -239,6 +246,11 @@ def loading_bytes(n_params: int, dtype_bytes: int) -> int:
     return n_params * (DISK_BYTES + dtype_bytes if dtype_bytes != DISK_BYTES else DISK_BYTES)
 
 
+def tokenizer_bytes(shape: ModelShape) -> int:
+    """Resident memory of the model's loaded tokenizer (a causal LM's; an image classifier has none)."""
+    return 0 if shape.image_tokens else TOKENIZER_BASE_BYTES + TOKENIZER_BYTES_PER_ENTRY * shape.vocab_size
+
+
 def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
     """The plan of one job (see the module docstring for the model)."""
     rates = settings.rates(run)
@@ -247,11 +259,12 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
     transient = max(c.kv_bytes + c.activation_bytes + c.lens_bytes for c in costs)
     store = sum(c.store_bytes for c in costs)
     loading = loading_bytes(job.shape.n_params, run.dtype_bytes)
+    host = rates.host_overhead_mb * MIB + tokenizer_bytes(job.shape)
     if run.device == "cuda":
         device_peak = weights + transient + rates.device_overhead_mb * MIB
-        host_peak = max(loading, store) + rates.host_overhead_mb * MIB
+        host_peak = max(loading, store) + host
     else:
-        device_peak = host_peak = max(loading, weights + transient + store) + rates.host_overhead_mb * MIB
+        device_peak = host_peak = max(loading, weights + transient + store) + host
     # The store is written once (half the buffers).
     io_s = (job.shape.n_params * DISK_BYTES + store / 2) / (settings.io_gbps * 1e9)
     fixed = settings.overhead_s + io_s

@@ -54,8 +54,9 @@ class PlanSettings:
         cpu_step_us, cuda_step_us: Fixed latency per layer per forward pass, microseconds.
         overhead_s: Per job: process start, imports, loading code, seconds.
         io_gbps: Reading the (float32, materialized) weights and writing the store, GB/s.
-        cpu_overhead_mb: Resident memory of a CPU job before its model: Python, torch, transformers, the
-            store libraries and the job's script (242 MB measured after importing torch and transformers).
+        cpu_overhead_mb: Resident memory of a CPU job before its model and tokenizer: Python, torch,
+            transformers, the store libraries and the job's script (331 MB measured after the extraction
+            job's imports).
         cuda_host_overhead_mb: Host memory of the runtime with CUDA libraries loaded.
         cuda_context_mb: GPU memory of the CUDA context and library workspaces.
         safety: Runtime requests are the estimated time times this factor.
@@ -83,7 +84,7 @@ class PlanSettings:
     cuda_step_us: float = 100.0
     overhead_s: float = 30.0
     io_gbps: float = 0.5
-    cpu_overhead_mb: float = 250.0
+    cpu_overhead_mb: float = 330.0
     cuda_host_overhead_mb: float = 3072.0
     cuda_context_mb: float = 1024.0
     safety: float = 1.5
