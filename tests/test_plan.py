@@ -604,10 +604,11 @@ def test_plan_inputs_are_where_the_workflow_writes_them():
     config = load_config(DEFAULT)
     tables, model_dirs = plan.plan_inputs(config, "out", "models")
     expected = ["tasks", "formats", "mmlu", "blank", "layer_skip_calibration", "layer_skip_eval"]
-    assert sorted(tables) == sorted(expected)
+    assert sorted(tables) == sorted([*expected, "lens_fit", "lens_held_out"])
     assert tables["mmlu"] == Path("out/datasets/mmlu.parquet")
     assert model_dirs == {m: Path("models") / m for m in config["models"]}
     config["layer_skip"]["enabled"] = False
+    config["fitted_lens"]["enabled"] = False
     config["datasets"]["tasks"]["enabled"] = False
     tables, _ = plan.plan_inputs(config)
     assert sorted(tables) == ["blank", "formats", "mmlu"]
@@ -621,3 +622,23 @@ def test_tokenizer_memory_is_within_55_mib_of_the_measured_tokenizers():
         shape = plan.shape_from_fields(dict(TINY, vocab_size=vocab))
         assert abs(plan.tokenizer_bytes(shape) / 2**20 - measured) <= 55
     assert plan.tokenizer_bytes(dataclasses.replace(plan.shape_from_fields(TINY), image_tokens=5)) == 0
+
+
+def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
+    config = load_config(DEFAULT)
+    config["fitted_lens"].update(kinds=["linear", "tuned"], steps=10)
+    jobs = {job.dataset: job for job in plan.jobs_from_config(config) if job.rule == plan.FIT_LENS}
+    assert sorted(jobs) == ["linear", "tuned"] and {job.model for job in jobs.values()} == {"smollm2-135m"}
+    d, blocks = 576, 29  # SmolLM2-135M: 30 blocks of width 576
+    assert jobs["linear"].held_bytes == 8 * blocks * (d + 1) * (2 * d + 1) and jobs["tuned"].held_bytes == 0
+    corpus, judged = jobs["linear"].workloads
+    assert (corpus.prompts, corpus.new_tokens, corpus.n_alphas) == (32, 0, 0)  # a forward pass, no lens
+    assert (judged.prompts, judged.new_tokens, judged.repeats, judged.lens_rows) == (12, 24, 2, 12 * 24 * 2)
+    (*_, training) = jobs["tuned"].workloads
+    assert training.repeats == 30 and training.prompts == config["generation"]["batch_size"]
+    planned = plan.plan_from_config(config)
+    linear = planned.job(plan.FIT_LENS, "smollm2-135m", "linear")
+    assert linear.lens_flops == 2 * d * 49152 * 30 * 12 * 24 * 2  # 2 d V per block per judged row, two lenses
+    assert planned.job(plan.FIT_LENS, "smollm2-135m", "tuned").est_s > linear.est_s
+    config["fitted_lens"]["enabled"] = False
+    assert not [job for job in plan.jobs_from_config(config) if job.rule == plan.FIT_LENS]

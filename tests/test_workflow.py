@@ -41,6 +41,7 @@ from entropy_lens.analysis import claims
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.outcomes import OUTCOMES
 from entropy_lens.answers.plan import read_plan
+from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.store import schema, storage
 from entropy_lens.workflow import plan as planning
@@ -224,6 +225,30 @@ def test_layer_skip_sweep_map_and_comparisons(tiny_run):
     assert {"mean ΔH (nats)", "Δ accuracy (points)", "block skipped alone"} <= set(figure.texts)
 
 
+def test_fitted_lenses_are_artifacts_judged_on_questions_no_analysis_reads(tiny_run):
+    """Each fitted kind is saved with its provenance and judged beside the logit lens on held-out questions
+    that neither the fit nor any analysed set draws; the final block reads the model's own logits."""
+    tables = {name: pd.read_parquet(tiny_run / f"results/datasets/{name}.parquet") for name in
+              ("lens_fit", "lens_held_out", "mmlu", "layer_skip_calibration", "layer_skip_eval")}  # fmt: skip
+    ids = {name: set(table["question_id"].astype(str)) for name, table in tables.items()}
+    assert (len(ids["lens_fit"]), len(ids["lens_held_out"])) == (3, 2)
+    analysed = ids["mmlu"] | ids["layer_skip_calibration"] | ids["layer_skip_eval"]
+    assert not ids["lens_fit"] & ids["lens_held_out"] and not (ids["lens_fit"] | ids["lens_held_out"]) & analysed
+    blocks = yaml.safe_load((tiny_run / "resources/models/tiny-llama/config.json").read_text())["num_hidden_layers"]
+    for kind in ("linear", "tuned"):
+        lens = Translators.load(tiny_run / f"results/lenses/tiny-llama/{kind}.safetensors")
+        assert lens.kind == kind and lens.n_layers == blocks and lens.provenance["prompts"] == 3
+        assert lens.provenance["corpus"].startswith("mmlu questions outside every analysed set")
+    table = pd.read_csv(tiny_run / "results/tables/lens_fit.csv")
+    assert table.groupby("kind").size().to_dict() == {"linear": blocks, "logit": blocks, "tuned": blocks}
+    assert set(table["model"]) == {"tiny-llama"} and (table["n_prompts"] == 2).all()
+    assert (table["n_tokens"] == 2 * 4).all()  # the last 4 positions of each held-out question
+    final = table[table["block"] == blocks - 1]
+    assert final["kl"].abs().max() < 1e-5
+    assert (table["ci_low"] <= table["kl"] + 1e-9).all() and (table["kl"] <= table["ci_high"] + 1e-9).all()
+    assert (tiny_run / "results/figures/lens_fit.png").stat().st_size > 0
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_user_mmlu_file_feeds_the_prompt_set_and_the_layer_skip_questions(tmp_path, suffix):
     """datasets.mmlu.source: local with a file in the schema's columns (no mapping), through the workflow."""
@@ -354,7 +379,7 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     assert "family_fingerprints" not in planned
     # The run itself on blank alone: the other datasets and layer skipping cost time and change nothing here.
     others = {name: {"enabled": False} for name in config["datasets"] if name != "blank"}
-    edit_config(workdir, {"datasets": others, "layer_skip": {"enabled": False}})
+    edit_config(workdir, {"datasets": others, "layer_skip": {"enabled": False}, "fitted_lens": {"enabled": False}})
     out = run_snakemake(workdir, "--cores", "2")
     assert "family_fingerprints" not in jobs_in(out.stdout)
     table = pd.read_csv(workdir / "results/tables/paper_comparison.csv", keep_default_na=False)

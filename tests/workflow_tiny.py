@@ -150,6 +150,17 @@ def tiny_config() -> dict:
             "n_boot": 200,
             "seed": 0,
         },
+        "fitted_lens": {
+            "enabled": True,
+            "models": [next(iter(TINY_MODELS))],
+            "kinds": ["linear", "tuned"],
+            "fit_prompts": 3,
+            "held_out_prompts": 2,
+            "held_out_positions": 4,
+            "steps": 2,
+            "n_boot": 200,
+            "seed": 0,
+        },
     }
 
 
@@ -174,6 +185,7 @@ def moe_vit_config() -> dict:
         "images": {"models": ["tiny-vit"], "source": "folder", "path": IMAGE_DIR, "n_images": 0, "seed": 0},
     }
     config["layer_skip"] = {"enabled": False}
+    config["fitted_lens"] = {"enabled": False}
     return config
 
 

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from entropy_lens.lens.decoding import head_logits, lens_logits
+from entropy_lens.lens.encoding import encode_prompts
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.hooks import record_block_outputs
 from entropy_lens.model.loading import LensModel
@@ -136,12 +137,17 @@ def identity(n_layers: int, hidden_size: int) -> Translators:
 
 
 @torch.inference_mode()
-def corpus_residuals(lm: LensModel, prompt_ids: Sequence[Sequence[int]], batch_size: int = 8) -> Iterator[tuple]:
-    """Every block's residual at every real (unpadded) position of each prompt, one batch at a time.
+def corpus_residuals(
+    lm: LensModel, prompt_ids: Sequence[Sequence[int]], batch_size: int = 8, last: int | None = None
+) -> Iterator[tuple]:
+    """Every block's residual at every real (unpadded) position of each prompt, one batch at a time; with
+    ``last``, at the last ``last`` positions of each prompt only (the model still reads the whole prompt).
 
     Yields:
         ``(rows, resid)``: the prompt index of each token ``[n]`` and the residuals ``[n, L, d]``.
     """
+    if last is not None and (not isinstance(last, int) or last < 1):
+        raise ValueError(f"last must be a positive integer or None, got {last!r}")
     pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
     for rows in batches([len(ids) for ids in prompt_ids], batch_size):
         inputs = padded([prompt_ids[i] for i in rows], pad, lm.device)
@@ -149,9 +155,17 @@ def corpus_residuals(lm: LensModel, prompt_ids: Sequence[Sequence[int]], batch_s
         with record_block_outputs(lm) as slots:
             lm.model(**inputs, use_cache=False)
         real = inputs["attention_mask"].bool()
+        if last is not None:  # left padded: every prompt ends in the last column
+            real[:, : max(real.shape[1] - last, 0)] = False
         resid = torch.stack([slot[real] for slot in slots], dim=1)  # [n, L, d]
         owner = torch.as_tensor(rows, device=real.device)[:, None].expand_as(real)[real]
         yield owner.cpu().numpy(), resid
+
+
+def corpus_ids(lm: LensModel, prompts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each corpus prompt, encoded as the profiles encode raw prompts (no chat template)."""
+    ids, _ = encode_prompts(lm, list(prompts), chat_template=False)
+    return ids
 
 
 def _tokens(prompt_ids: Sequence[Sequence[int]]) -> int:
@@ -323,24 +337,72 @@ def kl_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
 # Fit quality ----------------------------------------------------------------------------------------------------
 
 
-@torch.inference_mode()
 def held_out_kl(
-    lm: LensModel, translators: Translators, prompt_ids: Sequence[Sequence[int]], batch_size: int = 8
+    lm: LensModel,
+    translators: Translators,
+    prompt_ids: Sequence[Sequence[int]],
+    batch_size: int = 8,
+    last: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """KL from the model's final distribution to the lens's, per token and block, on prompts the fit never saw.
+    """KL from the model's final distribution to the lens's, per token and block, on prompts the fit never saw
+    (at their last ``last`` positions only, if given: :func:`corpus_residuals`).
 
     Returns:
         ``(kl, prompt)``: ``[n_tokens, L]`` float64 nats (the last block's is 0 up to rounding) and the prompt
         index of each token (the unit an interval resamples).
     """
-    translators.check_model(lm)
-    kls, owners = [], []
-    for owner, resid in corpus_residuals(lm, prompt_ids, batch_size):
-        mapped = translators.apply(resid)
+    (kl,), owners = held_out_kls(lm, [translators], prompt_ids, batch_size, last)
+    return kl, owners
+
+
+@torch.inference_mode()
+def held_out_kls(
+    lm: LensModel,
+    lenses: Sequence[Translators],
+    prompt_ids: Sequence[Sequence[int]],
+    batch_size: int = 8,
+    last: int | None = None,
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """:func:`held_out_kl` of several lenses from one forward pass per batch (the target computed once).
+
+    Returns:
+        ``(kls, prompt)``: one ``[n_tokens, L]`` array per lens, in order, and each token's prompt index.
+    """
+    for lens in lenses:
+        lens.check_model(lm)
+    kls: list[list[np.ndarray]] = [[] for _ in lenses]
+    owners = []
+    for owner, resid in corpus_residuals(lm, prompt_ids, batch_size, last):
         target = torch.log_softmax(lens_logits(lm, resid[:, -1]), -1)
-        per_block = [
-            kl_divergence(target, torch.log_softmax(lens_logits(lm, mapped[:, i]), -1)) for i in range(lm.n_layers)
-        ]
-        kls.append(torch.stack(per_block, 1).double().cpu().numpy())
+        for out, lens in zip(kls, lenses, strict=True):
+            mapped = lens.apply(resid)
+            per_block = [
+                kl_divergence(target, torch.log_softmax(lens_logits(lm, mapped[:, i]), -1)) for i in range(lm.n_layers)
+            ]
+            out.append(torch.stack(per_block, 1).double().cpu().numpy())
         owners.append(owner)
-    return np.concatenate(kls), np.concatenate(owners)
+    return [np.concatenate(out) for out in kls], np.concatenate(owners)
+
+
+def fit_kind(
+    lm: LensModel,
+    kind: str,
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    batch_size: int = 8,
+    steps: int = 1,
+    lr: float = 1e-3,
+    seed: int = 0,
+    provenance: Mapping | None = None,
+) -> Translators:
+    """Translators of one :data:`LENS_KINDS` kind fitted on ``prompt_ids`` (``logit``: the identity;
+    ``tuned``: ``steps`` Adam steps of :func:`fit_tuned` from the identity)."""
+    if kind == "logit":
+        lens = identity(lm.n_layers, int(lm.unembed.weight.shape[1]))
+        return Translators("logit", lens.weight, lens.bias, _provenance(lm, prompt_ids, provenance))
+    if kind == "linear":
+        return fit_linear(lm, prompt_ids, batch_size=batch_size, provenance=provenance)
+    if kind == "tuned":
+        fit = fit_tuned(lm, prompt_ids, steps=steps, lr=lr, seed=seed, batch_size=batch_size, provenance=provenance)
+        return fit.translators
+    raise ValueError(f"lens kind must be one of {LENS_KINDS}, got {kind!r}")

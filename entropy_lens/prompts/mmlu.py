@@ -341,3 +341,27 @@ def layer_skip_tables(
         chosen[chosen[QUESTION_ID].isin(ids[n_calibration:])],
     )
     return tuple(build_mmlu(part, n=None, seed=seed, styles=[style]) for part in parts)  # type: ignore[return-value]
+
+
+def lens_corpus_tables(
+    questions: pd.DataFrame, *, exclude: Sequence[str], n_fit: int, n_held_out: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The corpus a fitted lens learns from and the prompts its fit is judged on: disjoint ``mmlu`` tables
+    (``base`` style) of questions that no analysed set draws.
+
+    Args:
+        questions: The questions table of the configured source.
+        exclude: Question ids of every analysed MMLU set (the prompt set, the layer-skip questions).
+        n_fit, n_held_out: Questions in each table (sampled stratified by subject, then split).
+        seed: Seed of the sample and the split.
+
+    Raises:
+        ValueError: when fewer than ``n_fit + n_held_out`` questions are left after the exclusion.
+    """
+    left = questions[~questions[QUESTION_ID].astype(str).isin({str(q) for q in exclude})]
+    if n_fit + n_held_out > len(left):
+        raise ValueError(
+            f"the lens corpus asks for {n_fit} + {n_held_out} questions, but only {len(left)} of {len(questions)} "
+            "are outside the analysed sets; lower fitted_lens.fit_prompts or held_out_prompts"
+        )
+    return layer_skip_tables(left, n_calibration=n_fit, n_eval=n_held_out, style="base", seed=seed)

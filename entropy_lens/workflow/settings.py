@@ -131,6 +131,7 @@ def _model_lists(config: Mapping) -> None:
     for name, spec in config["datasets"].items():
         section_models(config, f"datasets.{name}", spec.get("models", []))
     section_models(config, "layer_skip", config.get("layer_skip", {}).get("models", []))
+    section_models(config, "fitted_lens", config.get("fitted_lens", {}).get("models", []))
 
 
 def synthetic_stories(config: Mapping) -> bool:

@@ -31,6 +31,7 @@ from entropy_lens.workflow.plan.config import (
     dataset_models,
     estimated_stats,
     jobs_from_config,
+    lens_fit_models,
     plan_from_config,
     plan_inputs,
     run_from_config,
@@ -42,6 +43,7 @@ from entropy_lens.workflow.plan.config import (
 from entropy_lens.workflow.plan.cost import (
     DISK_BYTES,
     EXTRACT,
+    FIT_LENS,
     RULES,
     SKIP_EVAL,
     SKIP_SELECT,
@@ -59,6 +61,7 @@ from entropy_lens.workflow.plan.shapes import ModelShape, model_shape, shape_fro
 __all__ = [
     "DISK_BYTES",
     "EXTRACT",
+    "FIT_LENS",
     "MMLU_QUESTIONS",
     "RULES",
     "SKIP_EVAL",
@@ -80,6 +83,7 @@ __all__ = [
     "estimated_stats",
     "jobs_from_config",
     "leave_one_out",
+    "lens_fit_models",
     "loading_bytes",
     "model_shape",
     "plan_from_config",

@@ -80,7 +80,8 @@ class Plan:
             raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
 
         def lookup(wildcards, attempt: int) -> ClusterRequest:
-            dataset, shard = getattr(wildcards, "dataset", ""), int(getattr(wildcards, "shard", 0))
+            dataset = getattr(wildcards, "dataset", "") or getattr(wildcards, "kind", "")  # fit_lens: the kind
+            shard = int(getattr(wildcards, "shard", 0))
             return self.request(rule, wildcards.model, dataset, shard, attempt=attempt)
 
         return {

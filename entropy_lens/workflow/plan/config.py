@@ -20,7 +20,7 @@ import pandas as pd
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
 from entropy_lens.workflow.plan.cluster import Plan, plan_jobs
-from entropy_lens.workflow.plan.cost import EXTRACT, SKIP_EVAL, SKIP_SELECT, Job, Workload
+from entropy_lens.workflow.plan.cost import EXTRACT, FIT_LENS, SKIP_EVAL, SKIP_SELECT, Job, Workload
 from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
 from entropy_lens.workflow.settings import section_models
@@ -236,7 +236,7 @@ class _Prompts:
         ``rules/common.smk`` counts shards); a table holding another number was built under
         another config (its rule rebuilds it), so its lengths are not used either.
         """
-        dataset = "mmlu" if table.startswith("layer_skip") else table
+        dataset = "mmlu" if table.startswith(("layer_skip", "lens_")) else table
         spec = spec if spec is not None else _get(self.config, "datasets", dataset)
         expected = prompt_count(dataset, spec)
         texts = self._texts_of(table, expected)
@@ -326,6 +326,12 @@ def skip_models(config: Mapping) -> list[str]:
     return section_models(config, "layer_skip", skip.get("models", [])) if skip.get("enabled", True) else []
 
 
+def lens_fit_models(config: Mapping) -> list[str]:
+    """The models whose lenses are fitted (``fitted_lens.models``, empty: all); none unless it is enabled."""
+    lenses = config.get("fitted_lens", {})
+    return section_models(config, "fitted_lens", lenses.get("models", [])) if lenses.get("enabled", False) else []
+
+
 def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, settings: PlanSettings) -> list[Job]:
     jobs = []
     n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
@@ -350,6 +356,34 @@ def _per_model_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) ->
     batch = _get(config, "generation", "batch_size")
     if model.name in skip_models(config):
         jobs += _layer_skip_jobs(config["layer_skip"], model, prompts, batch)
+    if model.name in lens_fit_models(config):
+        jobs += _lens_fit_jobs(config["fitted_lens"], model, prompts, batch)
+    return jobs
+
+
+def _lens_fit_jobs(lenses: Mapping, model: _ModelContext, prompts: _Prompts, batch: int) -> list[Job]:
+    """One fit_lens job per kind: a forward pass over the corpus (the linear lens sums its normal equations
+    from it, held in float64 for the whole job), the held-out questions decoded at every block of their last
+    positions under the logit lens and the fitted kind (planned as two lens passes of that many rows, their
+    forward passes counted twice: a small overcount), and for a tuned lens, per Adam step, a forward pass of
+    one batch and every block's head forward and backward (three lens passes of every position)."""
+    spec = {"styles": ["base"], "n_shot": 0}  # prepare_lens_corpus builds zero-shot base-style prompts
+    n_fit, n_held = _get(lenses, "fit_prompts"), _get(lenses, "held_out_prompts")
+    fit = prompts.stats(model, "lens_fit", chat=False, spec={**spec, "n_questions": n_fit})
+    held = prompts.stats(model, "lens_held_out", chat=False, spec={**spec, "n_questions": n_held})
+    corpus = Workload(n_fit, fit.mean_tokens, fit.max_tokens, 0, batch)
+    judged = Workload(n_held, held.mean_tokens, held.max_tokens, _get(lenses, "held_out_positions"), batch, 1, 2)
+    jobs = []
+    for kind in _get(lenses, "kinds"):
+        work: tuple[Workload, ...] = (corpus, judged)
+        held_bytes = 0
+        if kind == "linear":
+            d, blocks = model.shape.hidden_size, model.shape.n_layers - 1
+            held_bytes = 8 * blocks * (d + 1) * (2 * d + 1)  # the Gram matrices and the cross terms
+        if kind == "tuned":
+            rows = max(round(fit.mean_tokens), 1)
+            work += (Workload(batch, fit.mean_tokens, fit.max_tokens, rows, batch, 1, 3 * _get(lenses, "steps")),)
+        jobs.append(Job(FIT_LENS, model.name, kind, 0, 1, model.shape, work, fit.source, held_bytes))
     return jobs
 
 
@@ -419,6 +453,7 @@ def plan_inputs(
     writes them (``{results}/datasets/{table}.parquet``, ``{models}/{model}``); the layer-skip questions only
     where the experiment runs. Those that do not exist yet are estimated (:func:`plan_from_config`)."""
     names = [*dataset_models(config), *(("layer_skip_calibration", "layer_skip_eval") if skip_models(config) else ())]
+    names += ["lens_fit", "lens_held_out"] if lens_fit_models(config) else []
     tables = {name: Path(results) / "datasets" / f"{name}.parquet" for name in names}
     return tables, {model: Path(models) / model for model in _get(config, "models")}
 

@@ -50,8 +50,9 @@ from entropy_lens.workflow.plan.shapes import ModelShape
 EXTRACT = "extract_profiles"
 SKIP_SELECT = "layer_skip_select"
 SKIP_EVAL = "layer_skip_eval"
+FIT_LENS = "fit_lens"
 # score_mmlu is no model job: it reads the letters the extraction pass stored.
-RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL)
+RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL, FIT_LENS)
 # Bytes per weight in a materialized model folder (safetensors written in float32) that jobs load.
 DISK_BYTES = 4
 # Resident memory of a loaded fast tokenizer: a base plus a share per vocabulary entry (measured RSS after
@@ -102,12 +103,14 @@ class Job:
     Attributes:
         rule: Rule name (one of :data:`RULES`).
         model: Model name in the config.
-        dataset: Dataset wildcard (``""`` for per-model rules).
+        dataset: Dataset wildcard (``""`` for per-model rules; the lens kind for ``fit_lens``).
         shard: Shard index (0 when not sharded).
         n_shards: Shards of this model x dataset.
         shape: The model's shape.
         workloads: What the job runs.
         token_source: How prompt lengths were found (see :class:`PromptStats`).
+        held_bytes: Host memory the job holds beside its workloads for its whole run (a linear lens's
+            float64 normal equations).
     """
 
     rule: str
@@ -118,6 +121,7 @@ class Job:
     shape: ModelShape
     workloads: tuple[Workload, ...]
     token_source: str = "estimate"
+    held_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -262,9 +266,9 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
     host = rates.host_overhead_mb * MIB + tokenizer_bytes(job.shape)
     if run.device == "cuda":
         device_peak = weights + transient + rates.device_overhead_mb * MIB
-        host_peak = max(loading, store) + host
+        host_peak = max(loading, store + job.held_bytes) + host
     else:
-        device_peak = host_peak = max(loading, weights + transient + store) + host
+        device_peak = host_peak = max(loading, weights + transient + store + job.held_bytes) + host
     # The store is written once (half the buffers).
     io_s = (job.shape.n_params * DISK_BYTES + store / 2) / (settings.io_gbps * 1e9)
     fixed = settings.overhead_s + io_s
