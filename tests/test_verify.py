@@ -53,7 +53,7 @@ def test_a_whole_folder_passes(results, capsys):
     report = verify(results)
     assert report.whole and (report.stores, report.tables, report.hashed) == (1, 2, 2)
     assert cli.main(["verify", str(results)]) == 0
-    assert "1 stores, 2 tables, 2 files against DVC hashes: all whole" in capsys.readouterr().out
+    assert "1 stores, 2 tables and tensor files, 2 files against DVC hashes: all whole" in capsys.readouterr().out
 
 
 def test_a_flipped_byte_in_a_store_is_named_with_the_remedy(results, capsys):

@@ -34,6 +34,7 @@ from entropy_lens.lens.encoding import encode_prompts
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.hooks import record_block_outputs
 from entropy_lens.model.loading import LensModel
+from entropy_lens.store.tensors import load_tensors, save_tensors
 
 LENS_KINDS = ("logit", "linear", "tuned")
 _METADATA_KEY = "entropy_lens_translators"
@@ -95,32 +96,20 @@ class Translators:
         return (torch.einsum("...ld,lde->...le", resid.float(), weight) + bias).to(resid.dtype)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write a safetensors file (the kind and provenance in its metadata), atomically."""
-        from safetensors.torch import save_file
-
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
+        """Write a safetensors file (the kind and provenance in its metadata, with a checksum), atomically."""
         meta = {_METADATA_KEY: json.dumps({"kind": self.kind, "provenance": dict(self.provenance)}, sort_keys=True)}
-        tensors = {"weight": self.weight.float().contiguous().cpu(), "bias": self.bias.float().contiguous().cpu()}
-        save_file(tensors, str(tmp), metadata=meta)
-        os.replace(tmp, path)
-        return path
+        return save_tensors({"weight": self.weight.float(), "bias": self.bias.float()}, path, meta)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Translators:
         """Read what :meth:`save` wrote.
 
         Raises:
-            ValueError: naming the file when it holds no translators.
+            ValueError: naming the file when it is damaged (:class:`DamagedTensorsError`) or holds no
+                translators.
         """
-        from safetensors import SafetensorError, safe_open
-
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                meta = (f.metadata() or {}).get(_METADATA_KEY)
-                tensors = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 (safe_open is no dict)
-        except SafetensorError as err:
-            raise ValueError(f"{path} is not a readable safetensors file ({err}); fit the lens again") from None
+        tensors, metadata = load_tensors(path)
+        meta = metadata.get(_METADATA_KEY)
         if meta is None or set(tensors) != {"weight", "bias"}:
             raise ValueError(f"{path} holds no entropy-lens translators (weight, bias and their metadata)")
         info = json.loads(meta)

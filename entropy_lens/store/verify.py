@@ -10,6 +10,8 @@ exits 0 only when everything is whole.
   read too, and reported as unprotected (a flipped byte there can read as a wrong value).
 * **Tables**: CSV files must end with a newline and give every row the header's number of fields (a
   truncated copy does not); Parquet files must read whole.
+* **Tensor files** (``*.safetensors``, e.g. fitted lenses): read against the checksum they record
+  (:mod:`entropy_lens.store.tensors`).
 * **DVC**: where a folder is tracked (``results/<name>.dvc``) and its manifest is in the local DVC
   cache, every file's MD5 must match the recorded one.
 """
@@ -31,8 +33,11 @@ import zarr
 
 from entropy_lens.core.tables import check_csv
 from entropy_lens.store import storage
+from entropy_lens.store.tensors import DamagedTensorsError, load_tensors
 
 STORE_SUFFIX = ".zarr"
+# Tables and tensor files: each read whole and checked.
+TABLE_SUFFIXES = (".csv", ".parquet", ".safetensors")
 CHECKSUM_CODEC = "crc32c"
 # Files Snakemake leaves inside directory outputs: not artifacts.
 IGNORED = frozenset({".snakemake_timestamp"})
@@ -67,7 +72,7 @@ class Report:
 
     def summary(self) -> str:
         damaged = sum(f.state == "damaged" for f in self.findings)
-        checked = f"{self.stores} stores, {self.tables} tables, {self.hashed} files against DVC hashes"
+        checked = f"{self.stores} stores, {self.tables} tables and tensor files, {self.hashed} files against DVC hashes"
         return f"{checked}: " + ("all whole" if damaged == 0 else f"{damaged} damaged")
 
 
@@ -86,7 +91,7 @@ def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = Non
         if progress:
             progress(str(store))
         findings += _check_store(store)
-    tables = sorted(p for p in base.rglob("*") if p.suffix in (".csv", ".parquet") and not _inside_store(p, base))
+    tables = sorted(p for p in base.rglob("*") if p.suffix in TABLE_SUFFIXES and not _inside_store(p, base))
     for table in tables:
         findings += _check_table(table)
     hashed, mismatches = _check_dvc(base)
@@ -150,9 +155,11 @@ def _check_table(table: Path) -> list[Finding]:
     try:
         if table.suffix == ".parquet":
             pd.read_parquet(table)
+        elif table.suffix == ".safetensors":
+            load_tensors(table)
         else:
             check_csv(table.read_text(encoding="utf-8"))
-    except (ValueError, OSError, csv.Error) as err:
+    except (ValueError, OSError, csv.Error, DamagedTensorsError) as err:
         remedy = f"rebuild: snakemake --force {table}; or dvc pull its folder"
         return [Finding(str(table), "damaged", f"{type(err).__name__}: {err}", remedy)]
     return []
