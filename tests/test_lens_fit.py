@@ -11,11 +11,15 @@ from test_plots import _check, _panels, drawn  # noqa: F401 - drawn is a fixture
 from test_translators import corpus
 from tiny import tiny_model
 
+from entropy_lens import extract_profiles
 from entropy_lens.analysis.lens_fit import COLUMNS, kl_by_block, lens_fit_table
+from entropy_lens.lens.decoding import lens_logits
+from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.translators import corpus_residuals, fit_kind, held_out_kl, held_out_kls, identity
 from entropy_lens.plots.lenses import plot_lens_fit
 from entropy_lens.prompts.datasets import QUESTION_ID
 from entropy_lens.prompts.mmlu import lens_corpus_tables, load_questions
+from entropy_lens.store import schema
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +139,30 @@ def test_the_figure_draws_each_kinds_kl_before_the_final_block(tmp_path, drawn):
             np.testing.assert_allclose(lines[label].get_ydata(), values)
             assert lines[label].get_xdata()[-1] < 1  # the final block (KL 0) is not drawn on the log scale
         assert ax.get_yscale() == "log"
+
+
+def test_profiles_under_a_fitted_lens_decode_each_blocks_mapped_residual(lm):
+    """Token 0's entropy at every block equals the entropy of the head's distribution of that block's
+    residual (last prompt position) mapped by the translator; the final block is the model's own under every
+    kind, the logit kind is the plain lens, and the store records the kind and the translators' checksum."""
+    prompts = ["once upon a time there was", "the cat saw the dog and"]
+    linear = fit_kind(lm, "linear", corpus(30, 1, lm.tokenizer), batch_size=8)
+    logit = fit_kind(lm, "logit", corpus(3, 1, lm.tokenizer))
+    plain = extract_profiles(lm, prompts, max_new_tokens=2, batch_size=2)
+    under_logit = extract_profiles(lm, prompts, max_new_tokens=2, batch_size=2, translators=logit)
+    under_linear = extract_profiles(lm, prompts, max_new_tokens=2, batch_size=2, translators=linear)
+    np.testing.assert_array_equal(under_logit[schema.ENTROPY].values, plain[schema.ENTROPY].values)
+    np.testing.assert_array_equal(under_linear[schema.TOKEN_ID].values, plain[schema.TOKEN_ID].values)
+    np.testing.assert_allclose(under_linear[schema.ENTROPY].values[..., -1], plain[schema.ENTROPY].values[..., -1],
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    assert not np.allclose(under_linear[schema.ENTROPY].values[..., 0], plain[schema.ENTROPY].values[..., 0])
+    assert (plain.attrs["lens_kind"], under_linear.attrs["lens_kind"]) == ("logit", "linear")
+    assert under_linear.attrs["lens_sha256"] == linear.digest() and plain.attrs["lens_sha256"] == ""
+    for row, prompt in enumerate(prompts):
+        ids = lm.tokenizer(prompt)["input_ids"]
+        ((_, resid),) = corpus_residuals(lm, [ids], batch_size=1, last=1)  # [1, L, d] at the last prompt position
+        with torch.inference_mode():
+            expected = shannon_entropy(lens_logits(lm, linear.apply(resid)[0]))
+        np.testing.assert_allclose(under_linear[schema.ENTROPY].values[row, 0], expected.numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="do not fit"):
+        extract_profiles(tiny_model("llama", seed=3, n_layers=3), prompts, max_new_tokens=1, translators=linear)

@@ -30,6 +30,7 @@ from entropy_lens.lens.choices import choice_logprobs, readout_of
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import encode_prompts
 from entropy_lens.lens.text import extract_profiles
+from entropy_lens.lens.translators import Translators
 from entropy_lens.lens.vision import extract_image_profiles
 from entropy_lens.model.batching import shard_slice
 from entropy_lens.model.generation import GenerationSettings
@@ -91,6 +92,7 @@ def extract_table(
     chat_template: bool,
     shard: Shard | None = None,
     choices: Sequence[str] = (),
+    translators: Translators | None = None,
 ) -> xr.Dataset:
     """Profiles of every prompt of a validated prompt table (or of one shard), labelled.
 
@@ -106,11 +108,17 @@ def extract_table(
         choices: Answer choices (e.g. ``A``..``D``) whose log-probabilities are read from the
             first generation step into ``choice_logprob`` (see :mod:`entropy_lens.lens.choices`);
             prompts that step cannot serve are scored by a forward pass of their own.
+        translators: Read the profiles through a fitted lens (text prompts; see
+            :func:`entropy_lens.lens.text.extract_profiles`); default the logit lens.
 
     Returns:
         A schema-valid per-model dataset with the label coordinates on ``prompt`` and
         ``attrs["dataset"]`` (and ``shard``, ``prompts_per_job`` for a shard).
     """
+    if translators is not None and IMAGE in table:
+        raise ValueError(
+            f"a fitted lens ({translators.kind}) reads text profiles; the {dataset!r} images use the logit lens"
+        )
     if shard is not None:
         table = table.iloc[shard_rows(lm, table, shard, chat_template=chat_template)]
     with tqdm(
@@ -127,13 +135,17 @@ def extract_table(
                 progress=bar.update,
             )
         else:
-            ds = _text_profiles(lm, table, generation, lens, batch_size, chat_template, choices, bar.update)
+            ds = _text_profiles(
+                lm, table, generation, lens, batch_size, chat_template, choices, bar.update, translators
+            )
     labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table and c != IMAGE}
     ds = ds.assign_coords(labels).assign_attrs(dataset=dataset)
     return ds if shard is None else ds.assign_attrs(shard=shard.index, prompts_per_job=shard.size)
 
 
-def _text_profiles(lm, table, generation, lens, batch_size, chat_template, choices, progress) -> xr.Dataset:
+def _text_profiles(
+    lm, table, generation, lens, batch_size, chat_template, choices, progress, translators=None
+) -> xr.Dataset:
     """Profiles of a text prompt table, with the choices' log-probabilities where asked."""
     prompts = table[PROMPT_TEXT].tolist()
     readout = readout_of(lm, prompts, choices, chat_template=chat_template) if choices else None
@@ -148,6 +160,7 @@ def _text_profiles(lm, table, generation, lens, batch_size, chat_template, choic
         chat_template=chat_template,
         progress=progress,
         readout=readout,
+        translators=translators,
     )
     if readout is None:
         return ds

@@ -56,9 +56,17 @@ class ProfileBuffers:
         self.arrays[schema.ROUTING_EXPERTS][rows, step] = experts
 
 
-def profile_attrs(lm: LensModel, lens: LensSettings, generation: GenerationSettings, *, chat_template: bool) -> dict:
+def profile_attrs(
+    lm: LensModel,
+    lens: LensSettings,
+    generation: GenerationSettings,
+    *,
+    chat_template: bool,
+    lens_kind: str = "logit",
+    lens_sha256: str = "",
+) -> dict:
     """The attrs of a profile store: :func:`entropy_lens.store.schema.provenance` of the model, the
-    lens settings and how tokens were chosen.
+    lens settings (the lens kind, and the checksum of a fitted lens's translators) and how tokens were chosen.
 
     An image classifier's store (``lm.readout`` set) adds ``modality = "image"`` and its
     ``readout``; it runs each image once, which ``generation`` records as one greedy step.
@@ -82,6 +90,8 @@ def profile_attrs(lm: LensModel, lens: LensSettings, generation: GenerationSetti
         seed=generation.seed,
         chat_template=chat_template,
         softcap=lm.softcap,
+        lens_kind=lens_kind,
+        lens_sha256=lens_sha256,
         **image,
     )
 

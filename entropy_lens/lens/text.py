@@ -19,6 +19,7 @@ import xarray as xr
 from entropy_lens.lens.decoding import LensSettings, decode_residuals, gather_logprobs
 from entropy_lens.lens.encoding import check_context, encode_prompts
 from entropy_lens.lens.profiles import ProfileBuffers, build_dataset, profile_attrs
+from entropy_lens.lens.translators import Translators
 from entropy_lens.model.batching import batches
 from entropy_lens.model.generation import GenerationSettings, generate, row_seed
 from entropy_lens.model.loading import LensModel
@@ -62,6 +63,7 @@ def extract_profiles(
     sample_seeds: Sequence[int] | None = None,
     progress: Callable[[int], None] | None = None,
     readout: Readout | None = None,
+    translators: Translators | None = None,
     max_new_tokens: int | None = None,
     top_p: float | None = None,
     alphas: Sequence[float] | None = None,
@@ -91,6 +93,10 @@ def extract_profiles(
         readout: Choices whose log-probabilities to read from the model's own next-token
             distribution at the first generated position (variable ``choice_logprob``,
             NaN for the rows the readout marks unreadable).
+        translators: A fitted lens (:mod:`entropy_lens.lens.translators`): each block's residual is mapped
+            by its translator before the head decodes it (the final block's is the identity; generation
+            reads the model's own logits either way). Default: the logit lens. The store records the kind
+            and the translators' checksum (attrs ``lens_kind``, ``lens_sha256``).
         max_new_tokens, do_sample, temperature, seed: Fields of ``generation``.
         top_p, alphas, budget_bytes: Fields of ``lens``.
 
@@ -110,6 +116,8 @@ def extract_profiles(
     encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
     check_context(lm, encoded, settings.max_new_tokens, ids)
     n_choices = _check_readout(readout, len(prompts))
+    if translators is not None:
+        translators.check_model(lm)
     routers = find_routers(lm.blocks, getattr(lm.model, "config", None))
     buf = ProfileBuffers(
         len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers), n_choices
@@ -118,10 +126,11 @@ def extract_profiles(
     for rows in batches([len(e) for e in encoded], batch_size):
         batch = [encoded[r] for r in rows]
         choice_ids = None if readout is None else np.asarray(readout.token_ids)[rows]
-        _run_batch(lm, batch, rows, [seeds[r] for r in rows], settings, lens, buf, routers, choice_ids)
+        _run_batch(lm, batch, rows, [seeds[r] for r in rows], settings, lens, buf, routers, choice_ids, translators)
         if progress is not None:
             progress(len(rows))
-    attrs = profile_attrs(lm, lens, settings, chat_template=chat_template)
+    fitted = {} if translators is None else {"lens_kind": translators.kind, "lens_sha256": translators.digest()}
+    attrs = profile_attrs(lm, lens, settings, chat_template=chat_template, **fitted)
     labels = () if readout is None else readout.labels
     return build_dataset(buf.arrays, ids, rendered, lm.n_layers, lens.alphas, attrs, labels)
 
@@ -171,7 +180,9 @@ def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, bat
     return [str(i) for i in ids]
 
 
-def _run_batch(lm, batch, rows, seeds, settings, lens, buf, routers: list[Router | None], choice_ids) -> None:
+def _run_batch(
+    lm, batch, rows, seeds, settings, lens, buf, routers: list[Router | None], choice_ids, translators=None
+) -> None:
     moe = any(r is not None for r in routers)
     with record_routing(routers) as routing:
 
@@ -180,7 +191,8 @@ def _run_batch(lm, batch, rows, seeds, settings, lens, buf, routers: list[Router
                 _read_choices(logits, choice_ids, rows, buf)
             live = alive.cpu().numpy()
             if live.any():
-                sm = decode_residuals(lm, resid[alive], lens)
+                live_resid = resid[alive] if translators is None else translators.apply(resid[alive])
+                sm = decode_residuals(lm, live_resid, lens)
                 buf.put(rows[live], step, sm)
                 if moe:
                     live_slots = [None if s is None else s[alive] for s in routing]

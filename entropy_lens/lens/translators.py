@@ -34,7 +34,7 @@ from entropy_lens.lens.encoding import encode_prompts
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.hooks import record_block_outputs
 from entropy_lens.model.loading import LensModel
-from entropy_lens.store.tensors import load_tensors, save_tensors
+from entropy_lens.store.tensors import content_digest, load_tensors, save_tensors
 
 LENS_KINDS = ("logit", "linear", "tuned")
 _METADATA_KEY = "entropy_lens_translators"
@@ -95,10 +95,19 @@ class Translators:
         weight, bias = self.weight.to(resid.device), self.bias.to(resid.device)
         return (torch.einsum("...ld,lde->...le", resid.float(), weight) + bias).to(resid.dtype)
 
+    def digest(self) -> str:
+        """SHA-256 of the translators (kind, provenance, weights): what a store under this lens records."""
+        return content_digest(self._tensors(), self._metadata())
+
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        return {"weight": self.weight.float().cpu(), "bias": self.bias.float().cpu()}
+
+    def _metadata(self) -> dict[str, str]:
+        return {_METADATA_KEY: json.dumps({"kind": self.kind, "provenance": dict(self.provenance)}, sort_keys=True)}
+
     def save(self, path: str | os.PathLike) -> Path:
         """Write a safetensors file (the kind and provenance in its metadata, with a checksum), atomically."""
-        meta = {_METADATA_KEY: json.dumps({"kind": self.kind, "provenance": dict(self.provenance)}, sort_keys=True)}
-        return save_tensors({"weight": self.weight.float(), "bias": self.bias.float()}, path, meta)
+        return save_tensors(self._tensors(), path, self._metadata())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Translators:
