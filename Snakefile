@@ -24,6 +24,7 @@ include: "rules/common.smk"
 wildcard_constraints:
     model=choice_pattern(MODELS),
     dataset=choice_pattern(DATASETS),
+    kind=choice_pattern(LENS_KINDS),
 
 
 include: "rules/models.smk"
