@@ -16,7 +16,7 @@ from entropy_lens import extract_profiles
 from entropy_lens.analysis.lens_fit import COLUMNS, kl_by_block, lens_fit_table
 from entropy_lens.lens.decoding import lens_logits
 from entropy_lens.lens.entropy import shannon_entropy
-from entropy_lens.lens.translators import corpus_residuals, fit_kind, held_out_kl, held_out_kls, identity
+from entropy_lens.lens.translators import corpus_ids, corpus_residuals, fit_kind, held_out_kl, held_out_kls, identity
 from entropy_lens.plots.lenses import plot_lens_fit
 from entropy_lens.prompts.datasets import QUESTION_ID
 from entropy_lens.prompts.mmlu import lens_corpus_tables, load_questions, split_ids
@@ -74,6 +74,8 @@ def test_several_lenses_are_judged_as_each_alone(lm):
     assert kl_logit[:, 0].mean() > 0
     with pytest.raises(ValueError, match="lens kind must be one of"):
         fit_kind(lm, "affine", prompts)
+    with pytest.raises(ValueError, match=r"1 prompts need more than .* context of 256 tokens, e\.g\. 'long'"):
+        corpus_ids(lm, ["the cat", " ".join(["the"] * 300)], names=["short", "long"])
 
 
 def test_kl_by_block_is_the_token_mean_with_an_interval_over_prompts():

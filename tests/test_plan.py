@@ -388,7 +388,7 @@ def test_paper_config_plans_every_model_and_dataset_offline(offline):
     request = result.request(plan.EXTRACT, "gemma-2-9b-it", "mmlu", shard=1)
     assert request.mem_mb > result.request(plan.EXTRACT, "gpt2-small", "blank").mem_mb
     totals = result.totals()
-    assert totals.loc["all", "jobs"] == len(result.jobs) == 14 * 3 + 10 * len(shards) + 10 * 2 + 1
+    assert totals.loc["all", "jobs"] == len(result.jobs) == 14 * 3 + 10 * len(shards) + 10 * 2 + 1 + 14 * 2
     assert totals.loc["all", "est_s"] == pytest.approx(sum(j.est_s for j in result.jobs))
 
 
@@ -558,7 +558,7 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "job               model" in printed and "extract_profiles  gemma-2-9b-it" in printed
-    assert printed.count("  total ") == 15 and "TOTAL all models: 173 jobs" in printed
+    assert printed.count("  total ") == 15 and "TOTAL all models: 201 jobs" in printed
     assert "longer than the model's context" not in printed
 
 

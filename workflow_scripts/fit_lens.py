@@ -19,7 +19,8 @@ held_out = read_table(snakemake.input.held_out, "mmlu")
 provenance = {"corpus": "mmlu questions outside every analysed set (base style)", "corpus_seed": lenses["seed"]}
 common = {"batch_size": batch, "seed": lenses["seed"], "provenance": provenance}
 with job_model(snakemake) as lm:
-    fit_ids, judged_ids = corpus_ids(lm, fit_table["prompt_text"]), corpus_ids(lm, held_out["prompt_text"])
+    fit_ids = corpus_ids(lm, fit_table["prompt_text"], fit_table["prompt_id"])
+    judged_ids = corpus_ids(lm, held_out["prompt_text"], held_out["prompt_id"])
     logging.info("fitting the %s lens of %s: %d prompts, %d tokens", kind, model, len(fit_ids), sum(map(len, fit_ids)))
     lens = fit_kind(lm, kind, fit_ids, steps=lenses["steps"], lr=lenses["lr"], **common)
     logit = fit_kind(lm, "logit", fit_ids, **common)

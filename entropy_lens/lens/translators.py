@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from entropy_lens.lens.decoding import head_logits, lens_logits
-from entropy_lens.lens.encoding import encode_prompts
+from entropy_lens.lens.encoding import check_context, encode_prompts
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.hooks import record_block_outputs
 from entropy_lens.model.loading import LensModel
@@ -160,9 +160,14 @@ def corpus_residuals(
         yield owner.cpu().numpy(), resid
 
 
-def corpus_ids(lm: LensModel, prompts: Sequence[str]) -> list[list[int]]:
-    """Token ids of each corpus prompt, encoded as the profiles encode raw prompts (no chat template)."""
+def corpus_ids(lm: LensModel, prompts: Sequence[str], names: Sequence[str] | None = None) -> list[list[int]]:
+    """Token ids of each corpus prompt, encoded as the profiles encode raw prompts (no chat template).
+
+    Raises:
+        ValueError: naming a prompt longer than the model's context (``names``, default its index).
+    """
     ids, _ = encode_prompts(lm, list(prompts), chat_template=False)
+    check_context(lm, ids, 0, list(names) if names is not None else [str(i) for i in range(len(ids))])
     return ids
 
 
