@@ -424,7 +424,7 @@ def test_paper_moe_and_vit_jobs_use_active_flops_and_total_memory(offline):
 def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
     config = load(DEFAULT)
     config["datasets"]["blank"]["models"] = ["gemma3-270m"]
-    config["layer_skip"]["models"] = ["smollm2-135m"]
+    config["layer_skip"].update(enabled=True, models=["smollm2-135m"])
     result = plan.plan_from_config(config)
     assert [j.model for j in result.jobs if j.dataset == "blank"] == ["gemma3-270m"]
     assert [j.model for j in result.jobs if j.rule == plan.SKIP_EVAL] == ["smollm2-135m"]
@@ -442,7 +442,9 @@ def test_missing_config_key_is_named():
 
 
 def test_resources_read_the_wildcards(offline):
-    result = plan.plan_from_config(load(DEFAULT))
+    config = load(DEFAULT)
+    config["layer_skip"]["enabled"] = True
+    result = plan.plan_from_config(config)
     resources = result.resources(plan.EXTRACT)
     wildcards = SimpleNamespace(model="smollm2-135m", dataset="mmlu")
     expected = result.request(plan.EXTRACT, "smollm2-135m", "mmlu", attempt=2)
@@ -482,7 +484,13 @@ def _measure_with(result, truth, tmp_path, noise=0.0, seed=0):
 
 
 # The 15 model jobs the calibration tests time: the default config with layer skipping on both small models.
-CALIBRATION_SKIP = {"models": ["smollm2-135m", "gemma3-270m"], "eval_questions": 24, "set_questions": 24, "ks": [1, 2]}
+CALIBRATION_SKIP = {
+    "enabled": True,
+    "models": ["smollm2-135m", "gemma3-270m"],
+    "eval_questions": 24,
+    "set_questions": 24,
+    "ks": [1, 2],
+}
 
 
 def _calibration_plan() -> plan.Plan:
@@ -603,10 +611,11 @@ def test_cli_names_a_model_it_cannot_shape(tmp_path, capsys, offline):
 def test_plan_inputs_are_where_the_workflow_writes_them():
     config = load_config(DEFAULT)
     tables, model_dirs = plan.plan_inputs(config, "out", "models")
-    expected = ["tasks", "formats", "mmlu", "blank", "layer_skip_calibration", "layer_skip_eval"]
-    assert sorted(tables) == sorted([*expected, "lens_fit", "lens_held_out"])
+    assert sorted(tables) == sorted(["tasks", "formats", "mmlu", "blank", "lens_fit", "lens_held_out"])
     assert tables["mmlu"] == Path("out/datasets/mmlu.parquet")
     assert model_dirs == {m: Path("models") / m for m in config["models"]}
+    config["layer_skip"]["enabled"] = True
+    assert {"layer_skip_calibration", "layer_skip_eval"} < set(plan.plan_inputs(config)[0])
     config["layer_skip"]["enabled"] = False
     config["fitted_lens"]["enabled"] = False
     config["datasets"]["tasks"]["enabled"] = False
@@ -632,13 +641,13 @@ def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
     d, blocks = 576, 29  # SmolLM2-135M: 30 blocks of width 576
     assert jobs["linear"].held_bytes == 8 * blocks * (d + 1) * (2 * d + 1) and jobs["tuned"].held_bytes == 0
     corpus, judged = jobs["linear"].workloads
-    assert (corpus.prompts, corpus.new_tokens, corpus.n_alphas) == (32, 0, 0)  # a forward pass, no lens
-    assert (judged.prompts, judged.new_tokens, judged.repeats, judged.lens_rows) == (12, 24, 2, 12 * 24 * 2)
+    assert (corpus.prompts, corpus.new_tokens, corpus.n_alphas) == (24, 0, 0)  # a forward pass, no lens
+    assert (judged.prompts, judged.new_tokens, judged.repeats, judged.lens_rows) == (10, 16, 2, 10 * 16 * 2)
     (*_, training) = jobs["tuned"].workloads
     assert training.repeats == 30 and training.prompts == config["generation"]["batch_size"]
     planned = plan.plan_from_config(config)
     linear = planned.job(plan.FIT_LENS, "smollm2-135m", "linear")
-    assert linear.lens_flops == 2 * d * 49152 * 30 * 12 * 24 * 2  # 2 d V per block per judged row, two lenses
+    assert linear.lens_flops == 2 * d * 49152 * 30 * 10 * 16 * 2  # 2 d V per block per judged row, two lenses
     assert planned.job(plan.FIT_LENS, "smollm2-135m", "tuned").est_s > linear.est_s
     config["fitted_lens"]["enabled"] = False
     assert not [job for job in plan.jobs_from_config(config) if job.rule == plan.FIT_LENS]

@@ -30,10 +30,11 @@ def test_overlay_merges_mappings_and_replaces_everything_else():
 @pytest.mark.parametrize("name", list(SHIPPED))
 def test_every_shipped_config_loads_with_defaults_and_plans(name):
     config = load_config(*SHIPPED[name])
-    assert config["layer_skip"]["enabled"] is True and "prompts_per_job" in config["compute"]  # defaults filled
+    skip = config["layer_skip"]["enabled"]
+    assert skip is (name != "default") and "prompts_per_job" in config["compute"]  # defaults filled
     plan = planning.plan_from_config(config)
     assert {job.rule for job in plan.jobs} >= {planning.EXTRACT}
-    assert any(job.rule != planning.EXTRACT for job in plan.jobs)  # the layer-skip jobs are planned too
+    assert (planning.SKIP_EVAL in {job.rule for job in plan.jobs}) is skip  # the layer-skip jobs where it runs
 
 
 def test_the_study_states_only_what_differs_from_the_default():
