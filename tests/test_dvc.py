@@ -212,7 +212,7 @@ def test_local_round_trip_leaves_nothing_to_do(pushed: PushedRepo, env: dict[str
     # entropy-lens verify reads what was pulled against DVC's own manifests: whole, then one table truncated.
     verify = [str(VENV_BIN / "entropy-lens"), "verify", "results"]
     whole = run(verify, cwd=clone, env=env, timeout=STEP_TIMEOUT)
-    hashed = int(whole.stdout.strip().splitlines()[-1].split(" tables, ")[1].split(" files")[0])
+    hashed = int(whole.stdout.strip().splitlines()[-1].split(" tables and tensor files, ")[1].split(" files")[0])
     assert whole.stdout.rstrip().endswith("all whole")
     assert hashed >= len([p for p in pushed.contents if p.startswith("results/")])  # every pulled file
     table = clone / MISSING_OBJECT

@@ -151,7 +151,7 @@ def corpus_residuals(
         inputs = padded([prompt_ids[i] for i in rows], pad, lm.device)
         inputs = {key: value.to(lm.device) for key, value in inputs.items()}
         with record_block_outputs(lm) as slots:
-            lm.model(**inputs, use_cache=False)
+            lm.model(**inputs, use_cache=False, logits_to_keep=1)  # the residuals, not [B, S, V] logits
         real = inputs["attention_mask"].bool()
         if last is not None:  # left padded: every prompt ends in the last column
             real[:, : max(real.shape[1] - last, 0)] = False
