@@ -66,8 +66,8 @@ def final_outputs():
 def analysed_mmlu_tables():
     """The MMLU question tables this run analyses (the prompt set, the layer-skip questions): a lens corpus
     leaves out every question they draw."""
-    out = ["results/datasets/mmlu.parquet"] if MMLU else []
-    return out + (["results/datasets/layer_skip_calibration.parquet", "results/datasets/layer_skip_eval.parquet"] if SKIP_MODELS else [])
+    tables = plan_inputs(config)[0]
+    return [str(path) for name, path in tables.items() if name == "mmlu" or name.startswith("layer_skip")]
 
 
 def plan_tables():
