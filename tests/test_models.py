@@ -153,3 +153,20 @@ def test_contiguous_head_hook_is_registered_once():
     contiguous_head_input(lm.unembed)
     assert getattr(lm.unembed, CONTIGUOUS_HOOK) is handle
     assert len(lm.unembed._forward_pre_hooks) == 1
+
+
+def test_one_gguf_parse_shares_one_reader_per_file(tmp_path):
+    """transformers parses a GGUF file for its config, tokenizer and weights; within the block each file
+    is parsed once, and the library's reader class is back afterwards, also after an error."""
+    import gguf
+
+    path = models.gguf_from_registry(REGISTRY["smollm2-135m"], tmp_path)
+    original = gguf.GGUFReader
+    with models.one_gguf_parse() as readers:
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first
+        assert isinstance(first, original) and list(readers) == [str(path.resolve())]
+    assert gguf.GGUFReader is original
+    with pytest.raises(RuntimeError, match="inside"), models.one_gguf_parse():
+        raise RuntimeError("inside")
+    assert gguf.GGUFReader is original and gguf.GGUFReader(path) is not first
