@@ -344,7 +344,7 @@ def test_tables_and_tokenizers_replace_estimates(tmp_path, offline):
 
 def test_a_table_of_another_config_is_not_read_as_this_ones(tmp_path, caplog):
     """The prompt count, hence the shards, comes from the config as rules/common.smk counts them."""
-    pd.DataFrame({"prompt_text": ["a"] * 72}).to_parquet(tmp_path / "mmlu.parquet")  # the default's 24 x 3
+    pd.DataFrame({"prompt_text": ["a"] * 72}).to_parquet(tmp_path / "mmlu.parquet")  # a 24-question set in 3 styles
     config = load(DEFAULT)
     config["datasets"]["mmlu"]["n_questions"] = 100
     config["compute"]["prompts_per_job"] = 64
