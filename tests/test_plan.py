@@ -645,9 +645,29 @@ def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
     assert (judged.prompts, judged.new_tokens, judged.repeats, judged.lens_rows) == (10, 16, 2, 10 * 16 * 2)
     (*_, training) = jobs["tuned"].workloads
     assert training.repeats == 30 and training.prompts == config["generation"]["batch_size"]
+    # float64 normal equations: summed on the device over every corpus token, solved by Cholesky on the host
+    tokens, n = 24 * corpus.mean_prompt_tokens, d + 1
+    summed, solved = 2 * tokens * blocks * n * (2 * d + 1), blocks * (n**3 / 3 + 2 * n * n * d)
+    assert jobs["linear"].device_f64_flops == pytest.approx(summed)
+    assert jobs["linear"].host_f64_flops == pytest.approx(solved)
+    assert jobs["tuned"].device_f64_flops == jobs["tuned"].host_f64_flops == 0
     planned = plan.plan_from_config(config)
     linear = planned.job(plan.FIT_LENS, "smollm2-135m", "linear")
-    assert linear.lens_flops == 2 * d * 49152 * 30 * 10 * 16 * 2  # 2 d V per block per judged row, two lenses
+    lens = 2 * d * 49152 * 30 * 10 * 16 * 2  # 2 d V per block per judged row, two lenses
+    assert linear.lens_flops == pytest.approx(lens + summed + solved)
+    rates, run = plan.settings_from_config(config["plan"]), plan.run_from_config(config)
+    # float64 at half the float32 rate: on a CPU run, sums and solves alike in the calibrated float32 term
+    without = plan.plan_job(dataclasses.replace(jobs["linear"], device_f64_flops=0.0, host_f64_flops=0.0), run, rates)
+    assert linear.compute_s - without.compute_s == pytest.approx(2 * (summed + solved) / (rates.cpu_gflops * 1e9))
+    assert linear.terms[0] - without.terms[0] == pytest.approx(2 * (summed + solved)) and linear.host_s == 0
+    gpu = dataclasses.replace(run, device="cuda")
+    on_gpu = plan.plan_job(jobs["linear"], gpu, rates)
+    assert on_gpu.host_s == pytest.approx(2 * solved / (rates.cpu_gflops * gpu.threads * 1e9))  # solved on the host
+    assert on_gpu.fixed_s == pytest.approx(rates.overhead_s + on_gpu.io_s + on_gpu.host_s)
+    assert plan.predicted_s(on_gpu, rates, gpu) == pytest.approx(on_gpu.est_s)
     assert planned.job(plan.FIT_LENS, "smollm2-135m", "tuned").est_s > linear.est_s
+    config["fitted_lens"]["fit_prompts"] = 1  # fewer tokens than coefficients: an eigendecomposition
+    (one,) = [job for job in plan.jobs_from_config(config) if job.rule == plan.FIT_LENS and job.dataset == "linear"]
+    assert one.host_f64_flops == pytest.approx(blocks * 9 * n**3)
     config["fitted_lens"]["enabled"] = False
     assert not [job for job in plan.jobs_from_config(config) if job.rule == plan.FIT_LENS]

@@ -117,7 +117,7 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
 def calibrate(plan: Plan, comparison: pd.DataFrame, others: Sequence[tuple[Plan, pd.DataFrame]] = ()) -> PlanSettings:
     """The plan's settings with the per-job overhead and the device's rates fitted to measurements.
 
-    Each measured job gives ``measured_s - io_s = overhead_s + flops_32 / gflops_32 + flops_16 / gflops_16
+    Each measured job gives ``measured_s - io_s - host_s = overhead_s + flops_32 / gflops_32 + flops_16 / gflops_16
     + bytes / gbps + logits * metric_ns + layer_passes * step_us`` (:data:`COST_TERMS`); on a CPU the
     matmul and metric terms are divided by the job's threads, so the fitted rates are per thread. The
     unknowns are fitted by non-negative least squares on relative error, so every job weighs alike.
@@ -138,7 +138,7 @@ def calibrate(plan: Plan, comparison: pd.DataFrame, others: Sequence[tuple[Plan,
     present = [0, *(i + 1 for i in range(len(COST_TERMS)) if rows and design[:, i + 1].any())]
     if len(rows) < len(present) + 1:
         raise ValueError(f"{len(rows)} measured jobs cannot fit {len(present)} cost terms; benchmark more jobs")
-    spent = np.array([measured - job.io_s for _, job, measured in rows])
+    spent = np.array([measured - job.io_s - job.host_s for _, job, measured in rows])
     design = design[:, present] / np.maximum(spent, 1e-3)[:, None]
     scale = design.max(axis=0)  # columns of FLOPs and of layer passes differ by ~10 orders of magnitude
     coef = optimize.nnls(design / np.where(scale > 0, scale, 1.0), np.ones(len(rows)))[0]
@@ -175,7 +175,7 @@ def _measured_jobs(plan: Plan, comparison: pd.DataFrame) -> list[tuple[JobPlan, 
 
 def predicted_s(job: JobPlan, settings: PlanSettings, run: RunSettings) -> float:
     """The job's estimated seconds under other ``settings`` (same work, other rates)."""
-    return settings.overhead_s + job.io_s + compute_seconds(job.terms, settings.rates(run))
+    return settings.overhead_s + job.io_s + job.host_s + compute_seconds(job.terms, settings.rates(run))
 
 
 def leave_one_out(plan: Plan, comparison: pd.DataFrame) -> pd.Series:

@@ -376,15 +376,25 @@ def _lens_fit_jobs(lenses: Mapping, model: _ModelContext, prompts: _Prompts, bat
     jobs = []
     for kind in _get(lenses, "kinds"):
         work: tuple[Workload, ...] = (corpus, judged)
-        held_bytes = 0
+        normal = (0, 0.0, 0.0)
         if kind == "linear":
-            d, blocks = model.shape.hidden_size, model.shape.n_layers - 1
-            held_bytes = 8 * blocks * (d + 1) * (2 * d + 1)  # the Gram matrices and the cross terms
+            normal = _normal_equations(model.shape.hidden_size, model.shape.n_layers - 1, n_fit * fit.mean_tokens)
         if kind == "tuned":
             rows = max(round(fit.mean_tokens), 1)
             work += (Workload(batch, fit.mean_tokens, fit.max_tokens, rows, batch, 1, 3 * _get(lenses, "steps")),)
-        jobs.append(Job(FIT_LENS, model.name, kind, 0, 1, model.shape, work, fit.source, held_bytes))
+        jobs.append(Job(FIT_LENS, model.name, kind, 0, 1, model.shape, work, fit.source, *normal))
     return jobs
+
+
+def _normal_equations(d: int, blocks: int, tokens: float) -> tuple[int, float, float]:
+    """A linear lens's float64 normal equations: the bytes of its Gram matrices and cross terms (held all
+    job), the FLOPs that sum them over the corpus (on the device) and those that solve them (on the host:
+    Cholesky, or an eigendecomposition where the corpus has fewer tokens than the ``d + 1`` coefficients)."""
+    n = d + 1
+    held = 8 * blocks * n * (2 * d + 1)
+    summed = 2.0 * tokens * blocks * n * (2 * d + 1)
+    solve = blocks * (n**3 / 3 + 2.0 * n * n * d) if tokens > n else blocks * 9.0 * n**3
+    return held, summed, solve
 
 
 def _scoring(stats: PromptStats, batch: int, repeats: int = 1) -> Workload:

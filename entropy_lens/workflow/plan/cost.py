@@ -35,6 +35,11 @@ batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
 Generation is planned to its full ``max_new_tokens`` (rows that stop early cost less).
 An image classifier's job is one forward pass per image of ``patches + 1`` tokens and one
 lens row per block (no generation, no KV cache to speak of).
+A linear lens's fit adds float64 work beside its workloads: the normal equations summed on the model's
+device (``2 (d + 1)(2 d + 1)`` FLOPs per corpus token per block) and solved on the host (a Cholesky factor
+and solve per block, ``(d + 1)^3 / 3 + 2 (d + 1)^2 d``; an eigendecomposition, about ``9 (d + 1)^3``, where
+the corpus has fewer tokens than coefficients), each float64 FLOP priced as :data:`FLOAT64_COST` float32
+ones at the device's float32 rate (on a GPU run the solves take host seconds at the CPU's rate instead).
 The rates are those of :mod:`entropy_lens.workflow.plan.settings`.
 """
 
@@ -111,6 +116,8 @@ class Job:
         token_source: How prompt lengths were found (see :class:`PromptStats`).
         held_bytes: Host memory the job holds beside its workloads for its whole run (a linear lens's
             float64 normal equations).
+        device_f64_flops, host_f64_flops: float64 FLOPs beside the workloads on the model's device and
+            on the host CPU (a linear lens's normal equations: summed, then solved).
     """
 
     rule: str
@@ -122,6 +129,12 @@ class Job:
     workloads: tuple[Workload, ...]
     token_source: str = "estimate"
     held_bytes: int = 0
+    device_f64_flops: float = 0.0
+    host_f64_flops: float = 0.0
+
+
+# A float64 FLOP costs two float32 ones: half the vector width on a CPU, half the FP32 rate or less on GPUs.
+FLOAT64_COST = 2.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +166,7 @@ class JobPlan:
     fits_device: bool
     terms: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     io_s: float = 0.0
+    host_s: float = 0.0
 
     @property
     def est_s(self) -> float:
@@ -271,7 +285,15 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
         device_peak = host_peak = max(loading, weights + transient + store + job.held_bytes) + host
     # The store is written once (half the buffers).
     io_s = (job.shape.n_params * DISK_BYTES + store / 2) / (settings.io_gbps * 1e9)
-    fixed = settings.overhead_s + io_s
+    # float64 work counts as float32 FLOPs (a calibrated term) where it runs on the job's device: the sums, and
+    # on a CPU run the solves too; a GPU run's solves take host seconds at the CPU's rate (not calibrated there).
+    device_f64 = FLOAT64_COST * (job.device_f64_flops + (job.host_f64_flops if run.device == "cpu" else 0.0))
+    host_f64_s = 0.0
+    if run.device != "cpu":
+        host_f64_s = FLOAT64_COST * job.host_f64_flops / (settings.cpu_gflops * run.threads * 1e9)
+    fixed = settings.overhead_s + io_s + host_f64_s
+    terms = [sum(c.terms[i] for c in costs) for i in range(len(COST_TERMS))]
+    terms[0] += device_f64
     first = job.workloads[0]
     return JobPlan(
         rule=job.rule,
@@ -285,7 +307,7 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
         new_tokens=max(w.new_tokens for w in job.workloads),
         token_source=job.token_source,
         forward_flops=sum(c.forward_flops for c in costs),
-        lens_flops=sum(c.lens_flops for c in costs),
+        lens_flops=sum(c.lens_flops for c in costs) + job.device_f64_flops + job.host_f64_flops,
         weights_bytes=int(weights),
         kv_bytes=max(c.kv_bytes for c in costs),
         lens_bytes=max(c.lens_bytes for c in costs),
@@ -293,10 +315,11 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
         store_bytes=int(store),
         device_peak_bytes=int(device_peak),
         host_peak_bytes=int(host_peak),
-        compute_s=sum(c.compute_s for c in costs),
+        compute_s=sum(c.compute_s for c in costs) + device_f64 / (rates.gflops_32 * 1e9),
         fixed_s=fixed,
         fits_context=all(w.max_prompt_tokens + w.new_tokens <= job.shape.max_positions for w in job.workloads),
         fits_device=run.device != "cuda" or device_peak <= settings.gpu_mem_gb * GIB,
-        terms=tuple(sum(c.terms[i] for c in costs) for i in range(len(COST_TERMS))),
+        terms=tuple(terms),
         io_s=io_s,
+        host_s=host_f64_s,
     )
