@@ -67,7 +67,7 @@ def test_dry_run_builds_the_dag(configfiles):
 
 def test_tables_of_another_config_do_not_shape_the_plan(tmp_path):
     """`make run` (default config), then a dry run and a plan of the paper config in the same folder:
-    the default's 72-prompt MMLU table must not set the paper plan's shards (the config does)."""
+    the default's 48-prompt MMLU table must not set the paper plan's shards (the config does)."""
     stale = [f"results/datasets/{t}.parquet" for t in ("mmlu", "blank", "formats", "layer_skip_eval")]
     run(snakemake_cmd(tmp_path, *stale, "--cores", "2", configfile=REPO / CONFIG_FILE), cwd=tmp_path, timeout=300)
     paper = REPO / "config/paper.yaml"
