@@ -1,0 +1,135 @@
+"""Do the verdicts survive a lens fitted to the model?
+
+The analyses that give the paper table under the logit lens give a second table when they read profiles
+extracted under a fitted lens (``linear`` or ``tuned``, :mod:`entropy_lens.lens.translators`).
+:func:`verdict_changes` puts each row's two verdicts side by side, :func:`robustness_headline` counts how
+many change, and :func:`block_differences` / :func:`driving_blocks` name the blocks where the two lenses'
+entropies differ most for a changed row's model and dataset: the prompt's mean over its tokens, compared
+per block, with a 95% interval over prompts (the unit: a prompt's tokens are not independent).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from entropy_lens.core.intervals import bootstrap_mean_statistic
+
+KEY = ("claim", "role", "model", "split", "measure", "unit")
+NUMBERS = ("estimate", "ci_low", "ci_high")
+CHANGE_COLUMNS = (
+    *KEY,
+    "kind",
+    "verdict_logit",
+    *(f"{c}_logit" for c in NUMBERS),
+    "verdict_lens",
+    *(f"{c}_lens" for c in NUMBERS),
+    "changed",
+)
+BLOCK_COLUMNS = ("block", "depth", "difference", "ci_low", "ci_high", "n_prompts")
+NOT_RUN = "not run"
+
+
+def verdict_changes(logit: pd.DataFrame, lens: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The rows decided under both lenses, each with its two verdicts and estimates and whether they differ.
+
+    A row counts where both tables give it a verdict that was measured (a "not run" row, or a row without a
+    verdict, is left out: it says nothing about the lens).
+
+    Args:
+        logit: The paper table under the logit lens (:func:`entropy_lens.analysis.paper.paper_table`).
+        lens: The paper table of the same analyses under the fitted lens.
+        kind: The fitted lens's kind (a label of the rows).
+
+    Raises:
+        ValueError: for a table without the key columns, or one that gives a key twice.
+    """
+    sides = {"logit": logit, "lens": lens}
+    for name, table in sides.items():
+        missing = sorted({*KEY, "verdict", "why", *NUMBERS} - set(table.columns))
+        if missing:
+            raise ValueError(f"the {name} paper table lacks the columns {missing}")
+        twice = table[table.duplicated(list(KEY), keep=False)]
+        if not twice.empty:
+            raise ValueError(f"the {name} paper table gives a row twice: {twice.iloc[0][list(KEY)].to_dict()}")
+    measured = [_measured(table, name) for name, table in sides.items()]
+    joined = measured[0].merge(measured[1], on=list(KEY), how="inner")
+    joined.insert(len(KEY), "kind", kind)
+    joined["changed"] = joined["verdict_logit"] != joined["verdict_lens"]
+    return joined[list(CHANGE_COLUMNS)].reset_index(drop=True)
+
+
+def _measured(table: pd.DataFrame, side: str) -> pd.DataFrame:
+    decided = (table["verdict"].astype(str) != "") & ~table["why"].astype(str).str.startswith(NOT_RUN)
+    renamed = {c: f"{c}_{side}" for c in ("verdict", *NUMBERS)}
+    return table.loc[decided, [*KEY, "verdict", *NUMBERS]].rename(columns=renamed)
+
+
+def robustness_headline(changes: pd.DataFrame, kind: str) -> str:
+    """One line: how many of the verdicts read under both lenses change under ``kind``, and which."""
+    if changes.empty:
+        return f"No verdict was read under the {kind} lens."
+    changed = changes[changes["changed"]]
+    head = f"Under the {kind} lens, {len(changed)} of {len(changes)} verdicts change"
+    if changed.empty:
+        return head + "."
+    listed = "; ".join(
+        f"{r.claim} ({r.model}{', ' + r.split if r.split else ''}): {r.verdict_logit} → {r.verdict_lens}"
+        for r in changed.itertuples()
+    )
+    return f"{head}: {listed}."
+
+
+def block_differences(logit: np.ndarray, lens: np.ndarray, *, n_boot: int, seed: int) -> pd.DataFrame:
+    """Per block, the mean entropy under the fitted lens minus under the logit lens (nats).
+
+    Args:
+        logit, lens: ``[prompt, token, layer]`` entropies of the same prompts and tokens under each lens,
+            NaN where a prompt has no token (generation stopped).
+        n_boot, seed: Bootstrap replicates over prompts and their seed.
+
+    Returns:
+        One row per block: the difference of the prompts' token means, averaged over prompts, its 95%
+        interval over prompts and the prompts counted (those with a token under both lenses).
+
+    Raises:
+        ValueError: for arrays of different shapes, not 3-D, or whose missing tokens differ.
+    """
+    logit, lens = np.asarray(logit, dtype=np.float64), np.asarray(lens, dtype=np.float64)
+    if logit.shape != lens.shape or logit.ndim != 3:
+        raise ValueError(
+            f"entropies must be two [prompt, token, layer] arrays of one shape, got {logit.shape}, {lens.shape}"
+        )
+    if not np.array_equal(np.isnan(logit), np.isnan(lens)):
+        raise ValueError("the two lenses' entropies are missing at different tokens: they read different generations")
+    present = ~np.isnan(logit).all(axis=(1, 2))
+    if not present.any():
+        raise ValueError("no prompt has a token under both lenses")
+    with np.errstate(invalid="ignore"):
+        rows = np.nanmean(lens[present] - logit[present], axis=1)  # [prompt, layer]
+    low, high = bootstrap_mean_statistic(rows, lambda means: means, n_boot=n_boot, seed=seed)
+    n_layers = rows.shape[1]
+    return pd.DataFrame(
+        {
+            "block": np.arange(n_layers),
+            "depth": (np.arange(n_layers) + 1) / n_layers,
+            "difference": rows.mean(axis=0),
+            "ci_low": low,
+            "ci_high": high,
+            "n_prompts": int(present.sum()),
+        },
+        columns=list(BLOCK_COLUMNS),
+    )
+
+
+def driving_blocks(differences: pd.DataFrame, top: int = 3) -> str:
+    """The ``top`` blocks whose entropy moves most between the lenses, among those whose interval
+    excludes 0, for a changed row's ``why`` (e.g. ``blocks 11 (+6.2 [5.9, 6.5] nats), 10 (...)``)."""
+    if top < 1:
+        raise ValueError(f"top must be at least 1, got {top}")
+    clear = differences[(differences["ci_low"] > 0) | (differences["ci_high"] < 0)]
+    if clear.empty:
+        return "no block's mean entropy differs between the lenses beyond its interval"
+    ranked = clear.reindex(clear["difference"].abs().sort_values(ascending=False, kind="stable").index).head(top)
+    parts = [f"{r.block} ({r.difference:+.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}] nats)" for r in ranked.itertuples()]
+    return f"block{'s' if len(parts) > 1 else ''} " + ", ".join(parts)

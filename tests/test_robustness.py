@@ -1,0 +1,104 @@
+"""Verdicts under a fitted lens beside the logit lens's, and the blocks where the two lenses differ."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from entropy_lens.analysis import robustness as R
+
+
+def _table(rows):
+    base = {"role": "finding", "split": "", "measure": "shannon", "unit": "AUC", "ci_low": 0.5, "ci_high": 0.9}
+    return pd.DataFrame([{**base, **row} for row in rows])
+
+
+LOGIT = _table(
+    [
+        {"claim": "format", "model": "a", "verdict": "reproduced", "why": "", "estimate": 0.8},
+        {"claim": "task", "model": "a", "verdict": "reproduced", "why": "", "estimate": 0.7},
+        {"claim": "spearman", "model": "a", "verdict": "reproduced", "why": "", "estimate": 0.6},
+        {"claim": "mmlu", "model": "a", "verdict": "inconclusive", "why": "not run: off", "estimate": np.nan},
+        {"claim": "family", "model": "all", "verdict": "reproduced", "why": "", "estimate": 0.9},
+        {"claim": "extra", "model": "a", "verdict": "", "why": "", "estimate": 0.1},
+    ]
+)
+LENS = _table(
+    [
+        {"claim": "format", "model": "a", "verdict": "reproduced", "why": "", "estimate": 0.75},
+        {"claim": "task", "model": "a", "verdict": "inconclusive", "why": "interval reaches 0.5", "estimate": 0.55},
+        {"claim": "spearman", "model": "a", "verdict": "inconclusive", "why": "not run: no blank set", "estimate": 0.0},
+        {"claim": "mmlu", "model": "a", "verdict": "reproduced", "why": "", "estimate": 0.7},
+        {"claim": "extra", "model": "a", "verdict": "", "why": "", "estimate": 0.2},
+    ]
+)
+
+
+def test_only_rows_decided_under_both_lenses_are_compared():
+    changes = R.verdict_changes(LOGIT, LENS, "linear")
+    assert list(changes.columns) == list(R.CHANGE_COLUMNS)
+    # spearman and mmlu were not run on one side, family only under the logit lens, extra has no verdict
+    assert changes["claim"].tolist() == ["format", "task"]
+    assert changes["changed"].tolist() == [False, True] and set(changes["kind"]) == {"linear"}
+    assert changes.loc[1, ["estimate_logit", "estimate_lens"]].tolist() == [0.7, 0.55]
+    line = R.robustness_headline(changes, "linear")
+    assert line == "Under the linear lens, 1 of 2 verdicts change: task (a): reproduced → inconclusive."
+    assert R.robustness_headline(changes[~changes["changed"]], "linear").endswith("0 of 1 verdicts change.")
+    assert R.robustness_headline(changes.iloc[:0], "tuned") == "No verdict was read under the tuned lens."
+
+
+def test_a_table_that_cannot_be_joined_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"lens paper table gives a row twice: .*'claim': 'format'"):
+        R.verdict_changes(LOGIT, pd.concat([LENS, LENS.iloc[:1]]), "linear")
+    with pytest.raises(ValueError, match=r"logit paper table lacks the columns \['why'\]"):
+        R.verdict_changes(LOGIT.drop(columns="why"), LENS, "linear")
+
+
+def _entropies(n_prompts=12, n_tokens=6, n_layers=5, seed=0):
+    rng = np.random.default_rng(seed)
+    logit = rng.uniform(1.0, 8.0, (n_prompts, n_tokens, n_layers))
+    logit[0, 3:] = np.nan  # generation stopped early
+    logit[-1] = np.nan  # a prompt without tokens is not counted
+    return logit
+
+
+def test_block_differences_find_the_block_where_the_lenses_part():
+    logit = _entropies()
+    noise = np.random.default_rng(1).normal(0.0, 0.3, logit.shape)
+    lens = logit + noise
+    lens[:, :, 2] += 3.0  # the fitted lens reads block 2 three nats wider
+    table = R.block_differences(logit, lens, n_boot=500, seed=0)
+    assert list(table.columns) == list(R.BLOCK_COLUMNS) and table["n_prompts"].eq(11).all()
+    assert table.loc[2, "difference"] == pytest.approx(3.0, abs=0.2)
+    assert table.loc[2, "ci_low"] > 2.5 and table.loc[2, "ci_high"] < 3.5
+    others = table.drop(index=2)
+    assert ((others["ci_low"] < 0) & (others["ci_high"] > 0)).sum() >= 3  # noise only
+    text = R.driving_blocks(table)
+    assert text.startswith("block") and text.split(" ", 2)[1] == "2" and "+2.9" in text.split("),")[0]
+    flat = R.block_differences(logit, logit, n_boot=100, seed=0)
+    assert R.driving_blocks(flat).startswith("no block")
+
+
+def test_the_interval_resamples_prompts_not_tokens():
+    """Each prompt's tokens move together: the interval is as wide as the prompts' spread allows, however many
+    tokens each prompt has (resampling tokens would shrink it by about the square root of the token count)."""
+    n_prompts, n_tokens = 8, 200
+    offsets = np.random.default_rng(2).normal(0.0, 1.0, n_prompts)
+    logit = np.ones((n_prompts, n_tokens, 2))
+    lens = logit + offsets[:, None, None]
+    table = R.block_differences(logit, lens, n_boot=2000, seed=0)
+    expected_half = 1.96 * offsets.std(ddof=1) / np.sqrt(n_prompts)
+    half = (table["ci_high"] - table["ci_low"]) / 2
+    assert np.allclose(half, expected_half, rtol=0.35)
+    assert table["difference"].to_numpy() == pytest.approx(np.full(2, offsets.mean()))
+
+
+def test_entropies_of_different_generations_are_refused():
+    logit = _entropies()
+    lens = logit.copy()
+    lens[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="missing at different tokens"):
+        R.block_differences(logit, lens, n_boot=10, seed=0)
+    with pytest.raises(ValueError, match=r"two \[prompt, token, layer\] arrays of one shape"):
+        R.block_differences(logit, lens[:, :, :2], n_boot=10, seed=0)
+    with pytest.raises(ValueError, match="top must be at least 1"):
+        R.driving_blocks(R.block_differences(logit, logit, n_boot=10, seed=0), top=0)
