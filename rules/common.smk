@@ -3,7 +3,14 @@ import functools
 import os
 import re
 
-from entropy_lens.workflow.plan import dataset_models, lens_fit_models, plan_from_config, plan_inputs, skip_models
+from entropy_lens.workflow.plan import (
+    dataset_models,
+    lens_fit_models,
+    lens_profile_pairs,
+    plan_from_config,
+    plan_inputs,
+    skip_models,
+)
 from entropy_lens.workflow.settings import check_config, synthetic_stories
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import LETTERS
@@ -26,6 +33,8 @@ SKIP_MODELS = skip_models(config)
 # Lenses fitted to the model (fitted_lens): the models and kinds; none unless enabled.
 LENS_MODELS = lens_fit_models(config)
 LENS_KINDS = config["fitted_lens"]["kinds"] if LENS_MODELS else []
+# (model, dataset) pairs profiled again under each fitted kind (fitted_lens.profile_datasets).
+LENS_PROFILE_PAIRS = lens_profile_pairs(config)
 # Family analyses compare models: they run only where the blank set has two or more.
 FAMILIES = len(DATASET_MODELS.get("blank", [])) >= 2
 PAIRS = [(m, d) for d in DATASETS for m in DATASET_MODELS[d]]
@@ -82,6 +91,8 @@ def result_outputs():
     out += ["results/tables/mmlu_accuracy.csv", "results/figures/mmlu_letters.png"] if MMLU else []
     if LENS_MODELS:
         out += ["results/tables/lens_fit.csv", "results/figures/lens_fit.png"]
+    if LENS_PROFILE_PAIRS:
+        out += ["results/tables/lens_robustness.csv"]
     if SKIP_MODELS:
         out += ["results/tables/layer_skip.csv"]
         out += expand("results/figures/skip_map_{model}.png", model=SKIP_MODELS)
@@ -179,6 +190,8 @@ def paper_inputs(wildcards):
     if FAMILIES:
         inputs["clustering"] = "results/tables/family_clustering.csv"
         inputs["family_pairs"] = "results/tables/family_pairs.csv"
+    if LENS_PROFILE_PAIRS:
+        inputs["robustness"] = "results/tables/lens_robustness.csv"
     if SKIP_MODELS:
         inputs["layer_skip"] = "results/tables/layer_skip_comparisons.csv"
         inputs["skip_spearman"] = "results/tables/layer_skip_spearman.csv"

@@ -64,3 +64,60 @@ rule lens_fit_table:
         "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/lens_fit_table.py"
+
+
+# Profiles under each fitted kind (fitted_lens.profile_datasets): the same prompts and generations as under the logit
+# lens, read through the translators; lens_robustness analyses both alike and puts each verdict beside the other.
+rule extract_lens_profiles:
+    input:
+        model="resources/models/{model}",
+        table="results/datasets/{dataset}.parquet",
+        translators="results/lenses/{model}/{kind}.safetensors",
+    output:
+        directory("results/lens_profiles/{kind}/{model}/{dataset}.zarr"),
+    params:
+        generation=extract_params,
+        lens=config["lens"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
+        storage=config["storage"],
+        shard=None,
+    log:
+        "logs/extract_lens_profiles/{model}/{kind}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/extract_lens_profiles/{model}/{kind}/{dataset}.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    threads: config["compute"]["threads"]
+    resources:
+        **planned("extract_lens_profiles"),
+        gpu=1 if GPU else 0,
+    script:
+        "../workflow_scripts/extract_profiles.py"
+
+
+rule lens_robustness:
+    input:
+        logit=[f"results/profiles/{m}/{d}.zarr" for m, d in LENS_PROFILE_PAIRS],
+        lens=[f"results/lens_profiles/{k}/{m}/{d}.zarr" for k in LENS_KINDS for m, d in LENS_PROFILE_PAIRS],
+        models=sorted({f"resources/models/{m}" for m, _ in LENS_PROFILE_PAIRS}),
+    output:
+        csv=report("results/tables/lens_robustness.csv", caption="../report/lens_robustness.rst", category="9. Fitted lenses"),
+        md="results/tables/lens_robustness.md",
+        blocks="results/tables/lens_blocks.csv",
+    params:
+        pairs=LENS_PROFILE_PAIRS,
+        kinds=LENS_KINDS,
+        knn=knn_params,
+        labels={m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]} for m in MODELS},
+        expected=expected_runs,
+        n_boot=config["analysis"]["n_boot"],
+        seed=config["analysis"]["knn"]["seed"],
+    log:
+        "logs/lens_robustness.log",
+    benchmark:
+        "results/benchmarks/lens_robustness.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/lens_robustness.py"

@@ -188,3 +188,35 @@ def test_another_split_gets_its_own_ids_and_only_the_hub_has_splits():
     fits = {(job.model, job.dataset) for job in paper.jobs if job.rule == planning.FIT_LENS}
     text_models = load_config(REPO / "config" / "paper.yaml")["fitted_lens"]["models"]
     assert fits == {(m, kind) for m in text_models for kind in ("linear", "tuned")} and len(text_models) == 14
+
+
+def test_profiles_under_a_fitted_lens_are_planned_and_their_datasets_checked():
+    """fitted_lens.profile_datasets: one planned extraction per kind and (lens model, dataset) pair, sized as the
+    logit lens's; a dataset that is not enabled, one whose labels need answer scores, or a sharded run is refused
+    by name."""
+    config = load_config(REPO / "config.yaml")
+    config["fitted_lens"].update(kinds=["linear", "tuned"], profile_datasets=["blank", "formats", "tasks"])
+    assert planning.lens_profile_pairs(config) == [("smollm2-135m", d) for d in ("blank", "formats", "tasks")]
+    planned = planning.plan_from_config(config)
+    lens_jobs = {(j.model, j.dataset) for j in planned.jobs if j.rule == planning.EXTRACT_LENS}
+    pairs = {("smollm2-135m", f"{k}/{d}") for k in ("linear", "tuned") for d in ("blank", "formats", "tasks")}
+    assert lens_jobs == pairs
+    under_lens = planned.job(planning.EXTRACT_LENS, "smollm2-135m", "linear/formats")
+    under_logit = planned.job(planning.EXTRACT, "smollm2-135m", "formats")
+    assert (under_lens.prompts, under_lens.lens_flops) == (under_logit.prompts, under_logit.lens_flops)
+    config["datasets"]["blank"]["models"] = ["gemma3-270m"]  # the lens model is not profiled on blank: no pair
+    assert ("smollm2-135m", "blank") not in planning.lens_profile_pairs(config)
+    for named, message in (
+        (["blank", "nothing"], r"fitted_lens.profile_datasets names \['nothing'\], which are not enabled datasets"),
+        (["mmlu"], r"fitted_lens.profile_datasets names \['mmlu'\]: profiles under a fitted lens cover the text sets"),
+    ):
+        bad = load_config(REPO / "config.yaml")
+        bad["fitted_lens"]["profile_datasets"] = named
+        with pytest.raises(ValueError, match=message):
+            check_config(bad)
+    sharded = load_config(REPO / "config.yaml")
+    sharded["compute"]["prompts_per_job"] = 64
+    with pytest.raises(ValueError, match=r"not sharded, but compute.prompts_per_job is 64"):
+        check_config(sharded)
+    sharded["fitted_lens"]["profile_datasets"] = []
+    check_config(sharded)

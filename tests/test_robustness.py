@@ -102,3 +102,21 @@ def test_entropies_of_different_generations_are_refused():
         R.block_differences(logit, lens[:, :, :2], n_boot=10, seed=0)
     with pytest.raises(ValueError, match="top must be at least 1"):
         R.driving_blocks(R.block_differences(logit, logit, n_boot=10, seed=0), top=0)
+
+
+def test_the_verdict_table_gets_each_lens_verdict_where_its_scope_is_one_model():
+    from entropy_lens.analysis.render import display
+    from entropy_lens.analysis.rows import COLUMNS
+
+    top = LOGIT.assign(split=["formats", "tasks", "blank", "", "", ""])
+    changes = R.verdict_changes(top, LENS.assign(split=["formats", "tasks", "blank", "", ""]), "linear")
+    pooled = changes.iloc[:1].assign(model="all", verdict_lens="not reproduced")  # a row of several models
+    out = R.with_robustness(top, pd.concat([changes, pooled], ignore_index=True))
+    assert out["under_linear"].tolist() == ["reproduced", "inconclusive", "", "", "", ""]
+    assert top.columns.tolist() == out.columns.tolist()[:-1]  # the input is left as it was
+    view = display(out.reindex(columns=[*COLUMNS, "under_linear"]))
+    assert view.columns.tolist()[view.columns.get_loc("verdict") + 1] == "under linear lens"
+    assert view["under linear lens"].tolist() == out["under_linear"].tolist()
+    assert "under linear lens" not in display(top.reindex(columns=list(COLUMNS))).columns
+    with pytest.raises(ValueError, match="linear lens gives a verdict row twice"):
+        R.with_robustness(top, pd.concat([changes, changes.iloc[:1]], ignore_index=True))

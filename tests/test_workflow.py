@@ -249,6 +249,49 @@ def test_fitted_lenses_are_artifacts_judged_on_questions_no_analysis_reads(tiny_
     assert (tiny_run / "results/figures/lens_fit.png").stat().st_size > 0
 
 
+def test_verdicts_are_read_again_under_each_fitted_lens(tiny_run):
+    """fitted_lens.profile_datasets: the same prompts and generated tokens read through each fitted kind (the store
+    says which lens), analysed as under the logit lens; each verdict beside the other, the headline counts the
+    changes and the verdict table carries each kind's verdict."""
+    for dataset in ("formats", "blank"):
+        logit = storage.open_profiles(tiny_run / f"{PROFILES}/tiny-llama/{dataset}.zarr")
+        for kind in ("linear", "tuned"):
+            lens = storage.open_profiles(tiny_run / f"results/lens_profiles/{kind}/tiny-llama/{dataset}.zarr")
+            assert lens.attrs["lens_kind"] == kind and logit.attrs.get("lens_kind", "logit") == "logit"
+            np.testing.assert_array_equal(lens.token_id.values, logit.token_id.values)  # the same generations
+            entropy, under_logit = lens.entropy.values, logit.entropy.values
+            np.testing.assert_allclose(entropy[..., -1], under_logit[..., -1], rtol=1e-4, atol=1e-4)  # final block
+            assert np.nanmax(np.abs(entropy[..., :-1] - under_logit[..., :-1])) > 1e-3  # earlier blocks read anew
+    changes = pd.read_csv(tiny_run / "results/tables/lens_robustness.csv", keep_default_na=False)
+    assert set(changes["kind"]) == {"linear", "tuned"} and set(changes["dataset"]) == {"formats", "blank"}
+    assert set(changes["model"]) <= {"tiny-llama", "all"}
+    assert changes["verdict_logit"].ne("").all() and changes["verdict_lens"].ne("").all()
+    assert changes["changed"].astype(str).isin(["True", "False"]).all()
+    assert (changes["changed"].astype(str) == "True").eq(changes["verdict_logit"] != changes["verdict_lens"]).all()
+    assert set(changes["claim"]) >= {claims.SPEARMAN, claims.OVERLAP}
+    blocks = pd.read_csv(tiny_run / "results/tables/lens_blocks.csv")
+    n_layers = int(blocks["block"].max()) + 1
+    assert len(blocks) == 2 * 2 * n_layers  # per kind and dataset, one row per block
+    final = blocks[blocks["block"] == n_layers - 1]
+    assert final["difference"].abs().max() < 1e-3  # the final block reads the model's own logits
+    markdown = (tiny_run / "results/tables/lens_robustness.md").read_text()
+    for kind in ("linear", "tuned"):
+        counted = changes[changes["kind"] == kind]
+        changed = int((counted["changed"].astype(str) == "True").sum())
+        assert f"Under the {kind} lens, {changed} of {len(counted)} verdicts change" in markdown
+        assert (
+            f"Under the {kind} lens, {changed} of {len(counted)}"
+            in (tiny_run / "results/tables/verdicts.md").read_text()
+        )
+    top = pd.read_csv(tiny_run / "results/tables/verdicts.csv", keep_default_na=False)
+    spearman = top[(top["claim"] == claims.SPEARMAN) & (top["model"] == "tiny-llama") & (top["split"] == "blank")]
+    expected = changes[
+        (changes["claim"] == claims.SPEARMAN) & (changes["split"] == "blank") & (changes["kind"] == "linear")
+    ]
+    assert len(spearman) == 1 and spearman["under_linear"].tolist() == expected["verdict_lens"].tolist()
+    assert top.loc[top["model"] != "tiny-llama", "under_linear"].eq("").all()
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_user_mmlu_file_feeds_the_prompt_set_and_the_layer_skip_questions(tmp_path, suffix):
     """datasets.mmlu.source: local with a file in the schema's columns (no mapping), through the workflow."""

@@ -157,6 +157,7 @@ def tiny_config() -> dict:
             "fit_prompts": 3,
             "held_out_prompts": 2,
             "held_out_positions": 4,
+            "profile_datasets": ["formats", "blank"],
             "steps": 2,
             "n_boot": 200,
             "seed": 0,

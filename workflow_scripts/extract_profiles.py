@@ -2,6 +2,7 @@
 
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.extract import Shard, extract_table
+from entropy_lens.lens.translators import Translators
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.store import storage
@@ -14,6 +15,9 @@ generation = GenerationSettings(gen["max_new_tokens"], gen["do_sample"], gen["te
 lens_settings = LensSettings.from_config(lens)
 
 table = read_table(snakemake.input.table, dataset)
+# extract_lens_profiles reads the residuals through fitted translators; extract_profiles through the logit lens.
+fitted = dict(snakemake.input.items()).get("translators")
+translators = Translators.load(fitted) if fitted else None
 with job_model(snakemake) as lm:
     ds = extract_table(
         lm,
@@ -25,6 +29,7 @@ with job_model(snakemake) as lm:
         chat_template=gen["chat_template"],
         shard=shard,
         choices=gen["choices"],
+        translators=translators,
     )
 storage.write_profiles(
     ds, snakemake.output[0], chunk_prompts=store["chunk_prompts"], shard_prompts=store["shard_prompts"]

@@ -71,11 +71,16 @@ def colour(word: str) -> str:
     return VERDICT_COLOURS.get(word, BLUE)
 
 
+# Columns of a verdict table giving the verdict under a fitted lens (``under_linear``, ``under_tuned``).
+UNDER_LENS = "under_"
+
+
 def display(table: pd.DataFrame) -> pd.DataFrame:
-    """Strings for reading: ``ours``, ``baseline`` and ``study protocol`` as ``x [lo, hi]`` in the row's unit."""
+    """Strings for reading: ``ours``, ``baseline`` and ``study protocol`` as ``x [lo, hi]`` in the row's unit,
+    and after ``verdict`` the verdict under each fitted lens where the table has one."""
     records = table.to_dict("records")
     claims = [_claim_text(r) for r in records]
-    return pd.DataFrame(
+    view = pd.DataFrame(
         {
             "claim": claims,
             "model": table["model"],
@@ -90,6 +95,10 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             "n": table["n"],
         }
     )
+    # The verdict under each fitted lens (lens_robustness), beside the logit lens's.
+    for column in [c for c in table.columns if c.startswith(UNDER_LENS)][::-1]:
+        view.insert(view.columns.get_loc("verdict") + 1, f"under {column[len(UNDER_LENS) :]} lens", table[column])
+    return view
 
 
 def _claim_text(row: Mapping[str, Any]) -> str:

@@ -10,10 +10,23 @@ per block, with a 95% interval over prompts (the unit: a prompt's tokens are not
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
+import xarray as xr
 
+from entropy_lens.analysis.expansion import expansion_spearman, nucleus_overlap
+from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.paper import paper_table
+from entropy_lens.analysis.render import UNDER_LENS
+from entropy_lens.analysis.rows import Expected
+from entropy_lens.analysis.shapes import profile_shapes
+from entropy_lens.analysis.targets import knn_table
 from entropy_lens.core.intervals import bootstrap_mean_statistic
+from entropy_lens.store import schema
+from entropy_lens.store.combine import combine_dataset
 
 KEY = ("claim", "role", "model", "split", "measure", "unit")
 NUMBERS = ("estimate", "ci_low", "ci_high")
@@ -131,5 +144,97 @@ def driving_blocks(differences: pd.DataFrame, top: int = 3) -> str:
     if clear.empty:
         return "no block's mean entropy differs between the lenses beyond its interval"
     ranked = clear.reindex(clear["difference"].abs().sort_values(ascending=False, kind="stable").index).head(top)
-    parts = [f"{r.block} ({r.difference:+.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}] nats)" for r in ranked.itertuples()]
+    parts = [f"{r.block} ({r.difference:+.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}] nats)" for r in ranked.itertuples()]
     return f"block{'s' if len(parts) > 1 else ''} " + ", ".join(parts)
+
+
+def dataset_robustness(
+    logit: Mapping[str, xr.Dataset],
+    lens: Mapping[str, xr.Dataset],
+    *,
+    dataset: str,
+    kind: str,
+    labels: Mapping[str, Mapping[str, object]],
+    expected: Expected,
+    knn: KnnSettings,
+    features: FeatureSettings,
+    n_boot: int,
+    seed: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The verdicts one dataset's profiles give under the logit lens and under ``kind``, and where they part.
+
+    Both sides run the same analyses on the same models' profiles of ``dataset`` (kNN separability in Shannon
+    entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes), so each verdict is compared within
+    one scope, whatever else the run's full table pools.
+
+    Args:
+        logit, lens: Per-model stores (model -> dataset) of the same prompts under each lens.
+        dataset: The dataset's name.
+        kind: The fitted lens's kind.
+        labels: ``{model: {"family", "n_params"}}`` (:func:`entropy_lens.store.combine.combine_dataset`).
+        expected: What the paper table expects (its ``datasets`` restricted to this dataset's lens models).
+        knn, features: The run's kNN settings.
+        n_boot, seed: Bootstrap replicates and seed of the intervals.
+
+    Returns:
+        ``(changes, blocks)``: :func:`verdict_changes` rows with ``dataset`` and ``blocks`` (the
+        :func:`driving_blocks` of the row's model; ``""`` for a row of several models), and the
+        :func:`block_differences` rows of every model with ``model``, ``dataset`` and ``kind``.
+
+    Raises:
+        ValueError: when the two sides hold other models, or a model's generated tokens differ between them.
+    """
+    if list(logit) != list(lens):
+        raise ValueError(f"{dataset}: the logit lens's models {list(logit)} differ from the {kind} lens's {list(lens)}")
+    frames = []
+    for model in logit:
+        same = logit[model][schema.TOKEN_ID].values, lens[model][schema.TOKEN_ID].values
+        if same[0].shape != same[1].shape or not np.array_equal(*same):
+            raise ValueError(f"{model} on {dataset}: the {kind} lens's profiles read other generated tokens")
+        order = (schema.PROMPT, schema.TOKEN, schema.LAYER)
+        entropies = (store[model][schema.ENTROPY].transpose(*order).values for store in (logit, lens))
+        table = block_differences(*entropies, n_boot=n_boot, seed=seed)
+        frames.append(table.assign(model=model, dataset=dataset, kind=kind))
+    blocks = pd.concat(frames, ignore_index=True)
+    tables = [
+        _paper(combine_dataset(side, labels), dataset, expected, knn, features, n_boot, seed) for side in (logit, lens)
+    ]
+    changes = verdict_changes(*tables, kind).assign(dataset=dataset)
+    drivers = {m: driving_blocks(group) for m, group in blocks.groupby("model", sort=False)}
+    changes["blocks"] = changes["model"].map(drivers).fillna("")
+    return changes, blocks
+
+
+def _paper(
+    store: xr.Dataset,
+    dataset: str,
+    expected: Expected,
+    knn: KnnSettings,
+    features: FeatureSettings,
+    n_boot: int,
+    seed: int,
+) -> pd.DataFrame:
+    analyses = {
+        "knn": knn_table({dataset: store}, features=features, settings=knn),
+        "expansion": expansion_spearman(store, n_boot=n_boot, seed=seed).assign(dataset=dataset),
+        "overlap": nucleus_overlap(store, n_boot=n_boot, seed=seed).assign(dataset=dataset),
+        "shapes": profile_shapes(store, n_boot=n_boot, seed=seed).assign(dataset=dataset),
+    }
+    return paper_table(**analyses, expected=expected)
+
+
+def with_robustness(top: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
+    """``top`` (verdict rows) with a column ``under_<kind>`` per fitted kind: the verdict the row's model and
+    dataset give under that lens, where it was read (``""`` elsewhere, and for rows pooling several models,
+    whose scope the per-dataset comparison does not share)."""
+    out = top.copy()
+    keys = ["claim", "model", "split", "measure", "unit"]
+    single = changes[changes["model"].isin(set(top["model"].astype(str)) - {"all", ""})]
+    for kind, rows in single.groupby("kind", sort=False):
+        twice = rows[rows.duplicated(keys, keep=False)]
+        if not twice.empty:
+            raise ValueError(f"the {kind} lens gives a verdict row twice: {twice.iloc[0][keys].to_dict()}")
+        verdicts = rows.set_index(keys)["verdict_lens"]
+        index = pd.MultiIndex.from_frame(out[keys].astype(str))
+        out[f"{UNDER_LENS}{kind}"] = verdicts.reindex(index).fillna("").to_numpy()
+    return out

@@ -80,7 +80,7 @@ def check_config(config: dict, where: str = "config") -> dict:
     except ValidationError as err:
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ValueError(f"{where}: {path}: {err.message}") from None
-    for check in (_model_sources, _model_lists, _stories_model, _shard_size, _lens_corpus):
+    for check in (_model_sources, _model_lists, _stories_model, _shard_size, _lens_corpus, _lens_profiles):
         check(config)
     return config
 
@@ -142,6 +142,30 @@ def _lens_corpus(config: Mapping) -> None:
         raise ValueError(
             f"fitted_lens.corpus_split is {split!r}, but datasets.mmlu.source is {source!r}: only the hub source "
             "has other splits; set corpus_split: test or source: hub"
+        )
+
+
+def _lens_profiles(config: Mapping) -> None:
+    """Profiles under a fitted lens name enabled datasets, and are one job per (kind, model, dataset)."""
+    lenses = config.get("fitted_lens", {})
+    named = list(lenses.get("profile_datasets", []))
+    if not (lenses.get("enabled", False) and named):
+        return
+    enabled = [name for name, spec in config["datasets"].items() if spec.get("enabled", True)]
+    unknown = [name for name in named if name not in enabled]
+    if unknown:
+        raise ValueError(f"fitted_lens.profile_datasets names {unknown}, which are not enabled datasets {enabled}")
+    unsupported = [name for name in named if name in ("mmlu", "images")]
+    if unsupported:
+        raise ValueError(
+            f"fitted_lens.profile_datasets names {unsupported}: profiles under a fitted lens cover the text sets whose "
+            "labels need no answer scores (tasks, formats, blank); MMLU correctness and images read the logit lens only"
+        )
+    shard = config["compute"].get("prompts_per_job", 0)
+    if shard:
+        raise ValueError(
+            f"fitted_lens.profile_datasets: profiles under a fitted lens are one job per (kind, model, dataset), "
+            f"not sharded, but compute.prompts_per_job is {shard}; leave profile_datasets empty or set it to 0"
         )
 
 

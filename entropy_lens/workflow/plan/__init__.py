@@ -32,6 +32,7 @@ from entropy_lens.workflow.plan.config import (
     estimated_stats,
     jobs_from_config,
     lens_fit_models,
+    lens_profile_pairs,
     plan_from_config,
     plan_inputs,
     run_from_config,
@@ -43,6 +44,7 @@ from entropy_lens.workflow.plan.config import (
 from entropy_lens.workflow.plan.cost import (
     DISK_BYTES,
     EXTRACT,
+    EXTRACT_LENS,
     FIT_LENS,
     RULES,
     SKIP_EVAL,
@@ -61,6 +63,7 @@ from entropy_lens.workflow.plan.shapes import ModelShape, model_shape, shape_fro
 __all__ = [
     "DISK_BYTES",
     "EXTRACT",
+    "EXTRACT_LENS",
     "FIT_LENS",
     "MMLU_QUESTIONS",
     "RULES",
@@ -84,6 +87,7 @@ __all__ = [
     "jobs_from_config",
     "leave_one_out",
     "lens_fit_models",
+    "lens_profile_pairs",
     "loading_bytes",
     "model_shape",
     "plan_from_config",

@@ -16,6 +16,7 @@ from entropy_lens.workflow.plan.cluster import Plan
 from entropy_lens.workflow.plan.cost import (
     COST_TERMS,
     EXTRACT,
+    EXTRACT_LENS,
     FIT_LENS,
     SKIP_EVAL,
     SKIP_SELECT,
@@ -42,6 +43,7 @@ def benchmark_patterns(root: str | os.PathLike, *, sharded: bool) -> dict[str, s
         SKIP_SELECT: f"{root}/layer_skip_select/{{model}}.tsv",
         SKIP_EVAL: f"{root}/layer_skip_eval/{{model}}.tsv",
         FIT_LENS: f"{root}/fit_lens/{{model}}_{{dataset}}.tsv",
+        EXTRACT_LENS: f"{root}/extract_lens_profiles/{{model}}/{{dataset}}.tsv",  # dataset: "{kind}/{dataset}"
     }
 
 

@@ -80,7 +80,9 @@ class Plan:
             raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
 
         def lookup(wildcards, attempt: int) -> ClusterRequest:
-            dataset = getattr(wildcards, "dataset", "") or getattr(wildcards, "kind", "")  # fit_lens: the kind
+            dataset, kind = getattr(wildcards, "dataset", ""), getattr(wildcards, "kind", "")
+            # fit_lens: the kind; extract_lens_profiles: "{kind}/{dataset}"
+            dataset = f"{kind}/{dataset}" if kind and dataset else dataset or kind
             shard = int(getattr(wildcards, "shard", 0))
             return self.request(rule, wildcards.model, dataset, shard, attempt=attempt)
 

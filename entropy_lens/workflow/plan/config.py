@@ -20,7 +20,7 @@ import pandas as pd
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
 from entropy_lens.workflow.plan.cluster import Plan, plan_jobs
-from entropy_lens.workflow.plan.cost import EXTRACT, FIT_LENS, SKIP_EVAL, SKIP_SELECT, Job, Workload
+from entropy_lens.workflow.plan.cost import EXTRACT, EXTRACT_LENS, FIT_LENS, SKIP_EVAL, SKIP_SELECT, Job, Workload
 from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
 from entropy_lens.workflow.settings import section_models
@@ -332,6 +332,34 @@ def lens_fit_models(config: Mapping) -> list[str]:
     return section_models(config, "fitted_lens", lenses.get("models", [])) if lenses.get("enabled", False) else []
 
 
+def lens_profile_pairs(config: Mapping) -> list[tuple[str, str]]:
+    """(model, dataset) pairs profiled again under each fitted kind: the lens models on the datasets of
+    ``fitted_lens.profile_datasets`` they are profiled on, in config order; none unless lenses are fitted."""
+    named, models = config.get("fitted_lens", {}).get("profile_datasets", []), dataset_models(config)
+    return [(m, d) for m in lens_fit_models(config) for d in named if m in models.get(d, [])]
+
+
+def _lens_profile_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) -> list[Job]:
+    """One extraction per kind and profiled dataset, as under the logit lens (the translators' ``d x d`` map
+    per block and row is left out: ``d / V`` of the lens's own head, under 2% for the embedded models)."""
+    datasets = [d for m, d in lens_profile_pairs(config) if m == model.name]
+    n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
+    jobs = []
+    for dataset in datasets:
+        stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
+        work = Workload(
+            stats.prompts,
+            stats.mean_tokens,
+            stats.max_tokens,
+            _get(config, "datasets", dataset, "max_new_tokens"),
+            batch,
+            n_alphas,
+        )
+        for kind in _get(config, "fitted_lens", "kinds"):
+            jobs.append(Job(EXTRACT_LENS, model.name, f"{kind}/{dataset}", 0, 1, model.shape, (work,), stats.source))
+    return jobs
+
+
 def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, settings: PlanSettings) -> list[Job]:
     jobs = []
     n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
@@ -358,6 +386,7 @@ def _per_model_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) ->
         jobs += _layer_skip_jobs(config["layer_skip"], model, prompts, batch)
     if model.name in lens_fit_models(config):
         jobs += _lens_fit_jobs(config["fitted_lens"], model, prompts, batch)
+        jobs += _lens_profile_jobs(config, model, prompts)
     return jobs
 
 

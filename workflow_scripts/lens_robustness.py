@@ -1,0 +1,69 @@
+"""Rule lens_robustness: each verdict its datasets give under the logit lens beside the verdict under every fitted
+kind, one headline line per kind, and the blocks where the two lenses' entropies part."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.robustness import dataset_robustness, robustness_headline
+from entropy_lens.analysis.rows import Expected
+from entropy_lens.core.tables import to_markdown, write_csv
+from entropy_lens.model.registry import folder_model_type
+from entropy_lens.store import storage
+from entropy_lens.workflow.jobs import setup_logging
+
+setup_logging(snakemake)
+params, out = snakemake.params, snakemake.output
+knn = params.knn
+settings = KnnSettings(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"], test=knn["test"])
+features = FeatureSettings(mode=knn["feature"], n_windows=knn["windows"])
+architectures = {Path(folder).name: folder_model_type(folder) for folder in snakemake.input.models}
+pairs = [tuple(pair) for pair in params.pairs]
+logit_paths = dict(zip(pairs, snakemake.input.logit, strict=True))
+lens_paths = dict(zip([(k, m, d) for k in params.kinds for m, d in pairs], snakemake.input.lens, strict=True))
+
+changes, blocks = [], []
+for kind in params.kinds:
+    for dataset in dict.fromkeys(d for _, d in pairs):
+        models = [m for m, d in pairs if d == dataset]
+        logit = storage.open_all({m: logit_paths[m, dataset] for m in models}, load=True)
+        lens = storage.open_all({m: lens_paths[kind, m, dataset] for m in models}, load=True)
+        expected = Expected(
+            **{**params.expected, "datasets": {dataset: models}, "layer_skip": []}, architectures=architectures
+        )
+        rows, parts = dataset_robustness(
+            logit,
+            lens,
+            dataset=dataset,
+            kind=kind,
+            labels={m: params.labels[m] for m in models},
+            expected=expected,
+            knn=settings,
+            features=features,
+            n_boot=params.n_boot,
+            seed=params.seed,
+        )
+        changes.append(rows)
+        blocks.append(parts)
+
+table, by_block = pd.concat(changes, ignore_index=True), pd.concat(blocks, ignore_index=True)
+write_csv(table, out.csv)
+write_csv(by_block, out.blocks)
+lines = ["# Do the verdicts survive a fitted lens?", ""]
+lines += [robustness_headline(table[table["kind"] == kind], kind) for kind in params.kinds]
+shown = [
+    "dataset",
+    "claim",
+    "model",
+    "split",
+    "measure",
+    "kind",
+    "verdict_logit",
+    "verdict_lens",
+    "estimate_logit",
+    "estimate_lens",
+]
+lines += ["", to_markdown(table[[*shown, "blocks"]])]
+Path(out.md).write_text("\n".join(lines))
