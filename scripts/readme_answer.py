@@ -5,7 +5,8 @@
 Reads ``RESULTS_DIR/tables/verdicts.csv`` (the headline ``paper_table`` writes) and replaces the text between
 ``<!-- answer:SECTION begin -->`` and ``<!-- answer:SECTION end -->`` with its counts and one line per claim
 (how many rows got each verdict, on which models); every estimate with its 95% interval is in the run's
-``tables/verdicts.md``, which the section links.
+``tables/verdicts.md``, which the section links; where the run read verdicts under a fitted lens
+(``tables/lens_robustness.csv``), a line per lens kind counting those that change.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from entropy_lens.analysis.render import digest_markdown
+from entropy_lens.analysis.robustness import robustness_headline
 
 
 def replace_section(text: str, section: str, body: str) -> str:
@@ -42,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     full = source.with_suffix(".md").as_posix()
     body = f"*Generated from `{source.as_posix()}` by `scripts/readme_answer.py`; every estimate with its 95% "
     body += f"interval: `{full}`.*\n\n" + digest_markdown(table)
+    robustness = source.with_name("lens_robustness.csv")
+    if robustness.is_file():  # fitted_lens.profile_datasets: one line per fitted kind
+        changes = pd.read_csv(robustness, keep_default_na=False)
+        kinds = dict.fromkeys(changes["kind"])
+        lines = [robustness_headline(changes[changes["kind"] == kind], kind) for kind in kinds]
+        body += "\n" + " ".join(lines) + f" Per row and block: `{robustness.with_suffix('.md').as_posix()}`.\n"
     readme = Path(args.readme)
     readme.write_text(replace_section(readme.read_text(encoding="utf-8"), args.section, body), encoding="utf-8")
     print(f"wrote the {args.section} answer ({len(table)} rows) into {readme}")
