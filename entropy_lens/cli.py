@@ -206,9 +206,9 @@ def _duration(seconds: float) -> str:
 
 
 _COLUMNS = (
-    ("job", 17),
+    ("job", 21),
     ("model", 21),
-    ("dataset", 7),
+    ("dataset", 14),
     ("shard", 5),
     ("prompts", 7),
     ("tok/p", 6),
