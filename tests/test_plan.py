@@ -565,7 +565,7 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
     argv = ["plan", "--configfile", str(PAPER), "--results", str(tmp_path), "--models", str(tmp_path)]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
-    assert "job               model" in printed and "extract_profiles  gemma-2-9b-it" in printed
+    assert "job                   model" in printed and "extract_profiles      gemma-2-9b-it" in printed
     assert printed.count("  total ") == 15 and "TOTAL all models: 201 jobs" in printed
     assert "longer than the model's context" not in printed
 
