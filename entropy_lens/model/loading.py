@@ -225,6 +225,12 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
     return table[dtype]
 
 
+def cpu_has_bf16_matmul() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX), as torch reports it."""
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
 def load_model(
     name_or_path: str | os.PathLike,
     *,
@@ -252,6 +258,13 @@ def load_model(
     """
     device = device or default_device()
     torch_dtype = resolve_dtype(dtype, device)
+    if device == "cpu" and torch_dtype == torch.bfloat16 and not cpu_has_bf16_matmul():
+        logger.warning(
+            "bfloat16 weights on a CPU without AVX512-BF16 or AMX (%s): its matmuls run without hardware support, "
+            "an order of magnitude slower than float32 here (measured: 13-17 s against about 1.5 s per MMLU prompt "
+            "of Qwen2.5-Coder-1.5B); set compute.dtype: float32, or run where the CPU has them",
+            torch.backends.cpu.get_cpu_capability(),
+        )
     name = str(name_or_path)
     kind = source_kind(name)
     if kind == REGISTRY_SOURCE:
