@@ -192,8 +192,8 @@ def test_another_split_gets_its_own_ids_and_only_the_hub_has_splits():
 
 def test_profiles_under_a_fitted_lens_are_planned_and_their_datasets_checked():
     """fitted_lens.profile_datasets: one planned extraction per kind and (lens model, dataset) pair, sized as the
-    logit lens's; a dataset that is not enabled, one whose labels need answer scores, or a sharded run is refused
-    by name."""
+    logit lens's, one job also in a sharded run; a dataset that is not enabled, or one whose labels need answer
+    scores, is refused by name."""
     config = load_config(REPO / "config.yaml")
     config["fitted_lens"].update(kinds=["linear", "tuned"], profile_datasets=["blank", "formats", "tasks"])
     assert planning.lens_profile_pairs(config) == [("smollm2-135m", d) for d in ("blank", "formats", "tasks")]
@@ -214,9 +214,8 @@ def test_profiles_under_a_fitted_lens_are_planned_and_their_datasets_checked():
         bad["fitted_lens"]["profile_datasets"] = named
         with pytest.raises(ValueError, match=message):
             check_config(bad)
-    sharded = load_config(REPO / "config.yaml")
-    sharded["compute"]["prompts_per_job"] = 64
-    with pytest.raises(ValueError, match=r"not sharded, but compute.prompts_per_job is 64"):
-        check_config(sharded)
-    sharded["fitted_lens"]["profile_datasets"] = []
+    sharded = load_config(REPO / "config.yaml")  # a sharded run reads the gathered store; its lens job is one job
+    sharded["compute"]["prompts_per_job"] = 16
     check_config(sharded)
+    (job,) = [j for j in planning.plan_from_config(sharded).jobs if j.rule == planning.EXTRACT_LENS]
+    assert (job.dataset, job.n_shards) == ("linear/blank", 1)

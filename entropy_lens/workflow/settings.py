@@ -146,7 +146,7 @@ def _lens_corpus(config: Mapping) -> None:
 
 
 def _lens_profiles(config: Mapping) -> None:
-    """Profiles under a fitted lens name enabled datasets, and are one job per (kind, model, dataset)."""
+    """Profiles under a fitted lens name enabled text datasets whose labels need no answer scores."""
     lenses = config.get("fitted_lens", {})
     named = list(lenses.get("profile_datasets", []))
     if not (lenses.get("enabled", False) and named):
@@ -160,12 +160,6 @@ def _lens_profiles(config: Mapping) -> None:
         raise ValueError(
             f"fitted_lens.profile_datasets names {unsupported}: profiles under a fitted lens cover the text sets whose "
             "labels need no answer scores (tasks, formats, blank); MMLU correctness and images read the logit lens only"
-        )
-    shard = config["compute"].get("prompts_per_job", 0)
-    if shard:
-        raise ValueError(
-            f"fitted_lens.profile_datasets: profiles under a fitted lens are one job per (kind, model, dataset), "
-            f"not sharded, but compute.prompts_per_job is {shard}; leave profile_datasets empty or set it to 0"
         )
 
 
