@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from entropy_lens.analysis.render import digest_markdown
-from entropy_lens.analysis.robustness import robustness_headline
+from entropy_lens.analysis.robustness import robustness_lines
 
 
 def replace_section(text: str, section: str, body: str) -> str:
@@ -47,8 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     robustness = source.with_name("lens_robustness.csv")
     if robustness.is_file():  # fitted_lens.profile_datasets: one line per fitted kind
         changes = pd.read_csv(robustness, keep_default_na=False)
-        kinds = dict.fromkeys(changes["kind"])
-        lines = [robustness_headline(changes[changes["kind"] == kind], kind) for kind in kinds]
+        lines = robustness_lines(changes)
         body += "\n" + " ".join(lines) + f" Per row and block: `{robustness.with_suffix('.md').as_posix()}`.\n"
     readme = Path(args.readme)
     readme.write_text(replace_section(readme.read_text(encoding="utf-8"), args.section, body), encoding="utf-8")

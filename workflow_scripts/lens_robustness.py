@@ -7,7 +7,7 @@ import pandas as pd
 
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.knn import KnnSettings
-from entropy_lens.analysis.robustness import dataset_robustness, robustness_headline
+from entropy_lens.analysis.robustness import dataset_robustness, robustness_lines
 from entropy_lens.analysis.rows import Expected
 from entropy_lens.core.tables import to_markdown, write_csv
 from entropy_lens.model.registry import folder_model_type
@@ -25,34 +25,40 @@ logit_paths = dict(zip(pairs, snakemake.input.logit, strict=True))
 lens_paths = dict(zip([(k, m, d) for k in params.kinds for m, d in pairs], snakemake.input.lens, strict=True))
 
 changes, blocks = [], []
-for kind in params.kinds:
-    for dataset in dict.fromkeys(d for _, d in pairs):
-        models = [m for m, d in pairs if d == dataset]
-        logit = storage.open_all({m: logit_paths[m, dataset] for m in models}, load=True)
-        lens = storage.open_all({m: lens_paths[kind, m, dataset] for m in models}, load=True)
-        expected = Expected(
-            **{**params.expected, "datasets": {dataset: models}, "layer_skip": []}, architectures=architectures
-        )
-        rows, parts = dataset_robustness(
-            logit,
-            lens,
-            dataset=dataset,
-            kind=kind,
-            labels={m: params.labels[m] for m in models},
-            expected=expected,
-            knn=settings,
-            features=features,
-            n_boot=params.n_boot,
-            seed=params.seed,
-        )
-        changes.append(rows)
-        blocks.append(parts)
+for dataset in dict.fromkeys(d for _, d in pairs):
+    models = [m for m, d in pairs if d == dataset]
+    logit = storage.open_all({m: logit_paths[m, dataset] for m in models}, load=True)
+    lenses = {k: storage.open_all({m: lens_paths[k, m, dataset] for m in models}, load=True) for k in params.kinds}
+    expected = Expected(
+        **{**params.expected, "datasets": {dataset: models}, "layer_skip": []}, architectures=architectures
+    )
+    rows, parts = dataset_robustness(
+        logit,
+        lenses,
+        dataset=dataset,
+        labels={m: params.labels[m] for m in models},
+        expected=expected,
+        knn=settings,
+        features=features,
+        n_boot=params.n_boot,
+        seed=params.seed,
+    )
+    changes.append(rows)
+    blocks.append(parts)
 
-table, by_block = pd.concat(changes, ignore_index=True), pd.concat(blocks, ignore_index=True)
+
+def by_kind(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The datasets' rows kind by kind, in the configured order of kinds (each kind's rows in dataset order)."""
+    table = pd.concat(frames, ignore_index=True)
+    order = table["kind"].map({k: i for i, k in enumerate(params.kinds)})
+    return table.iloc[order.argsort(kind="stable")].reset_index(drop=True)
+
+
+table, by_block = by_kind(changes), by_kind(blocks)
 write_csv(table, out.csv)
 write_csv(by_block, out.blocks)
 lines = ["# Do the verdicts survive a fitted lens?", ""]
-lines += [robustness_headline(table[table["kind"] == kind], kind) for kind in params.kinds]
+lines += robustness_lines(table, params.kinds)
 shown = [
     "dataset",
     "claim",

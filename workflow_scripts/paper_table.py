@@ -4,7 +4,7 @@ from pathlib import Path
 
 from entropy_lens.analysis.paper import Expected, headline, paper_table_from_files
 from entropy_lens.analysis.render import display, terminal_table, verdicts_html, verdicts_markdown
-from entropy_lens.analysis.robustness import robustness_headline, with_robustness
+from entropy_lens.analysis.robustness import robustness_lines, with_robustness
 from entropy_lens.core.tables import read_csv_table, write_csv, write_table
 from entropy_lens.model.registry import folder_model_type
 from entropy_lens.workflow.jobs import setup_logging
@@ -24,8 +24,7 @@ robustness = dict(snakemake.input.items()).get("robustness")
 if robustness:  # fitted_lens.profile_datasets: each verdict under the fitted lenses
     changes = read_csv_table(robustness, keep_default_na=False)
     top = with_robustness(top, changes)
-    kinds = list(dict.fromkeys(changes["kind"]))
-    lines = [robustness_headline(changes[changes["kind"] == kind], kind) for kind in kinds]
+    lines = robustness_lines(changes)
     lens_lines = "\n## Under a fitted lens\n\n" + "\n".join(lines) + " Per row and block: lens_robustness.md.\n"
 write_csv(top, out.verdicts_csv)
 Path(out.verdicts_md).write_text(verdicts_markdown(top, "Verdicts: did each claim hold here?") + lens_lines)

@@ -10,7 +10,7 @@ per block, with a 95% interval over prompts (the unit: a prompt's tokens are not
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ from entropy_lens.analysis.expansion import expansion_spearman, nucleus_overlap
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.knn import KnnSettings
 from entropy_lens.analysis.paper import paper_table
-from entropy_lens.analysis.render import UNDER_LENS
+from entropy_lens.analysis.render import NOT_RUN, UNDER_LENS
 from entropy_lens.analysis.rows import Expected
 from entropy_lens.analysis.shapes import profile_shapes
 from entropy_lens.analysis.targets import knn_table
@@ -40,7 +40,6 @@ CHANGE_COLUMNS = (
     "changed",
 )
 BLOCK_COLUMNS = ("block", "depth", "difference", "ci_low", "ci_high", "n_prompts")
-NOT_RUN = "not run"
 
 
 def verdict_changes(logit: pd.DataFrame, lens: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -91,6 +90,12 @@ def robustness_headline(changes: pd.DataFrame, kind: str) -> str:
         for r in changed.itertuples()
     )
     return f"{head}: {listed}."
+
+
+def robustness_lines(changes: pd.DataFrame, kinds: Sequence[str] | None = None) -> list[str]:
+    """:func:`robustness_headline` of each kind (default: those of ``changes``, in order of appearance)."""
+    kinds = list(dict.fromkeys(changes["kind"])) if kinds is None else list(kinds)
+    return [robustness_headline(changes[changes["kind"] == kind], kind) for kind in kinds]
 
 
 def block_differences(logit: np.ndarray, lens: np.ndarray, *, n_boot: int, seed: int) -> pd.DataFrame:
@@ -150,10 +155,9 @@ def driving_blocks(differences: pd.DataFrame, top: int = 3) -> str:
 
 def dataset_robustness(
     logit: Mapping[str, xr.Dataset],
-    lens: Mapping[str, xr.Dataset],
+    lenses: Mapping[str, Mapping[str, xr.Dataset]],
     *,
     dataset: str,
-    kind: str,
     labels: Mapping[str, Mapping[str, object]],
     expected: Expected,
     knn: KnnSettings,
@@ -161,29 +165,45 @@ def dataset_robustness(
     n_boot: int,
     seed: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The verdicts one dataset's profiles give under the logit lens and under ``kind``, and where they part.
+    """The verdicts one dataset's profiles give under the logit lens and under each fitted kind, and where they part.
 
     Both sides run the same analyses on the same models' profiles of ``dataset`` (kNN separability in Shannon
     entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes), so each verdict is compared within
-    one scope, whatever else the run's full table pools.
+    one scope, whatever else the run's full table pools. The logit lens's side is analysed once for every kind.
 
     Args:
-        logit, lens: Per-model stores (model -> dataset) of the same prompts under each lens.
+        logit: Per-model stores (model -> dataset) under the logit lens.
+        lenses: Fitted kind -> per-model stores of the same prompts under that lens.
         dataset: The dataset's name.
-        kind: The fitted lens's kind.
         labels: ``{model: {"family", "n_params"}}`` (:func:`entropy_lens.store.combine.combine_dataset`).
         expected: What the paper table expects (its ``datasets`` restricted to this dataset's lens models).
         knn, features: The run's kNN settings.
         n_boot, seed: Bootstrap replicates and seed of the intervals.
 
     Returns:
-        ``(changes, blocks)``: :func:`verdict_changes` rows with ``dataset`` and ``blocks`` (the
+        ``(changes, blocks)``, kind by kind: :func:`verdict_changes` rows with ``dataset`` and ``blocks`` (the
         :func:`driving_blocks` of the row's model; ``""`` for a row of several models), and the
         :func:`block_differences` rows of every model with ``model``, ``dataset`` and ``kind``.
 
     Raises:
-        ValueError: when the two sides hold other models, or a model's generated tokens differ between them.
+        ValueError: when a side holds other models, or a model's generated tokens differ between them.
     """
+    under_logit = _paper(combine_dataset(logit, labels), dataset, expected, knn, features, n_boot, seed)
+    changes, blocks = [], []
+    for kind, lens in lenses.items():
+        parts = _block_differences(logit, lens, dataset=dataset, kind=kind, n_boot=n_boot, seed=seed)
+        under_lens = _paper(combine_dataset(lens, labels), dataset, expected, knn, features, n_boot, seed)
+        rows = verdict_changes(under_logit, under_lens, kind).assign(dataset=dataset)
+        drivers = {m: driving_blocks(group) for m, group in parts.groupby("model", sort=False)}
+        changes.append(rows.assign(blocks=rows["model"].map(drivers).fillna("")))
+        blocks.append(parts)
+    return pd.concat(changes, ignore_index=True), pd.concat(blocks, ignore_index=True)
+
+
+def _block_differences(
+    logit: Mapping[str, xr.Dataset], lens: Mapping[str, xr.Dataset], *, dataset: str, kind: str, n_boot: int, seed: int
+) -> pd.DataFrame:
+    """:func:`block_differences` of every model, after checking both sides read the same generated tokens."""
     if list(logit) != list(lens):
         raise ValueError(f"{dataset}: the logit lens's models {list(logit)} differ from the {kind} lens's {list(lens)}")
     frames = []
@@ -195,14 +215,7 @@ def dataset_robustness(
         entropies = (store[model][schema.ENTROPY].transpose(*order).values for store in (logit, lens))
         table = block_differences(*entropies, n_boot=n_boot, seed=seed)
         frames.append(table.assign(model=model, dataset=dataset, kind=kind))
-    blocks = pd.concat(frames, ignore_index=True)
-    tables = [
-        _paper(combine_dataset(side, labels), dataset, expected, knn, features, n_boot, seed) for side in (logit, lens)
-    ]
-    changes = verdict_changes(*tables, kind).assign(dataset=dataset)
-    drivers = {m: driving_blocks(group) for m, group in blocks.groupby("model", sort=False)}
-    changes["blocks"] = changes["model"].map(drivers).fillna("")
-    return changes, blocks
+    return pd.concat(frames, ignore_index=True)
 
 
 def _paper(

@@ -346,18 +346,22 @@ def _lens_profile_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts)
     n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
     jobs = []
     for dataset in datasets:
-        stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
-        work = Workload(
-            stats.prompts,
-            stats.mean_tokens,
-            stats.max_tokens,
-            _get(config, "datasets", dataset, "max_new_tokens"),
-            batch,
-            n_alphas,
-        )
+        stats, new = _extraction_stats(config, model, prompts, dataset)
+        work = Workload(stats.prompts, stats.mean_tokens, stats.max_tokens, new, batch, n_alphas)
         for kind in _get(config, "fitted_lens", "kinds"):
             jobs.append(Job(EXTRACT_LENS, model.name, f"{kind}/{dataset}", 0, 1, model.shape, (work,), stats.source))
     return jobs
+
+
+def _extraction_stats(
+    config: Mapping, model: _ModelContext, prompts: _Prompts, dataset: str
+) -> tuple[PromptStats, int]:
+    """The prompts one extraction of ``dataset`` reads on ``model`` and the lens slots each gets."""
+    if model.shape.image_tokens:  # an image classifier: one pass per image, its patches and the CLS slot
+        patches, images = model.shape.image_tokens - 1, prompt_count(dataset, config["datasets"][dataset])
+        return PromptStats(images, patches, patches, "image"), 1  # the one lens slot is the CLS token
+    stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
+    return stats, _get(config, "datasets", dataset, "max_new_tokens")
 
 
 def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, settings: PlanSettings) -> list[Job]:
@@ -366,12 +370,7 @@ def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, s
     for dataset, models in dataset_models(config).items():
         if model.name not in models:
             continue
-        if model.shape.image_tokens:  # an image classifier: one pass per image, its patches and the CLS slot
-            patches, images = model.shape.image_tokens - 1, prompt_count(dataset, config["datasets"][dataset])
-            stats, new = PromptStats(images, patches, patches, "image"), 1  # the one lens slot is the CLS token
-        else:
-            stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
-            new = _get(config, "datasets", dataset, "max_new_tokens")
+        stats, new = _extraction_stats(config, model, prompts, dataset)
         shards = stats.shards(config["compute"].get("prompts_per_job", 0))
         for i, part in enumerate(shards):
             work = Workload(part.prompts, part.mean_tokens, part.max_tokens, new, batch, n_alphas)
