@@ -283,7 +283,13 @@ def render_plan(plan: planning.Plan) -> str:
         f"device {run.device}, {run.dtype_bytes} bytes per weight{threads}; {gflops:g} GFLOP/s, {rates.gbps:g} GB/s, "
         f"{rates.metric_ns:g} ns per lens logit, {s.overhead_s:g} s + I/O at {s.io_gbps:g} GB/s per job; "
         f"requests = estimate x {s.safety:g}, peak memory x {s.mem_margin:g} "
-        f"(floors {s.min_runtime_min} min, {s.min_mem_mb} MB)",
+        f"(floors {s.min_runtime_min} min, {s.min_mem_mb} MB)"
+        + (
+            f"; CPU matmul rates scaled to this host's probe ({s.cpu_probe_gflops:.0f} GFLOP/s float32, "
+            f"{s.cpu_probe_bf16_gflops:.0f} bfloat16 per thread)"
+            if run.device == "cpu" and s.has_probe
+            else ""
+        ),
         " ".join(f"{h:>{w}}" if i > 1 else f"{h:<{w}}" for i, (h, w) in enumerate(_COLUMNS)),
     ]
     totals = plan.totals()

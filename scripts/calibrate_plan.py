@@ -10,7 +10,9 @@ their Snakemake benchmark files, and one least-squares fit over all of them give
 the device's rates: float32 and 16-bit matmuls per thread, streaming, lens metrics, per-layer steps
 (:func:`entropy_lens.workflow.plan.calibrate`). Printed: the ``plan:`` line to put in ``config.yaml``, then
 every job's predicted / measured seconds and peak memory under the fitted settings, the range per rule, and
-the interpreter overhead each job's memory implies (``cpu_overhead_mb`` is the plan's).
+the interpreter overhead each job's memory implies (``cpu_overhead_mb`` is the plan's). On a CPU the ``plan:``
+line records this host's matmul probe (``cpu_probe_gflops``, ``cpu_probe_bf16_gflops``), so a plan made on
+another host scales the fitted matmul rates by the two hosts' probes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from entropy_lens.model.probe import host_rates
 from entropy_lens.workflow import plan as planning
 from entropy_lens.workflow.plan.settings import MIB
 from entropy_lens.workflow.settings import load_config
@@ -48,6 +51,10 @@ def main() -> int:
     (first, table), others = runs[0], runs[1:]
     fitted = planning.calibrate(first, table, others)
     fields = ("overhead_s", *fitted.rate_fields(first.run.device))
+    if first.run.device == "cpu":  # the rates hold for this host: record its probe, so other hosts scale them
+        host = host_rates()
+        fitted = dataclasses.replace(fitted, cpu_probe_gflops=host.float32, cpu_probe_bf16_gflops=host.bfloat16)
+        fields += ("cpu_probe_gflops", "cpu_probe_bf16_gflops")
     print("plan: {" + ", ".join(f"{name}: {getattr(fitted, name):.4g}" for name in fields) + "}")
     rows = []
     for directory, *configs in args.run:

@@ -21,7 +21,7 @@ from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
 from entropy_lens.workflow.plan.cluster import Plan, plan_jobs
 from entropy_lens.workflow.plan.cost import EXTRACT, EXTRACT_LENS, FIT_LENS, SKIP_EVAL, SKIP_SELECT, Job, Workload
-from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
+from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings, scaled_to_host
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
 from entropy_lens.workflow.settings import section_models
 
@@ -517,6 +517,7 @@ def plan_from_config(
         ValueError: for a missing config key, an unknown plan setting, or a model whose
             shape cannot be found offline.
     """
-    settings = settings_from_config(config.get("plan"))
+    run = run_from_config(config)
+    settings = scaled_to_host(settings_from_config(config.get("plan")), run)
     jobs = jobs_from_config(config, tables=tables, model_dirs=model_dirs, settings=settings)
-    return plan_jobs(jobs, run_from_config(config), settings)
+    return plan_jobs(jobs, run, settings)

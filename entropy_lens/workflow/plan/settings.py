@@ -4,7 +4,8 @@
 
 Default rates are stated on :class:`PlanSettings`;
 :func:`entropy_lens.workflow.plan.calibration.calibrate` rescales them from measured
-Snakemake benchmarks.
+Snakemake benchmarks, and :func:`scaled_to_host` carries CPU matmul rates from the calibrating host to
+this one by their matmul probes (:mod:`entropy_lens.model.probe`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ class PlanSettings:
             prompts with the registry models' tokenizers).
         chat_template_tokens: Tokens a chat template adds when no tokenizer is at hand (29-30
             measured for the registry models' templates).
+        cpu_probe_gflops, cpu_probe_bf16_gflops: The matmul probe (:mod:`entropy_lens.model.probe`, one
+            thread) of the host the CPU rates were calibrated on, float32 and bfloat16; 0: not recorded.
+            Where recorded, a CPU plan scales its matmul rates to the planning host (:meth:`for_host`).
     """
 
     cpu_gflops: float = 25.0
@@ -94,6 +98,8 @@ class PlanSettings:
     gpu_mem_gb: float = 80.0
     chars_per_token: float = 4.0
     chat_template_tokens: int = 30
+    cpu_probe_gflops: float = 0.0
+    cpu_probe_bf16_gflops: float = 0.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -107,6 +113,30 @@ class PlanSettings:
                 f"plan rates must be > 0 and safety and mem_margin >= 1; got "
                 f"{zero or {'safety': self.safety, 'mem_margin': self.mem_margin}}"
             )
+
+    @property
+    def has_probe(self) -> bool:
+        """Whether the calibrating host's probe is recorded (both dtypes), so the CPU rates can be scaled."""
+        return self.cpu_probe_gflops > 0 and self.cpu_probe_bf16_gflops > 0
+
+    def for_host(self, float32: float, bfloat16: float) -> PlanSettings:
+        """These settings with the CPU matmul rates scaled from the calibrating host to one whose probe ran
+        ``float32`` and ``bfloat16`` GFLOP/s per thread (the probe recorded is then that host's).
+
+        Raises:
+            ValueError: when no probe is recorded, or for a rate that is not > 0.
+        """
+        if not self.has_probe:
+            raise ValueError("no calibrating host's probe is recorded (plan.cpu_probe_gflops, cpu_probe_bf16_gflops)")
+        if not (float32 > 0 and bfloat16 > 0):
+            raise ValueError(f"host probe rates must be > 0 GFLOP/s, got float32={float32!r}, bfloat16={bfloat16!r}")
+        return dataclasses.replace(
+            self,
+            cpu_gflops=self.cpu_gflops * float32 / self.cpu_probe_gflops,
+            cpu_bf16_gflops=self.cpu_bf16_gflops * bfloat16 / self.cpu_probe_bf16_gflops,
+            cpu_probe_gflops=float32,
+            cpu_probe_bf16_gflops=bfloat16,
+        )
 
     def rates(self, run: RunSettings) -> DeviceRates:
         """The rates of ``run``'s device, with its threads on a CPU."""
@@ -169,3 +199,18 @@ class RunSettings:
     def dtype_bytes(self) -> int:
         """Bytes per weight (and activation) in the dtype the model runs in."""
         return DTYPE_BYTES[AUTO_DTYPE[self.device] if self.dtype == "auto" else self.dtype]
+
+
+def scaled_to_host(settings: PlanSettings, run: RunSettings) -> PlanSettings:
+    """``settings`` with its CPU matmul rates scaled to this host's probe, where the calibrating host's probe
+    is recorded and the jobs run on this host's CPU; otherwise ``settings`` as they are.
+
+    A CPU job planned here runs here (a SLURM run on CPU nodes plans on the submitting host: set
+    ``plan.cpu_probe_gflops: 0`` there, or calibrate on the nodes).
+    """
+    if run.device != "cpu" or not settings.has_probe:
+        return settings
+    from entropy_lens.model.probe import host_rates  # torch is imported only where a CPU plan is scaled
+
+    host = host_rates()
+    return settings.for_host(host.float32, host.bfloat16)
