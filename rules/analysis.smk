@@ -292,6 +292,7 @@ rule plan_vs_run:
     params:
         config=config,
         benchmarks="results/benchmarks",
+        logs="logs",  # each job's log ends with its exact peak memory
     log:
         "logs/plan_vs_run.log",
     conda:

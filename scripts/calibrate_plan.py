@@ -40,7 +40,8 @@ def run_plan(
     plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
     sharded = bool(config["compute"]["prompts_per_job"])
     patterns = planning.benchmark_patterns(directory / "results" / "benchmarks", sharded=sharded)
-    return plan, planning.compare_benchmarks(plan, patterns)
+    logs = planning.benchmark_patterns(directory / "logs", sharded=sharded, suffix="log")
+    return plan, planning.compare_benchmarks(plan, patterns, logs)
 
 
 def main() -> int:
@@ -62,11 +63,12 @@ def main() -> int:
         compared = compared.assign(run=directory)
         peaks = {job.key: job.host_peak_bytes / MIB - fitted.cpu_overhead_mb for job in again.jobs}
         keys = zip(compared["rule"], compared["model"], compared["dataset"], compared["shard"], strict=True)
-        compared["implied_overhead_mb"] = compared["measured_rss_mb"] - [peaks[key] for key in keys]
+        exact = compared["peak_rss_mb"].fillna(compared["measured_rss_mb"])  # the log's exact peak where it has one
+        compared["implied_overhead_mb"] = exact - [peaks[key] for key in keys]
         rows.append(compared)
     jobs = pd.concat(rows, ignore_index=True)
     columns = ["run", "rule", "model", "dataset", "predicted_s", "measured_s", "ratio", "predicted_mb"]
-    columns += ["measured_rss_mb", "mem_ratio", "implied_overhead_mb"]
+    columns += ["measured_rss_mb", "peak_rss_mb", "mem_ratio", "implied_overhead_mb"]
     print(jobs[columns].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     per_rule = jobs.groupby(["run", "rule"])[["ratio", "mem_ratio"]].agg(["min", "max"])
     print(per_rule.to_string(float_format=lambda v: f"{v:.2f}"))

@@ -388,7 +388,10 @@ def test_paper_config_plans_every_model_and_dataset_offline(offline):
     request = result.request(plan.EXTRACT, "gemma-2-9b-it", "mmlu", shard=1)
     assert request.mem_mb > result.request(plan.EXTRACT, "gpt2-small", "blank").mem_mb
     totals = result.totals()
-    assert totals.loc["all", "jobs"] == len(result.jobs) == 14 * 3 + 10 * len(shards) + 10 * 2 + 1 + 14 * 2
+    # extraction (3 text sets, sharded MMLU, the image set), skipping, 2 lens kinds fitted and 3 sets read under each
+    assert totals.loc["all", "jobs"] == len(result.jobs) == 14 * 3 + 10 * len(shards) + 10 * 2 + 1 + 14 * 2 + 14 * 2 * 3
+    lens_sets = {j.dataset for j in result.jobs if j.rule == plan.EXTRACT_LENS}
+    assert lens_sets == {f"{kind}/{d}" for kind in ("linear", "tuned") for d in ("tasks", "formats", "blank")}
     assert totals.loc["all", "est_s"] == pytest.approx(sum(j.est_s for j in result.jobs))
 
 
@@ -566,7 +569,7 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "job                   model" in printed and "extract_profiles      gemma-2-9b-it" in printed
-    assert printed.count("  total ") == 15 and "TOTAL all models: 201 jobs" in printed
+    assert printed.count("  total ") == 15 and "TOTAL all models: 285 jobs" in printed
     assert "longer than the model's context" not in printed
 
 
@@ -671,3 +674,25 @@ def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
     assert one.host_f64_flops == pytest.approx(blocks * 9 * n**3)
     config["fitted_lens"]["enabled"] = False
     assert not [job for job in plan.jobs_from_config(config) if job.rule == plan.FIT_LENS]
+
+
+def test_the_memory_ratio_reads_the_exact_peak_a_jobs_log_ends_with(tmp_path, offline):
+    """Snakemake samples memory and can miss a short peak (a dtype conversion while loading); a job's log ends
+    with its getrusage peak, and the comparison prefers it, keeping the sampled figure beside it."""
+    result = _calibration_plan()
+    job = result.jobs[0]
+    patterns = {rule: str(tmp_path / "bench" / rule / "{model}" / "{dataset}.tsv") for rule in plan.RULES}
+    logs = {rule: str(tmp_path / "logs" / rule / "{model}" / "{dataset}.log") for rule in plan.RULES}
+    write_benchmark(Path(patterns[job.rule].format(model=job.model, dataset=job.dataset)), 10.0, 1000.0)
+    log = Path(logs[job.rule].format(model=job.model, dataset=job.dataset))
+    log.parent.mkdir(parents=True)
+    log.write_text("loading\n" + timings.PEAK_LINE.format(mb=4000.0) + "\n")
+    row = plan.compare_benchmarks(result, patterns, logs).iloc[0]
+    assert (row["measured_rss_mb"], row["peak_rss_mb"]) == (1000.0, 4000.0)
+    assert row["mem_ratio"] == pytest.approx(job.host_peak_bytes / 2**20 / 4000.0)
+    log.write_text("a job killed before its end logs no peak\n")
+    row = plan.compare_benchmarks(result, patterns, logs).iloc[0]
+    assert math.isnan(row["peak_rss_mb"]) and row["mem_ratio"] == pytest.approx(job.host_peak_bytes / 2**20 / 1000.0)
+    assert math.isnan(timings.read_peak(tmp_path / "absent.log"))
+    (tmp_path / "self.log").write_text(timings.peak_line() + "\n")  # this process's own high-water mark
+    assert timings.read_peak(tmp_path / "self.log") > 50

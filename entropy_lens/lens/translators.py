@@ -198,11 +198,12 @@ def fit_linear(
     gram = torch.zeros(n_layers - 1, d + 1, d + 1, dtype=torch.float64, device=lm.device)
     cross = torch.zeros(n_layers - 1, d + 1, d, dtype=torch.float64, device=lm.device)
     for _, resid in corpus_residuals(lm, prompt_ids, batch_size):
-        ones = torch.ones(resid.shape[0], n_layers - 1, 1, dtype=torch.float64, device=resid.device)
-        x = torch.cat([resid[:, :-1].double(), ones], -1)
+        ones = torch.ones(resid.shape[0], 1, dtype=torch.float64, device=resid.device)
         y = resid[:, -1].double()
-        gram += torch.einsum("nli,nlj->lij", x, x)
-        cross += torch.einsum("nli,nj->lij", x, y)
+        for block in range(n_layers - 1):  # one block's float64 copy at a time: [n, d + 1], not [n, L, d + 1]
+            x = torch.cat([resid[:, block].double(), ones], -1)
+            gram[block] += x.T @ x
+            cross[block] += x.T @ y
     solved = solve_normal_equations(gram.cpu(), cross.cpu())
     weight = torch.cat([solved[:, :d].float(), torch.eye(d)[None]], 0)
     bias = torch.cat([solved[:, d].float(), torch.zeros(1, d)], 0)

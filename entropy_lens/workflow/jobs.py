@@ -8,6 +8,7 @@ with Snakemake's ``log`` (and, for model jobs, ``input.model``,
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -19,6 +20,7 @@ import torch
 
 from entropy_lens.model.devices import claim_device
 from entropy_lens.model.loading import LensModel, load_model
+from entropy_lens.workflow.timings import peak_line
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -27,7 +29,8 @@ def setup_logging(job: Any) -> None:
     """Send the job's logging, warnings and stderr (tracebacks, progress bars) to ``job.log[0]``.
 
     Snakemake prints the log path of a failed job; with stderr redirected, the traceback
-    is in that file instead of lost in the terminal of a cluster node.
+    is in that file instead of lost in the terminal of a cluster node. The log ends with the job's exact
+    peak memory (:func:`entropy_lens.workflow.timings.peak_line`), which Snakemake's sampling can miss.
     """
     if not job.log:
         raise ValueError("the rule declares no log file; add `log:` so that the job's output has a home")
@@ -36,6 +39,7 @@ def setup_logging(job: Any) -> None:
     logging.captureWarnings(True)
     sys.stderr = stream
     os.dup2(stream.fileno(), 2)  # C extensions and child processes write to fd 2 directly
+    atexit.register(lambda: logging.getLogger(__name__).info(peak_line()))  # plan_vs_run reads it
 
 
 @contextlib.contextmanager

@@ -1,19 +1,42 @@
-"""Where a run's time went: Snakemake ``benchmark:`` files summarized per rule.
+"""Where a run's time went: Snakemake ``benchmark:`` files summarized per rule, and each job's exact peak memory.
 
 Every rule writes ``results/benchmarks/<rule>/<wildcards>.tsv`` (or
 ``results/benchmarks/<rule>.tsv``): one row with the job's wall seconds (``s``), peak
-resident memory (``max_rss``, MB) and CPU seconds (``cpu_time``).
+resident memory (``max_rss``, MB) and CPU seconds (``cpu_time``). Snakemake samples that memory (once a
+second, then every 30 s), so a short peak, such as loading a model in another dtype than its file, can fall
+between samples; every job also ends its log with its exact peak (:data:`PEAK_LINE`, the kernel's
+``getrusage`` high-water mark), read back by :func:`read_peak`.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
+import resource
 from pathlib import Path
 
 import pandas as pd
 
 TIMING_COLUMNS = ("rule", "jobs", "seconds", "share", "max_seconds", "slowest_job", "max_rss_mb", "cpu_seconds")
+# The last line of every job's log: its exact peak resident memory.
+PEAK_LINE = "peak resident memory: {mb:.1f} MB (getrusage)"
+_PEAK = re.compile(r"peak resident memory: ([0-9.]+) MB \(getrusage\)")
+
+
+def peak_line() -> str:
+    """This process's peak resident memory so far, as :data:`PEAK_LINE` (Linux reports ``ru_maxrss`` in KiB)."""
+    return PEAK_LINE.format(mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def read_peak(log: str | os.PathLike) -> float:
+    """The exact peak (MB) a job's log ends with, or NaN where the log is missing or has none (a job that
+    did not end, or ran before jobs logged it)."""
+    path = Path(log)
+    if not path.is_file():
+        return math.nan
+    found = _PEAK.findall(path.read_text(encoding="utf-8", errors="replace"))
+    return float(found[-1]) if found else math.nan
 
 
 def read_benchmarks(folder: str | os.PathLike) -> pd.DataFrame:

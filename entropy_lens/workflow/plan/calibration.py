@@ -25,34 +25,38 @@ from entropy_lens.workflow.plan.cost import (
     compute_seconds,
 )
 from entropy_lens.workflow.plan.settings import MIB, PlanSettings, RunSettings
-from entropy_lens.workflow.timings import read_benchmark
+from entropy_lens.workflow.timings import read_benchmark, read_peak
 
 
 def _benchmark_paths(plan: Plan, patterns: Mapping[str, str]) -> Iterator[tuple[JobPlan, Path]]:
     for job in plan.jobs:
         if job.rule in patterns:
-            yield job, Path(patterns[job.rule].format(model=job.model, dataset=job.dataset, shard=job.shard))
+            yield job, Path(patterns[job.rule].format(**_fields(job)))
 
 
-def benchmark_patterns(root: str | os.PathLike, *, sharded: bool) -> dict[str, str]:
+def benchmark_patterns(root: str | os.PathLike, *, sharded: bool, suffix: str = "tsv") -> dict[str, str]:
     """Where each model rule's jobs write their Snakemake benchmark under ``root`` (``results/benchmarks``),
-    as :func:`compare_benchmarks` reads them: one file per job, per shard in a sharded run."""
+    as :func:`compare_benchmarks` reads them: one file per job, per shard in a sharded run. The rules lay out
+    their logs alike: ``benchmark_patterns("logs", sharded=..., suffix="log")`` gives each job's log."""
     extract = "{model}/{dataset}/shard{shard}" if sharded else "{model}/{dataset}"
     return {
-        EXTRACT: f"{root}/extract_profiles/{extract}.tsv",
-        SKIP_SELECT: f"{root}/layer_skip_select/{{model}}.tsv",
-        SKIP_EVAL: f"{root}/layer_skip_eval/{{model}}.tsv",
-        FIT_LENS: f"{root}/fit_lens/{{model}}_{{dataset}}.tsv",
-        EXTRACT_LENS: f"{root}/extract_lens_profiles/{{model}}/{{dataset}}.tsv",  # dataset: "{kind}/{dataset}"
+        EXTRACT: f"{root}/extract_profiles/{extract}.{suffix}",
+        SKIP_SELECT: f"{root}/layer_skip_select/{{model}}.{suffix}",
+        SKIP_EVAL: f"{root}/layer_skip_eval/{{model}}.{suffix}",
+        FIT_LENS: f"{root}/fit_lens/{{model}}_{{dataset}}.{suffix}",
+        EXTRACT_LENS: f"{root}/extract_lens_profiles/{{model}}/{{dataset}}.{suffix}",  # dataset: "{kind}/{dataset}"
     }
 
 
-def plan_vs_run(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
+def plan_vs_run(plan: Plan, patterns: Mapping[str, str], logs: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Every planned model job beside what it measured: predicted and measured seconds and peak memory
     and their ratios (predicted / measured); a job without a benchmark file keeps NaN there, so a job
-    the run skipped shows as a row with no measurement, never as no row."""
+    the run skipped shows as a row with no measurement, never as no row. ``logs`` (patterns as
+    :func:`benchmark_patterns` with ``suffix="log"``) adds each job's exact peak, which the memory ratio
+    then reads (see :func:`compare_benchmarks`)."""
     keys = ["rule", "model", "dataset", "shard"]
-    measured = compare_benchmarks(plan, patterns)[[*keys, "measured_s", "ratio", "measured_rss_mb", "mem_ratio"]]
+    columns = ["measured_s", "ratio", "measured_rss_mb", "peak_rss_mb", "mem_ratio"]
+    measured = compare_benchmarks(plan, patterns, logs)[[*keys, *columns]]
     jobs = pd.DataFrame(
         [
             {"rule": j.rule, "model": j.model, "dataset": j.dataset, "shard": j.shard, "predicted_s": j.est_s}
@@ -62,28 +66,33 @@ def plan_vs_run(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
         columns=[*keys, "predicted_s", "predicted_mb"],
     )
     table = jobs.merge(measured, on=keys, how="left")
-    return table[[*keys, "predicted_s", "measured_s", "ratio", "predicted_mb", "measured_rss_mb", "mem_ratio"]]
+    return table[[*keys, "predicted_s", "measured_s", "ratio", "predicted_mb", *columns[2:]]]
 
 
-def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
+def compare_benchmarks(plan: Plan, patterns: Mapping[str, str], logs: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Predicted against measured time and memory, for the jobs whose benchmark file exists.
 
     Args:
         plan: The plan.
         patterns: Benchmark path per rule, formatted with ``model``, ``dataset`` and
             ``shard``, e.g. ``{"extract_profiles": "benchmarks/extract_profiles/{model}/{dataset}.tsv"}``.
+        logs: Log path per rule, formatted alike: each job's log ends with its exact peak
+            (:func:`entropy_lens.workflow.timings.read_peak`).
 
     Returns:
         Columns ``rule, model, dataset, shard, predicted_s, compute_s, fixed_s,
-        measured_s, ratio`` (predicted / measured), ``predicted_mb, measured_rss_mb,
-        mem_ratio``; one row per job with a benchmark file.
+        measured_s, ratio`` (predicted / measured), ``predicted_mb, measured_rss_mb`` (Snakemake's
+        sampled peak), ``peak_rss_mb`` (the exact peak from the log; NaN without one), ``mem_ratio``
+        (predicted over the exact peak, or over the sampled one where the log has none); one row per job
+        with a benchmark file.
     """
     rows = []
     for job, path in _benchmark_paths(plan, patterns):
         if not path.is_file():
             continue
         benchmark = read_benchmark(path)
-        measured = {"measured_s": benchmark["s"], "measured_rss_mb": benchmark["max_rss"]}
+        peak = read_peak(logs[job.rule].format(**_fields(job))) if logs and job.rule in logs else math.nan
+        measured = {"measured_s": benchmark["s"], "measured_rss_mb": benchmark["max_rss"], "peak_rss_mb": peak}
         rows.append(
             {
                 "rule": job.rule,
@@ -96,7 +105,7 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
                 **measured,
                 "ratio": job.est_s / measured["measured_s"] if measured["measured_s"] > 0 else math.nan,
                 "predicted_mb": job.host_peak_bytes / MIB,
-                "mem_ratio": job.host_peak_bytes / MIB / measured["measured_rss_mb"],
+                "mem_ratio": job.host_peak_bytes / MIB / (peak if peak > 0 else measured["measured_rss_mb"]),
             }
         )
     columns = [
@@ -111,9 +120,14 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str]) -> pd.DataFrame:
         "ratio",
         "predicted_mb",
         "measured_rss_mb",
+        "peak_rss_mb",
         "mem_ratio",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _fields(job: JobPlan) -> dict[str, object]:
+    return {"model": job.model, "dataset": job.dataset, "shard": job.shard}
 
 
 def calibrate(plan: Plan, comparison: pd.DataFrame, others: Sequence[tuple[Plan, pd.DataFrame]] = ()) -> PlanSettings:

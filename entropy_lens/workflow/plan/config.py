@@ -384,23 +384,26 @@ def _per_model_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) ->
     if model.name in skip_models(config):
         jobs += _layer_skip_jobs(config["layer_skip"], model, prompts, batch)
     if model.name in lens_fit_models(config):
-        jobs += _lens_fit_jobs(config["fitted_lens"], model, prompts, batch)
+        jobs += _lens_fit_jobs(config["fitted_lens"], model, prompts, batch, run_from_config(config).dtype_bytes)
         jobs += _lens_profile_jobs(config, model, prompts)
     return jobs
 
 
-def _lens_fit_jobs(lenses: Mapping, model: _ModelContext, prompts: _Prompts, batch: int) -> list[Job]:
+def _lens_fit_jobs(lenses: Mapping, model: _ModelContext, prompts: _Prompts, batch: int, dtype_bytes: int) -> list[Job]:
     """One fit_lens job per kind: a forward pass over the corpus (the linear lens sums its normal equations
     from it, held in float64 for the whole job), the held-out questions decoded at every block of their last
     positions under the logit lens and the fitted kind (planned as two lens passes of that many rows, their
     forward passes counted twice: a small overcount), and for a tuned lens, per Adam step, a forward pass of
-    one batch and every block's head forward and backward (three lens passes of every position)."""
+    one batch and every block's head forward and backward (three lens passes of every position). Each batch
+    records every block's output at every position beside its forward pass, and stacks the real positions
+    (:func:`_recorded_residuals`)."""
     spec = {"styles": ["base"], "n_shot": 0}  # prepare_lens_corpus builds zero-shot base-style prompts
     n_fit, n_held = _get(lenses, "fit_prompts"), _get(lenses, "held_out_prompts")
     fit = prompts.stats(model, "lens_fit", chat=False, spec={**spec, "n_questions": n_fit})
     held = prompts.stats(model, "lens_held_out", chat=False, spec={**spec, "n_questions": n_held})
     corpus = Workload(n_fit, fit.mean_tokens, fit.max_tokens, 0, batch)
     judged = Workload(n_held, held.mean_tokens, held.max_tokens, _get(lenses, "held_out_positions"), batch, 1, 2)
+    recorded = _recorded_residuals(model.shape, batch * max(fit.max_tokens, held.max_tokens), dtype_bytes)
     jobs = []
     for kind in _get(lenses, "kinds"):
         work: tuple[Workload, ...] = (corpus, judged)
@@ -410,8 +413,14 @@ def _lens_fit_jobs(lenses: Mapping, model: _ModelContext, prompts: _Prompts, bat
         if kind == "tuned":
             rows = max(round(fit.mean_tokens), 1)
             work += (Workload(batch, fit.mean_tokens, fit.max_tokens, rows, batch, 1, 3 * _get(lenses, "steps")),)
-        jobs.append(Job(FIT_LENS, model.name, kind, 0, 1, model.shape, work, fit.source, *normal))
+        jobs.append(Job(FIT_LENS, model.name, kind, 0, 1, model.shape, work, fit.source, *normal, recorded))
     return jobs
+
+
+def _recorded_residuals(shape: ModelShape, tokens: int, dtype_bytes: int) -> int:
+    """Bytes of one batch's recorded block outputs: every block at every position (``tokens``, padded), the real
+    positions stacked, and one block's float64 rows with the final block's (the linear lens's sums)."""
+    return 2 * tokens * shape.n_layers * shape.hidden_size * dtype_bytes + 2 * tokens * (shape.hidden_size + 1) * 8
 
 
 def _normal_equations(d: int, blocks: int, tokens: float) -> tuple[int, float, float]:

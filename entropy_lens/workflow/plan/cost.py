@@ -116,8 +116,10 @@ class Job:
         shape: The model's shape.
         workloads: What the job runs.
         token_source: How prompt lengths were found (see :class:`PromptStats`).
-        held_bytes: Host memory the job holds beside its workloads for its whole run (a linear lens's
-            float64 normal equations).
+        held_bytes: Memory the job holds beside its workloads for its whole run, on the model's device and, where
+            that is a GPU, on the host too (a linear lens's float64 normal equations, copied there to be solved).
+        recorded_bytes: Transient memory of every block's output recorded for one batch beside the forward
+            pass (the lens corpus: all positions of all blocks, then the real positions stacked).
         device_f64_flops, host_f64_flops: float64 FLOPs beside the workloads on the model's device and
             on the host CPU (a linear lens's normal equations: summed, then solved).
     """
@@ -133,6 +135,7 @@ class Job:
     held_bytes: int = 0
     device_f64_flops: float = 0.0
     host_f64_flops: float = 0.0
+    recorded_bytes: int = 0
 
 
 # A float64 FLOP costs two float32 ones: half the vector width on a CPU, half the FP32 rate or less on GPUs.
@@ -276,12 +279,12 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
     rates = settings.rates(run)
     costs = [workload_cost(job.shape, w, run, rates) for w in job.workloads]
     weights = job.shape.n_params * run.dtype_bytes
-    transient = max(c.kv_bytes + c.activation_bytes + c.lens_bytes for c in costs)
+    transient = max(c.kv_bytes + c.activation_bytes + c.lens_bytes for c in costs) + job.recorded_bytes
     store = sum(c.store_bytes for c in costs)
     loading = loading_bytes(job.shape.n_params, run.dtype_bytes)
     host = rates.host_overhead_mb * MIB + tokenizer_bytes(job.shape)
     if run.device == "cuda":
-        device_peak = weights + transient + rates.device_overhead_mb * MIB
+        device_peak = weights + transient + job.held_bytes + rates.device_overhead_mb * MIB
         host_peak = max(loading, store + job.held_bytes) + host
     else:
         device_peak = host_peak = max(loading, weights + transient + store + job.held_bytes) + host
