@@ -113,6 +113,7 @@ rule lens_robustness:
         expected=expected_runs,
         n_boot=config["analysis"]["n_boot"],
         seed=config["analysis"]["knn"]["seed"],
+        grid_points=config["analysis"]["depth_grid"],
     log:
         "logs/lens_robustness.log",
     benchmark:

@@ -644,6 +644,11 @@ def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
     d, blocks = 576, 29  # SmolLM2-135M: 30 blocks of width 576
     assert jobs["linear"].held_bytes == 8 * blocks * (d + 1) * (2 * d + 1) and jobs["tuned"].held_bytes == 0
     corpus, judged = jobs["linear"].workloads
+    # one batch's block outputs at every (padded) position, float32, twice (recorded, stacked), and one block's
+    # float64 rows with the final block's
+    padded = config["generation"]["batch_size"] * max(corpus.max_prompt_tokens, judged.max_prompt_tokens)
+    recorded = 2 * padded * 30 * d * 4 + 2 * padded * (d + 1) * 8
+    assert jobs["linear"].recorded_bytes == jobs["tuned"].recorded_bytes == recorded
     assert (corpus.prompts, corpus.new_tokens, corpus.n_alphas) == (24, 0, 0)  # a forward pass, no lens
     assert (judged.prompts, judged.new_tokens, judged.repeats, judged.lens_rows) == (10, 16, 2, 10 * 16 * 2)
     (*_, training) = jobs["tuned"].workloads
@@ -658,7 +663,7 @@ def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
     linear = planned.job(plan.FIT_LENS, "smollm2-135m", "linear")
     lens = 2 * d * 49152 * 30 * 10 * 16 * 2  # 2 d V per block per judged row, two lenses
     assert linear.lens_flops == pytest.approx(lens + summed + solved)
-    rates, run = plan.settings_from_config(config["plan"]), plan.run_from_config(config)
+    rates, run = planned.settings, plan.run_from_config(config)  # the rates as scaled to this host
     # float64 at half the float32 rate: on a CPU run, sums and solves alike in the calibrated float32 term
     without = plan.plan_job(dataclasses.replace(jobs["linear"], device_f64_flops=0.0, host_f64_flops=0.0), run, rates)
     assert linear.compute_s - without.compute_s == pytest.approx(2 * (summed + solved) / (rates.cpu_gflops * 1e9))
@@ -678,7 +683,7 @@ def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
 
 def test_the_memory_ratio_reads_the_exact_peak_a_jobs_log_ends_with(tmp_path, offline):
     """Snakemake samples memory and can miss a short peak (a dtype conversion while loading); a job's log ends
-    with its getrusage peak, and the comparison prefers it, keeping the sampled figure beside it."""
+    with its own peak (VmHWM), and the comparison prefers it, keeping the sampled figure beside it."""
     result = _calibration_plan()
     job = result.jobs[0]
     patterns = {rule: str(tmp_path / "bench" / rule / "{model}" / "{dataset}.tsv") for rule in plan.RULES}
@@ -696,3 +701,18 @@ def test_the_memory_ratio_reads_the_exact_peak_a_jobs_log_ends_with(tmp_path, of
     assert math.isnan(timings.read_peak(tmp_path / "absent.log"))
     (tmp_path / "self.log").write_text(timings.peak_line() + "\n")  # this process's own high-water mark
     assert timings.read_peak(tmp_path / "self.log") > 50
+
+
+def test_a_jobs_peak_is_its_own_not_the_parent_it_was_forked_from():
+    """A process exec'd straight from a fork (as Snakemake starts a script) inherits the parent's resident size in
+    getrusage's ru_maxrss; VmHWM counts only the job's own memory."""
+    import subprocess
+    import sys
+
+    held = np.ones(400 * 2**20 // 8)  # 400 MB touched in this (parent) process
+    code = "from entropy_lens.workflow.timings import peak_mb; import resource; "
+    code += "print(peak_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    own, inherited = map(float, child.stdout.split())
+    assert inherited >= held.nbytes / 2**20 and 0 < own < inherited - 300
+    assert timings.peak_mb() >= held.nbytes / 2**20

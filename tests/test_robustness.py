@@ -120,3 +120,16 @@ def test_the_verdict_table_gets_each_lens_verdict_where_its_scope_is_one_model()
     assert "under linear lens" not in display(top.reindex(columns=list(COLUMNS))).columns
     with pytest.raises(ValueError, match="linear lens gives a verdict row twice"):
         R.with_robustness(top, pd.concat([changes, changes.iloc[:1]], ignore_index=True))
+
+
+def test_a_row_pooling_every_model_gets_the_lens_verdict_only_where_the_lens_read_them_all():
+    top = LOGIT.assign(split=["formats", "tasks", "blank", "", "", ""])
+    changes = R.verdict_changes(top, LENS.assign(split=["formats", "tasks", "blank", "", ""]), "linear")
+    pooled = changes.iloc[:1].assign(model="all", claim="family", split="", verdict_lens="not reproduced")
+    changes = pd.concat([changes, pooled], ignore_index=True).assign(dataset="blank", scope="a, b")
+    family = top["model"].eq("all")
+    full = R.with_robustness(top, changes, {"blank": ["b", "a"]})  # the lens read both of blank's models
+    assert full.loc[family, "under_linear"].tolist() == ["not reproduced"]
+    assert full.loc[~family, "under_linear"].tolist() == ["reproduced", "inconclusive", "", "", ""]
+    for datasets in ({"blank": ["a", "b", "c"]}, {"formats": ["a", "b"]}, None):  # another scope, or none given
+        assert R.with_robustness(top, changes, datasets).loc[family, "under_linear"].tolist() == [""]

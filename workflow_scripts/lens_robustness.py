@@ -42,6 +42,7 @@ for dataset in dict.fromkeys(d for _, d in pairs):
         features=features,
         n_boot=params.n_boot,
         seed=params.seed,
+        grid_points=params.grid_points,
     )
     changes.append(rows)
     blocks.append(parts)

@@ -23,7 +23,7 @@ lens_lines = ""
 robustness = dict(snakemake.input.items()).get("robustness")
 if robustness:  # fitted_lens.profile_datasets: each verdict under the fitted lenses
     changes = read_csv_table(robustness, keep_default_na=False)
-    top = with_robustness(top, changes)
+    top = with_robustness(top, changes, snakemake.params.expected["datasets"])
     lines = robustness_lines(changes)
     lens_lines = "\n## Under a fitted lens\n\n" + "\n".join(lines) + " Per row and block: lens_robustness.md.\n"
 write_csv(top, out.verdicts_csv)

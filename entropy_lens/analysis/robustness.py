@@ -11,14 +11,17 @@ per block, with a 95% interval over prompts (the unit: a prompt's tokens are not
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.expansion import expansion_spearman, nucleus_overlap
-from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, FeatureSettings
+from entropy_lens.analysis.heldout import BLANK, family_heldout
 from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.pairs import family_pairs
 from entropy_lens.analysis.paper import paper_table
 from entropy_lens.analysis.render import NOT_RUN, UNDER_LENS
 from entropy_lens.analysis.rows import Expected
@@ -164,12 +167,14 @@ def dataset_robustness(
     features: FeatureSettings,
     n_boot: int,
     seed: int,
+    grid_points: int = DEFAULT_GRID_POINTS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The verdicts one dataset's profiles give under the logit lens and under each fitted kind, and where they part.
 
     Both sides run the same analyses on the same models' profiles of ``dataset`` (kNN separability in Shannon
-    entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes), so each verdict is compared within
-    one scope, whatever else the run's full table pools. The logit lens's side is analysed once for every kind.
+    entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes; on the blank set also the held-out
+    family and the same-family pairs: family, not size, and size as resolution), so each verdict is compared
+    within one scope. The logit lens's side is analysed once for every kind.
 
     Args:
         logit: Per-model stores (model -> dataset) under the logit lens.
@@ -179,21 +184,24 @@ def dataset_robustness(
         expected: What the paper table expects (its ``datasets`` restricted to this dataset's lens models).
         knn, features: The run's kNN settings.
         n_boot, seed: Bootstrap replicates and seed of the intervals.
+        grid_points: The normalized-depth grid of the same-family pairs (``analysis.depth_grid``).
 
     Returns:
-        ``(changes, blocks)``, kind by kind: :func:`verdict_changes` rows with ``dataset`` and ``blocks`` (the
+        ``(changes, blocks)``, kind by kind: :func:`verdict_changes` rows with ``dataset``, ``scope`` (the
+        models read, comma-separated: the scope of a row pooling them) and ``blocks`` (the
         :func:`driving_blocks` of the row's model; ``""`` for a row of several models), and the
         :func:`block_differences` rows of every model with ``model``, ``dataset`` and ``kind``.
 
     Raises:
         ValueError: when a side holds other models, or a model's generated tokens differ between them.
     """
-    under_logit = _paper(combine_dataset(logit, labels), dataset, expected, knn, features, n_boot, seed)
+    settings = _Settings(knn, features, n_boot, seed, grid_points)
+    under_logit = _paper(combine_dataset(logit, labels), dataset, expected, settings)
     changes, blocks = [], []
     for kind, lens in lenses.items():
         parts = _block_differences(logit, lens, dataset=dataset, kind=kind, n_boot=n_boot, seed=seed)
-        under_lens = _paper(combine_dataset(lens, labels), dataset, expected, knn, features, n_boot, seed)
-        rows = verdict_changes(under_logit, under_lens, kind).assign(dataset=dataset)
+        under_lens = _paper(combine_dataset(lens, labels), dataset, expected, settings)
+        rows = verdict_changes(under_logit, under_lens, kind).assign(dataset=dataset, scope=", ".join(logit))
         drivers = {m: driving_blocks(group) for m, group in parts.groupby("model", sort=False)}
         changes.append(rows.assign(blocks=rows["model"].map(drivers).fillna("")))
         blocks.append(parts)
@@ -218,31 +226,44 @@ def _block_differences(
     return pd.concat(frames, ignore_index=True)
 
 
-def _paper(
-    store: xr.Dataset,
-    dataset: str,
-    expected: Expected,
-    knn: KnnSettings,
-    features: FeatureSettings,
-    n_boot: int,
-    seed: int,
-) -> pd.DataFrame:
+@dataclass(frozen=True)
+class _Settings:
+    knn: KnnSettings
+    features: FeatureSettings
+    n_boot: int
+    seed: int
+    grid_points: int
+
+
+def _paper(store: xr.Dataset, dataset: str, expected: Expected, s: _Settings) -> pd.DataFrame:
     analyses = {
-        "knn": knn_table({dataset: store}, features=features, settings=knn),
-        "expansion": expansion_spearman(store, n_boot=n_boot, seed=seed).assign(dataset=dataset),
-        "overlap": nucleus_overlap(store, n_boot=n_boot, seed=seed).assign(dataset=dataset),
-        "shapes": profile_shapes(store, n_boot=n_boot, seed=seed).assign(dataset=dataset),
+        "knn": knn_table({dataset: store}, features=s.features, settings=s.knn),
+        "expansion": expansion_spearman(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset),
+        "overlap": nucleus_overlap(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset),
+        "shapes": profile_shapes(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset),
     }
+    if dataset == BLANK and store.sizes["model"] >= 2:  # the family claims, as the run's own tables decide them
+        analyses["heldout"] = family_heldout({dataset: store}, features=s.features, settings=s.knn)
+        analyses["family_pairs"] = family_pairs(store, grid_points=s.grid_points, n_boot=s.n_boot, seed=s.seed)
     return paper_table(**analyses, expected=expected)
 
 
-def with_robustness(top: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
+def with_robustness(
+    top: pd.DataFrame, changes: pd.DataFrame, datasets: Mapping[str, Sequence[str]] | None = None
+) -> pd.DataFrame:
     """``top`` (verdict rows) with a column ``under_<kind>`` per fitted kind: the verdict the row's model and
-    dataset give under that lens, where it was read (``""`` elsewhere, and for rows pooling several models,
-    whose scope the per-dataset comparison does not share)."""
+    dataset give under that lens, where it was read (``""`` elsewhere).
+
+    A row pooling every model of a dataset (``model`` ``"all"``: family separability) gets the lens's verdict
+    only where the lens read every model the run profiled on that dataset (``datasets``: dataset -> the run's
+    models; ``changes``' ``scope``); otherwise its scope is not the same and it stays ``""``."""
     out = top.copy()
     keys = ["claim", "model", "split", "measure", "unit"]
-    single = changes[changes["model"].isin(set(top["model"].astype(str)) - {"all", ""})]
+    complete = {
+        d for d, models in (datasets or {}).items() if set(models) and _scope(changes, d) == set(map(str, models))
+    }
+    pooled = changes["model"].eq("all") & changes.get("dataset", pd.Series("", index=changes.index)).isin(complete)
+    single = changes[changes["model"].isin(set(top["model"].astype(str)) - {"all", ""}) | pooled]
     for kind, rows in single.groupby("kind", sort=False):
         twice = rows[rows.duplicated(keys, keep=False)]
         if not twice.empty:
@@ -251,3 +272,11 @@ def with_robustness(top: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
         index = pd.MultiIndex.from_frame(out[keys].astype(str))
         out[f"{UNDER_LENS}{kind}"] = verdicts.reindex(index).fillna("").to_numpy()
     return out
+
+
+def _scope(changes: pd.DataFrame, dataset: str) -> set[str]:
+    """The models the lens read on ``dataset`` (the ``scope`` column of its rows)."""
+    if "scope" not in changes.columns:
+        return set()
+    scopes = changes.loc[changes["dataset"] == dataset, "scope"].astype(str)
+    return {m for scope in scopes for m in scope.split(", ") if m}

@@ -4,8 +4,10 @@ Every rule writes ``results/benchmarks/<rule>/<wildcards>.tsv`` (or
 ``results/benchmarks/<rule>.tsv``): one row with the job's wall seconds (``s``), peak
 resident memory (``max_rss``, MB) and CPU seconds (``cpu_time``). Snakemake samples that memory (once a
 second, then every 30 s), so a short peak, such as loading a model in another dtype than its file, can fall
-between samples; every job also ends its log with its exact peak (:data:`PEAK_LINE`, the kernel's
-``getrusage`` high-water mark), read back by :func:`read_peak`.
+between samples; every job also ends its log with its exact peak (:data:`PEAK_LINE`, the kernel's high-water
+mark of the job's own memory, ``VmHWM``), read back by :func:`read_peak`. (``getrusage``'s ``ru_maxrss`` would
+not do: a process started by ``exec`` straight from a fork keeps the parent's resident size at the fork, here
+Snakemake's.)
 """
 
 from __future__ import annotations
@@ -13,20 +15,30 @@ from __future__ import annotations
 import math
 import os
 import re
-import resource
 from pathlib import Path
 
 import pandas as pd
 
 TIMING_COLUMNS = ("rule", "jobs", "seconds", "share", "max_seconds", "slowest_job", "max_rss_mb", "cpu_seconds")
 # The last line of every job's log: its exact peak resident memory.
-PEAK_LINE = "peak resident memory: {mb:.1f} MB (getrusage)"
-_PEAK = re.compile(r"peak resident memory: ([0-9.]+) MB \(getrusage\)")
+PEAK_LINE = "peak resident memory: {mb:.1f} MB (VmHWM)"
+_PEAK = re.compile(r"peak resident memory: ([0-9.]+) MB \(VmHWM\)")
+_HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
+
+
+def peak_mb() -> float:
+    """This process's own peak resident memory so far, MB: ``VmHWM`` of ``/proc/self/status`` (the high-water mark
+    of this program's memory, from its ``exec`` on), or NaN where the system has no such file."""
+    try:
+        found = _HWM.search(Path("/proc/self/status").read_text(encoding="utf-8"))
+    except OSError:
+        return math.nan
+    return int(found.group(1)) / 1024 if found else math.nan
 
 
 def peak_line() -> str:
-    """This process's peak resident memory so far, as :data:`PEAK_LINE` (Linux reports ``ru_maxrss`` in KiB)."""
-    return PEAK_LINE.format(mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    """This process's peak resident memory so far, as :data:`PEAK_LINE`."""
+    return PEAK_LINE.format(mb=peak_mb())
 
 
 def read_peak(log: str | os.PathLike) -> float:

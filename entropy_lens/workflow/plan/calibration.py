@@ -82,7 +82,7 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str], logs: Mapping[st
     Returns:
         Columns ``rule, model, dataset, shard, predicted_s, compute_s, fixed_s,
         measured_s, ratio`` (predicted / measured), ``predicted_mb, measured_rss_mb`` (Snakemake's
-        sampled peak), ``peak_rss_mb`` (the exact peak from the log; NaN without one), ``mem_ratio``
+        sampled peak), ``peak_rss_mb`` (the exact peak from the log, VmHWM; NaN without one), ``mem_ratio``
         (predicted over the exact peak, or over the sampled one where the log has none); one row per job
         with a benchmark file.
     """
