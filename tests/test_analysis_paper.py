@@ -628,3 +628,9 @@ def test_terminal_table_fits_120_columns_and_cuts_nothing():
         for value in R.compact(top)[name]:
             assert " ".join(str(value).split()) in column, (name, value)  # every cell whole, in its column
     assert R.compact_markdown(top).startswith("**Claims of the study:")
+    under = top.assign(under_linear=["inconclusive"] + [""] * (len(top) - 1))  # read again under a fitted lens
+    lens_lines = R.terminal_table(under).splitlines()
+    assert max(len(line) for line in lens_lines) <= R.TERMINAL_WIDTH
+    verdicts = " ".join(line[starts[3] :].strip() for line in lens_lines[len(lines) - len(body) :])
+    assert f"{R.compact(top)['verdict'].iloc[0]}; under linear: inconclusive" in verdicts
+    assert verdicts.count("under linear") == 1

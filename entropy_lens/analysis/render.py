@@ -221,8 +221,12 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
 
 def terminal_table(table: pd.DataFrame) -> str:
     """The headline as plain text no wider than :data:`TERMINAL_WIDTH`: the counts, then one block per row
-    whose cells wrap within their column (nothing is cut)."""
+    whose cells wrap within their column (nothing is cut). Where the verdicts were read again under a fitted
+    lens, a row's verdict cell adds each kind's (``under linear: inconclusive``)."""
     rows = compact(table)
+    for column in [c for c in table.columns if c.startswith(UNDER_LENS)]:
+        kind, read = column[len(UNDER_LENS) :], table[column].astype(str).to_numpy()
+        rows["verdict"] = [f"{v}; under {kind}: {u}" if u else v for v, u in zip(rows["verdict"], read, strict=True)]
     widths = [w for _, w in TERMINAL_COLUMNS]
     lines = [textwrap.fill(line, TERMINAL_WIDTH) for line in summary(table)] + [""]
     lines.append("  ".join(f"{name:<{w}}" for name, w in TERMINAL_COLUMNS).rstrip())
