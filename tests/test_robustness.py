@@ -133,3 +133,12 @@ def test_a_row_pooling_every_model_gets_the_lens_verdict_only_where_the_lens_rea
     assert full.loc[~family, "under_linear"].tolist() == ["reproduced", "inconclusive", "", "", ""]
     for datasets in ({"blank": ["a", "b", "c"]}, {"formats": ["a", "b"]}, None):  # another scope, or none given
         assert R.with_robustness(top, changes, datasets).loc[family, "under_linear"].tolist() == [""]
+
+
+def test_the_headline_counts_the_rows_the_verdict_table_shows_and_names_the_rest():
+    changes = R.verdict_changes(LOGIT, LENS, "linear")  # format unchanged, task changed
+    shown = changes.assign(headline=[True, False])  # the task row is read on a statistic the table does not show
+    line = R.robustness_headline(shown, "linear")
+    assert line.startswith("Under the linear lens, 0 of 1 verdicts change (1 of 2 rows on every statistic and scale)")
+    text = shown.astype({"headline": str, "changed": str})  # as read back from lens_robustness.csv
+    assert R.robustness_headline(text, "linear") == line

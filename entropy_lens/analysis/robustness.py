@@ -22,7 +22,7 @@ from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, FeatureSettings
 from entropy_lens.analysis.heldout import BLANK, family_heldout
 from entropy_lens.analysis.knn import KnnSettings
 from entropy_lens.analysis.pairs import family_pairs
-from entropy_lens.analysis.paper import paper_table
+from entropy_lens.analysis.paper import headline, paper_table
 from entropy_lens.analysis.render import NOT_RUN, UNDER_LENS
 from entropy_lens.analysis.rows import Expected
 from entropy_lens.analysis.shapes import profile_shapes
@@ -81,11 +81,21 @@ def _measured(table: pd.DataFrame, side: str) -> pd.DataFrame:
 
 
 def robustness_headline(changes: pd.DataFrame, kind: str) -> str:
-    """One line: how many of the verdicts read under both lenses change under ``kind``, and which."""
+    """One line: how many of the verdicts read under both lenses change under ``kind``, and which.
+
+    Where ``changes`` marks the rows the verdict table shows (a boolean ``headline`` column: the statistic and
+    scale each claim's verdict is read on), the line counts and lists those, and adds how many of all the rows
+    (every statistic and scale) change."""
     if changes.empty:
         return f"No verdict was read under the {kind} lens."
-    changed = changes[changes["changed"]]
+    every = changes
+    if "headline" in changes.columns:
+        changes = changes[_flag(changes["headline"])]
+    changed = changes[_flag(changes["changed"])]
     head = f"Under the {kind} lens, {len(changed)} of {len(changes)} verdicts change"
+    if every is not changes:
+        moved = int(_flag(every["changed"]).sum())
+        head += f" ({moved} of {len(every)} rows on every statistic and scale)"
     if changed.empty:
         return head + "."
     listed = "; ".join(
@@ -93,6 +103,11 @@ def robustness_headline(changes: pd.DataFrame, kind: str) -> str:
         for r in changed.itertuples()
     )
     return f"{head}: {listed}."
+
+
+def _flag(column: pd.Series) -> pd.Series:
+    """A boolean column, in memory or read back from a CSV (``True`` / ``False`` as text)."""
+    return column.astype(str).isin(["True", "true", "1"])
 
 
 def robustness_lines(changes: pd.DataFrame, kinds: Sequence[str] | None = None) -> list[str]:
@@ -188,7 +203,8 @@ def dataset_robustness(
 
     Returns:
         ``(changes, blocks)``, kind by kind: :func:`verdict_changes` rows with ``dataset``, ``scope`` (the
-        models read, comma-separated: the scope of a row pooling them) and ``blocks`` (the
+        models read, comma-separated: the scope of a row pooling them), ``headline`` (whether the verdict table
+        shows the row: :func:`entropy_lens.analysis.paper.headline`) and ``blocks`` (the
         :func:`driving_blocks` of the row's model; ``""`` for a row of several models), and the
         :func:`block_differences` rows of every model with ``model``, ``dataset`` and ``kind``.
 
@@ -197,11 +213,13 @@ def dataset_robustness(
     """
     settings = _Settings(knn, features, n_boot, seed, grid_points)
     under_logit = _paper(combine_dataset(logit, labels), dataset, expected, settings)
+    shown = set(headline(under_logit)[list(KEY)].itertuples(index=False, name=None))
     changes, blocks = [], []
     for kind, lens in lenses.items():
         parts = _block_differences(logit, lens, dataset=dataset, kind=kind, n_boot=n_boot, seed=seed)
         under_lens = _paper(combine_dataset(lens, labels), dataset, expected, settings)
         rows = verdict_changes(under_logit, under_lens, kind).assign(dataset=dataset, scope=", ".join(logit))
+        rows["headline"] = [key in shown for key in rows[list(KEY)].itertuples(index=False, name=None)]
         drivers = {m: driving_blocks(group) for m, group in parts.groupby("model", sort=False)}
         changes.append(rows.assign(blocks=rows["model"].map(drivers).fillna("")))
         blocks.append(parts)
