@@ -12,8 +12,10 @@ Modules:
     claims       the study's claims: names, roles (finding / precondition / extension), scopes, figures.
     verdicts     the rules that turn an estimate and its interval into reproduced / not reproduced / inconclusive.
     outcomes     layer skipping: three outcomes per comparison, and the study's direction where it names one.
+    rows         the paper table's row: its columns, the one builder (rows_of) that turns a standard frame
+                 (entropy_lens.core.frames) into rows under a claim's RowRule, and what the config expected.
+    separability_rows, claim_rows, skip_rows, absent_rows   each kind of claim's row rules; the absences.
     paper        the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.
-    skip_rows    the paper table's layer-skip rows.
     render       the table for readers: intervals as text, counts by role, Markdown, HTML, the terminal.
 
 Every function reads lazily opened (dask-backed) stores one model slice at a time.

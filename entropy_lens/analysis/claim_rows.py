@@ -25,46 +25,40 @@ from entropy_lens.analysis.render import (
 from entropy_lens.analysis.rows import (
     CONTAINMENT_STATISTIC,
     Expected,
-    count,
+    Record,
+    RowRule,
     family_shortfall,
     interval,
     pair_shortfall,
     row,
+    rows_of,
     span,
     text,
 )
 from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.core.frames import SOURCES
 
 
-def spearman_rows(expansion: pd.DataFrame) -> list[dict[str, Any]]:
-    rows = []
-    for rec in expansion.to_dict("records"):
-        matched = C.study_model_for(str(rec["model"]))
-        study = (
-            f"{C.STUDY_SPEARMAN[matched]:.3f}"
-            if matched in C.STUDY_SPEARMAN
-            else span(C.STUDY_SPEARMAN.values(), ".3f")
-        )
-        rho = interval(rec, "spearman", "ci_low", "ci_high")
-        n_prompts = int(rec.get("n_prompts", 0) or 0)
-        verdict = V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=n_prompts, statistic="rho")
-        rows.append(
-            row(
-                C.SPEARMAN,
-                str(rec["model"]),
-                RHO,
-                verdict,
-                split=text(rec.get("dataset")),
-                measure="shannon",
-                ours=rho,
-                study=study,
-                n=count(rec["n"]),
-                n_sources=n_prompts,
-                note="n counts (token, layer) pairs; the interval resamples prompts",
-            )
-        )
-    return rows
+def _sources(rec: Record) -> int:
+    """The unit's count of a record, 0 where the analysis gave none."""
+    return int(rec[SOURCES]) if pd.notna(rec[SOURCES]) else 0
+
+
+def _study_spearman(rec: Record) -> str:
+    matched = C.study_model_for(str(rec["model"]))
+    if matched in C.STUDY_SPEARMAN:
+        return f"{C.STUDY_SPEARMAN[matched]:.3f}"
+    return span(C.STUDY_SPEARMAN.values(), ".3f")
+
+
+SPEARMAN_RULE = RowRule(
+    claim=C.SPEARMAN,
+    unit=RHO,
+    judge=lambda rho, rec: V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"),
+    study=_study_spearman,
+    note="n counts (token, layer) pairs; the interval resamples prompts",
+)
 
 
 def _questions(accuracy: pd.DataFrame) -> list[int]:
@@ -79,102 +73,83 @@ def _questions(accuracy: pd.DataFrame) -> list[int]:
     ]
 
 
-def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
-    rows = []
-    for rec, n_questions in zip(accuracy.to_dict("records"), _questions(accuracy), strict=True):
+def accuracy_rule(families: Mapping[str, str]) -> RowRule:
+    """Accuracy against the larger of chance and the majority letter, judged over questions."""
+
+    def study(rec: Record) -> str:
         family = families.get(str(rec["model"]), "").lower()
-        study = (
-            f"{span(C.STUDY_MMLU_ACCURACY[family])} ({family} family)"
-            if family in C.STUDY_MMLU_ACCURACY
-            else C.NO_FIGURE
-        )
-        acc = interval(rec, "accuracy", "ci_low", "ci_high")
-        bar = max(float(rec["chance"]), float(rec["majority_baseline"]))
-        note = (
+        if family in C.STUDY_MMLU_ACCURACY:
+            return f"{span(C.STUDY_MMLU_ACCURACY[family])} ({family} family)"
+        return C.NO_FIGURE
+
+    return RowRule(
+        claim=C.ACCURACY,
+        unit=ACC,
+        judge=lambda acc, rec: V.accuracy(
+            acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=int(rec["n_questions"])
+        ),
+        role=C.PRECONDITION,
+        study=study,
+        note=lambda rec: (
             f"answered {rec['top_letter']} for {100 * rec['top_share']:.0f}%; gold {rec['majority_letter']} "
             f"{100 * rec['majority_baseline']:.0f}%; {int(rec['n_unparsed'])} unparsed"
-        )
-        rows.append(
-            row(
-                C.ACCURACY,
-                str(rec["model"]),
-                ACC,
-                V.accuracy(acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=n_questions),
-                role=C.PRECONDITION,
-                split=str(rec["style"]),
-                measure=str(rec["measure"]),
-                ours=acc,
-                baseline=V.Interval(bar, math.nan, math.nan),
-                study=study,
-                n=int(rec["n"]),
-                n_sources=int(rec["n"]),
-                note=note,
-            )
-        )
-    return rows
+        ),
+        extra=lambda rec: {"baseline": _bar(rec, "majority_baseline")},
+    )
 
 
-def overlap_rows(overlap: pd.DataFrame) -> list[dict[str, Any]]:
-    """Containment (the verdict's statistic) and Jaccard (beside it) per model and prompt set."""
-    rows = []
-    for rec in overlap.to_dict("records"):
-        value = interval(rec, "mean", "ci_low", "ci_high")
-        statistic = str(rec.get("statistic", "jaccard"))
-        n_prompts = int(rec.get("n_prompts", 0) or 0)
-        verdict = V.above_threshold(value, threshold=V.CONTAINMENT_THRESHOLD, n=n_prompts, statistic=statistic)
-        rows.append(
-            row(
-                C.OVERLAP,
-                str(rec["model"]),
-                CONTAINMENT if statistic == CONTAINMENT_STATISTIC else "Jaccard",
-                verdict,
-                split=text(rec.get("dataset")),
-                measure=statistic,
-                ours=value,
-                study=C.STUDY_OVERLAP_CLAIM,
-                n=count(rec["n"]),
-                n_sources=n_prompts,
-                note="mean over (token, layer) cells; the interval resamples prompts",
-            )
-        )
-    return rows
+def _bar(rec: Record, majority: str) -> V.Interval:
+    """The baseline a share must beat: the larger of chance and the majority's share, without an interval."""
+    return V.Interval(max(float(rec["chance"]), float(rec[majority])), math.nan, math.nan)
 
 
-def shape_rows(shapes: pd.DataFrame, expected: Expected) -> list[dict[str, Any]]:
-    """A verdict per model (of a family with a shape claim, or of its architecture as an extension) and dataset."""
-    rows = []
-    for rec in shapes.to_dict("records"):
+def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
+    return rows_of(accuracy.assign(n_questions=_questions(accuracy)), accuracy_rule(families))
+
+
+OVERLAP_RULE = RowRule(
+    claim=C.OVERLAP,
+    unit=lambda rec: CONTAINMENT if rec["measure"] == CONTAINMENT_STATISTIC else "Jaccard",
+    judge=lambda value, rec: V.above_threshold(
+        value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
+    ),
+    study=C.STUDY_OVERLAP_CLAIM,
+    note="mean over (token, layer) cells; the interval resamples prompts",
+)
+
+
+def shape_rule(expected: Expected) -> RowRule:
+    """A verdict per model of a family with a shape claim (or of its architecture, as an extension)."""
+
+    def scope(rec: Record) -> tuple[str, str] | None:
         model = str(rec["model"])
-        scope = C.shape_scope(
+        return C.shape_scope(
             str(expected.families.get(model, rec.get("family", ""))), expected.architectures.get(model, "")
         )
-        if scope is None:
-            continue
-        key, role = scope
-        stats = {s: interval(rec, s, f"{s}_low", f"{s}_high") for s in SHAPE_STATISTICS}
-        verdict = V.family_shape(key, stats, n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"]))
-        note = "; ".join(f"{s} {i.text(1.0, 3)}" for s, i in stats.items())
-        if role == C.EXTENSION:
-            note = (
-                f"{expected.architectures.get(model, '')} architecture, family {expected.families.get(model, '')}: "
-                + note
-            )
-        rows.append(
-            row(
-                C.SHAPE_ROWS[key],
-                model,
-                NATS,
-                verdict,
-                role=role,
-                split=text(rec.get("dataset")),
-                measure="shannon",
-                study=C.STUDY_SHAPE_CLAIM,
-                n=int(rec["n_prompts"]),
-                n_sources=int(rec["n_sources"]),
-                note=f"{note}; start {float(rec['start']):.3f}, final {float(rec['final']):.3f} nats",
-            )
-        )
-    return rows
+
+    def stats(rec: Record) -> dict[str, V.Interval]:
+        return {s: interval(rec, s, f"{s}_low", f"{s}_high") for s in SHAPE_STATISTICS}
+
+    def note(rec: Record) -> str:
+        text = "; ".join(f"{s} {i.text(1.0, 3)}" for s, i in stats(rec).items())
+        model = str(rec["model"])
+        if scope(rec)[1] == C.EXTENSION:
+            architecture, family = expected.architectures.get(model, ""), expected.families.get(model, "")
+            text = f"{architecture} architecture, family {family}: " + text
+        return f"{text}; start {float(rec['start']):.3f}, final {float(rec['final']):.3f} nats"
+
+    return RowRule(
+        claim=lambda rec: C.SHAPE_ROWS[scope(rec)[0]],
+        unit=NATS,
+        judge=lambda _, rec: V.family_shape(
+            scope(rec)[0], stats(rec), n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"])
+        ),
+        role=lambda rec: scope(rec)[1],
+        study=C.STUDY_SHAPE_CLAIM,
+        note=note,
+        keep=lambda rec: scope(rec) is not None,
+        has_estimate=False,
+    )
 
 
 # Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study text and note.
@@ -200,36 +175,43 @@ def pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expec
             why = family_shortfall(expected) or pair_shortfall(blank, expected.families)
             rows.append(row(claim, ", ".join(blank) or "all", NATS, V.not_run(why), study=study, note=scores))
             continue
-        rows += [_pair_row(rec, claim, judge, study, same, scores) for rec in mine.to_dict("records")]
+        rows += rows_of(mine, _pair_rule(claim, judge, study, same, scores))
     return rows
 
 
-def _pair_row(rec: Mapping[str, Any], claim: str, judge, study: str, same: str, scores: str) -> dict[str, Any]:
-    gap, n = interval(rec, "gap", "gap_low", "gap_high"), int(rec["n_samples"])
-    scale = text(rec.get("scale")) or NATS_SCALE
-    unit = LOG_V if scale == NORMALIZED else NATS
-    verdict = judge(gap, n_samples=n, nearest=text(rec["nearest"]), unit=unit)
-    if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
-        verdict = V.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
-    if rec["statistic"] == ALIGNMENT_GAP:
-        note = f"aligned on normalized depth {float(rec['same']):.3f}, on absolute layer "
-        note += f"{float(rec['nearest_value']):.3f} {unit}"
-    else:
-        note = f"{same.format(**rec)} = {float(rec['same']):.3f} {unit}"
-        if text(rec["nearest"]):
-            note += f"; nearest other family: {rec['nearest']} at {float(rec['nearest_value']):.3f} {unit}"
-    return row(
-        claim,
-        f"{rec['small']}, {rec['large']}",
-        unit,
-        verdict,
-        split="blank",
-        measure=scale,
-        ours=gap,
+def _scale(rec: Record) -> str:
+    return str(rec["measure"]) or NATS_SCALE
+
+
+def _pair_unit(rec: Record) -> str:
+    return LOG_V if _scale(rec) == NORMALIZED else NATS
+
+
+def _pair_rule(claim: str, judge, study: str, same: str, scores: str) -> RowRule:
+    def verdict(gap: V.Interval, rec: Record) -> V.Verdict:
+        if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
+            return V.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
+        return judge(gap, n_samples=int(rec["n"]), nearest=text(rec["nearest"]), unit=_pair_unit(rec))
+
+    def note(rec: Record) -> str:
+        unit = _pair_unit(rec)
+        if rec["statistic"] == ALIGNMENT_GAP:
+            text_ = f"aligned on normalized depth {float(rec['same']):.3f}, on absolute layer "
+            text_ += f"{float(rec['nearest_value']):.3f} {unit}"
+        else:
+            text_ = f"{same.format(**rec)} = {float(rec['same']):.3f} {unit}"
+            if text(rec["nearest"]):
+                text_ += f"; nearest other family: {rec['nearest']} at {float(rec['nearest_value']):.3f} {unit}"
+        return "; ".join(t for t in (text_, scores) if t)
+
+    return RowRule(
+        claim=claim,
+        unit=_pair_unit,
+        judge=verdict,
         study=study,
-        n=n,
-        n_sources=n,
-        note="; ".join(t for t in (note, scores) if t),
+        note=note,
+        model=lambda rec: f"{rec['small']}, {rec['large']}",
+        measure=_scale,
     )
 
 

@@ -39,6 +39,7 @@ from entropy_lens.analysis.knn import (
     score_folds,
 )
 from entropy_lens.analysis.targets import STUDY_TARGETS, Target, sample_labels, target_splits
+from entropy_lens.core.frames import Reading
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ EQUIVALENCE_COLUMNS = (
     "ci_high",
     "note",
 )
+# The table as a standard frame (entropy_lens.core.frames): the Rényi-minus-Shannon AUC difference.
+EQUIVALENCE_READING = Reading("difference", n="n_samples", sources="n_groups", split="split")
 
 
 def difference_interval(shannon: AucResult, renyi: AucResult, level: float | None = None) -> tuple[float, float, float]:

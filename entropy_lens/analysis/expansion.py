@@ -31,6 +31,7 @@ import xarray as xr
 from scipy import stats
 
 from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers, model_names, model_values
+from entropy_lens.core.frames import MEASURE, Reading
 from entropy_lens.core.intervals import (
     DEFAULT_N_BOOT,
     cluster_bootstrap_correlation,
@@ -234,6 +235,9 @@ def quantile_column(q: float) -> str:
 
 
 OVERLAP_COLUMNS = ("model", "statistic", "family", "n_layers", "n", "n_prompts", "mean", "ci_low", "ci_high", "std")
+# The spearman and overlap tables as standard frames (entropy_lens.core.frames).
+SPEARMAN_READING = Reading("spearman", sources="n_prompts", split="dataset", fixed={MEASURE: "shannon"})
+OVERLAP_READING = Reading("mean", sources="n_prompts", split="dataset", measure="statistic")
 
 
 def _summary(cells: np.ndarray, quantiles: Sequence[float], n_boot: int, seed: int) -> dict[str, float]:

@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from entropy_lens.analysis.features import FeatureSettings, plain, pooled_features
 from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.core.frames import MEASURE, SPLIT, Reading
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.store import schema
 
@@ -55,6 +56,8 @@ HELDOUT_COLUMNS = (
     "predicted",
     "note",
 )
+# The table as a standard frame (entropy_lens.core.frames): a share of blank samples per held-out model.
+HELDOUT_READING = Reading("share", fixed={SPLIT: "blank", MEASURE: "shannon"})
 
 
 def family_heldout(

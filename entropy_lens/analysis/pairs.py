@@ -61,6 +61,7 @@ import xarray as xr
 from entropy_lens.analysis.families import family_size_pairs, layer_profiles
 from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, depth_grid, model_depth, model_names, model_profiles
 from entropy_lens.analysis.shapes import prompt_sources, source_profiles
+from entropy_lens.core.frames import SPLIT, Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, bootstrap_group_means, percentile_interval
 from entropy_lens.store import schema
 
@@ -94,6 +95,17 @@ COLUMNS = (
     "gap",
     "gap_low",
     "gap_high",
+)
+# The table as a standard frame (entropy_lens.core.frames): a pair of models, so the row builder names it.
+PAIR_READING = Reading(
+    "gap",
+    "gap_low",
+    "gap_high",
+    n="n_samples",
+    sources="n_samples",
+    measure="scale",
+    model=None,
+    fixed={SPLIT: "blank"},
 )
 
 

@@ -26,8 +26,11 @@ import pandas as pd
 
 from entropy_lens.analysis import claims as C
 from entropy_lens.analysis.absent_rows import absent_rows
-from entropy_lens.analysis.claim_rows import accuracy_rows, overlap_rows, pair_rows, shape_rows, spearman_rows
-from entropy_lens.analysis.pairs import NORMALIZED
+from entropy_lens.analysis.claim_rows import OVERLAP_RULE, SPEARMAN_RULE, accuracy_rows, pair_rows, shape_rule
+from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
+from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
+from entropy_lens.analysis.heldout import HELDOUT_READING
+from entropy_lens.analysis.pairs import NORMALIZED, PAIR_READING
 from entropy_lens.analysis.render import (
     ACC,
     AUC,
@@ -35,11 +38,16 @@ from entropy_lens.analysis.render import (
     NOT_RUN,
     POINTS,
 )
-from entropy_lens.analysis.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected
-from entropy_lens.analysis.separability_rows import heldout_rows, knn_rows, renyi_rows
-from entropy_lens.analysis.skip_rows import comparison_rows, rank_rows
-from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.analysis.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, rows_of
+from entropy_lens.analysis.separability_rows import HELDOUT_RULE, knn_rows, renyi_rows
+from entropy_lens.analysis.shapes import SHAPE_READING
+from entropy_lens.analysis.skip_rows import comparison_rows, rank_rule
+from entropy_lens.analysis.targets import KNN_READING
+from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
+from entropy_lens.answers.criticality import COMPARISON_READING
+from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.answers.letters import VERDICT_MEASURE
+from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
 
 log = logging.getLogger(__name__)
@@ -85,20 +93,43 @@ def paper_table(
     """
     expected = expected or Expected()
     scopes = expected.skip_scopes()
+    inputs = dict(knn=knn, renyi=renyi, heldout=heldout, accuracy=accuracy, expansion=expansion, overlap=overlap)
+    inputs |= dict(layer_skip=layer_skip, skip_spearman=skip_spearman, shapes=shapes, family_pairs=family_pairs)
+    f = {name: standard_frame(name, table) for name, table in inputs.items()}
     rows: list[dict[str, Any]] = []
-    rows += knn_rows(knn, accuracy, expected) if knn is not None else []
-    rows += heldout_rows(heldout) if heldout is not None else []
-    rows += renyi_rows(rows, renyi)
-    rows += spearman_rows(expansion) if expansion is not None else []
-    rows += accuracy_rows(accuracy, expected.families) if accuracy is not None else []
-    rows += comparison_rows(layer_skip, scopes) if layer_skip is not None else []
-    rows += rank_rows(skip_spearman, scopes) if skip_spearman is not None else []
+    rows += knn_rows(f["knn"], f["accuracy"], expected) if knn is not None else []
+    rows += rows_of(f["heldout"], HELDOUT_RULE)
+    rows += renyi_rows(rows, f["renyi"])
+    rows += rows_of(f["expansion"], SPEARMAN_RULE)
+    rows += accuracy_rows(f["accuracy"], expected.families) if accuracy is not None else []
+    rows += comparison_rows(f["layer_skip"], scopes) if layer_skip is not None else []
+    rows += rows_of(f["skip_spearman"], rank_rule(scopes))
     if clustering is not None or family_pairs is not None:
-        rows += pair_rows(family_pairs, clustering, expected)
-    rows += overlap_rows(overlap) if overlap is not None else []
-    rows += shape_rows(shapes, expected) if shapes is not None else []
+        rows += pair_rows(f["family_pairs"], clustering, expected)
+    rows += rows_of(f["overlap"], OVERLAP_RULE)
+    rows += rows_of(f["shapes"], shape_rule(expected))
     rows += absent_rows(rows, expected) if expected.datasets else []
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
+
+
+# Each analysis table's reading as a standard frame (entropy_lens.core.frames), declared beside its analysis.
+READINGS: Mapping[str, Reading] = {
+    "knn": KNN_READING,
+    "renyi": EQUIVALENCE_READING,
+    "heldout": HELDOUT_READING,
+    "accuracy": ACCURACY_READING,
+    "expansion": SPEARMAN_READING,
+    "overlap": OVERLAP_READING,
+    "layer_skip": COMPARISON_READING,
+    "skip_spearman": RANK_READING,
+    "shapes": SHAPE_READING,
+    "family_pairs": PAIR_READING,
+}
+
+
+def standard_frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The paper-table input ``name`` as a standard frame (``None`` stays ``None``)."""
+    return None if table is None else READINGS[name].frame(table, name)
 
 
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:

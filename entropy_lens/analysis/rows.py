@@ -1,13 +1,17 @@
 """One row of the paper table: its columns, the one builder every claim's rows go through, and what
 the configuration asked to measure (:class:`Expected`), so that every absence is explained.
 
-Missing numbers are NaN, missing text ``""``.
+Every analysis hands its table over as a standard frame (:mod:`entropy_lens.core.frames`: model,
+split, measure, estimate with its interval, n and the unit's count); a claim's :class:`RowRule` says
+how a record becomes a row (its verdict rule, unit, role, the study's figure and the note), and
+:func:`rows_of` turns the frame into rows through :func:`row`.  Missing numbers are NaN, missing
+text ``""``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +21,7 @@ from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.render import NOT_RUN
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, SOURCES, SPLIT, N
 
 COLUMNS = (
     "claim",
@@ -140,3 +145,76 @@ def pair_shortfall(models: Sequence[str], families: Mapping[str, str]) -> str:
     if counts.size < 2:
         return f"only family {counts.index[0]} on 'blank': no other family to compare with"
     return "no two models of one family with different layer counts on 'blank'"
+
+
+Record = Mapping[str, Any]
+# A row field: one value for every record, or a function of the record.
+Field = str | Callable[[Record], Any]
+
+
+@dataclass(frozen=True)
+class RowRule:
+    """How a claim's standard frame becomes paper-table rows.
+
+    Every field is one value, or a function of the record (a dict of the frame's row, its standard
+    columns beside the analysis's own).
+
+    Attributes:
+        claim: The ``claim`` column (:attr:`entropy_lens.analysis.claims.Claim.name`).
+        unit: The estimate's unit.
+        judge: ``(estimate, record) -> verdict`` (or an outcome), the claim's verdict rule applied.
+        role: Finding, precondition or extension.
+        study: The study's figure or sentence.
+        note: What a reader needs beside the number.
+        keep: Which records become rows (default: all).
+        model, split, measure: Override the frame's (a pair of models, a split written out).
+        extra: Further columns: the ``baseline`` and ``study_protocol`` intervals.
+        has_estimate: Whether the row shows the frame's estimate (a shape row has three statistics instead).
+    """
+
+    claim: Field
+    unit: Field
+    judge: Callable[[V.Interval, Record], V.Verdict | O.Outcome]
+    role: Field = C.FINDING
+    study: Field = ""
+    note: Field = ""
+    keep: Callable[[Record], bool] | None = None
+    model: Field | None = None
+    split: Field | None = None
+    measure: Field | None = None
+    extra: Callable[[Record], Mapping[str, Any]] | None = None
+    has_estimate: bool = True
+
+
+def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
+    """The rows of a standard frame under ``rule`` (none for a missing frame)."""
+    if frame is None:
+        return []
+    out = []
+    for rec in frame.to_dict("records"):
+        if rule.keep is not None and not rule.keep(rec):
+            continue
+        ours = interval(rec, ESTIMATE, LOW, HIGH)
+        numbers = {"ours": ours} if rule.has_estimate else {}
+        out.append(
+            row(
+                _at(rule.claim, rec),
+                str(_at(rule.model, rec) if rule.model is not None else rec[MODEL]),
+                _at(rule.unit, rec),
+                rule.judge(ours, rec),
+                role=_at(rule.role, rec),
+                split=_at(rule.split, rec) if rule.split is not None else rec[SPLIT],
+                measure=_at(rule.measure, rec) if rule.measure is not None else rec[MEASURE],
+                **numbers,
+                **(rule.extra(rec) if rule.extra is not None else {}),
+                study=_at(rule.study, rec),
+                n=count(rec[N]),
+                n_sources=count(rec[SOURCES]),
+                note=_at(rule.note, rec),
+            )
+        )
+    return out
+
+
+def _at(field: Field, rec: Record) -> Any:
+    return field(rec) if callable(field) else field

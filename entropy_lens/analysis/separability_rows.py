@@ -18,9 +18,10 @@ from entropy_lens.analysis.render import (
     AUC_POINTS,
     SHARE,
 )
-from entropy_lens.analysis.rows import Expected, count, family_shortfall, interval, row, span, text
+from entropy_lens.analysis.rows import Expected, Record, RowRule, family_shortfall, interval, row, rows_of, span, text
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 
 
 def _study_auc(target: str, model: str, family: str, measure: str) -> str:
@@ -51,34 +52,35 @@ def split_of(rec: Mapping[str, Any]) -> str:
     return ALL_STYLES if rec["target"] == "mmlu_correct" and not split else split
 
 
+def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
+    """The grouped protocol's AUC against the dummy classifier, the study protocol's beside it."""
+    return RowRule(
+        claim=lambda rec: knn_claim(str(rec["target"]), expected)[0],
+        unit=AUC,
+        judge=lambda auc, rec: _separability(rec, accuracy, split_of(rec), expected),
+        role=lambda rec: knn_claim(str(rec["target"]), expected)[1],
+        study=lambda rec: _study_auc(
+            rec["target"], rec["model"], expected.families.get(rec["model"], ""), rec["measure"]
+        ),
+        note=lambda rec: text(rec.get("note")),
+        split=split_of,
+        extra=lambda rec: {
+            "baseline": interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
+            "study_protocol": interval(rec, "study_mean", "study_low", "study_high"),
+        },
+    )
+
+
 def knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expected) -> list[dict[str, Any]]:
-    rows = []
-    knn = knn.assign(split=knn["split"].fillna("").astype(str), model=knn["model"].astype(str))
-    study = knn[knn["protocol"] == STUDY].set_index(["target", "model", "split", "measure"])
-    for rec in knn[knn["protocol"] == GROUPED].to_dict("records"):
-        key = (rec["target"], rec["model"], rec["split"], rec["measure"])
-        ungrouped = study.loc[key] if key in study.index else {"auc_mean": None, "auc_low": None, "auc_high": None}
-        claim, role = knn_claim(str(rec["target"]), expected)
-        split = split_of(rec)
-        rows.append(
-            row(
-                claim,
-                rec["model"],
-                AUC,
-                _separability(rec, accuracy, split, expected),
-                role=role,
-                split=split,
-                measure=rec["measure"],
-                ours=interval(rec, "auc_mean", "auc_low", "auc_high"),
-                baseline=interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
-                study_protocol=interval(ungrouped, "auc_mean", "auc_low", "auc_high"),
-                study=_study_auc(rec["target"], rec["model"], expected.families.get(rec["model"], ""), rec["measure"]),
-                n=count(rec.get("n_samples")),
-                n_sources=count(rec.get("n_groups")),
-                note=text(rec.get("note")),
-            )
-        )
-    return rows
+    return rows_of(_with_study_protocol(knn), knn_rule(accuracy, expected))
+
+
+def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
+    """The grouped protocol's rows, each with the study protocol's (ungrouped folds) AUC and interval."""
+    keys = ["target", "model", "split", "measure"]
+    study = knn[knn["protocol"] == STUDY].drop_duplicates(keys)[[*keys, "auc_mean", "auc_low", "auc_high"]]
+    study = study.rename(columns={"auc_mean": "study_mean", "auc_low": "study_low", "auc_high": "study_high"})
+    return knn[knn["protocol"] == GROUPED].merge(study, on=keys, how="left")
 
 
 def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected) -> V.Verdict:
@@ -90,7 +92,7 @@ def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: 
             return blocked
     note = text(rec.get("note"))
     return V.separability(
-        interval(rec, "auc_mean", "auc_low", "auc_high"),
+        interval(rec, ESTIMATE, LOW, HIGH),
         interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
         k_used=int(rec["k"]) if pd.notna(rec.get("k")) else None,
         k_study=expected.k_study,
@@ -114,46 +116,60 @@ def _correctness_blocked(accuracy: pd.DataFrame | None, model: str, style: str) 
     return V.answers_at_chance(acc, float(rec["chance"]), float(rec["top_share"]), str(rec["top_letter"]))
 
 
-def heldout_rows(heldout: pd.DataFrame) -> list[dict[str, Any]]:
-    """A row per held-out model (a family with two or more models on the blank set)."""
-    rows = []
-    for rec in heldout.to_dict("records"):
-        share = interval(rec, "share", "ci_low", "ci_high")
-        bar = max(float(rec["chance"]), float(rec["majority_share"]))
-        note = text(rec.get("note"))
-        verdict = (
-            V.Verdict(V.INCONCLUSIVE, f"not scored: {note}")
-            if not share.finite
-            else V.held_out_family(share, bar=bar, n=int(rec["n"]), family=str(rec["family"]))
-        )
-        rows.append(
-            row(
-                C.FAMILY_HELDOUT,
-                str(rec["model"]),
-                SHARE,
-                verdict,
-                split="blank",
-                measure="shannon",
-                ours=share,
-                baseline=V.Interval(bar, math.nan, math.nan),
-                study=C.STUDY_FAMILY_CLAIM,
-                n=count(rec["n"]),
-                n_sources=count(rec["n"]),
-                note="; ".join(
-                    t
-                    for t in (
-                        f"trained on {int(rec['n_train'])} samples of {int(rec['n_train_families'])} families "
-                        f"without this model; predicted: {text(rec['predicted'])}",
-                        note,
-                    )
-                    if t
-                ),
-            )
-        )
-    return rows
+def _heldout_bar(rec: Record) -> float:
+    """The share a held-out model's samples must beat: chance or the training majority's share."""
+    return max(float(rec["chance"]), float(rec["majority_share"]))
+
+
+def _heldout_verdict(share: V.Interval, rec: Record) -> V.Verdict:
+    if not share.finite:
+        return V.Verdict(V.INCONCLUSIVE, f"not scored: {text(rec.get('note'))}")
+    return V.held_out_family(share, bar=_heldout_bar(rec), n=int(rec["n"]), family=str(rec["family"]))
+
+
+def _heldout_note(rec: Record) -> str:
+    trained = (
+        f"trained on {int(rec['n_train'])} samples of {int(rec['n_train_families'])} families "
+        f"without this model; predicted: {text(rec['predicted'])}"
+    )
+    return "; ".join(t for t in (trained, text(rec.get("note"))) if t)
+
+
+HELDOUT_RULE = RowRule(
+    claim=C.FAMILY_HELDOUT,
+    unit=SHARE,
+    judge=_heldout_verdict,
+    study=C.STUDY_FAMILY_CLAIM,
+    note=_heldout_note,
+    extra=lambda rec: {"baseline": V.Interval(_heldout_bar(rec), math.nan, math.nan)},
+)
 
 
 # --------------------------------------------------------------------------- Rényi
+
+
+def _renyi_key(rec: Record) -> tuple[str, str, str]:
+    """(claim, model, split) of the Shannon row a Rényi record repeats."""
+    target = str(rec["target"])
+    return C.KNN_CLAIMS.get(target, target), str(rec["model"]), split_of(rec)
+
+
+def _renyi_rule(decided: Mapping[tuple[str, str, str], Any]) -> RowRule:
+    def split(rec: Record) -> str:
+        claim, _, shannon_split = _renyi_key(rec)
+        return f"{claim}{', ' + shannon_split if shannon_split else ''}, α = {float(rec['alpha']):g}"
+
+    return RowRule(
+        claim=C.RENYI,
+        unit=AUC_POINTS,
+        judge=lambda diff, rec: V.renyi_equivalence(
+            diff, n_groups=int(rec["n_groups"]), unit=C.KNN_UNITS.get(str(rec["target"]), "sources")
+        ),
+        study=C.STUDY_RENYI_CLAIM,
+        note=lambda rec: f"AUC Shannon {100 * rec['shannon_auc']:.1f}, this order {100 * rec['renyi_auc']:.1f}",
+        keep=lambda rec: _renyi_key(rec) in decided,
+        split=split,
+    )
 
 
 def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> list[dict[str, Any]]:
@@ -168,29 +184,7 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
         and r["role"] == C.FINDING
         and r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED)
     }
-    out = []
-    for rec in equivalence.to_dict("records"):
-        target = str(rec["target"])
-        key = (C.KNN_CLAIMS.get(target, target), str(rec["model"]), split_of(rec))
-        if key not in decided:
-            continue
-        diff = interval(rec, "difference", "ci_low", "ci_high")
-        verdict = V.renyi_equivalence(diff, n_groups=int(rec["n_groups"]), unit=C.KNN_UNITS.get(target, "sources"))
-        out.append(
-            row(
-                C.RENYI,
-                key[1],
-                AUC_POINTS,
-                verdict,
-                split=f"{key[0]}{', ' + key[2] if key[2] else ''}, α = {float(rec['alpha']):g}",
-                measure=str(rec["measure"]),
-                ours=diff,
-                study=C.STUDY_RENYI_CLAIM,
-                n=count(rec["n_samples"]),
-                n_sources=count(rec["n_groups"]),
-                note=f"AUC Shannon {100 * rec['shannon_auc']:.1f}, this order {100 * rec['renyi_auc']:.1f}",
-            )
-        )
+    out = rows_of(equivalence, _renyi_rule(decided))
     summary = V.renyi_summary([r["verdict"] for r in out])
     orders = ", ".join(dict.fromkeys(r["measure"] for r in out))
     return [row(C.RENYI, "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM), *out]

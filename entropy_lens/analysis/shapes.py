@@ -35,6 +35,7 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.features import model_depth, model_names, model_profiles, plain
+from entropy_lens.core.frames import MEASURE, Reading
 from entropy_lens.core.intervals import DEFAULT_N_BOOT, bootstrap_mean_statistic
 from entropy_lens.store import schema
 
@@ -59,6 +60,8 @@ COLUMNS = (
     "final",
     *(f"{s}{suffix}" for s in STATISTICS for suffix in ("", "_low", "_high")),
 )
+# The table as a standard frame (entropy_lens.core.frames): three statistics per row, so no single estimate.
+SHAPE_READING = Reading(None, n="n_prompts", sources="n_sources", split="dataset", fixed={MEASURE: "shannon"})
 
 
 def thirds(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

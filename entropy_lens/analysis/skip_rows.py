@@ -8,7 +8,6 @@ finding's verdict only where the study names a direction for the model
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
@@ -16,15 +15,10 @@ from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.render import LOGPROB, POINTS, RHO
-from entropy_lens.analysis.rows import interval, row
+from entropy_lens.analysis.rows import Record, RowRule, interval, rows_of
 from entropy_lens.answers.conditions import EXPANSION, RANDOM, VARIANT_TEXT
 from entropy_lens.answers.criticality import ACCURACY
-
-COLLAPSE = "collapse"
-
-
-def _scope(model: str, scopes: Mapping[str, str | None]) -> str | None:
-    return scopes.get(model)
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 
 
 def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[V.Verdict | O.Outcome, str, str]:
@@ -35,100 +29,116 @@ def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[V.Verdict
     return O.against_study(outcome, expected), C.FINDING, C.STUDY_SKIP_SENTENCE[scope]
 
 
-def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None]) -> list[dict]:
-    """A row per comparison (model, measure, statistic, variant, k), and the collapse row of each
-    expansion block at ``k = 1`` (accuracy statistic)."""
-    out = []
-    for rec in comparisons.to_dict("records"):
-        model, k, accuracy = str(rec["model"]), int(rec["k"]), rec["statistic"] == ACCURACY
-        intact = interval(rec, "intact", "intact_low", "intact_high")
-        n_sets = int(rec["n_sets"]) if rec["second"] == RANDOM and k >= 2 else None
-        outcome = O.skip_outcome(
-            interval(rec, "difference", "ci_low", "ci_high"),
-            first=str(rec["first"]),
-            second=str(rec["second"]),
-            margin=O.SKIP_MARGIN if accuracy else O.LOGPROB_MARGIN,
-            unit="points" if accuracy else "nats",
-            n=int(rec["n"]),
-            intact=intact,
-            chance=float(rec["chance"]),
-            n_sets=n_sets,
-        )
-        claim = C.SKIP_COMPARISON_CLAIMS[(str(rec["first"]), str(rec["second"]))]
-        verdict, role, study = _judge(claim, outcome, _scope(model, scopes))
-        split = f"k={k}, {VARIANT_TEXT[str(rec['variant'])]}"
-        note = f"{rec['first']} {rec['first_layers']} vs {rec['second']} {rec['second_layers']}"
-        out.append(
-            row(
-                claim,
-                model,
-                POINTS if accuracy else LOGPROB,
-                verdict,
-                role=role,
-                split=split,
-                measure=str(rec["measure"]),
-                ours=interval(rec, "difference", "ci_low", "ci_high"),
-                baseline=intact,
-                study=study,
-                n=int(rec["n"]),
-                n_sources=int(rec["n"]),
-                note=f"{note}; baseline = intact accuracy",
-            )
-        )
-        if accuracy and k == 1 and rec["first"] == EXPANSION and rec["second"] == RANDOM:
-            out.append(_collapse_row(rec, split, intact, scopes))
-    return out
+def _claim(rec: Record) -> str:
+    return C.SKIP_COMPARISON_CLAIMS[(str(rec["first"]), str(rec["second"]))]
 
 
-def _collapse_row(rec: Mapping[str, Any], split: str, intact: V.Interval, scopes) -> dict:
-    model = str(rec["model"])
-    skipped = interval(rec, "skipped", "skipped_low", "skipped_high")
-    verdict = O.collapse(skipped, intact=intact, chance=float(rec["chance"]), n=int(rec["n"]))
-    scope = _scope(model, scopes)
-    finding = C.SKIP_EXPECTED.get(scope or "", {}).get(C.SKIP_COLLAPSE) is not None
-    return row(
-        C.SKIP_COLLAPSE,
-        model,
-        "accuracy %",
-        verdict,
-        role=C.FINDING if finding else C.EXTENSION,
-        split=split,
-        measure=str(rec["measure"]),
-        ours=skipped,
-        baseline=intact,
-        study=C.STUDY_SKIP_SENTENCE[C.LLAMA_SCOPE] if finding else C.NO_SKIP_CLAIM,
+def _is_accuracy(rec: Record) -> bool:
+    return rec["statistic"] == ACCURACY
+
+
+def _split(rec: Record) -> str:
+    return f"k={int(rec['k'])}, {VARIANT_TEXT[str(rec['variant'])]}"
+
+
+def _intact(rec: Record) -> V.Interval:
+    return interval(rec, "intact", "intact_low", "intact_high")
+
+
+def _comparison_outcome(difference: V.Interval, rec: Record) -> O.Outcome:
+    accuracy, k = _is_accuracy(rec), int(rec["k"])
+    return O.skip_outcome(
+        difference,
+        first=str(rec["first"]),
+        second=str(rec["second"]),
+        margin=O.SKIP_MARGIN if accuracy else O.LOGPROB_MARGIN,
+        unit="points" if accuracy else "nats",
         n=int(rec["n"]),
-        n_sources=int(rec["n"]),
-        note=f"block {rec['first_layers']} skipped; baseline = intact; chance {100 * float(rec['chance']):.0f}%",
+        intact=_intact(rec),
+        chance=float(rec["chance"]),
+        n_sets=int(rec["n_sets"]) if rec["second"] == RANDOM and k >= 2 else None,
     )
 
 
-def rank_rows(spearman: pd.DataFrame, scopes: Mapping[str, str | None]) -> list[dict]:
-    """A row per model, measure and variant: the Spearman of Delta H with the cost of skipping each block."""
-    out = []
-    for rec in spearman.to_dict("records"):
-        model = str(rec["model"])
-        rho = interval(rec, "rho", "ci_low", "ci_high")
+def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
+    """A comparison's outcome, judged against the study's direction where it names one for the model's scope."""
+
+    def judged(rec: Record) -> tuple[V.Verdict | O.Outcome, str, str]:
+        outcome = _comparison_outcome(interval(rec, ESTIMATE, LOW, HIGH), rec)
+        return _judge(_claim(rec), outcome, scopes.get(str(rec["model"])))
+
+    return RowRule(
+        claim=_claim,
+        unit=lambda rec: POINTS if _is_accuracy(rec) else LOGPROB,
+        judge=lambda _, rec: judged(rec)[0],
+        role=lambda rec: judged(rec)[1],
+        study=lambda rec: judged(rec)[2],
+        note=lambda rec: (
+            f"{rec['first']} {rec['first_layers']} vs {rec['second']} {rec['second_layers']}; "
+            "baseline = intact accuracy"
+        ),
+        split=_split,
+        extra=lambda rec: {"baseline": _intact(rec)},
+    )
+
+
+def _collapses(rec: Record) -> bool:
+    """Whether a comparison is the largest-expansion block against random single blocks, on accuracy."""
+    return _is_accuracy(rec) and int(rec["k"]) == 1 and rec["first"] == EXPANSION and rec["second"] == RANDOM
+
+
+def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
+    """Accuracy with the largest-expansion block skipped (``k = 1``) against chance and the intact model."""
+
+    def finding(rec: Record) -> bool:
+        return C.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get(C.SKIP_COLLAPSE) is not None
+
+    return RowRule(
+        claim=C.SKIP_COLLAPSE,
+        unit="accuracy %",
+        judge=lambda skipped, rec: O.collapse(
+            skipped, intact=_intact(rec), chance=float(rec["chance"]), n=int(rec["n"])
+        ),
+        role=lambda rec: C.FINDING if finding(rec) else C.EXTENSION,
+        study=lambda rec: C.STUDY_SKIP_SENTENCE[C.LLAMA_SCOPE] if finding(rec) else C.NO_SKIP_CLAIM,
+        note=lambda rec: (
+            f"block {rec['first_layers']} skipped; baseline = intact; chance {100 * float(rec['chance']):.0f}%"
+        ),
+        keep=lambda rec: (
+            _is_accuracy(rec) and int(rec["k"]) == 1 and rec["first"] == EXPANSION and rec["second"] == RANDOM
+        ),
+        split=_split,
+        extra=lambda rec: {"baseline": _intact(rec)},
+    )
+
+
+def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None]) -> list[dict]:
+    """A row per comparison (model, measure, statistic, variant, k), and the collapse row of each
+    expansion block at ``k = 1`` (accuracy statistic)."""
+    skipped = comparisons.assign(
+        **{ESTIMATE: comparisons["skipped"], LOW: comparisons["skipped_low"], HIGH: comparisons["skipped_high"]}
+    )
+    return rows_of(comparisons, comparison_rule(scopes)) + rows_of(skipped, collapse_rule(scopes))
+
+
+def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
+    """The Spearman of Delta H with the cost of skipping each block, judged where the study names a direction."""
+
+    def judged(rec: Record) -> tuple[V.Verdict | O.Outcome, str, str]:
+        rho = interval(rec, ESTIMATE, LOW, HIGH)
         outcome = O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
-        verdict, role, study = _judge(C.SKIP_RANK, outcome, _scope(model, scopes))
-        out.append(
-            row(
-                C.SKIP_RANK,
-                model,
-                RHO,
-                verdict,
-                role=role,
-                split=VARIANT_TEXT[str(rec["variant"])],
-                measure=str(rec["measure"]),
-                ours=rho,
-                study=study,
-                n=int(rec["n"]),
-                n_sources=int(rec["n"]),
-                note=(
-                    f"{int(rec['n_blocks'])} blocks; cost = drop of the gold letter's log-probability; most costly "
-                    f"block {int(rec['most_costly'])}, largest ΔH block {int(rec['largest_delta_h'])}; "
-                    f"{int(rec['n_calibration'])} calibration questions"
-                ),
-            )
-        )
-    return out
+        return _judge(C.SKIP_RANK, outcome, scopes.get(str(rec["model"])))
+
+    return RowRule(
+        claim=C.SKIP_RANK,
+        unit=RHO,
+        judge=lambda _, rec: judged(rec)[0],
+        role=lambda rec: judged(rec)[1],
+        study=lambda rec: judged(rec)[2],
+        note=lambda rec: (
+            f"{int(rec['n_blocks'])} blocks; cost = drop of the gold letter's log-probability; most costly "
+            f"block {int(rec['most_costly'])}, largest ΔH block {int(rec['largest_delta_h'])}; "
+            f"{int(rec['n_calibration'])} calibration questions"
+        ),
+        split=lambda rec: VARIANT_TEXT[str(rec["variant"])],
+    )

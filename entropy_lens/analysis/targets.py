@@ -34,9 +34,13 @@ from entropy_lens.analysis.knn import (
     class_shortfall,
     knn_auc,
 )
+from entropy_lens.core.frames import Reading
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
+# The AUC table as a standard frame (entropy_lens.core.frames): n counts samples, the interval's unit is
+# the source groups the folds keep apart.
+KNN_READING = Reading("auc_mean", "auc_low", "auc_high", n="n_samples", sources="n_groups", split="split")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.answers.letters import MEASURES, UNPARSED
+from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import (
     DEFAULT_LEVEL,
     cluster_bootstrap_mean,
@@ -103,3 +104,5 @@ ACCURACY_COLUMNS = (
     "top_letter",
     "top_share",
 )
+# The table as a standard frame (entropy_lens.core.frames): accuracy over questions, per style.
+ACCURACY_READING = Reading("accuracy", split="style")

@@ -39,6 +39,7 @@ from entropy_lens.answers.conditions import (
     layer_text,
 )
 from entropy_lens.answers.plan import SkipPlan
+from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import (
     DEFAULT_LEVEL,
     DEFAULT_N_BOOT,
@@ -97,6 +98,8 @@ COMPARISON_COLUMNS = (
     "skipped_high",
     "chance",
 )
+# The comparison table as a standard frame (entropy_lens.core.frames): first minus second.
+COMPARISON_READING = Reading("difference")
 SPEARMAN_COLUMNS = (
     "model",
     "measure",
@@ -110,6 +113,8 @@ SPEARMAN_COLUMNS = (
     "most_costly",
     "largest_delta_h",
 )
+# The table as a standard frame: the Spearman of Delta H with the cost of skipping each block.
+SPEARMAN_READING = Reading("rho")
 
 
 def condition_table(correct: pd.DataFrame, *, n_choices: int = N_CHOICES, level: float = DEFAULT_LEVEL) -> pd.DataFrame:

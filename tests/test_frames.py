@@ -1,0 +1,142 @@
+"""The standard frame every analysis hands to the paper table, and the one builder that turns it into rows."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from entropy_lens.analysis import claims as C
+from entropy_lens.analysis import equivalence, expansion, heldout, knn, pairs, paper, shapes
+from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.rows import COLUMNS, RowRule, rows_of
+from entropy_lens.answers import accuracy, criticality
+from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
+
+# Each paper-table input -> the columns its analysis writes (its data contract on disk).
+ANALYSIS_COLUMNS = {
+    "knn": knn.TABLE_COLUMNS,
+    "renyi": equivalence.EQUIVALENCE_COLUMNS,
+    "heldout": heldout.HELDOUT_COLUMNS,
+    "accuracy": accuracy.ACCURACY_COLUMNS,
+    "expansion": expansion.SPEARMAN_COLUMNS,
+    "overlap": expansion.OVERLAP_COLUMNS,
+    "layer_skip": criticality.COMPARISON_COLUMNS,
+    "skip_spearman": criticality.SPEARMAN_COLUMNS,
+    "shapes": shapes.COLUMNS,
+    "family_pairs": pairs.COLUMNS,
+}
+
+
+def _table(columns: tuple[str, ...]) -> pd.DataFrame:
+    """One row whose every column holds a distinct number (text columns get its name)."""
+    return pd.DataFrame([{c: float(i + 1) for i, c in enumerate(columns)}])
+
+
+def test_every_paper_input_has_a_reading_of_its_analysis_columns():
+    assert set(paper.READINGS) == set(ANALYSIS_COLUMNS) == set(paper.TABLE_INPUTS) - {"clustering"}
+    for name, columns in ANALYSIS_COLUMNS.items():
+        reading = paper.READINGS[name]
+        frame = reading.frame(_table(columns), name)
+        assert set(STANDARD_COLUMNS) <= set(frame.columns), name
+        assert set(columns) <= set(frame.columns), f"{name} lost its own columns"
+        for standard, own in reading.columns().items():
+            if own in columns and standard not in reading.fixed and standard not in ("model", "split", "measure"):
+                assert frame[standard].iloc[0] == frame[own].iloc[0] == columns.index(own) + 1, (name, standard)
+
+
+def test_a_reading_names_the_estimate_interval_and_counts():
+    table = pd.DataFrame(
+        {
+            "model": ["a", "b"],
+            "rho": [0.5, 0.7],
+            "lo": [0.4, 0.6],
+            "hi": [0.6, 0.8],
+            "pairs": [10, 20],
+            "prompts": [3, 4],
+        }
+    )
+    frame = Reading("rho", "lo", "hi", n="pairs", sources="prompts", fixed={"measure": "shannon"}).frame(table)
+    assert frame[list(STANDARD_COLUMNS)].to_dict("list") == {
+        "model": ["a", "b"],
+        "split": ["", ""],
+        "measure": ["shannon", "shannon"],
+        "estimate": [0.5, 0.7],
+        "ci_low": [0.4, 0.6],
+        "ci_high": [0.6, 0.8],
+        "n": [10, 20],
+        "n_sources": [3, 4],
+    }
+    assert list(frame.columns[: len(table.columns)]) == list(table.columns)
+
+
+def test_a_missing_split_is_empty_text_and_no_estimate_is_nan():
+    table = pd.DataFrame({"model": ["a"], "n": [5], "dataset": [float("nan")]})
+    frame = Reading(None, split="dataset").frame(table)
+    assert frame["split"].tolist() == [""] and frame["measure"].tolist() == [""]
+    assert math.isnan(frame["estimate"].iloc[0]) and math.isnan(frame["ci_low"].iloc[0])
+
+
+def test_a_table_without_a_column_its_reading_needs_is_refused_by_name():
+    table = pd.DataFrame({"model": ["a"], "spearman": [0.5], "ci_low": [0.4], "ci_high": [0.6], "n": [9]})
+    with pytest.raises(ValueError, match=r"expansion lacks the column\(s\) \['n_prompts'\]"):
+        expansion.SPEARMAN_READING.frame(table, "expansion")
+
+
+def test_rows_of_applies_the_rule_to_every_kept_record():
+    frame = Reading("value", n="n", sources="n").frame(
+        pd.DataFrame({"model": ["a", "b", "c"], "value": [0.9, 0.1, 0.95], "ci_low": [0.8, 0.0, 0.9]}).assign(
+            ci_high=[0.95, 0.2, 0.99], n=[30, 30, 3], measure="shannon"
+        )
+    )
+    rule = RowRule(
+        claim=C.OVERLAP,
+        unit="share",
+        judge=lambda est, rec: V.above_threshold(est, threshold=0.5, n=int(rec["n"]), statistic="share"),
+        note=lambda rec: f"model {rec['model']}",
+        keep=lambda rec: rec["model"] != "c",
+    )
+    rows = pd.DataFrame(rows_of(frame, rule), columns=list(COLUMNS))
+    assert rows["model"].tolist() == ["a", "b"]
+    assert rows["estimate"].tolist() == [0.9, 0.1] and rows["ci_high"].tolist() == [0.95, 0.2]
+    assert rows["verdict"].tolist() == [V.REPRODUCED, V.NOT_REPRODUCED]
+    assert rows["note"].tolist() == ["model a", "model b"] and set(rows["measure"]) == {"shannon"}
+    assert rows["n"].tolist() == [30, 30] and rows["role"].tolist() == [C.FINDING, C.FINDING]
+    assert rows_of(None, rule) == []
+
+
+def test_a_rule_without_an_estimate_leaves_the_estimate_empty():
+    frame = Reading("value").frame(
+        pd.DataFrame({"model": ["a"], "value": [0.9], "ci_low": [0.8], "ci_high": [1.0], "n": [4]})
+    )
+    rule = RowRule(claim="x", unit="", judge=lambda est, rec: V.not_run("none"), has_estimate=False)
+    (only,) = rows_of(frame, rule)
+    assert math.isnan(only["estimate"]) and math.isnan(only["ci_low"]) and only["n"] == 4
+
+
+# What each analysis's rows are judged on: the estimate's column and the unit its interval resamples.
+ESTIMATE_AND_UNIT = {
+    "knn": ("auc_mean", "n_groups"),
+    "renyi": ("difference", "n_groups"),
+    "heldout": ("share", "n"),
+    "accuracy": ("accuracy", "n"),
+    "expansion": ("spearman", "n_prompts"),
+    "overlap": ("mean", "n_prompts"),
+    "layer_skip": ("difference", "n"),
+    "skip_spearman": ("rho", "n"),
+    "shapes": (None, "n_sources"),
+    "family_pairs": ("gap", "n_samples"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATE_AND_UNIT))
+def test_each_reading_takes_the_estimate_and_unit_of_its_analysis(name):
+    estimate, unit = ESTIMATE_AND_UNIT[name]
+    frame = paper.READINGS[name].frame(_table(ANALYSIS_COLUMNS[name]), name)
+    columns = ANALYSIS_COLUMNS[name]
+    if estimate is None:
+        assert math.isnan(frame["estimate"].iloc[0])
+    else:
+        assert frame["estimate"].iloc[0] == columns.index(estimate) + 1
+    assert frame["n_sources"].iloc[0] == columns.index(unit) + 1
