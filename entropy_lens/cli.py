@@ -316,9 +316,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(render_plan(plan))
     benchmarks = Path(args.benchmarks or Path(args.results) / "benchmarks")
     if benchmarks.is_dir():
-        sharded = bool(config["compute"]["prompts_per_job"])
-        patterns = planning.benchmark_patterns(benchmarks, sharded=sharded)
-        logs = planning.benchmark_patterns(Path(args.results).parent / "logs", sharded=sharded, suffix="log")
+        patterns, logs = planning.run_records(config, benchmarks, Path(args.results).parent / "logs")
         print(_render_comparison(plan, planning.compare_benchmarks(plan, patterns, logs)))
     elif args.benchmarks:
         raise FileNotFoundError(f"benchmark folder {str(benchmarks)!r} does not exist")

@@ -38,9 +38,7 @@ def run_plan(
     config["plan"] = {**config.get("plan", {}), **(settings or {})}
     tables, model_dirs = planning.plan_inputs(config, directory / "results", directory / "resources" / "models")
     plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
-    sharded = bool(config["compute"]["prompts_per_job"])
-    patterns = planning.benchmark_patterns(directory / "results" / "benchmarks", sharded=sharded)
-    logs = planning.benchmark_patterns(directory / "logs", sharded=sharded, suffix="log")
+    patterns, logs = planning.run_records(config, directory / "results" / "benchmarks", directory / "logs")
     return plan, planning.compare_benchmarks(plan, patterns, logs)
 
 
@@ -63,8 +61,7 @@ def main() -> int:
         compared = compared.assign(run=directory)
         peaks = {job.key: job.host_peak_bytes / MIB - fitted.cpu_overhead_mb for job in again.jobs}
         keys = zip(compared["rule"], compared["model"], compared["dataset"], compared["shard"], strict=True)
-        exact = compared["peak_rss_mb"].fillna(compared["measured_rss_mb"])  # the log's exact peak where it has one
-        compared["implied_overhead_mb"] = exact - [peaks[key] for key in keys]
+        compared["implied_overhead_mb"] = planning.measured_peak_mb(compared) - [peaks[key] for key in keys]
         rows.append(compared)
     jobs = pd.concat(rows, ignore_index=True)
     columns = ["run", "rule", "model", "dataset", "predicted_s", "measured_s", "ratio", "predicted_mb"]

@@ -12,9 +12,7 @@ out, config = snakemake.output, snakemake.params.config
 tables = {Path(path).stem: path for path in snakemake.input.tables}
 model_dirs = {Path(folder).name: folder for folder in snakemake.input.models}
 plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
-sharded = bool(config["compute"]["prompts_per_job"])
-patterns = planning.benchmark_patterns(snakemake.params.benchmarks, sharded=sharded)
-logs = planning.benchmark_patterns(snakemake.params.logs, sharded=sharded, suffix="log")
+patterns, logs = planning.run_records(config, snakemake.params.benchmarks, snakemake.params.logs)
 table = planning.plan_vs_run(plan, patterns, logs)
 title = "The cost plan against the run: predicted / measured seconds and peak memory per model job"
 write_table(table, out.csv, out.md, title=title)

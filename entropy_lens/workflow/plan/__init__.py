@@ -21,8 +21,10 @@ from entropy_lens.workflow.plan.calibration import (
     calibrate,
     compare_benchmarks,
     leave_one_out,
+    measured_peak_mb,
     plan_vs_run,
     predicted_s,
+    run_records,
 )
 from entropy_lens.workflow.plan.cluster import ClusterRequest, Plan, cluster_request, plan_jobs
 from entropy_lens.workflow.plan.config import (
@@ -89,6 +91,7 @@ __all__ = [
     "lens_fit_models",
     "lens_profile_pairs",
     "loading_bytes",
+    "measured_peak_mb",
     "model_shape",
     "plan_from_config",
     "plan_inputs",
@@ -97,6 +100,7 @@ __all__ = [
     "plan_vs_run",
     "predicted_s",
     "run_from_config",
+    "run_records",
     "settings_from_config",
     "shape_from_fields",
     "shipped_model_configs",

@@ -48,6 +48,22 @@ def benchmark_patterns(root: str | os.PathLike, *, sharded: bool, suffix: str = 
     }
 
 
+def run_records(
+    config: Mapping, benchmarks: str | os.PathLike, logs: str | os.PathLike
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Where a run of ``config`` left each model job's benchmark file (under ``benchmarks``) and log (under
+    ``logs``): the ``patterns`` and ``logs`` :func:`compare_benchmarks` and :func:`plan_vs_run` read."""
+    sharded = bool(config["compute"]["prompts_per_job"])
+    return benchmark_patterns(benchmarks, sharded=sharded), benchmark_patterns(logs, sharded=sharded, suffix="log")
+
+
+def measured_peak_mb(comparison: pd.DataFrame) -> pd.Series:
+    """Each job's peak memory as the plan is judged on it: the exact peak its log ends with, or Snakemake's
+    sampled one where the log has none (a job killed before its end)."""
+    exact = comparison["peak_rss_mb"]
+    return exact.where(exact > 0, comparison["measured_rss_mb"])
+
+
 def plan_vs_run(plan: Plan, patterns: Mapping[str, str], logs: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Every planned model job beside what it measured: predicted and measured seconds and peak memory
     and their ratios (predicted / measured); a job without a benchmark file keeps NaN there, so a job
@@ -105,7 +121,6 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str], logs: Mapping[st
                 **measured,
                 "ratio": job.est_s / measured["measured_s"] if measured["measured_s"] > 0 else math.nan,
                 "predicted_mb": job.host_peak_bytes / MIB,
-                "mem_ratio": job.host_peak_bytes / MIB / (peak if peak > 0 else measured["measured_rss_mb"]),
             }
         )
     columns = [
@@ -123,7 +138,8 @@ def compare_benchmarks(plan: Plan, patterns: Mapping[str, str], logs: Mapping[st
         "peak_rss_mb",
         "mem_ratio",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    table = pd.DataFrame(rows, columns=columns)
+    return table.assign(mem_ratio=table["predicted_mb"] / measured_peak_mb(table))
 
 
 def _fields(job: JobPlan) -> dict[str, object]:
