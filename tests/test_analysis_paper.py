@@ -130,9 +130,11 @@ def test_separability_rows_carry_interval_study_protocol_and_verdict():
 
 def test_family_knn_with_one_model_per_family_is_model_identity_an_extension():
     one_each = P.paper_table(knn=_knn(), expected=_expected())
-    row = one_each[one_each["model"] == "all"].iloc[0]
-    assert row["claim"] == C.MODEL_IDENTITY and row["role"] == C.EXTENSION and row["verdict"] == "holds"
-    assert C.FAMILY not in set(one_each["claim"])
+    row = one_each[one_each["claim"] == C.MODEL_IDENTITY].iloc[0]
+    assert row["model"] == "all" and row["role"] == C.EXTENSION and row["verdict"] == "holds"
+    # the study's claim is not dropped: its row says why it could not be read
+    (family,) = one_each[one_each["claim"] == C.FAMILY].to_dict("records")
+    assert family["role"] == C.FINDING and family["why"].startswith("not run: one model per family")
     pair = P.Expected(datasets={"blank": ["a", "b", "c"]}, families={"a": "x", "b": "x", "c": "y"})
     shared = P.paper_table(knn=_knn(), expected=pair)
     row = shared[shared["model"] == "all"].iloc[0]
@@ -240,7 +242,23 @@ def test_every_absent_claim_gets_a_reason():
     assert "not in layer_skip.models" in reasons[(C.SKIP_VS_PRUNING, "gemma-2-2b-it")]  # the Gemma-2 finding
     gemma = absent[absent["model"] == "gemma-2-2b-it"]
     assert set(gemma.loc[gemma["claim"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING, C.SKIP_RANK}
-    assert (absent["verdict"] == V.INCONCLUSIVE).all()
+    findings = absent["role"] == C.FINDING
+    assert (absent.loc[findings, "verdict"] == V.INCONCLUSIVE).all()
+    # every finding and precondition of the registry has a row, measured or not
+    for claim in C.CLAIMS:
+        if claim.role != C.EXTENSION:
+            assert ((table["claim"] == claim.name) & (table["role"] == claim.role)).any(), claim.name
+    (accuracy,) = absent[absent["claim"] == C.ACCURACY].to_dict("records")
+    assert accuracy["role"] == C.PRECONDITION and accuracy["why"] == "not run: dataset 'mmlu' is disabled"
+    collapse = absent[absent["claim"] == C.SKIP_COLLAPSE]
+    assert collapse["why"].tolist() == ["not run: meta-llama/Llama-3.2-1B not in layer_skip.models"]
+    no_llama = P.paper_table(
+        knn=_knn(), expected=P.Expected(datasets={"tasks": ["smollm2-135m"]}, families={"smollm2-135m": "smollm"})
+    )
+    assert no_llama.loc[no_llama["claim"] == C.SKIP_COLLAPSE, "why"].tolist() == [
+        "not run: no model of the Llama family (the study's scope) in this configuration; other models' rows are "
+        "extensions"
+    ]
     one_model = P.paper_table(knn=_knn().iloc[:0], expected=P.Expected(datasets={"blank": ["a"]}))
     family = one_model[one_model["model"] == "all"].iloc[0]
     assert "needs >= 2 models on 'blank', got 1" in family["why"]
@@ -355,7 +373,10 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     expected = P.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
     skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
     top = P.headline(P.paper_table(layer_skip=skip, skip_spearman=_rank("qwen-1.5b"), expected=expected))
-    skip_rows = top[top["claim"].isin(C.SKIP_CLAIMS)]
+    not_run = top["why"].str.startswith("not run")
+    skip_rows = top[top["claim"].isin(C.SKIP_CLAIMS) & ~not_run]
+    (rank,) = top[(top["claim"] == C.SKIP_RANK) & (top["role"] == C.FINDING)].to_dict("records")
+    assert rank["why"] == "not run: no result"  # llama's rank over blocks is missing from the inputs
     assert set(skip_rows["split"]) == {
         "k=1, all blocks eligible",
         "k=1, final block excluded",

@@ -35,12 +35,47 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
             for m in wanted
             if (claim, m) not in seen
         ]
-    return (
-        out
-        + _absent_skip_rows(seen, models, expected)
-        + _absent_pair_rows(seen, expected)
-        + _absent_shape_rows(seen, models, expected)
-    )
+    out += _absent_skip_rows(seen, models, expected) + _absent_pair_rows(seen, expected)
+    out += _absent_shape_rows(seen, models, expected)
+    return out + unmeasured_claims([*rows, *out], expected)
+
+
+def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str, Any]]:
+    """One "not run" row for every finding or precondition of the registry with no row in its own role.
+
+    The rows above say why per model where a claim's analysis knows its models; this catches every
+    other claim of the study: one whose scope no configured model falls in (the layer-skip findings
+    name Llama and Gemma-2-2B-it; rows of other models are extensions), one whose dataset is off, or a
+    new one whose analysis gave no rows.  Extensions are not the study's claims: one the
+    configuration did not run has no row.
+    """
+    named = {(r["claim"], r["role"]) for r in rows}
+    return [
+        row(claim.name, "all", "", V.not_run(_why_unmeasured(claim, expected)), role=claim.role)
+        for claim in C.CLAIMS
+        if claim.role != C.EXTENSION and (claim.name, claim.role) not in named
+    ]
+
+
+def _why_unmeasured(claim: C.Claim, expected: Expected) -> str:
+    if claim.name in C.SKIP_CLAIMS:
+        scopes = [scope for scope, claims in C.SKIP_EXPECTED.items() if claim.name in claims]
+        if not scopes:
+            return "the study names no direction for it on any model: every row of it is an extension"
+        scoped = [model for model, scope in expected.skip_scopes().items() if scope in scopes]
+        if not scoped:
+            names = " or ".join(C.SKIP_SCOPE_NAMES[s] for s in scopes)
+            return f"no model of {names} (the study's scope) in this configuration; other models' rows are extensions"
+        if not expected.layer_skip:
+            return "the layer-skip experiment is off"
+        return (
+            "no result" if set(scoped) & set(expected.layer_skip) else f"{', '.join(scoped)} not in layer_skip.models"
+        )
+    if claim.name == C.FAMILY and expected.one_model_per_family():
+        return "one model per family: family and model identity coincide, so the model-identity extension reads it"
+    if claim.dataset not in ("", C.SKIP_EXPERIMENT) and claim.dataset not in expected.datasets:
+        return f"dataset {claim.dataset!r} is disabled"
+    return "no result: its analysis gave no rows in this configuration"
 
 
 def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expected: Expected) -> list[dict]:

@@ -205,7 +205,7 @@ CLAIMS: tuple[Claim, ...] = (
         id="pruning_vs_random",
         name="skipping the pruning block(s) vs random blocks",
         sentence="pruning layers against random layers (no claim of the study's own)",
-        role=FINDING,
+        role=EXTENSION,
         unit="questions (and random sets)",
         dataset="layer_skip_eval",
         rule="outcomes.skip_outcome",
@@ -282,6 +282,8 @@ CLAIMS: tuple[Claim, ...] = (
     ),
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
+# The dataset of the layer-skip claims: the experiment's questions, not a profiled prompt set.
+SKIP_EXPERIMENT = "layer_skip_eval"
 BY_NAME: dict[str, Claim] = {c.name: c for c in CLAIMS}
 
 # Claims, as rows name them.
@@ -296,7 +298,7 @@ CLUSTERING, SIZE_RESOLUTION = BY_ID["clustering"].name, BY_ID["size_resolution"]
 SHAPE_GPT, SHAPE_LLAMA = BY_ID["shape_gpt"].name, BY_ID["shape_llama"].name
 
 CLAIM_ORDER = tuple(c.name for c in CLAIMS)
-SKIP_CLAIMS = tuple(c.name for c in CLAIMS if c.dataset == "layer_skip_eval")
+SKIP_CLAIMS = tuple(c.name for c in CLAIMS if c.dataset == SKIP_EXPERIMENT)
 # kNN target -> its claim, the unit its intervals resample and its prompt set.
 KNN_CLAIMS = {c.knn_target: c.name for c in CLAIMS if c.knn_target}
 KNN_UNITS = {c.knn_target: c.unit for c in CLAIMS if c.knn_target}
@@ -338,6 +340,7 @@ STUDY_SKIP_SENTENCE = {
     LLAMA_SCOPE: STUDY["sentences"]["skip_llama"],
     GEMMA2_SCOPE: STUDY["sentences"]["skip_gemma2"],
 }
+SKIP_SCOPE_NAMES = {LLAMA_SCOPE: "the Llama family", GEMMA2_SCOPE: "Gemma-2-2B-it"}
 NO_SKIP_CLAIM = "no claim for this model (the study: Llama, expansion layers critical; Gemma-2-2B-it, pruning layers)"
 # Scope -> claim -> the outcome the study's sentence implies; claims not listed are extensions there.
 SKIP_EXPECTED: dict[str, dict[str, str]] = {
