@@ -4,6 +4,7 @@ import dataclasses
 import json
 import logging
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -716,3 +717,18 @@ def test_a_jobs_peak_is_its_own_not_the_parent_it_was_forked_from():
     own, inherited = map(float, child.stdout.split())
     assert inherited >= held.nbytes / 2**20 and 0 < own < inherited - 300
     assert timings.peak_mb() >= held.nbytes / 2**20
+
+
+def test_the_slurm_profile_and_the_rules_agree_with_the_plan_on_its_model_jobs():
+    """The rules the plan sizes are the rules that take its resources and a GPU, and the SLURM profile names
+    each where it says which jobs ask for the plan's memory and which hold a GPU."""
+    rules = "".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "rules").glob("*.smk")))
+    assert set(re.findall(r'\*\*planned\("(\w+)"\),\n\s+gpu=1 if GPU else 0', rules)) == set(plan.RULES)
+    assert len(re.findall(r"\*\*planned\(", rules)) == len(plan.RULES)
+    profile = (REPO / "profiles" / "slurm" / "config.yaml").read_text(encoding="utf-8")
+    lists = re.findall(
+        r"^# The model jobs \(([^)]*)\)|^# The rules that hold a GPU[^:]*: ([^.]*)\.", profile, re.S | re.M
+    )
+    assert len(lists) == 2
+    for listed in ("".join(groups) for groups in lists):
+        assert {name.strip() for name in re.split(r",|\n#", listed) if name.strip()} == set(plan.RULES), listed
