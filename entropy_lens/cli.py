@@ -89,9 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     cost = sub.add_parser("plan", help="size every GPU job of a workflow config: FLOPs, memory, time, requests")
     cost.add_argument(
         "--configfile",
-        required=True,
+        default=["config.yaml"],
         nargs="+",
-        help="workflow config (config.yaml, config/paper.yaml); several overlay in order, as for Snakemake",
+        help="workflow config (default config.yaml; config/paper.yaml); several overlay in order, as for Snakemake",
     )
     cost.add_argument("--results", default="results", help="results folder; its prompt tables refine the plan")
     cost.add_argument("--models", default="resources/models", help="materialized models (tokenizers count tokens)")
