@@ -7,6 +7,7 @@ estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
 Modules, each importing only those above it:
     shapes       ModelShape: layers, widths, heads, vocabulary and parameters from ``config.json`` fields.
     settings     PlanSettings (rates, overheads, safety, floors), RunSettings (device, dtype, lens budget).
+    prompts      prompt lengths (PromptStats): from a table and the tokenizer, its characters, or the config.
     cost         the cost model: one job's workloads -> FLOPs, memory and time (JobPlan).
     cluster      a JobPlan -> ClusterRequest; the Plan of every job, its rules' resources and tables.
     config       config.yaml -> jobs (which models on which datasets, prompt lengths) -> Plan.
@@ -28,10 +29,7 @@ from entropy_lens.workflow.plan.calibration import (
 )
 from entropy_lens.workflow.plan.cluster import ClusterRequest, Plan, cluster_request, plan_jobs
 from entropy_lens.workflow.plan.config import (
-    MMLU_QUESTIONS,
-    PromptStats,
     dataset_models,
-    estimated_stats,
     jobs_from_config,
     lens_fit_models,
     lens_profile_pairs,
@@ -40,8 +38,6 @@ from entropy_lens.workflow.plan.config import (
     run_from_config,
     settings_from_config,
     skip_models,
-    stats_from_table,
-    token_counter,
 )
 from entropy_lens.workflow.plan.cost import (
     DISK_BYTES,
@@ -58,6 +54,13 @@ from entropy_lens.workflow.plan.cost import (
     plan_job,
     tokenizer_bytes,
     workload_cost,
+)
+from entropy_lens.workflow.plan.prompts import (
+    MMLU_QUESTIONS,
+    PromptStats,
+    estimated_stats,
+    stats_from_table,
+    token_counter,
 )
 from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape, shape_from_fields, shipped_model_configs

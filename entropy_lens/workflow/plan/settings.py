@@ -11,6 +11,7 @@ this one by their matmul probes (:mod:`entropy_lens.model.probe`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 GIB = 2**30
@@ -214,3 +215,16 @@ def scaled_to_host(settings: PlanSettings, run: RunSettings) -> PlanSettings:
 
     host = host_rates()
     return settings.for_host(host.float32, host.bfloat16)
+
+
+def config_value(section: Mapping, *keys: str):
+    """``section[k1][k2]...``, or a ValueError naming the dotted key."""
+    value = section
+    for depth, key in enumerate(keys):
+        if not isinstance(value, Mapping) or key not in value:
+            raise ValueError(
+                f"config lacks {'.'.join(keys[: depth + 1])}; load it with workflow.settings.load_config, "
+                "which fills the defaults"
+            )
+        value = value[key]
+    return value
