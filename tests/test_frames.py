@@ -106,13 +106,33 @@ def test_rows_of_applies_the_rule_to_every_kept_record():
     assert rows_of(None, rule) == []
 
 
+def _one_row():
+    table = pd.DataFrame({"model": ["a"], "value": [0.9], "ci_low": [0.8], "ci_high": [1.0], "n": [4]})
+    return Reading("value").frame(table)
+
+
 def test_a_rule_without_an_estimate_leaves_the_estimate_empty():
     frame = Reading("value").frame(
         pd.DataFrame({"model": ["a"], "value": [0.9], "ci_low": [0.8], "ci_high": [1.0], "n": [4]})
     )
-    rule = RowRule(claim="x", unit="", judge=lambda est, rec: V.not_run("none"), has_estimate=False)
+    rule = RowRule(claim=C.SHAPE_GPT, unit="", judge=lambda est, rec: V.not_run("none"), has_estimate=False)
     (only,) = rows_of(frame, rule)
     assert math.isnan(only["estimate"]) and math.isnan(only["ci_low"]) and only["n"] == 4
+
+
+def test_a_rule_takes_role_and_study_sentence_from_the_registry_and_refuses_an_unknown_claim():
+    frame = Reading("value").frame(
+        pd.DataFrame({"model": ["a"], "value": [0.9], "ci_low": [0.8], "ci_high": [1.0], "n": [4]})
+    )
+    judge = lambda est, rec: V.not_run("none")  # noqa: E731
+    (accuracy,) = rows_of(frame, RowRule(claim=C.ACCURACY, unit="", judge=judge))
+    assert accuracy["role"] == C.PRECONDITION == C.BY_ID["accuracy"].role
+    (overlap,) = rows_of(frame, RowRule(claim=C.OVERLAP, unit="", judge=judge))
+    assert overlap["role"] == C.FINDING and overlap["study"] == C.STUDY["sentences"]["overlap"] != ""
+    (scoped,) = rows_of(frame, RowRule(claim=C.OVERLAP, unit="", judge=judge, role=C.EXTENSION, study="own"))
+    assert (scoped["role"], scoped["study"]) == (C.EXTENSION, "own")
+    with pytest.raises(ValueError, match="unknown claim 'a new claim'"):
+        rows_of(frame, RowRule(claim="a new claim", unit="", judge=judge))
 
 
 # What each analysis's rows are judged on: the estimate's column and the unit its interval resamples.

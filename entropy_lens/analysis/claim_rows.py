@@ -88,7 +88,6 @@ def accuracy_rule(families: Mapping[str, str]) -> RowRule:
         judge=lambda acc, rec: V.accuracy(
             acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=int(rec["n_questions"])
         ),
-        role=C.PRECONDITION,
         study=study,
         note=lambda rec: (
             f"answered {rec['top_letter']} for {100 * rec['top_share']:.0f}%; gold {rec['majority_letter']} "
@@ -113,7 +112,6 @@ OVERLAP_RULE = RowRule(
     judge=lambda value, rec: V.above_threshold(
         value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
     ),
-    study=C.STUDY_OVERLAP_CLAIM,
     note="mean over (token, layer) cells; the interval resamples prompts",
 )
 
@@ -145,7 +143,6 @@ def shape_rule(expected: Expected) -> RowRule:
             scope(rec)[0], stats(rec), n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"])
         ),
         role=lambda rec: scope(rec)[1],
-        study=C.STUDY_SHAPE_CLAIM,
         note=note,
         keep=lambda rec: scope(rec) is not None,
         has_estimate=False,

@@ -323,6 +323,13 @@ STUDY_MMLU_ACCURACY: dict[str, tuple[float, float]] = {
 }
 STUDY_MMLU_AUC: dict[str, tuple[float, float]] = {f: tuple(v) for f, v in STUDY["figures"]["mmlu_auc"].items()}
 STUDY_SPEARMAN: dict[str, float] = STUDY["figures"]["spearman"]
+
+
+def study_sentence(claim: Claim) -> str:
+    """The study's words for a claim whose figure is a sentence (``""`` where it is a number or none)."""
+    return STUDY["sentences"].get(claim.figure, "")
+
+
 STUDY_FAMILY_CLAIM = STUDY["sentences"]["family"]
 STUDY_RESOLUTION_CLAIM = STUDY["sentences"]["resolution"]
 STUDY_OVERLAP_CLAIM = STUDY["sentences"]["overlap"]

@@ -160,11 +160,12 @@ class RowRule:
     columns beside the analysis's own).
 
     Attributes:
-        claim: The ``claim`` column (:attr:`entropy_lens.analysis.claims.Claim.name`).
+        claim: The ``claim`` column: a registered claim's name (:attr:`entropy_lens.analysis.claims.Claim.name`).
         unit: The estimate's unit.
         judge: ``(estimate, record) -> verdict`` (or an outcome), the claim's verdict rule applied.
-        role: Finding, precondition or extension.
-        study: The study's figure or sentence.
+        role: Finding, precondition or extension; default the registry's role of the claim (a rule sets it
+            where the study's scope decides it per model).
+        study: The study's figure or sentence; default the registry's sentence of the claim.
         note: What a reader needs beside the number.
         keep: Which records become rows (default: all).
         model, split, measure: Override the frame's (a pair of models, a split written out).
@@ -175,8 +176,8 @@ class RowRule:
     claim: Field
     unit: Field
     judge: Callable[[V.Interval, Record], V.Verdict | O.Outcome]
-    role: Field = C.FINDING
-    study: Field = ""
+    role: Field | None = None
+    study: Field | None = None
     note: Field = ""
     keep: Callable[[Record], bool] | None = None
     model: Field | None = None
@@ -196,18 +197,19 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
             continue
         ours = interval(rec, ESTIMATE, LOW, HIGH)
         numbers = {"ours": ours} if rule.has_estimate else {}
+        claim = C.claim(_at(rule.claim, rec))
         out.append(
             row(
-                _at(rule.claim, rec),
+                claim.name,
                 str(_at(rule.model, rec) if rule.model is not None else rec[MODEL]),
                 _at(rule.unit, rec),
                 rule.judge(ours, rec),
-                role=_at(rule.role, rec),
+                role=_at(rule.role, rec) if rule.role is not None else claim.role,
                 split=_at(rule.split, rec) if rule.split is not None else rec[SPLIT],
                 measure=_at(rule.measure, rec) if rule.measure is not None else rec[MEASURE],
                 **numbers,
                 **(rule.extra(rec) if rule.extra is not None else {}),
-                study=_at(rule.study, rec),
+                study=_at(rule.study, rec) if rule.study is not None else C.study_sentence(claim),
                 n=count(rec[N]),
                 n_sources=count(rec[SOURCES]),
                 note=_at(rule.note, rec),

@@ -139,7 +139,6 @@ HELDOUT_RULE = RowRule(
     claim=C.FAMILY_HELDOUT,
     unit=SHARE,
     judge=_heldout_verdict,
-    study=C.STUDY_FAMILY_CLAIM,
     note=_heldout_note,
     extra=lambda rec: {"baseline": V.Interval(_heldout_bar(rec), math.nan, math.nan)},
 )
@@ -165,7 +164,6 @@ def _renyi_rule(decided: Mapping[tuple[str, str, str], Any]) -> RowRule:
         judge=lambda diff, rec: V.renyi_equivalence(
             diff, n_groups=int(rec["n_groups"]), unit=C.KNN_UNITS.get(str(rec["target"]), "sources")
         ),
-        study=C.STUDY_RENYI_CLAIM,
         note=lambda rec: f"AUC Shannon {100 * rec['shannon_auc']:.1f}, this order {100 * rec['renyi_auc']:.1f}",
         keep=lambda rec: _renyi_key(rec) in decided,
         split=split,
