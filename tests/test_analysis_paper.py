@@ -655,3 +655,8 @@ def test_terminal_table_fits_120_columns_and_cuts_nothing():
     verdicts = " ".join(line[starts[3] :].strip() for line in lens_lines[len(lines) - len(body) :])
     assert f"{R.compact(top)['verdict'].iloc[0]}; under linear: inconclusive" in verdicts
     assert verdicts.count("under linear") == 1
+
+
+def test_a_precondition_not_run_is_counted_apart():
+    lines = R.summary(P.headline(P.paper_table(knn=_knn(), expected=_expected())))  # mmlu disabled
+    assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 0 undecided; 1 not run (not findings of the study")

@@ -153,8 +153,10 @@ def summary(table: pd.DataFrame) -> list[str]:
         lines.append(f"Extensions (where the study made no claim; counted apart): {words}.")
     preconditions = parts[PRECONDITION]
     if not preconditions.empty:
-        met = preconditions["verdict"].value_counts()
+        unread = preconditions["why"].astype(str).str.startswith(NOT_RUN)
+        met = preconditions.loc[~unread, "verdict"].value_counts()
         words = ", ".join(f"{int(met.get(w, 0))} {w}" for w in V.PRECONDITION_WORDS.values())
+        words += f"; {int(unread.sum())} not run" if unread.any() else ""
         lines.append(f"Preconditions: {words} ({HEADINGS[PRECONDITION][1]}).")
     return lines
 
