@@ -112,18 +112,14 @@ def _one_row():
 
 
 def test_a_rule_without_an_estimate_leaves_the_estimate_empty():
-    frame = Reading("value").frame(
-        pd.DataFrame({"model": ["a"], "value": [0.9], "ci_low": [0.8], "ci_high": [1.0], "n": [4]})
-    )
+    frame = _one_row()
     rule = RowRule(claim=C.SHAPE_GPT, unit="", judge=lambda est, rec: V.not_run("none"), has_estimate=False)
     (only,) = rows_of(frame, rule)
     assert math.isnan(only["estimate"]) and math.isnan(only["ci_low"]) and only["n"] == 4
 
 
 def test_a_rule_takes_role_and_study_sentence_from_the_registry_and_refuses_an_unknown_claim():
-    frame = Reading("value").frame(
-        pd.DataFrame({"model": ["a"], "value": [0.9], "ci_low": [0.8], "ci_high": [1.0], "n": [4]})
-    )
+    frame = _one_row()
     judge = lambda est, rec: V.not_run("none")  # noqa: E731
     (accuracy,) = rows_of(frame, RowRule(claim=C.ACCURACY, unit="", judge=judge))
     assert accuracy["role"] == C.PRECONDITION == C.BY_ID["accuracy"].role

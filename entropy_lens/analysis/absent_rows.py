@@ -66,16 +66,22 @@ def _why_unmeasured(claim: C.Claim, expected: Expected) -> str:
         if not scoped:
             names = " or ".join(C.SKIP_SCOPE_NAMES[s] for s in scopes)
             return f"no model of {names} (the study's scope) in this configuration; other models' rows are extensions"
-        if not expected.layer_skip:
-            return "the layer-skip experiment is off"
-        return (
-            "no result" if set(scoped) & set(expected.layer_skip) else f"{', '.join(scoped)} not in layer_skip.models"
-        )
+        return _skip_shortfall(scoped, expected, named=True)
     if claim.name == C.FAMILY and expected.one_model_per_family():
         return "one model per family: family and model identity coincide, so the model-identity extension reads it"
     if claim.dataset not in ("", C.SKIP_EXPERIMENT) and claim.dataset not in expected.datasets:
         return f"dataset {claim.dataset!r} is disabled"
     return "no result: its analysis gave no rows in this configuration"
+
+
+def _skip_shortfall(models: Sequence[str], expected: Expected, *, named: bool) -> str:
+    """Why ``models`` have no layer-skip rows: the experiment is off, none is in ``layer_skip.models`` (named
+    where the row does not name the model), or the run gave no result."""
+    if not expected.layer_skip:
+        return "the layer-skip experiment is off"
+    if set(models) & set(expected.layer_skip):
+        return "no result"
+    return f"{', '.join(models)} not in layer_skip.models" if named else "not in layer_skip.models"
 
 
 def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expected: Expected) -> list[dict]:
@@ -85,10 +91,7 @@ def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expecte
     for model in models:
         if any((claim, model) in seen for claim in C.SKIP_CLAIMS):
             continue
-        if not expected.layer_skip:
-            reason = "the layer-skip experiment is off"
-        else:
-            reason = "not in layer_skip.models" if model not in expected.layer_skip else "no result"
+        reason = _skip_shortfall([model], expected, named=False)
         scope = scopes.get(model)
         claims = list(C.SKIP_EXPECTED.get(scope or "", {})) or [C.SKIP_VS_RANDOM]
         role = C.FINDING if scope else C.EXTENSION
