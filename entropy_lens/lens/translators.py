@@ -380,10 +380,13 @@ def held_out_kls(
         target = torch.log_softmax(lens_logits(lm, resid[:, -1]), -1)
         for out, lens in zip(kls, lenses, strict=True):
             mapped = lens.apply(resid)
-            per_block = [
-                kl_divergence(target, torch.log_softmax(lens_logits(lm, mapped[:, i]), -1)) for i in range(lm.n_layers)
-            ]
-            out.append(torch.stack(per_block, 1).double().cpu().numpy())
+            # Each block's KL goes straight into one table, allocated before the blocks' [n, V] temporaries: a list
+            # of per-block results would pin small blocks between the freed temporaries, and the heap, unable to
+            # reuse their space, grew by about one [n, V] per block (SmolLM2-135M: 1.2 GB more at 30 blocks).
+            kl = torch.empty(resid.shape[0], lm.n_layers, device=resid.device)
+            for i in range(lm.n_layers):
+                kl[:, i] = kl_divergence(target, torch.log_softmax(lens_logits(lm, mapped[:, i]), -1))
+            out.append(kl.double().cpu().numpy())
         owners.append(owner)
     return [np.concatenate(out) for out in kls], np.concatenate(owners)
 
