@@ -281,7 +281,8 @@ def render_plan(plan: planning.Plan) -> str:
     threads = f", {run.threads} threads per job" if run.device == "cpu" else ""
     lines = [
         f"device {run.device}, {run.dtype_bytes} bytes per weight{threads}; {gflops:g} GFLOP/s, {rates.gbps:g} GB/s, "
-        f"{rates.metric_ns:g} ns per lens logit, {s.overhead_s:g} s + I/O at {s.io_gbps:g} GB/s per job; "
+        f"{rates.metric_ns:g} ns per lens logit (x (V / 65,536) ** {rates.metric_vocab_exponent:g}), "
+        f"{s.overhead_s:g} s + I/O at {s.io_gbps:g} GB/s per job; "
         f"requests = estimate x {s.safety:g}, peak memory x {s.mem_margin:g} "
         f"(floors {s.min_runtime_min} min, {s.min_mem_mb} MB)"
         + (

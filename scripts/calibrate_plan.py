@@ -49,7 +49,7 @@ def main() -> int:
     runs = [run_plan(Path(directory), configs) for directory, *configs in args.run]
     (first, table), others = runs[0], runs[1:]
     fitted = planning.calibrate(first, table, others)
-    fields = ("overhead_s", *fitted.rate_fields(first.run.device))
+    fields = ("overhead_s", *fitted.rate_fields(first.run.device), fitted.vocab_exponent_field(first.run.device))
     if first.run.device == "cpu":  # the rates hold for this host: record its probe, so other hosts scale them
         host = host_rates()
         fitted = dataclasses.replace(fitted, cpu_probe_gflops=host.float32, cpu_probe_bf16_gflops=host.bfloat16)

@@ -207,6 +207,25 @@ def test_bfloat16_runs_at_its_own_rate_and_threads_share_matmuls_and_metrics():
         plan.RunSettings(device="cpu", threads=0)
 
 
+def test_lens_metrics_cost_per_logit_grows_with_the_vocabulary_by_the_exponent():
+    """At the reference vocabulary (65,536) the exponent changes nothing; at 4x it, the metric seconds grow
+    4 ** 0.5 = 2x with exponent 0.5 and nothing else does."""
+    wide = dict(TINY, vocab_size=4 * 65_536)
+    at_ref = dict(TINY, vocab_size=65_536)
+    steep = dataclasses.replace(SLOW, cpu_metric_vocab_exponent=0.5)
+    for fields, factor in ((at_ref, 1.0), (wide, 2.0)):
+        flat_job = plan.plan_job(tiny_job(fields=fields), RUN, SLOW)
+        steep_job = plan.plan_job(tiny_job(fields=fields), RUN, steep)
+        assert flat_job.terms == steep_job.terms and steep_job.vocab_size == fields["vocab_size"]
+        metric_s = flat_job.terms[3] * 1000e-9
+        assert steep_job.compute_s - flat_job.compute_s == pytest.approx(metric_s * (factor - 1))
+        assert plan.predicted_s(steep_job, steep, RUN) == pytest.approx(steep_job.est_s)
+    assert SLOW.rates(RUN).metric_ns_at(65_536) == 1000.0
+    assert steep.rates(plan.RunSettings("cuda")).metric_vocab_exponent == 0.0  # the CUDA exponent is its own
+    with pytest.raises(ValueError, match=r"cpu_metric_vocab_exponent must be a non-negative number, got -0\.1"):
+        plan.PlanSettings(cpu_metric_vocab_exponent=-0.1)
+
+
 def test_loading_in_another_dtype_holds_the_float32_file_and_the_converted_copy():
     """Measured on this machine: Qwen2.5-Coder-0.5B (630 M parameters) loaded in bfloat16 peaked at 4.0 GB
     over a 0.24 GB interpreter; in float32 the weights map the file and the load adds nothing."""
@@ -467,7 +486,14 @@ def write_benchmark(path: Path, seconds: float, rss: float) -> None:
     path.write_text(f"s\th:m:s\tmax_rss\tmax_vms\n{seconds}\t0:00:00\t{rss}\t0\n")
 
 
-TRUE_RATES = {"overhead_s": 6.0, "cpu_gflops": 120.0, "cpu_gbps": 40.0, "cpu_metric_ns": 9.0, "cpu_step_us": 30.0}
+TRUE_RATES = {
+    "overhead_s": 6.0,
+    "cpu_gflops": 120.0,
+    "cpu_gbps": 40.0,
+    "cpu_metric_ns": 9.0,
+    "cpu_step_us": 30.0,
+    "cpu_metric_vocab_exponent": 0.43,
+}
 
 
 # Run-to-run spread of measured job times (lognormal sigma): each job's benchmark is its time on the
@@ -521,14 +547,26 @@ def test_calibration_recovers_the_device_that_produced_the_timings(tmp_path, off
     assert len(loo) == len(result.jobs) and loo.between(1 / (1 + 4 * TIMING_NOISE), 1 + 4 * TIMING_NOISE).all()
 
 
-def test_noise_free_calibration_recovers_all_five_rates(tmp_path, offline):
-    """Timings made by a known device, without noise: every one of the five terms comes back (a fit of the
-    overhead and FLOP rate alone, or of any four, leaves a residual and misses the others)."""
+def test_noise_free_calibration_recovers_all_five_rates_and_the_vocabulary_exponent(tmp_path, offline):
+    """Timings made by a known device, without noise: every one of the five terms comes back, and how the
+    metrics' cost grows with the vocabulary (the three default models have 49 k, 152 k and 262 k entries; an
+    exponent off the search grid, so the refinement is what finds it). A fit of the overhead and FLOP rate
+    alone, or of any four, or at another exponent, leaves a residual and misses the others."""
     result = _calibration_plan()
+    assert len({job.vocab_size for job in result.jobs}) == 3
     table, _ = _measure_with(result, TRUE_RATES, tmp_path, noise=0.0)
     fitted = plan.calibrate(result, table)
     for key, value in TRUE_RATES.items():
         assert getattr(fitted, key) == pytest.approx(value, rel=1e-3), key
+
+
+def test_one_vocabulary_cannot_fit_the_exponent_and_keeps_its_setting(tmp_path, offline):
+    """Jobs of one model only: the exponent and the metric rate cannot be told apart, so the exponent stays."""
+    result = _calibration_plan()
+    one = dataclasses.replace(result, jobs=[job for job in result.jobs if job.model == "smollm2-135m"])
+    table, _ = _measure_with(one, TRUE_RATES, tmp_path, noise=0.0)
+    fitted = plan.calibrate(one, table)
+    assert fitted.cpu_metric_vocab_exponent == result.settings.cpu_metric_vocab_exponent
 
 
 def test_one_fit_over_two_runs_knows_both_dtypes_and_rates_per_thread(tmp_path, offline):

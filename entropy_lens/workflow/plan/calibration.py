@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,7 @@ from entropy_lens.workflow.plan.cost import (
     JobPlan,
     compute_seconds,
 )
-from entropy_lens.workflow.plan.settings import MIB, PlanSettings, RunSettings
+from entropy_lens.workflow.plan.settings import METRIC_VOCAB_REF, MIB, PlanSettings, RunSettings
 from entropy_lens.workflow.timings import read_benchmark, read_peak
 
 
@@ -150,13 +150,14 @@ def calibrate(plan: Plan, comparison: pd.DataFrame, others: Sequence[tuple[Plan,
     """The plan's settings with the per-job overhead and the device's rates fitted to measurements.
 
     Each measured job gives ``measured_s - io_s - host_s = overhead_s + flops_32 / gflops_32 + flops_16 / gflops_16
-    + bytes / gbps + logits * metric_ns + layer_passes * step_us`` (:data:`COST_TERMS`); on a CPU the
-    matmul and metric terms are divided by the job's threads, so the fitted rates are per thread. The
-    unknowns are fitted by non-negative least squares on relative error, so every job weighs alike.
-    ``others`` adds the jobs of other runs on the same device (e.g. the default run in float32 on one
-    thread and the study in bfloat16 on two): one fit then knows both dtypes. A term no measured job
-    has (no bfloat16 job, say) keeps its setting; a term the jobs cannot tell apart (fitted to 0) costs
-    nothing afterwards.
+    + bytes / gbps + logits * metric_ns * (V / 65,536) ** exponent + layer_passes * step_us`` (:data:`COST_TERMS`);
+    on a CPU the matmul and metric terms are divided by the job's threads, so the fitted rates are per thread.
+    The linear unknowns are fitted by non-negative least squares on relative error, so every job weighs alike;
+    where the jobs' models have more than one vocabulary, the metrics' vocabulary exponent is the one in
+    ``[0, 1]`` whose fit leaves the least residual (a grid of 0.05, then refined). ``others`` adds the jobs
+    of other runs on the same device (e.g. the default run in float32 on one thread and the study in bfloat16
+    on two): one fit then knows both dtypes. A term no measured job has (no bfloat16 job, say) keeps its
+    setting; a term the jobs cannot tell apart (fitted to 0) costs nothing afterwards.
 
     Raises:
         ValueError: with fewer measured jobs than unknowns, or runs on different devices.
@@ -166,21 +167,54 @@ def calibrate(plan: Plan, comparison: pd.DataFrame, others: Sequence[tuple[Plan,
     if len(devices) != 1:
         raise ValueError(f"calibrate runs of one device at a time, got {sorted(devices)}")
     rows = [(p.run, job, measured) for p, c in runs for job, measured in _measured_jobs(p, c)]
-    design = np.array([[1.0, *_scaled_terms(job, run)] for run, job, _ in rows]) if rows else np.zeros((0, 6))
+    exponent_field = plan.settings.vocab_exponent_field(plan.run.device)
+    exponent = getattr(plan.settings, exponent_field)
+    design = _design(rows, exponent)
     present = [0, *(i + 1 for i in range(len(COST_TERMS)) if rows and design[:, i + 1].any())]
     if len(rows) < len(present) + 1:
         raise ValueError(f"{len(rows)} measured jobs cannot fit {len(present)} cost terms; benchmark more jobs")
     spent = np.array([measured - job.io_s - job.host_s for _, job, measured in rows])
-    design = design[:, present] / np.maximum(spent, 1e-3)[:, None]
-    scale = design.max(axis=0)  # columns of FLOPs and of layer passes differ by ~10 orders of magnitude
-    coef = optimize.nnls(design / np.where(scale > 0, scale, 1.0), np.ones(len(rows)))[0]
-    fitted = dict(zip(present, coef / np.where(scale > 0, scale, 1.0), strict=True))
+    values: dict[str, float] = {}
+    metric = COST_TERMS.index("lens_logits") + 1
+    if metric in present and len({job.vocab_size for _, job, _ in rows}) > 1:
+        exponent = _best_exponent(lambda e: _nnls(_design(rows, e), present, spent)[1])
+        values[exponent_field] = exponent
+    fitted = _nnls(_design(rows, exponent), present, spent)[0]
     fields = plan.settings.rate_fields(plan.run.device)
-    values = {"overhead_s": float(fitted[0])}
+    values["overhead_s"] = float(fitted[0])
     for i, (name, kind) in enumerate(zip(fields, ("rate", "rate", "rate", "ns", "us"), strict=True)):
         if i + 1 in fitted:
             values[name] = _setting(fitted[i + 1], kind)
     return dataclasses.replace(plan.settings, **values)
+
+
+# The metrics' vocabulary exponent is searched on [0, EXPONENT_MAX], first on a grid of EXPONENT_STEP.
+EXPONENT_MAX = 1.0
+EXPONENT_STEP = 0.05
+
+
+def _best_exponent(residual: Callable[[float], float]) -> float:
+    """The exponent in ``[0, EXPONENT_MAX]`` of least ``residual``: the best of a grid, refined between its
+    neighbours (bounded Brent)."""
+    grid = np.linspace(0.0, EXPONENT_MAX, round(EXPONENT_MAX / EXPONENT_STEP) + 1)
+    best = float(grid[int(np.argmin([residual(float(e)) for e in grid]))])
+    lo, hi = max(best - EXPONENT_STEP, 0.0), min(best + EXPONENT_STEP, EXPONENT_MAX)
+    refined = optimize.minimize_scalar(residual, bounds=(lo, hi), method="bounded", options={"xatol": 1e-6})
+    return float(refined.x) if refined.fun <= residual(best) else best
+
+
+def _design(rows: Sequence[tuple[RunSettings, JobPlan, float]], exponent: float) -> np.ndarray:
+    """One row per measured job: 1 (the overhead), then its cost terms as the per-thread rates apply to them."""
+    return np.array([[1.0, *_scaled_terms(job, run, exponent)] for run, job, _ in rows]) if rows else np.zeros((0, 6))
+
+
+def _nnls(design: np.ndarray, present: list[int], spent: np.ndarray) -> tuple[dict[int, float], float]:
+    """Seconds per unit of each present column fitted to ``spent`` on relative error, and the residual norm."""
+    design = design[:, present] / np.maximum(spent, 1e-3)[:, None]
+    scale = design.max(axis=0)  # columns of FLOPs and of layer passes differ by ~10 orders of magnitude
+    scale = np.where(scale > 0, scale, 1.0)
+    coef, residual = optimize.nnls(design / scale, np.ones(len(spent)))
+    return dict(zip(present, coef / scale, strict=True)), float(residual)
 
 
 def _setting(coefficient: float, kind: str) -> float:
@@ -190,10 +224,13 @@ def _setting(coefficient: float, kind: str) -> float:
     return float(coefficient * (1e9 if kind == "ns" else 1e6))
 
 
-def _scaled_terms(job: JobPlan, run: RunSettings) -> list[float]:
-    """The job's cost terms as the per-thread rates apply to them: threaded terms divided by the CPU threads."""
+def _scaled_terms(job: JobPlan, run: RunSettings, exponent: float) -> list[float]:
+    """The job's cost terms as the per-thread rates apply to them: threaded terms divided by the CPU threads,
+    the lens logits weighted by the vocabulary's ``(V / 65,536) ** exponent``."""
     threads = run.threads if run.device == "cpu" else 1
-    return [term / threads if threaded else term for term, threaded in zip(job.terms, THREADED_TERMS, strict=True)]
+    terms = [term / threads if threaded else term for term, threaded in zip(job.terms, THREADED_TERMS, strict=True)]
+    terms[COST_TERMS.index("lens_logits")] *= (job.vocab_size / METRIC_VOCAB_REF) ** exponent
+    return terms
 
 
 # The rate of a term that measurements fit to zero cost.
@@ -207,7 +244,7 @@ def _measured_jobs(plan: Plan, comparison: pd.DataFrame) -> list[tuple[JobPlan, 
 
 def predicted_s(job: JobPlan, settings: PlanSettings, run: RunSettings) -> float:
     """The job's estimated seconds under other ``settings`` (same work, other rates)."""
-    return settings.overhead_s + job.io_s + job.host_s + compute_seconds(job.terms, settings.rates(run))
+    return settings.overhead_s + job.io_s + job.host_s + compute_seconds(job.terms, settings.rates(run), job.vocab_size)
 
 
 def leave_one_out(plan: Plan, comparison: pd.DataFrame) -> pd.Series:

@@ -18,8 +18,8 @@ batch ``B``, ``L`` layers, width ``d``, vocabulary ``V``):
 * time: ``overhead_s`` + weights read and store written at ``io_gbps`` (fixed part)
   + FLOPs at the device's rate for the weight dtype (float32 or 16-bit; on a CPU per thread, times
   ``compute.threads``) + weights (and KV cache) streamed once per forward pass at ``gbps`` +
-  lens metrics at ``metric_ns`` per logit (per thread on a CPU) + ``step_us`` per layer per forward
-  pass (launches, Python);
+  lens metrics at ``metric_ns (V / 65,536) ** metric_vocab_exponent`` per logit (per thread on a CPU)
+  + ``step_us`` per layer per forward pass (launches, Python);
 * peak memory, the larger of loading and running, plus the runtime's own (``cpu_overhead_mb``) and the
   tokenizer's (``31 MiB + 1,062 bytes x V`` resident, fitted to SmolLM2's, Qwen2.5's and Gemma-3's
   tokenizers, measured at 108, 131 and 322 MiB, within 55 MiB):
@@ -49,7 +49,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from entropy_lens.workflow.plan.settings import GIB, MIB, DeviceRates, PlanSettings, RunSettings
+from entropy_lens.workflow.plan.settings import GIB, METRIC_VOCAB_REF, MIB, DeviceRates, PlanSettings, RunSettings
 from entropy_lens.workflow.plan.shapes import ModelShape
 
 EXTRACT = "extract_profiles"
@@ -172,6 +172,7 @@ class JobPlan:
     terms: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     io_s: float = 0.0
     host_s: float = 0.0
+    vocab_size: int = METRIC_VOCAB_REF  # the model's: the lens metrics' cost per logit depends on it
 
     @property
     def est_s(self) -> float:
@@ -219,7 +220,8 @@ def workload_cost(shape: ModelShape, work: Workload, run: RunSettings, rates: De
         shape.n_layers * work.lens_rows * shape.vocab_size,
         shape.n_layers * passes,
     )
-    return WorkloadCost(forward, lens, compute_seconds(terms, rates), terms, *_workload_memory(shape, work, run))
+    seconds = compute_seconds(terms, rates, shape.vocab_size)
+    return WorkloadCost(forward, lens, seconds, terms, *_workload_memory(shape, work, run))
 
 
 # What the rates apply to: float32 and 16-bit FLOPs (at gflops_32, gflops_16), bytes streamed (at gbps),
@@ -229,13 +231,14 @@ COST_TERMS = ("flops_32", "flops_16", "streamed_bytes", "lens_logits", "layer_pa
 THREADED_TERMS = (True, True, False, True, False)
 
 
-def compute_seconds(terms: Sequence[float], rates: DeviceRates) -> float:
+def compute_seconds(terms: Sequence[float], rates: DeviceRates, vocab_size: int) -> float:
+    """Seconds of a job's (or workload's) :data:`COST_TERMS` at ``rates``, for a model of ``vocab_size``."""
     flops_32, flops_16, streamed, logits, passes = terms
     return (
         flops_32 / (rates.gflops_32 * 1e9)
         + flops_16 / (rates.gflops_16 * 1e9)
         + streamed / (rates.gbps * 1e9)
-        + logits * rates.metric_ns * 1e-9
+        + logits * rates.metric_ns_at(vocab_size) * 1e-9
         + passes * rates.step_us * 1e-6
     )
 
@@ -327,4 +330,5 @@ def plan_job(job: Job, run: RunSettings, settings: PlanSettings) -> JobPlan:
         terms=tuple(terms),
         io_s=io_s,
         host_s=host_f64_s,
+        vocab_size=job.shape.vocab_size,
     )

@@ -19,6 +19,9 @@ MIB = 2**20
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Mirrors entropy_lens.model.loading.default_dtype (bf16 on GPUs, float32 on CPUs) without importing torch.
 AUTO_DTYPE = {"cuda": "bfloat16", "cpu": "float32"}
+# The vocabulary the lens metrics' cost per logit is stated at: a vocabulary of V costs (V / this) ** exponent
+# times as much per logit (PlanSettings.cpu_metric_vocab_exponent).
+METRIC_VOCAB_REF = 65_536
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,11 @@ class DeviceRates:
     step_us: float
     host_overhead_mb: float
     device_overhead_mb: float
+    metric_vocab_exponent: float = 0.0
+
+    def metric_ns_at(self, vocab_size: int) -> float:
+        """Lens metrics, ns per logit, for a vocabulary of ``vocab_size``."""
+        return self.metric_ns * (vocab_size / METRIC_VOCAB_REF) ** self.metric_vocab_exponent
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,15 @@ class PlanSettings:
         cpu_gflops, cpu_bf16_gflops: Sustained matmul rate per thread, float32 and 16-bit weights, GFLOP/s.
         cuda_gflops, cuda_fp32_gflops: Sustained matmul rate, 16-bit and float32 weights, GFLOP/s.
         cpu_gbps, cuda_gbps: Rate weights (and KV cache) stream through a forward pass, GB/s.
-        cpu_metric_ns, cuda_metric_ns: Lens metrics (softmax, entropies, nucleus), ns per logit (one CPU thread).
+        cpu_metric_ns, cuda_metric_ns: Lens metrics (softmax, entropies, nucleus), ns per logit (one CPU thread)
+            at a vocabulary of :data:`METRIC_VOCAB_REF` (65,536).
+        cpu_metric_vocab_exponent, cuda_metric_vocab_exponent: How the metrics' cost per logit grows with the
+            vocabulary ``V``: times ``(V / 65,536) ** exponent``. A wider vocabulary keeps more top-p candidates
+            per row to rank (up to ``V / 8``) and its rows outgrow the caches. Measured on this machine's CPU
+            (non-matmul lens seconds per logit, one thread, float32), SmolLM2's 49 k, Qwen2.5's 152 k and
+            Gemma-3's 262 k vocabularies cost 7.9, 13.3 and 16.9 ns on blank prompts (exponent 0.46) and 4.8,
+            9.8 and 8.3 ns on the formats prompts; :func:`calibrate` fits it with the rates. 0 (the default):
+            the same cost per logit at every vocabulary.
         cpu_step_us, cuda_step_us: Fixed latency per layer per forward pass, microseconds.
         overhead_s: Per job: process start, imports, loading code, seconds.
         io_gbps: Reading the (float32, materialized) weights and writing the store, GB/s.
@@ -87,6 +103,8 @@ class PlanSettings:
     cuda_gbps: float = 1_500.0
     cuda_metric_ns: float = 0.1
     cuda_step_us: float = 100.0
+    cpu_metric_vocab_exponent: float = 0.0
+    cuda_metric_vocab_exponent: float = 0.0
     overhead_s: float = 30.0
     io_gbps: float = 0.5
     cpu_overhead_mb: float = 330.0
@@ -151,6 +169,7 @@ class PlanSettings:
                 self.cpu_step_us,
                 self.cpu_overhead_mb,
                 0.0,
+                self.cpu_metric_vocab_exponent,
             )
         return DeviceRates(
             self.cuda_fp32_gflops,
@@ -160,6 +179,7 @@ class PlanSettings:
             self.cuda_step_us,
             self.cuda_host_overhead_mb,
             self.cuda_context_mb,
+            self.cuda_metric_vocab_exponent,
         )
 
     def rate_fields(self, device: str) -> tuple[str, ...]:
@@ -170,6 +190,11 @@ class PlanSettings:
         if device == "cpu":
             return ("cpu_gflops", "cpu_bf16_gflops", "cpu_gbps", "cpu_metric_ns", "cpu_step_us")
         return ("cuda_fp32_gflops", "cuda_gflops", "cuda_gbps", "cuda_metric_ns", "cuda_step_us")
+
+    def vocab_exponent_field(self, device: str) -> str:
+        """The setting of ``device``'s metric vocabulary exponent (fitted beside :meth:`rate_fields`)."""
+        self.rate_fields(device)  # checks the device
+        return f"{device}_metric_vocab_exponent"
 
 
 @dataclass(frozen=True)
