@@ -56,6 +56,13 @@ def test_a_whole_folder_passes(results, capsys):
     assert "1 stores, 2 tables and tensor files, 2 files against DVC hashes: all whole" in capsys.readouterr().out
 
 
+def test_snakemakes_timestamp_in_a_store_is_no_damage_and_no_warning(results, recwarn):
+    """Snakemake leaves .snakemake_timestamp inside directory outputs: zarr would warn once per store opened."""
+    (results / "profiles" / "tiny" / "blank.zarr" / ".snakemake_timestamp").touch()
+    assert verify(results).whole
+    assert not [w for w in recwarn if "snakemake_timestamp" in str(w.message)]
+
+
 def test_a_flipped_byte_in_a_store_is_named_with_the_remedy(results, capsys):
     store = results / "profiles" / "tiny" / "blank.zarr"
     chunk = store / "entropy" / "c" / "1" / "0" / "0"

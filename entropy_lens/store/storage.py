@@ -9,6 +9,7 @@ sharding) so a store stays a modest number of files for DVC.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -16,7 +17,7 @@ import shutil
 import tempfile
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -122,13 +123,21 @@ def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Data
         raise FileNotFoundError(f"no profile store at {target} (missing zarr.json)")
     reader = functools.partial(_read_chunk, store=str(target), combined=combined)
     try:
-        with warnings.catch_warnings():  # Snakemake leaves a timestamp file inside directory outputs
-            warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
+        with snakemake_timestamp_ignored():
             ds = xr.open_zarr(target, consolidated=False, zarr_format=3, from_array_kwargs={"getitem": reader})
     except (ValueError, RuntimeError) as err:  # UnicodeDecodeError, JSONDecodeError; codecs raise RuntimeError
         raise ValueError(damaged_store_message(target, err, combined=combined)) from err
     schema.validate_profiles(ds, combined=combined)
     return ds
+
+
+@contextlib.contextmanager
+def snakemake_timestamp_ignored() -> Iterator[None]:
+    """Open a store quietly: Snakemake leaves a ``.snakemake_timestamp`` file inside directory outputs, which
+    zarr warns is no part of the hierarchy."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
+        yield
 
 
 def damaged_store_message(store: str | os.PathLike, err: Exception, *, combined: bool = False, array: str = "") -> str:

@@ -137,8 +137,9 @@ def _store_remedy(store: Path, combined: bool) -> str:
 
 
 def _arrays(store: Path) -> list[str]:
-    group = zarr.open_group(store, mode="r", zarr_format=3)
-    return sorted(name for name, _ in group.arrays())
+    with storage.snakemake_timestamp_ignored():
+        group = zarr.open_group(store, mode="r", zarr_format=3)
+        return sorted(name for name, _ in group.arrays())
 
 
 def _codec_names(array: Path) -> set[str]:
