@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pandas as pd
@@ -420,7 +421,32 @@ def test_the_readme_digest_counts_each_claims_verdicts_and_says_not_run():
         measured = rows.loc[~not_run, "verdict"].value_counts()
         assert all(f"{word} ×{n}:" in line for word, n in measured.items())
         assert (f"not run ×{int(not_run.sum())}:" in line) == bool(not_run.any())
+        for why, model in rows.loc[not_run, ["why", "model"]].itertuples(index=False):  # each says why
+            named = rf"(?<![\w.-]){re.escape(model)}(?![\w.-])"  # the model's name as a word, not "a" in "data"
+            assert re.sub(named, "the model", why.removeprefix("not run:").strip()) in line
     assert digest.startswith(f"**{R.summary(top)[0]}**")
+    assert findings["why"].str.startswith("not run").any()
+
+
+def test_the_digest_names_a_rows_own_model_in_its_reason_as_the_model():
+    table = pd.DataFrame(
+        {
+            "claim": ["format separability"] * 3,
+            "role": ["finding"] * 3,
+            "model": ["gemma3-270m", "qwen2.5-coder-0.5b", "all"],
+            "verdict": ["inconclusive"] * 3,
+            "why": [
+                "not run: gemma3-270m is not profiled on 'formats'",
+                "not run: qwen2.5-coder-0.5b is not profiled on 'formats'",
+                "not run: small models, all at chance",
+            ],
+        }
+    )
+    line = R.digest_markdown(table).splitlines()[-1]
+    assert line == (
+        "| format separability | not run ×3: gemma3-270m, qwen2.5-coder-0.5b, all (the model is not profiled on "
+        "'formats'; small models, all at chance) |"
+    )
 
 
 def test_display_and_html_show_intervals_in_the_units_people_read():

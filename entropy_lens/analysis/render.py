@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -251,11 +252,30 @@ def digest_markdown(table: pd.DataFrame) -> str:
     """The headline's counts and one line per claim: how many rows got each verdict, on which models (the
     README's answer sections; every estimate with its interval stays in ``verdicts.md``)."""
     lines = ["| claim | verdicts (rows: models) |", "|---|---|"]
-    said = table["verdict"].where(~table["why"].astype(str).str.startswith(NOT_RUN), "not run")
+    said = table["verdict"].where(~table["why"].astype(str).str.startswith(NOT_RUN), NOT_RUN)
     for claim, rows in table.assign(said=said).groupby(table.apply(_claim_text, axis=1), sort=False):
-        words = [
-            f"{word} ×{len(group)}: {', '.join(dict.fromkeys(group['model'].astype(str)))}"
-            for word, group in rows.groupby("said", sort=False)
-        ]
+        words = [_digest_words(word, group) for word, group in rows.groupby("said", sort=False)]
         lines.append(f"| {claim} | {'; '.join(words)} |")
     return "".join(f"**{line}**\n\n" for line in summary(table)) + "\n".join(lines) + "\n"
+
+
+# Model cells that name no one model: every model pooled, or none in the configuration.
+PLACEHOLDER_MODELS = frozenset({"all", "none", ""})
+
+
+def _digest_words(word: str, group: pd.DataFrame) -> str:
+    """``word ×n: models``; rows not run add why, each reason once (a row's own model named "the model")."""
+    models = ", ".join(dict.fromkeys(group["model"].astype(str)))
+    if word != NOT_RUN:
+        return f"{word} ×{len(group)}: {models}"
+    reasons = dict.fromkeys(
+        _reason(str(why), str(model)) for why, model in zip(group["why"], group["model"], strict=True)
+    )
+    return f"{word} ×{len(group)}: {models} ({'; '.join(reasons)})"
+
+
+def _reason(why: str, model: str) -> str:
+    reason = why.removeprefix(f"{NOT_RUN}:").strip()
+    if model in PLACEHOLDER_MODELS or "," in model:
+        return reason
+    return re.sub(rf"(?<![\w.-]){re.escape(model)}(?![\w.-])", "the model", reason)
