@@ -24,7 +24,7 @@ from entropy_lens.workflow.plan.cost import (
     JobPlan,
     compute_seconds,
 )
-from entropy_lens.workflow.plan.settings import METRIC_VOCAB_REF, MIB, PlanSettings, RunSettings
+from entropy_lens.workflow.plan.settings import MIB, PlanSettings, RunSettings, vocab_factor
 from entropy_lens.workflow.timings import read_benchmark, read_peak
 
 
@@ -229,7 +229,7 @@ def _scaled_terms(job: JobPlan, run: RunSettings, exponent: float) -> list[float
     the lens logits weighted by the vocabulary's ``(V / 65,536) ** exponent``."""
     threads = run.threads if run.device == "cpu" else 1
     terms = [term / threads if threaded else term for term, threaded in zip(job.terms, THREADED_TERMS, strict=True)]
-    terms[COST_TERMS.index("lens_logits")] *= (job.vocab_size / METRIC_VOCAB_REF) ** exponent
+    terms[COST_TERMS.index("lens_logits")] *= vocab_factor(job.vocab_size, exponent)
     return terms
 
 

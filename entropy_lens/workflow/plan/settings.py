@@ -24,6 +24,11 @@ AUTO_DTYPE = {"cuda": "bfloat16", "cpu": "float32"}
 METRIC_VOCAB_REF = 65_536
 
 
+def vocab_factor(vocab_size: int, exponent: float) -> float:
+    """How much more a lens logit costs in a vocabulary of ``vocab_size`` than at :data:`METRIC_VOCAB_REF`."""
+    return (vocab_size / METRIC_VOCAB_REF) ** exponent
+
+
 @dataclass(frozen=True)
 class DeviceRates:
     """What one device sustains for one run (see :meth:`PlanSettings.rates`): matmul rates in float32 and
@@ -40,7 +45,7 @@ class DeviceRates:
 
     def metric_ns_at(self, vocab_size: int) -> float:
         """Lens metrics, ns per logit, for a vocabulary of ``vocab_size``."""
-        return self.metric_ns * (vocab_size / METRIC_VOCAB_REF) ** self.metric_vocab_exponent
+        return self.metric_ns * vocab_factor(vocab_size, self.metric_vocab_exponent)
 
 
 @dataclass(frozen=True)
