@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from entropy_lens.analysis import claim_verdicts as CV
 from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import paper as P
@@ -388,7 +389,9 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     lines = R.summary(top)
     # llama: vs random and vs pruning and the collapse under all blocks, the collapse under no_final; the two
     # no_final comparisons went the other way
-    assert lines[0].startswith("Claims of the study: 4 reproduced, 2 not reproduced, 0 inconclusive")
+    # per claim: the collapse reproduced (both variants); vs random and vs pruning each reproduced under one
+    # variant and not under the other: mixed
+    assert lines[0].startswith("Claims of the study: 1 reproduced, 0 not reproduced, 2 mixed, 0 inconclusive")
     assert lines[1].startswith("Extensions (where the study made no claim; counted apart):")
     assert "expansion more critical" in lines[1] and "no difference" in lines[1]
     roles = top["role"].tolist()
@@ -411,42 +414,34 @@ def test_headline_keeps_the_verdict_measure_and_shannon():
     assert "not run by this configuration (listed last)" in R.verdicts_html(top)
 
 
-def test_the_readme_digest_counts_each_claims_verdicts_and_says_not_run():
+def test_the_readme_digest_gives_one_line_per_claim_with_its_verdict_null_and_rows():
     top = P.headline(P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected()))
     digest = R.digest_markdown(top)
-    findings = top[top["role"] == C.FINDING]
-    for claim, rows in findings.groupby("claim"):
-        line = next(line for line in digest.splitlines() if line.startswith(f"| {claim} |"))
-        not_run = rows["why"].str.startswith("not run")
-        measured = rows.loc[~not_run, "verdict"].value_counts()
-        assert all(f"{word} ×{n}:" in line for word, n in measured.items())
-        assert (f"not run ×{int(not_run.sum())}:" in line) == bool(not_run.any())
-        for why, model in rows.loc[not_run, ["why", "model"]].itertuples(index=False):  # each says why
-            named = rf"(?<![\w.-]){re.escape(model)}(?![\w.-])"  # the model's name as a word, not "a" in "data"
-            assert re.sub(named, "the model", why.removeprefix("not run:").strip()) in line
+    claims = CV.claim_verdicts(top)
     assert digest.startswith(f"**{R.summary(top)[0]}**")
-    assert findings["why"].str.startswith("not run").any()
+    for rec in claims.to_dict("records"):
+        name = rec["claim"] if rec["role"] == C.FINDING else f"{rec['claim']} ({rec['role']})"
+        (line,) = [line for line in digest.splitlines() if line.startswith(f"| {name} |")]
+        rows = top[(top["claim"] == rec["claim"]) & (top["role"] == rec["role"])]
+        assert f"| {rec['verdict']}" in line and f"| {rec['beyond_null']}" in line
+        assert sum(int(n) for n in re.findall(r"×(\d+)", line.rsplit("|", 2)[1])) == len(rows)  # every row tallied
+        if rec["verdict"] == "not run":  # the reason is said
+            assert rows["why"].iloc[0].removeprefix("not run:").strip() in line
+    assert (claims["verdict"] == "not run").any()
 
 
-def test_the_digest_names_a_rows_own_model_in_its_reason_as_the_model():
+def test_the_digest_names_a_not_run_claims_reason():
     table = pd.DataFrame(
         {
-            "claim": ["format separability"] * 3,
-            "role": ["finding"] * 3,
-            "model": ["gemma3-270m", "qwen2.5-coder-0.5b", "all"],
-            "verdict": ["inconclusive"] * 3,
-            "why": [
-                "not run: gemma3-270m is not profiled on 'formats'",
-                "not run: qwen2.5-coder-0.5b is not profiled on 'formats'",
-                "not run: small models, all at chance",
-            ],
+            "claim": ["format separability"] * 2,
+            "role": ["finding"] * 2,
+            "model": ["gemma3-270m", "all"],
+            "verdict": ["inconclusive"] * 2,
+            "why": ["not run: dataset 'formats' is disabled"] * 2,
         }
     )
     line = R.digest_markdown(table).splitlines()[-1]
-    assert line == (
-        "| format separability | not run ×3: gemma3-270m, qwen2.5-coder-0.5b, all (the model is not profiled on "
-        "'formats'; small models, all at chance) |"
-    )
+    assert line == "| format separability | not run (dataset 'formats' is disabled) | no null | not run ×2 |"
 
 
 def test_display_and_html_show_intervals_in_the_units_people_read():
@@ -566,14 +561,22 @@ def test_summary_counts_each_role_apart():
     top = P.headline(table)
     lines = R.summary(top)
     findings = lines[0]
-    assert findings.startswith("Claims of the study: 3 reproduced, 1 not reproduced, 3 inconclusive; ")
-    n_findings = int((top["role"] == C.FINDING).sum())
-    counted = sum(int(part.split()[0]) for part in findings.split(": ", 1)[1].rstrip(".").replace(";", ",").split(", "))
-    assert counted == n_findings  # every finding is counted once, no precondition or extension among them
+    claims = CV.claim_verdicts(top)
+    found = claims[claims["role"] == C.FINDING]["verdict"].value_counts()
+    assert findings.startswith(
+        f"Claims of the study: {found.get('reproduced', 0)} reproduced, {found.get('not reproduced', 0)} not "
+        f"reproduced, {found.get('mixed', 0)} mixed, {found.get('inconclusive', 0)} inconclusive; "
+    )
+    counted = sum(
+        int(part.split()[0]) for part in findings.split(". Beyond")[0].split(": ", 1)[1].replace(";", ",").split(", ")
+    )
+    assert counted == len(claims[claims["role"] == C.FINDING])  # every finding claim counted once, by claim not row
+    assert counted < int((top["role"] == C.FINDING).sum())  # several rows per claim: rows are not what is counted
     assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 1 undecided (not findings of the study")
     text = R.verdicts_markdown(top, "Verdicts")
     body, section = text.split(f"## {R.HEADINGS[C.PRECONDITION][0]}")
     assert text.startswith("# Verdicts\n\n**Claims of the study:") and "| claim | model |" in body
+    assert "## Claims\n\n| claim | as stated | beyond its null | rows |" in body
     assert f"{C.ACCURACY} (precondition)" in section and f"{C.MODEL_IDENTITY} (extension)" in body
     html = R.verdicts_html(top)
     assert html.count("<table") == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from synthetic import combined_dataset
 
@@ -299,3 +300,88 @@ def test_separability_sources_needed_let_the_dummy_interval_narrow_too():
 
     assert separates(needed + 1) and not separates(0.9 * needed)
     assert 800 < needed < 900  # a fixed dummy bar (0.670, above the estimate) could never be passed
+
+
+# --------------------------------------------------------------------------- nulls, degenerate intervals, claims
+
+
+def test_a_zero_width_interval_decides_nothing_in_every_rule():
+    point = V.Interval(0.5, 0.5, 0.5)
+    assert V.degenerate(point).startswith("an interval of zero width")
+    assert V.degenerate(V.Interval(0.5, 0.4, 0.6)) == ""
+    assert V.above_threshold(V.Interval(0.9, 0.9, 0.9), threshold=0.5, n=40, statistic="rho").verdict == V.INCONCLUSIVE
+    assert V.separability(point, point, k_used=29, k_study=29, n_groups=10).verdict == V.INCONCLUSIVE
+    assert V.renyi_equivalence(V.Interval(0.0, 0.0, 0.0), n_groups=10).verdict == V.INCONCLUSIVE
+    gap = V.family_not_size(V.Interval(0.2, 0.2, 0.2), n_samples=20)
+    assert gap.verdict == V.INCONCLUSIVE and "zero width" in gap.why
+    # the same estimates with a real interval decide
+    assert V.above_threshold(V.Interval(0.9, 0.8, 0.95), threshold=0.5, n=40, statistic="rho").verdict == V.REPRODUCED
+
+
+def test_decide_reads_both_sides_of_its_bar_and_the_margin():
+    words = V.Decision(above="{text} above", below="{text} below", between="{text} between")
+    at = dict(bar=0.5, n=40, unit="prompts", words=words, text="x")
+    assert V.decide(V.Interval(0.7, 0.6, 0.8), **at).verdict == V.REPRODUCED
+    assert V.decide(V.Interval(0.3, 0.2, 0.4), **at).verdict == V.NOT_REPRODUCED
+    assert V.decide(V.Interval(0.5, 0.4, 0.6), **at).verdict == V.INCONCLUSIVE
+    # with a margin, "not reproduced" must rule out even an effect of the margin
+    assert V.decide(V.Interval(0.45, 0.4, 0.52), margin=0.05, **at).verdict == V.NOT_REPRODUCED
+    assert V.decide(V.Interval(0.5, 0.4, 0.56), margin=0.05, **at).verdict == V.INCONCLUSIVE
+    assert V.decide(V.Interval(0.7, 0.6, 0.8), **{**at, "n": 3}).why == "only 3 prompts (need 6)"
+
+
+def test_beyond_null_three_ways_and_a_null_that_reaches_the_bar():
+    null = V.Interval(0.92, 0.9, 0.94)
+    shown = V.beyond_null(V.Null("cross-prompt", null, V.Interval(0.05, 0.02, 0.08), margin=0.1), n=40, unit="prompts")
+    assert shown.word == V.SHOWN
+    flat = V.Null("cross-prompt", null, V.Interval(0.01, -0.02, 0.04), margin=0.1, bar=0.5)
+    not_shown = V.beyond_null(flat, n=40, unit="prompts")
+    assert not_shown.word == V.NOT_SHOWN and "mechanical" in not_shown.why and "0.5" in not_shown.why
+    wide = V.beyond_null(V.Null("x", null, V.Interval(0.05, -0.05, 0.15), margin=0.1), n=40, unit="prompts")
+    assert wide.word == V.UNDECIDED_BEYOND and "would decide it" in wide.why
+    point = V.beyond_null(V.Null("x", null, V.Interval(0.05, 0.05, 0.05), margin=0.1), n=40, unit="prompts")
+    assert point.word == V.UNDECIDED_BEYOND and "zero width" in point.why
+
+
+def test_a_fixed_null_shifts_the_interval_by_its_bar():
+    null = V.fixed_null("chance", V.Interval(0.4, 0.3, 0.5), 0.25, margin=0.1)
+    assert (null.beyond.estimate, null.beyond.low, null.beyond.high) == pytest.approx((0.15, 0.05, 0.25))
+    assert V.beyond_null(null, n=100, unit="questions").word == V.SHOWN
+
+
+def test_planted_null_fixed_bar_rules_show_beyond_at_most_5_percent():
+    """Accuracy on answers drawn at chance: the fixed-bar null (chance) is shown beyond in at most 5% of draws."""
+    rng = np.random.default_rng(0)
+    shown = 0
+    for _ in range(100):
+        correct = int((rng.random(120) < 0.25).sum())
+        estimate, low, high = correct / 120, *wilson_interval(correct, 120)
+        null = V.fixed_null("chance", V.Interval(estimate, low, high), 0.25, margin=V.NULL_MARGINS["accuracy"])
+        shown += V.beyond_null(null, n=120, unit="questions").word == V.SHOWN
+    assert shown <= 5
+
+
+def test_claim_verdicts_count_claims_not_rows():
+    from entropy_lens.analysis import claim_verdicts as CV
+
+    assert CV.combine(["reproduced", "inconclusive"], *CV.ROLE_WORDS["finding"]) == "reproduced"
+    assert CV.combine(["reproduced", "not reproduced"], *CV.ROLE_WORDS["finding"]) == CV.MIXED
+    assert CV.combine(["not reproduced", "inconclusive"], *CV.ROLE_WORDS["finding"]) == "not reproduced"
+    assert CV.combine(["inconclusive"], *CV.ROLE_WORDS["finding"]) == "inconclusive"
+    assert CV.combine(["random more critical", "undecided"], *CV.ROLE_WORDS["extension"]) == "random more critical"
+    rows = pd.DataFrame(
+        {
+            "claim": ["a"] * 8 + ["b"],
+            "role": ["finding"] * 9,
+            "model": [f"m{i}" for i in range(8)] + ["all"],
+            "verdict": ["reproduced"] * 8 + ["inconclusive"],
+            "why": [""] * 8 + ["not run: dataset 'x' is disabled"],
+            "beyond_verdict": ["not shown"] * 7 + ["undecided", ""],
+            "beyond_why": ["the null reaches the bar"] * 8 + [""],
+        }
+    )
+    claims = CV.claim_verdicts(rows).set_index("claim")
+    assert len(claims) == 2  # eight rows of claim a are one claim
+    assert claims.loc["a", "verdict"] == "reproduced" and claims.loc["a", "beyond_null"] == "not shown"
+    assert claims.loc["a", "rows"] == "reproduced ×8"
+    assert claims.loc["b", "verdict"] == "not run" and claims.loc["b", "beyond_null"] == CV.NO_NULL

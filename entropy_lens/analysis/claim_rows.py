@@ -37,7 +37,7 @@ from entropy_lens.analysis.rows import (
 )
 from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.answers.accuracy import ALL_STYLES
-from entropy_lens.core.frames import SOURCES
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, SOURCES
 
 
 def _sources(rec: Record) -> int:
@@ -58,6 +58,8 @@ SPEARMAN_RULE = RowRule(
     judge=lambda rho, rec: V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"),
     study=_study_spearman,
     note="n counts (token, layer) pairs; the interval resamples prompts",
+    margin=V.NULL_MARGINS["rho"],
+    bar=V.SPEARMAN_THRESHOLD,
 )
 
 
@@ -94,6 +96,12 @@ def accuracy_rule(families: Mapping[str, str]) -> RowRule:
             f"{100 * rec['majority_baseline']:.0f}%; {int(rec['n_unparsed'])} unparsed"
         ),
         extra=lambda rec: {"baseline": _bar(rec, "majority_baseline")},
+        null=lambda rec: V.fixed_null(
+            "chance or the majority letter",
+            interval(rec, ESTIMATE, LOW, HIGH),
+            _bar(rec, "majority_baseline").estimate,
+            margin=V.NULL_MARGINS["accuracy"],
+        ),
     )
 
 
@@ -113,6 +121,8 @@ OVERLAP_RULE = RowRule(
         value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
     ),
     note="mean over (token, layer) cells; the interval resamples prompts",
+    margin=V.NULL_MARGINS["containment"],
+    bar=V.CONTAINMENT_THRESHOLD,
 )
 
 
@@ -146,7 +156,24 @@ def shape_rule(expected: Expected) -> RowRule:
         note=note,
         keep=lambda rec: scope(rec) is not None,
         has_estimate=False,
+        null=lambda rec: _flat_null(scope(rec)[0], stats(rec)),
     )
+
+
+def _flat_null(claim: str, statistics: Mapping[str, V.Interval]) -> V.Null | None:
+    """A shape's null is a flat profile, every part at its bar: the excess of the weakest part in its claimed
+    direction (the one whose interval comes closest to the bar)."""
+    excess = []
+    for part in V.SHAPE_CLAIMS[claim]:
+        value = statistics[part.statistic]
+        sign = 1.0 if part.above else -1.0
+        low, high = sorted((sign * (value.low - part.bar), sign * (value.high - part.bar)))
+        excess.append(V.Interval(sign * (value.estimate - part.bar), low, high))
+    finite = [e for e in excess if e.finite]
+    if not finite:
+        return None
+    weakest = min(finite, key=lambda e: e.low)
+    return V.Null("flat profile (weakest part)", V.Interval(0.0, 0.0, 0.0), weakest, margin=V.NULL_MARGINS["gap"])
 
 
 # Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study text and note.
@@ -209,6 +236,12 @@ def _pair_rule(claim: str, judge, study: str, same: str, scores: str) -> RowRule
         note=note,
         model=lambda rec: f"{rec['small']}, {rec['large']}",
         measure=_scale,
+        null=lambda rec: V.fixed_null(
+            "no family structure (gap 0)",
+            interval(rec, ESTIMATE, LOW, HIGH),
+            V.GAP_THRESHOLD,
+            margin=V.NULL_MARGINS["gap"],
+        ),
     )
 
 

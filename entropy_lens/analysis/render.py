@@ -15,12 +15,13 @@ from typing import Any
 import pandas as pd
 
 from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.claim_verdicts import BEYOND, MIXED, NO_NULL, claim_verdicts
 from entropy_lens.analysis.claims import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.analysis.outcomes import UNDECIDED
 from entropy_lens.core.tables import to_markdown
 
 PERCENT = 100.0
-NOT_RUN = "not run"
+NOT_RUN = V.NOT_RUN
 AUC, RHO, ACC, POINTS, CONTAINMENT, JACCARD, NATS = (
     "AUC %",
     "rho",
@@ -93,6 +94,9 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             "study": table["study"],
             "verdict": table["verdict"],
             "why": table["why"],
+            "null": _column(table, "null"),
+            "ours - null (95% CI)": [_fmt(r, "beyond", "beyond") if "beyond" in r else "" for r in records],
+            "beyond its null": _column(table, "beyond_verdict"),
             "n": table["n"],
         }
     )
@@ -100,6 +104,10 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     for column in [c for c in table.columns if c.startswith(UNDER_LENS)][::-1]:
         view.insert(view.columns.get_loc("verdict") + 1, f"under {column[len(UNDER_LENS) :]} lens", table[column])
     return view
+
+
+def _column(table: pd.DataFrame, name: str) -> pd.Series:
+    return table[name] if name in table.columns else pd.Series("", index=table.index)
 
 
 def _claim_text(row: Mapping[str, Any]) -> str:
@@ -132,7 +140,8 @@ def by_role(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def summary(table: pd.DataFrame) -> list[str]:
-    """The headline's counts: findings (measured, then not run), extensions and preconditions, apart.
+    """The headline's counts, one verdict per claim (:mod:`entropy_lens.analysis.claim_verdicts`): findings
+    (measured, then not run) with how many cleared their nulls, extensions and preconditions, apart.
 
     Args:
         table: :func:`entropy_lens.analysis.paper.headline` rows.
@@ -140,32 +149,57 @@ def summary(table: pd.DataFrame) -> list[str]:
     Returns:
         One sentence per role present (findings always).
     """
-    parts = by_role(table)
-    findings = parts[FINDING]
-    not_run = findings["why"].astype(str).str.startswith(NOT_RUN)
-    counts = findings.loc[~not_run, "verdict"].value_counts()
-    first = "Claims of the study: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in V.VERDICTS)
-    first += f"; {int(not_run.sum())} not run by this configuration (listed last)" if not_run.any() else ""
+    claims = claim_verdicts(table)
+    findings = claims[claims["role"] == FINDING]
+    run = findings[findings["verdict"] != NOT_RUN]
+    found = run["verdict"].value_counts()
+    words = [*V.VERDICTS[:2], MIXED, V.VERDICTS[2]]
+    first = "Claims of the study: " + ", ".join(f"{int(found.get(w, 0))} {w}" for w in words)
+    n_not_run = len(findings) - len(run)
+    first += f"; {n_not_run} not run by this configuration (listed last)" if n_not_run else ""
+    beyond = run["beyond_null"].value_counts()
+    first += ". Beyond their nulls: " + ", ".join(
+        f"{int(beyond.get(w, 0))} {w}" for w in (*BEYOND, MIXED, NO_NULL) if w in beyond or w in BEYOND
+    )
     lines = [first + "."]
-    extensions = parts[EXTENSION]
+    extensions = claims[claims["role"] == EXTENSION]
     if not extensions.empty:
-        found = extensions["verdict"].value_counts()
-        words = ", ".join(f"{int(n)} {word}" for word, n in found.items())
-        lines.append(f"Extensions (where the study made no claim; counted apart): {words}.")
-    preconditions = parts[PRECONDITION]
+        tally = ", ".join(f"{int(n)} {w}" for w, n in extensions["verdict"].value_counts(sort=False).items())
+        lines.append(f"Extensions (where the study made no claim; counted apart): {tally}.")
+    preconditions = claims[claims["role"] == PRECONDITION]
     if not preconditions.empty:
-        unread = preconditions["why"].astype(str).str.startswith(NOT_RUN)
+        unread = preconditions["verdict"] == NOT_RUN
         met = preconditions.loc[~unread, "verdict"].value_counts()
         words = ", ".join(f"{int(met.get(w, 0))} {w}" for w in V.PRECONDITION_WORDS.values())
+        words += f", {int(met[MIXED])} {MIXED}" if MIXED in met else ""
         words += f"; {int(unread.sum())} not run" if unread.any() else ""
         lines.append(f"Preconditions: {words} ({HEADINGS[PRECONDITION][1]}).")
     return lines
+
+
+def claims_markdown(table: pd.DataFrame) -> str:
+    """One line per claim: its verdict as stated, beyond its null, on which models, and its rows' tally."""
+    claims = claim_verdicts(table)
+    lines = ["| claim | as stated | beyond its null | rows |", "|---|---|---|---|"]
+    for rec in claims.to_dict("records"):
+        name = rec["claim"] if rec["role"] == FINDING else f"{rec['claim']} ({rec['role']})"
+        stated = f"{rec['verdict']} on {rec['models']}" if rec["models"] else rec["verdict"]
+        if rec["verdict"] == NOT_RUN:
+            stated += f" ({_reason(str(rec['why']), '')})"
+        beyond = rec["beyond_null"] + (f": {rec['beyond_why']}" if rec["beyond_why"] else "")
+        lines.append(f"| {_cell(name)} | {_cell(stated)} | {_cell(beyond)} | {rec['rows']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def verdicts_markdown(table: pd.DataFrame, title: str) -> str:
     """The headline as Markdown: the counts, the findings' table, then extensions and preconditions."""
     parts = by_role(table)
     text = f"# {title}\n\n" + "".join(f"**{line}**\n\n" for line in summary(table))
+    text += "## Claims\n\n" + claims_markdown(table) + "\n## Rows\n\n"
     text += to_markdown(display(parts[FINDING]))
     for role in (EXTENSION, PRECONDITION):
         if not parts[role].empty:
@@ -177,7 +211,7 @@ def verdicts_html(table: pd.DataFrame) -> str:
     """The headline as a styled HTML fragment (coloured verdicts) for the report's first page."""
     parts = by_role(table)
     lines = "<br>".join(html.escape(line) for line in summary(table))
-    text = f"{HTML_STYLE}\n<p><b>{lines}</b><br>(95% intervals; rules in the README, section Verdict rules)</p>\n"
+    text = f"{HTML_STYLE}\n<p><b>{lines}</b><br>(95% intervals; rules in docs/verdicts.md)</p>\n"
     text += _html_table(parts[FINDING])
     for role in (EXTENSION, PRECONDITION):
         if not parts[role].empty:
@@ -217,7 +251,10 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
             "claim": view["claim"],
             "model / split": where,
             "ours (95% CI)": view["ours (95% CI)"],
-            "verdict": view["verdict"],
+            "verdict": [
+                f"{v}; beyond its null: {b}" if b else v
+                for v, b in zip(view["verdict"], view["beyond its null"].astype(str), strict=True)
+            ],
         }
     )
 
@@ -249,29 +286,13 @@ def compact_markdown(table: pd.DataFrame) -> str:
 
 
 def digest_markdown(table: pd.DataFrame) -> str:
-    """The headline's counts and one line per claim: how many rows got each verdict, on which models (the
-    README's answer sections; every estimate with its interval stays in ``verdicts.md``)."""
-    lines = ["| claim | verdicts (rows: models) |", "|---|---|"]
-    said = table["verdict"].where(~table["why"].astype(str).str.startswith(NOT_RUN), NOT_RUN)
-    for claim, rows in table.assign(said=said).groupby(table.apply(_claim_text, axis=1), sort=False):
-        words = [_digest_words(word, group) for word, group in rows.groupby("said", sort=False)]
-        lines.append(f"| {claim} | {'; '.join(words)} |")
-    return "".join(f"**{line}**\n\n" for line in summary(table)) + "\n".join(lines) + "\n"
+    """The headline's counts and one line per claim (the README's answer sections; every estimate with its
+    interval stays in ``verdicts.md``)."""
+    return "".join(f"**{line}**\n\n" for line in summary(table)) + claims_markdown(table)
 
 
 # Model cells that name no one model: every model pooled, or none in the configuration.
 PLACEHOLDER_MODELS = frozenset({"all", "none", ""})
-
-
-def _digest_words(word: str, group: pd.DataFrame) -> str:
-    """``word ×n: models``; rows not run add why, each reason once (a row's own model named "the model")."""
-    models = ", ".join(dict.fromkeys(group["model"].astype(str)))
-    if word != NOT_RUN:
-        return f"{word} ×{len(group)}: {models}"
-    reasons = dict.fromkeys(
-        _reason(str(why), str(model)) for why, model in zip(group["why"], group["model"], strict=True)
-    )
-    return f"{word} ×{len(group)}: {models} ({'; '.join(reasons)})"
 
 
 def _reason(why: str, model: str) -> str:

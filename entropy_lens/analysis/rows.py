@@ -42,15 +42,29 @@ COLUMNS = (
     "study",
     "verdict",
     "why",
+    "null",
+    "null_estimate",
+    "null_low",
+    "null_high",
+    "beyond",
+    "beyond_low",
+    "beyond_high",
+    "beyond_verdict",
+    "beyond_why",
     "n",
     "n_sources",
     "note",
 )
-NUMBER_COLUMNS = {c for c in COLUMNS if c.startswith(("estimate", "ci_", "baseline", "study_protocol"))} | {
+NUMBER_COLUMNS = {
+    c for c in COLUMNS if c.startswith(("estimate", "ci_", "baseline", "study_protocol", "null_", "beyond"))
+} - {"beyond_verdict", "beyond_why"} | {
     "n",
     "n_sources",
 }
 CONTAINMENT_STATISTIC = "containment"
+# The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null").
+NULL_NAME, NULL_COLUMNS = "null_name", ("null_estimate", "null_low", "null_high")
+BEYOND_COLUMNS = ("beyond", "beyond_low", "beyond_high")
 
 
 @dataclass(frozen=True)
@@ -112,13 +126,50 @@ def row(
     row: dict[str, Any] = {c: math.nan if c in NUMBER_COLUMNS else "" for c in COLUMNS}
     row.update(claim=claim, role=role, model=model, unit=unit, verdict=word(verdict, role), why=verdict.why)
     for key, value in values.items():
-        if isinstance(value, V.Interval):
+        if isinstance(value, V.Null):
+            row.update(_null_columns(value, verdict, _units(values.get("n_sources")), unit))
+        elif isinstance(value, V.Interval):
             prefix = "ci" if key == "ours" else key
             row[key if key != "ours" else "estimate"] = value.estimate
             row[f"{prefix}_low"], row[f"{prefix}_high"] = value.low, value.high
         else:
             row[key] = value
     return row
+
+
+def _null_columns(null: V.Null, verdict: V.Verdict | O.Outcome, n: int, unit: str) -> dict[str, Any]:
+    """The row's beyond-null columns; a claim not run has none."""
+    if verdict.why.startswith(NOT_RUN):
+        return {}
+    scale, digits = _scale(unit)
+    beyond = V.beyond_null(null, n=n, unit="units", scale=scale, digits=digits)
+    return {
+        "null": null.name,
+        **dict(zip(NULL_COLUMNS, (null.value.estimate, null.value.low, null.value.high), strict=True)),
+        **dict(zip(BEYOND_COLUMNS, (null.beyond.estimate, null.beyond.low, null.beyond.high), strict=True)),
+        "beyond_verdict": beyond.word,
+        "beyond_why": beyond.why,
+    }
+
+
+def _units(value: Any) -> int:
+    """A count column as an int (0 where missing)."""
+    return int(value) if value is not None and pd.notna(value) else 0
+
+
+def _scale(unit: str) -> tuple[float, int]:
+    """How a number in ``unit`` is shown: percent units at one decimal, the rest at three."""
+    return (100.0, 1) if "%" in unit or "points" in unit else (1.0, 3)
+
+
+def table_null(rec: Record, *, margin: float, bar: float | None = None) -> V.Null | None:
+    """The null an analysis table carries in its own columns (``null_name``, ``null_*``, ``beyond*``), or
+    ``None`` where it has none."""
+    if not text(rec.get(NULL_NAME)) or any(pd.isna(rec.get(c)) for c in (*NULL_COLUMNS, *BEYOND_COLUMNS)):
+        return None
+    return V.Null(
+        text(rec[NULL_NAME]), interval(rec, *NULL_COLUMNS), interval(rec, *BEYOND_COLUMNS), margin=margin, bar=bar
+    )
 
 
 def count(value: Any) -> float:
@@ -171,6 +222,10 @@ class RowRule:
         model, split, measure: Override the frame's (a pair of models, a split written out).
         extra: Further columns: the ``baseline`` and ``study_protocol`` intervals.
         has_estimate: Whether the row shows the frame's estimate (a shape row has three statistics instead).
+        null: ``record -> Null`` (or ``None``): the claim's null where the rule derives it (a fixed bar); by
+            default the null the analysis table carries in its own columns (:func:`table_null`).
+        margin: The excess over the null below which nothing is shown beyond it (:data:`verdicts.NULL_MARGINS`).
+        bar: The study's bar for the statistic, which a null may already reach (``None``: no single bar).
     """
 
     claim: Field
@@ -185,6 +240,9 @@ class RowRule:
     measure: Field | None = None
     extra: Callable[[Record], Mapping[str, Any]] | None = None
     has_estimate: bool = True
+    null: Callable[[Record], V.Null | None] | None = None
+    margin: float = 0.0
+    bar: float | None = None
 
 
 def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
@@ -196,7 +254,10 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
         if rule.keep is not None and not rule.keep(rec):
             continue
         ours = interval(rec, ESTIMATE, LOW, HIGH)
-        numbers = {"ours": ours} if rule.has_estimate else {}
+        numbers: dict[str, Any] = {"ours": ours} if rule.has_estimate else {}
+        null = rule.null(rec) if rule.null is not None else table_null(rec, margin=rule.margin, bar=rule.bar)
+        if null is not None:
+            numbers["null"] = null
         claim = C.claim(_at(rule.claim, rec))
         out.append(
             row(

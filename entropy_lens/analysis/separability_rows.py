@@ -68,6 +68,7 @@ def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
             "baseline": interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
             "study_protocol": interval(rec, "study_mean", "study_low", "study_high"),
         },
+        margin=V.NULL_MARGINS["AUC"],
     )
 
 
@@ -141,6 +142,9 @@ HELDOUT_RULE = RowRule(
     judge=_heldout_verdict,
     note=_heldout_note,
     extra=lambda rec: {"baseline": V.Interval(_heldout_bar(rec), math.nan, math.nan)},
+    null=lambda rec: V.fixed_null(
+        "no-signal classifier", interval(rec, ESTIMATE, LOW, HIGH), _heldout_bar(rec), margin=V.NULL_MARGINS["share"]
+    ),
 )
 
 

@@ -76,6 +76,8 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+# The start of the ``why`` of a claim the configuration did not measure.
+NOT_RUN = "not run"
 # How a precondition's verdict reads: it is met or not, not reproduced.
 PRECONDITION_WORDS = {REPRODUCED: "met", NOT_REPRODUCED: "not met", INCONCLUSIVE: "undecided"}
 # How an extension's verdict reads: the study claims nothing there, so the rule holds or not.
@@ -104,6 +106,16 @@ MIN_THIRD_LAYERS = 2
 GAP_THRESHOLD = 0.0
 # Beyond this many units the estimate is too close to a threshold for a number to mean much.
 MAX_UNITS_TO_DECIDE = 10_000_000
+# An interval narrower than this (relative to max(1, |estimate|)) has zero width: it decides nothing.
+ZERO_WIDTH = 1e-9
+
+# Beyond its null: the observed statistic minus the same statistic under a null computed in the same run.
+SHOWN, NOT_SHOWN, UNDECIDED_BEYOND = "shown", "not shown", "undecided"
+BEYOND_WORDS = (SHOWN, NOT_SHOWN, UNDECIDED_BEYOND)
+# Per statistic, the excess over the null below which a statistic shows nothing beyond it (fixed before any
+# run read a null; docs/verdicts.md): AUC 5 points (as MIN_AUC_EFFECT), rho 0.1, containment 0.1, shares and
+# accuracy 10 points (as MIN_ACCURACY_EFFECT), gaps 0 (their null is no structure: a gap of 0).
+NULL_MARGINS = {"AUC": 0.05, "rho": 0.10, "containment": 0.10, "share": 0.10, "accuracy": 0.10, "gap": 0.0}
 
 
 @dataclass(frozen=True)
@@ -139,6 +151,137 @@ class Interval:
 
 def _pct(interval: Interval) -> str:
     return interval.text(100.0, 1)
+
+
+def degenerate(value: Interval) -> str:
+    """Why ``value``'s interval cannot decide anything (not finite, or of zero width), or ``""`` when it can.
+
+    Two equal fold AUCs give ``50.0 [50.0, 50.0]``; a bootstrap whose every resample agrees gives a point:
+    neither says how far the estimate could move, so no rule reads them.
+    """
+    if not value.finite:
+        return "no interval"
+    if value.high - value.low <= ZERO_WIDTH * max(1.0, abs(value.estimate)):
+        return f"an interval of zero width ({value.text(1.0, 3)}) decides nothing"
+    return ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How :func:`decide` words its three answers: ``{text}`` is the statistic with its interval."""
+
+    above: str
+    below: str
+    between: str
+
+
+def decide(
+    value: Interval,
+    *,
+    bar: float,
+    n: int,
+    unit: str,
+    words: Decision,
+    margin: float = 0.0,
+    min_n: int = MIN_GROUPS,
+    text: str = "",
+) -> Verdict:
+    """The one three-way test of an interval against a bar that every "lies above" rule shares.
+
+    ``inconclusive`` when the interval is degenerate (:func:`degenerate`) or rests on fewer than ``min_n``
+    units; ``reproduced`` when it lies above ``bar``; ``not reproduced`` when its upper end lies below
+    ``bar + margin`` (even an effect of ``margin`` is ruled out); else ``inconclusive`` with the units that
+    would decide it at the measured spread.
+
+    Args:
+        value: The statistic's estimate and 95% interval.
+        bar: What the interval must lie above.
+        n: Units (prompts, questions, samples) behind the interval.
+        unit: Their name.
+        words: The ``why`` of each answer, formatted with ``text``.
+        margin: The smallest effect worth ruling out (0: the bar itself).
+        min_n: Fewest units a verdict reads.
+        text: The statistic with its interval, as the ``why`` shows it.
+    """
+    if reason := degenerate(value):
+        return Verdict(INCONCLUSIVE, f"not decided: {reason}")
+    if n < min_n:
+        return Verdict(INCONCLUSIVE, f"only {n} {unit} (need {min_n})")
+    if value.low > bar:
+        return Verdict(REPRODUCED, words.above.format(text=text))
+    if value.high < bar + margin:
+        return Verdict(NOT_REPRODUCED, words.below.format(text=text))
+    decisions = [(bar, True), (bar + margin, False)]
+    return Verdict(
+        INCONCLUSIVE, words.between.format(text=text) + undecided_text(units_to_decide(value, n, decisions), n, unit)
+    )
+
+
+@dataclass(frozen=True)
+class Null:
+    """A statistic under its null, computed in the same run on the same cells, and the excess over it.
+
+    Attributes:
+        name: What the null keeps and breaks (``"stratified dummy"``, ``"cross-prompt"``).
+        value: The statistic under the null, with its interval (a fixed bar has ``low == high``).
+        beyond: Observed minus null, with a paired interval over the claim's unit.
+        margin: An excess below this shows nothing beyond the null (:data:`NULL_MARGINS`).
+        bar: The study's bar for the statistic as stated (``None``: none): a null at or above it makes the
+            stated verdict mechanical.
+    """
+
+    name: str
+    value: Interval
+    beyond: Interval
+    margin: float = 0.0
+    bar: float | None = None
+
+
+@dataclass(frozen=True)
+class Beyond:
+    """Beyond its null: :data:`SHOWN`, :data:`NOT_SHOWN` or :data:`UNDECIDED_BEYOND`, and why."""
+
+    word: str
+    why: str
+
+    def __post_init__(self) -> None:
+        if self.word not in BEYOND_WORDS:
+            raise ValueError(f"beyond-null word must be one of {BEYOND_WORDS}, got {self.word!r}")
+
+
+def beyond_null(null: Null, *, n: int, unit: str, scale: float = 1.0, digits: int = 3) -> Beyond:
+    """Does the statistic clear what its null gives? ``shown`` when the paired excess's interval lies above 0,
+    ``not shown`` when it rules out an excess of ``null.margin``, else ``undecided`` (also for a degenerate
+    interval). Where the null alone reaches the study's bar, the ``why`` says the stated verdict is mechanical.
+
+    Args:
+        null: The null, its value and the paired excess.
+        n: Units behind the paired interval.
+        unit: Their name.
+        scale, digits: How the numbers are shown (100 and 1 for AUC points).
+    """
+    excess = f"observed - {null.name} null = {null.beyond.text(scale, digits)}"
+    mechanical = ""
+    if null.bar is not None and math.isfinite(null.value.estimate) and null.value.estimate >= null.bar:
+        mechanical = (
+            f"; the null alone gives {null.value.estimate * scale:.{digits}f}, at or above the study's bar "
+            f"{null.bar * scale:g}: the stated statistic is mechanical here and cannot support the claim by itself"
+        )
+    if reason := degenerate(null.beyond):
+        return Beyond(UNDECIDED_BEYOND, f"not decided: {reason}{mechanical}")
+    if null.beyond.low > 0:
+        return Beyond(SHOWN, f"{excess} lies above 0{mechanical}")
+    if null.beyond.high < null.margin:
+        return Beyond(NOT_SHOWN, f"{excess} rules out an excess of {null.margin * scale:g}{mechanical}")
+    needed = units_to_decide(null.beyond, n, [(0.0, True), (null.margin, False)])
+    return Beyond(UNDECIDED_BEYOND, f"{excess} includes 0" + undecided_text(needed, n, unit) + mechanical)
+
+
+def fixed_null(name: str, value: Interval, bar: float, *, margin: float) -> Null:
+    """The null of a rule whose bar is itself the null (chance, the majority letter, no structure): the
+    excess is the statistic's interval shifted by the bar."""
+    beyond = Interval(value.estimate - bar, value.low - bar, value.high - bar)
+    return Null(name, Interval(bar, bar, bar), beyond, margin=margin)
 
 
 def units_to_decide(value: Interval, n: int, decisions: Sequence[tuple[float, bool]]) -> float:
@@ -205,6 +348,8 @@ def separability(
         return Verdict(INCONCLUSIVE, f"too few prompts for the study's k={k_study} (k capped to {k_used})")
     if n_groups < MIN_GROUPS:
         return Verdict(INCONCLUSIVE, f"only {n_groups} independent sources (need {MIN_GROUPS})")
+    if reason := degenerate(auc):
+        return Verdict(INCONCLUSIVE, f"not decided: AUC {reason}")
     bar, effect = max(CHANCE_AUC, dummy.high), CHANCE_AUC + MIN_AUC_EFFECT
     if auc.low > bar:
         return Verdict(REPRODUCED, f"AUC {_pct(auc)} lies above the dummy {_pct(dummy)} and 50")
@@ -261,22 +406,19 @@ LETTER_BIAS_SHARE = 0.75
 
 def above_threshold(value: Interval, *, threshold: float, n: int, statistic: str, unit: str = "prompts") -> Verdict:
     """``reproduced`` when the interval lies above ``threshold``, ``not reproduced`` below it, else
-    ``inconclusive``; also ``inconclusive`` with fewer than :data:`MIN_GROUPS` units.
+    ``inconclusive``; also ``inconclusive`` with fewer than :data:`MIN_GROUPS` units or a degenerate interval.
 
     The rule of the Spearman row (``rho`` above :data:`SPEARMAN_THRESHOLD`) and of the overlap row
     (containment above :data:`CONTAINMENT_THRESHOLD`).
     """
     if not value.finite:
         return Verdict(INCONCLUSIVE, f"not computed: no {statistic} or too few {unit}")
-    if n < MIN_GROUPS:
-        return Verdict(INCONCLUSIVE, f"only {n} {unit} (need {MIN_GROUPS})")
-    text = f"{statistic} {value.text(1.0, 3)}"
-    if value.low > threshold:
-        return Verdict(REPRODUCED, f"{text} lies above {threshold}")
-    if value.high < threshold:
-        return Verdict(NOT_REPRODUCED, f"{text} lies below {threshold}")
-    needed = units_to_decide(value, n, [(threshold, True), (threshold, False)])
-    return Verdict(INCONCLUSIVE, f"{text} straddles {threshold}" + undecided_text(needed, n, unit))
+    words = Decision(
+        above=f"{{text}} lies above {threshold}",
+        below=f"{{text}} lies below {threshold}",
+        between=f"{{text}} straddles {threshold}",
+    )
+    return decide(value, bar=threshold, n=n, unit=unit, words=words, text=f"{statistic} {value.text(1.0, 3)}")
 
 
 def accuracy(acc: Interval, *, chance: float, majority: float, n: int = 0) -> Verdict:
@@ -288,17 +430,12 @@ def accuracy(acc: Interval, *, chance: float, majority: float, n: int = 0) -> Ve
         return Verdict(INCONCLUSIVE, "no scored questions")
     bar = max(chance, majority)
     name = "chance" if chance >= majority else "the majority-letter baseline"
-    if acc.low > bar:
-        return Verdict(REPRODUCED, f"accuracy {_pct(acc)} lies above {name} ({100 * bar:.1f})")
-    if acc.high < bar + MIN_ACCURACY_EFFECT:
-        return Verdict(
-            NOT_REPRODUCED,
-            f"accuracy {_pct(acc)} rules out beating {name} ({100 * bar:.1f}) by {100 * MIN_ACCURACY_EFFECT:.0f}",
-        )
-    needed = units_to_decide(acc, n, [(bar, True), (bar + MIN_ACCURACY_EFFECT, False)])
-    return Verdict(
-        INCONCLUSIVE, f"accuracy {_pct(acc)} overlaps {name} ({100 * bar:.1f})" + undecided_text(needed, n, "questions")
+    words = Decision(
+        above=f"accuracy {{text}} lies above {name} ({100 * bar:.1f})",
+        below=f"accuracy {{text}} rules out beating {name} ({100 * bar:.1f}) by {100 * MIN_ACCURACY_EFFECT:.0f}",
+        between=f"accuracy {{text}} overlaps {name} ({100 * bar:.1f})",
     )
+    return decide(acc, bar=bar, margin=MIN_ACCURACY_EFFECT, n=n, unit="questions", words=words, min_n=0, text=_pct(acc))
 
 
 def renyi_equivalence(difference: Interval, *, n_groups: int, unit: str = "sources") -> Verdict:
@@ -311,6 +448,8 @@ def renyi_equivalence(difference: Interval, *, n_groups: int, unit: str = "sourc
     """
     if not difference.finite:
         return Verdict(INCONCLUSIVE, "not scored: no paired difference")
+    if reason := degenerate(difference):
+        return Verdict(INCONCLUSIVE, f"not decided: {reason}")
     text = f"Rényi - Shannon {difference.text(100.0, 1)} AUC points"
     margin = 100 * RENYI_MARGIN
     if difference.low > -RENYI_MARGIN and difference.high < RENYI_MARGIN:
@@ -344,7 +483,7 @@ def renyi_summary(rows: Sequence[str]) -> Verdict:
 
 def not_run(reason: str) -> Verdict:
     """An inconclusive verdict for a claim the configuration did not measure."""
-    return Verdict(INCONCLUSIVE, f"not run: {reason}")
+    return Verdict(INCONCLUSIVE, f"{NOT_RUN}: {reason}")
 
 
 def held_out_family(share: Interval, *, bar: float, n: int, family: str) -> Verdict:
@@ -357,15 +496,13 @@ def held_out_family(share: Interval, *, bar: float, n: int, family: str) -> Verd
     """
     if not share.finite:
         return Verdict(INCONCLUSIVE, "not scored: no held-out samples")
-    if n < MIN_GROUPS:
-        return Verdict(INCONCLUSIVE, f"only {n} blank samples (need {MIN_GROUPS})")
+    words = Decision(
+        above=f"{{text}}, above the no-signal bar {100 * bar:.1f}%",
+        below=f"{{text}}, below the no-signal bar {100 * bar:.1f}%",
+        between=f"{{text}} overlaps the bar {100 * bar:.1f}%",
+    )
     text = f"{share.text(100.0, 1)}% classified as {family}"
-    if share.low > bar:
-        return Verdict(REPRODUCED, f"{text}, above the no-signal bar {100 * bar:.1f}%")
-    if share.high < bar:
-        return Verdict(NOT_REPRODUCED, f"{text}, below the no-signal bar {100 * bar:.1f}%")
-    needed = units_to_decide(share, n, [(bar, True), (bar, False)])
-    return Verdict(INCONCLUSIVE, f"{text} overlaps the bar {100 * bar:.1f}%" + undecided_text(needed, n, "samples"))
+    return decide(share, bar=bar, n=n, unit="blank samples", words=words, text=text)
 
 
 @dataclass(frozen=True)
@@ -437,6 +574,9 @@ def family_shape(claim: str, statistics: Mapping[str, Interval], *, n_sources: i
     missing = [p.statistic for p in parts if p.statistic not in statistics or not statistics[p.statistic].finite]
     if missing:
         return Verdict(INCONCLUSIVE, f"not computed: no interval for {missing}")
+    flat = [p.statistic for p in parts if degenerate(statistics[p.statistic])]
+    if flat:
+        return Verdict(INCONCLUSIVE, f"not decided: zero-width interval for {flat}")
     judged = [p.judge(statistics[p.statistic]) for p in parts]
     why = "; ".join(
         f"{part.text}: {part.statistic} {statistics[part.statistic].text(1.0, 3)} {judgement}"
@@ -453,15 +593,19 @@ def _gap_verdict(gap: Interval, *, n_samples: int, closer: str, farther: str, un
     """Reproduced when the gap's interval lies above :data:`GAP_THRESHOLD`, not when below."""
     if not gap.finite:
         return Verdict(INCONCLUSIVE, "not computed: no interval for the gap")
-    if n_samples < MIN_GROUPS:
-        return Verdict(INCONCLUSIVE, f"only {n_samples} blank samples per model (need {MIN_GROUPS})")
-    text = f"gap {gap.text(1.0, 3)} {unit}"
-    if gap.low > GAP_THRESHOLD:
-        return Verdict(REPRODUCED, f"{text} lies above 0: {closer}")
-    if gap.high < GAP_THRESHOLD:
-        return Verdict(NOT_REPRODUCED, f"{text} lies below 0: {farther}")
-    needed = units_to_decide(gap, n_samples, [(GAP_THRESHOLD, True), (GAP_THRESHOLD, False)])
-    return Verdict(INCONCLUSIVE, f"{text} straddles 0" + undecided_text(needed, n_samples, "blank samples per model"))
+    words = Decision(
+        above=f"{{text}} lies above 0: {closer}",
+        below=f"{{text}} lies below 0: {farther}",
+        between="{text} straddles 0",
+    )
+    return decide(
+        gap,
+        bar=GAP_THRESHOLD,
+        n=n_samples,
+        unit="blank samples per model",
+        words=words,
+        text=f"gap {gap.text(1.0, 3)} {unit}",
+    )
 
 
 def family_not_size(gap: Interval, *, n_samples: int, nearest: str = "", unit: str = "nats") -> Verdict:
