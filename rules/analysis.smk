@@ -249,6 +249,10 @@ rule paper_table:
         verdicts_csv="results/tables/verdicts.csv",
         verdicts_html="results/tables/verdicts.html",
         verdicts_txt="results/tables/verdicts.txt",
+        nulls_csv="results/tables/nulls.csv",
+        nulls_md=report(
+            "results/tables/nulls.md", caption="../report/nulls.rst", category="1. Verdicts", labels={"table": "nulls"}
+        ),
     params:
         expected=expected_runs,
     log:

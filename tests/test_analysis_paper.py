@@ -689,3 +689,28 @@ def test_terminal_table_fits_120_columns_and_cuts_nothing():
 def test_a_precondition_not_run_is_counted_apart():
     lines = R.summary(P.headline(P.paper_table(knn=_knn(), expected=_expected())))  # mmlu disabled
     assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 0 undecided; 1 not run (not findings of the study")
+
+
+def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
+    from entropy_lens.analysis import nulls as NU
+
+    spear = _csv(
+        [
+            {"model": "m", "family": "f", "n_layers": 8, "n": 900, "n_prompts": 30, "spearman": 0.9, "ci_low": 0.85}
+            | {"ci_high": 0.94, "p_value": 0.0, "dataset": "blank", "null_name": "cross-prompt"}
+            | {"null_estimate": 0.91, "null_low": 0.88, "null_high": 0.94, "beyond": -0.01}
+            | {"beyond_low": -0.04, "beyond_high": 0.02}
+        ]
+    )
+    table = P.paper_table(expansion=spear, accuracy=_accuracy(top_share=0.4), expected=_expected())
+    rho = table[table["claim"] == C.SPEARMAN].iloc[0]
+    assert rho["verdict"] == V.REPRODUCED  # as stated: 0.9 clears 0.5
+    assert rho["beyond_verdict"] == V.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
+    calls = []
+    planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": NU.planted_share_at_bar}
+    nulls = NU.nulls_table(table, planted, draws=50)
+    assert set(nulls["claim_id"]) == {"spearman", "accuracy"}
+    assert calls == [30]  # simulated at the row's own number of prompts
+    (rate,) = nulls.loc[nulls["claim_id"] == "spearman", "planted_null_rate"]
+    assert rate == 0.03
+    assert (nulls["planted_null_rate"] <= 0.1).all() and (nulls["planted_draws"] == 50).all()

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from entropy_lens.analysis.nulls import nulls_table
 from entropy_lens.analysis.paper import Expected, headline, paper_table_from_files
 from entropy_lens.analysis.render import display, terminal_table, verdicts_html, verdicts_markdown
 from entropy_lens.analysis.robustness import robustness_lines, with_robustness
@@ -30,3 +31,9 @@ write_csv(top, out.verdicts_csv)
 Path(out.verdicts_md).write_text(verdicts_markdown(top, "Verdicts: did each claim hold here?") + lens_lines)
 Path(out.verdicts_html).write_text(verdicts_html(top))
 Path(out.verdicts_txt).write_text(terminal_table(top))
+write_table(
+    nulls_table(table),
+    out.nulls_csv,
+    out.nulls_md,
+    title="Every rule beside its null: observed, null, observed - null, and the rule's planted-null rate",
+)

@@ -157,7 +157,7 @@ def _renyi_key(rec: Record) -> tuple[str, str, str]:
     return C.KNN_CLAIMS.get(target, target), str(rec["model"]), split_of(rec)
 
 
-def _renyi_rule(decided: Mapping[tuple[str, str, str], Any]) -> RowRule:
+def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tuple[str, ...], V.Null]) -> RowRule:
     def split(rec: Record) -> str:
         claim, _, shannon_split = _renyi_key(rec)
         return f"{claim}{', ' + shannon_split if shannon_split else ''}, α = {float(rec['alpha']):g}"
@@ -171,11 +171,29 @@ def _renyi_rule(decided: Mapping[tuple[str, str, str], Any]) -> RowRule:
         note=lambda rec: f"AUC Shannon {100 * rec['shannon_auc']:.1f}, this order {100 * rec['renyi_auc']:.1f}",
         keep=lambda rec: _renyi_key(rec) in decided,
         split=split,
+        null=lambda rec: nulls.get((*_renyi_key(rec), str(rec["measure"]))),
     )
 
 
+def _order_nulls(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], V.Null]:
+    """Each Rényi order's separability row's null (the stratified dummy, paired on its folds), keyed by the
+    Shannon row it repeats and the order: equivalence to Shannon means something only where the order's own
+    profile beats the dummy."""
+    return {
+        (r["claim"], r["model"], r["split"], r["measure"]): V.Null(
+            f"{r['null']} ({r['measure']} profile)",
+            interval(r, "null_estimate", "null_low", "null_high"),
+            interval(r, "beyond", "beyond_low", "beyond_high"),
+            margin=V.NULL_MARGINS["AUC"],
+        )
+        for r in rows
+        if r["claim"] in C.KNN_CLAIMS.values() and r["measure"] != "shannon" and text(r.get("beyond_verdict"))
+    }
+
+
 def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> list[dict[str, Any]]:
-    """Per decided Shannon separability row and Rényi order, the paired equivalence; then the claim's row."""
+    """Per decided Shannon separability row and Rényi order, the paired equivalence; then the claim's row,
+    whose null is the weakest order's (the one whose profile beats its dummy by least)."""
     if equivalence is None or equivalence.empty:
         return []
     decided = {
@@ -186,7 +204,19 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
         and r["role"] == C.FINDING
         and r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED)
     }
-    out = rows_of(equivalence, _renyi_rule(decided))
+    nulls = _order_nulls(rows)
+    out = rows_of(equivalence, _renyi_rule(decided, nulls))
     summary = V.renyi_summary([r["verdict"] for r in out])
     orders = ", ".join(dict.fromkeys(r["measure"] for r in out))
-    return [row(C.RENYI, "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM), *out]
+    with_null = [r for r in out if text(r.get("beyond_verdict"))]
+    weakest = min(with_null, key=lambda r: r["beyond_low"]) if with_null else None
+    extra: dict[str, Any] = {}
+    if weakest is not None:
+        extra["null"] = V.Null(
+            f"{weakest['null']}, weakest order",
+            interval(weakest, "null_estimate", "null_low", "null_high"),
+            interval(weakest, "beyond", "beyond_low", "beyond_high"),
+            margin=V.NULL_MARGINS["AUC"],
+        )
+        extra["n_sources"] = weakest["n_sources"]
+    return [row(C.RENYI, "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM, **extra), *out]
