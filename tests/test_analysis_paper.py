@@ -706,6 +706,7 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
     rho = table[table["claim"] == C.SPEARMAN].iloc[0]
     assert rho["verdict"] == V.REPRODUCED  # as stated: 0.9 clears 0.5
     assert rho["beyond_verdict"] == V.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
+    assert "containment is the claim's test" in rho["beyond_why"]
     calls = []
     planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": NU.planted_share_at_bar}
     nulls = NU.nulls_table(table, planted, draws=50)

@@ -60,6 +60,7 @@ SPEARMAN_RULE = RowRule(
     note="n counts (token, layer) pairs; the interval resamples prompts",
     margin=V.NULL_MARGINS["rho"],
     bar=V.SPEARMAN_THRESHOLD,
+    instead="it cannot tell whether the same shortlist grows and shrinks; adjacent-set containment is the claim's test",
 )
 
 

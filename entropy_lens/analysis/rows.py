@@ -162,13 +162,18 @@ def _scale(unit: str) -> tuple[float, int]:
     return (100.0, 1) if "%" in unit or "points" in unit else (1.0, 3)
 
 
-def table_null(rec: Record, *, margin: float, bar: float | None = None) -> V.Null | None:
+def table_null(rec: Record, *, margin: float, bar: float | None = None, instead: str = "") -> V.Null | None:
     """The null an analysis table carries in its own columns (``null_name``, ``null_*``, ``beyond*``), or
     ``None`` where it has none."""
     if not text(rec.get(NULL_NAME)) or any(pd.isna(rec.get(c)) for c in (*NULL_COLUMNS, *BEYOND_COLUMNS)):
         return None
     return V.Null(
-        text(rec[NULL_NAME]), interval(rec, *NULL_COLUMNS), interval(rec, *BEYOND_COLUMNS), margin=margin, bar=bar
+        text(rec[NULL_NAME]),
+        interval(rec, *NULL_COLUMNS),
+        interval(rec, *BEYOND_COLUMNS),
+        margin=margin,
+        bar=bar,
+        instead=instead,
     )
 
 
@@ -226,6 +231,7 @@ class RowRule:
             default the null the analysis table carries in its own columns (:func:`table_null`).
         margin: The excess over the null below which nothing is shown beyond it (:data:`verdicts.NULL_MARGINS`).
         bar: The study's bar for the statistic, which a null may already reach (``None``: no single bar).
+        instead: What tests the claim where its statistic is mechanical (the null reaches the bar).
     """
 
     claim: Field
@@ -243,6 +249,7 @@ class RowRule:
     null: Callable[[Record], V.Null | None] | None = None
     margin: float = 0.0
     bar: float | None = None
+    instead: str = ""
 
 
 def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
@@ -255,7 +262,11 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
             continue
         ours = interval(rec, ESTIMATE, LOW, HIGH)
         numbers: dict[str, Any] = {"ours": ours} if rule.has_estimate else {}
-        null = rule.null(rec) if rule.null is not None else table_null(rec, margin=rule.margin, bar=rule.bar)
+        null = (
+            rule.null(rec)
+            if rule.null is not None
+            else table_null(rec, margin=rule.margin, bar=rule.bar, instead=rule.instead)
+        )
         if null is not None:
             numbers["null"] = null
         claim = C.claim(_at(rule.claim, rec))

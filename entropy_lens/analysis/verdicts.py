@@ -228,6 +228,7 @@ class Null:
         margin: An excess below this shows nothing beyond the null (:data:`NULL_MARGINS`).
         bar: The study's bar for the statistic as stated (``None``: none): a null at or above it makes the
             stated verdict mechanical.
+        instead: What tests the claim where this statistic is mechanical (said only then).
     """
 
     name: str
@@ -235,6 +236,7 @@ class Null:
     beyond: Interval
     margin: float = 0.0
     bar: float | None = None
+    instead: str = ""
 
 
 @dataclass(frozen=True)
@@ -267,6 +269,7 @@ def beyond_null(null: Null, *, n: int, unit: str, scale: float = 1.0, digits: in
             f"; the null alone gives {null.value.estimate * scale:.{digits}f}, at or above the study's bar "
             f"{null.bar * scale:g}: the stated statistic is mechanical here and cannot support the claim by itself"
         )
+        mechanical += f"; {null.instead}" if null.instead else ""
     if reason := degenerate(null.beyond):
         return Beyond(UNDECIDED_BEYOND, f"not decided: {reason}{mechanical}")
     if null.beyond.low > 0:
