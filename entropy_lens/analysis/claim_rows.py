@@ -216,7 +216,9 @@ def _pair_rule(claim: str, judge, study: str, same: str, scores: str) -> RowRule
     def verdict(gap: V.Interval, rec: Record) -> V.Verdict:
         if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
             return V.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
-        return judge(gap, n_samples=int(rec["n"]), nearest=text(rec["nearest"]), unit=_pair_unit(rec))
+        # the alignment gap compares the pair with itself: no other family to name
+        nearest = {"nearest": text(rec["nearest"])} if rec["statistic"] == FAMILY_GAP else {}
+        return judge(gap, n_samples=int(rec["n"]), unit=_pair_unit(rec), **nearest)
 
     def note(rec: Record) -> str:
         unit = _pair_unit(rec)

@@ -332,8 +332,6 @@ def study_sentence(claim: Claim) -> str:
 
 STUDY_FAMILY_CLAIM = STUDY["sentences"]["family"]
 STUDY_RESOLUTION_CLAIM = STUDY["sentences"]["resolution"]
-STUDY_OVERLAP_CLAIM = STUDY["sentences"]["overlap"]
-STUDY_SHAPE_CLAIM = STUDY["sentences"]["shape"]
 STUDY_RENYI_CLAIM = STUDY["sentences"]["renyi"]
 # Lower-case name prefixes (after any ``org/``) that identify a study model.
 STUDY_MODEL_ALIASES: dict[str, tuple[str, ...]] = {m: tuple(p) for m, p in STUDY["models"].items()}

@@ -280,11 +280,6 @@ def terminal_table(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compact_markdown(table: pd.DataFrame) -> str:
-    """The headline's counts and its four columns as Markdown (the README's answer sections)."""
-    return "".join(f"**{line}**\n\n" for line in summary(table)) + to_markdown(compact(table))
-
-
 def digest_markdown(table: pd.DataFrame) -> str:
     """The headline's counts and one line per claim (the README's answer sections; every estimate with its
     interval stays in ``verdicts.md``)."""

@@ -631,7 +631,7 @@ def family_not_size(gap: Interval, *, n_samples: int, nearest: str = "", unit: s
     )
 
 
-def size_resolution(gap: Interval, *, n_samples: int, nearest: str = "", unit: str = "nats") -> Verdict:
+def size_resolution(gap: Interval, *, n_samples: int, unit: str = "nats") -> Verdict:
     """Verdict on "size as resolution" for one same-family (small, large) pair.
 
     Args:
@@ -639,10 +639,8 @@ def size_resolution(gap: Interval, *, n_samples: int, nearest: str = "", unit: s
             aligned on normalized depth (the larger model read at the smaller one's depths), with
             its interval.
         n_samples: Blank samples of the model with the fewer.
-        nearest: Unused (the statistic compares the pair with itself); kept for a common signature.
         unit: The gap's unit.
     """
-    del nearest
     return _gap_verdict(
         gap,
         n_samples=n_samples,
