@@ -38,6 +38,7 @@ from entropy_lens.answers.conditions import (
     in_variant,
     layer_text,
 )
+from entropy_lens.answers.corrections import random_null, with_holm
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import (
@@ -47,6 +48,7 @@ from entropy_lens.core.intervals import (
     paired_bootstrap_sets,
     wilson_interval,
 )
+from entropy_lens.core.multiplicity import bootstrap_p_value, bootstrap_se, paired_draws, paired_set_draws
 
 ACCURACY = "accuracy"
 GOLD_LOGPROB = "gold_logprob"
@@ -97,6 +99,21 @@ COMPARISON_COLUMNS = (
     "skipped_low",
     "skipped_high",
     "chance",
+    "se",
+    "df",
+    "p_value",
+    "n_family",
+    "p_holm",
+    "holm_level",
+    "holm_low",
+    "holm_high",
+    "null_name",
+    "null_estimate",
+    "null_low",
+    "null_high",
+    "beyond",
+    "beyond_low",
+    "beyond_high",
 )
 # The comparison table as a standard frame (entropy_lens.core.frames): first minus second.
 COMPARISON_READING = Reading("difference")
@@ -253,17 +270,21 @@ def skip_comparisons(
         ``intact`` and ``skipped`` (the first condition) are accuracies with Wilson intervals
         on the same questions, for the precondition and the collapse rule.
     """
-    rows = []
+    rows: list[dict] = []
+    tables: dict[int, list[tuple[str, pd.DataFrame, dict[str, pd.DataFrame]]]] = {}
     for selection in plan.selections:
-        scope = _scope(correct, selection.k)
-        for measure, by_measure in scope.groupby("measure", sort=False):
+        if selection.k not in tables:  # the variants of one k read the same score tables
+            tables[selection.k] = [
+                (str(measure), by_measure, {v: _wide(by_measure, v).dropna() for v in ("correct", GOLD_LOGPROB)})
+                for measure, by_measure in _scope(correct, selection.k).groupby("measure", sort=False)
+            ]
+        for measure, by_measure, wides in tables[selection.k]:
             for statistic in STATISTICS:
-                value = "correct" if statistic == ACCURACY else GOLD_LOGPROB
-                wide, hits = _wide(by_measure, value).dropna(), _wide(by_measure, "correct").dropna()
+                wide = wides["correct" if statistic == ACCURACY else GOLD_LOGPROB]
                 rows += _comparison_rows(
-                    wide, hits, by_measure, selection, plan, (measure, statistic), n_boot, seed, level
+                    wide, wides["correct"], by_measure, selection, plan, (measure, statistic), n_boot, seed, level
                 )
-    return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    return with_holm(pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))[list(COMPARISON_COLUMNS)]
 
 
 def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, level) -> list[dict]:
@@ -277,14 +298,26 @@ def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, leve
     }
     if any(not c or any(x not in wide for x in c) for c in columns.values()) or names.get("") not in wide:
         return []
-    out = []
+    out, known = [], {}
+
+    def accuracies(column: str, name: str) -> dict[str, float]:
+        if (column, name) not in known:  # Wilson intervals are slow; each is shared by two comparisons
+            known[column, name] = _accuracies(hits, column, name, level)
+        return known[column, name]
+
     for first, second in COMPARISONS:
         a = wide[columns[first][0]].to_numpy(float)
         b = wide[columns[second]].to_numpy(float)
+        boot = {"n_boot": n_boot, "seed": seed}
+        # The units behind the mean minus one: the questions, or the random sets where they are fewer.
+        df = max(1, min(a.size, b.shape[1] if second == RANDOM and selection.k >= 2 else a.size) - 1)
         if second == RANDOM and selection.k >= 2:
-            diff = paired_bootstrap_sets(a, b, n_boot=n_boot, seed=seed, level=level)
+            diff = paired_bootstrap_sets(a, b, **boot, level=level)
+            se = bootstrap_se(paired_set_draws(a, b, **boot), df + 1)
         else:
-            diff = paired_bootstrap(a, b.mean(axis=1), n_boot=n_boot, seed=seed, level=level)
+            diff = paired_bootstrap(a, b.mean(axis=1), **boot, level=level)
+            se = bootstrap_se(paired_draws(a, b.mean(axis=1), **boot), df + 1)
+        null = random_null(wide[names[""]].to_numpy(float), b, selection.k, boot, level) if second == RANDOM else {}
         out.append(
             {
                 "model": plan.model,
@@ -303,9 +336,13 @@ def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, leve
                 "difference": diff[0],
                 "ci_low": diff[1],
                 "ci_high": diff[2],
-                **_accuracies(hits, names[""], "intact", level),
-                **_accuracies(hits, columns[first][0], "skipped", level),
+                **accuracies(names[""], "intact"),
+                **accuracies(columns[first][0], "skipped"),
                 "chance": 1.0 / N_CHOICES,
+                "se": se,
+                "df": df,
+                "p_value": bootstrap_p_value(diff[0], se, df),
+                **null,
             }
         )
     return out
