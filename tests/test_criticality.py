@@ -72,6 +72,9 @@ def test_skip_map_reads_each_block_against_the_intact_model():
     assert "expansion (no final)" in table.loc[5, "marks"]
     assert "expansion (all blocks)" in table.loc[7, "marks"] and "pruning" in table.loc[2, "marks"]
     assert table.loc[3, "depth"] == pytest.approx(4 / 8) and np.isnan(table.loc[0, "delta_h"])
+    # block 0, the costliest skip, has no ΔH: shown with its cost and its exclusion
+    assert not table.loc[0, "eligible"] and table.loc[1:, "eligible"].all() and table.loc[0, "marks"] == K.INELIGIBLE
+    assert table.loc[0, "d_logprob"] == pytest.approx(-2.0, abs=0.03) and table.loc[0, "reading"] == K.COSTLY
     assert (table["d_accuracy_low"] <= table["d_accuracy"]).all() and (table["n"] == N_QUESTIONS).all()
 
 

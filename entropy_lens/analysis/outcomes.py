@@ -28,7 +28,8 @@ Collapse to chance (Llama: the accuracy with the top expansion block skipped, Wi
     reproduced`` when it lies wholly above chance + :data:`COLLAPSE_MARGIN`, else ``inconclusive``.
 
 Rank over blocks (Spearman of each eligible block's Delta H with the drop of the gold letter's
-log-probability when it is skipped; bootstrap over evaluation and calibration questions)
+log-probability when it is skipped; bootstrap over evaluation and calibration questions; no claim of
+the study's, so an extension row on every model)
     ``expansion more critical`` when the interval lies above 0, ``pruning more critical`` below
     0, ``no relation`` inside ``+-`` :data:`RHO_MARGIN`, else ``undecided``.
 """

@@ -73,8 +73,11 @@ MAP_COLUMNS = (
     "d_logprob_low",
     "d_logprob_high",
     "reading",
+    "eligible",
     "marks",
 )
+# The map's mark of a block no selection or random baseline may skip (block 0: no Delta H).
+INELIGIBLE = "not eligible: no ΔH (the lens has no layer before block 0), so never selected nor drawn at random"
 COMPARISON_COLUMNS = (
     "model",
     "measure",
@@ -194,7 +197,10 @@ def skip_map(
     Returns:
         :data:`MAP_COLUMNS`: accuracy and ``d_accuracy`` (0-1), ``d_logprob`` (nats; negative: the
         gold letter lost probability), each with its interval; ``reading`` (:func:`skip_reading`);
-        ``marks`` names the expansion / pruning block of each variant at ``k = 1``.
+        ``eligible``: whether a selection or random baseline may skip the block (block 0 may not:
+        it has no Delta H, yet its skip is often the costliest, so the map shows its cost);
+        ``marks`` names the expansion / pruning block of each variant at ``k = 1``, or
+        :data:`INELIGIBLE`.
     """
     rows = []
     sweep = correct[correct["kind"].isin([INTACT, SINGLE])]
@@ -231,7 +237,8 @@ def _map_row(
         "d_logprob_low": d_logp[1],
         "d_logprob_high": d_logp[2],
         "reading": skip_reading(d_acc[1], d_acc[2]),
-        "marks": _marks(plan, layer),
+        "eligible": bool(layer in eligible_layers(plan.n_layers)),
+        "marks": _marks(plan, layer) if layer in eligible_layers(plan.n_layers) else INELIGIBLE,
     }
 
 
