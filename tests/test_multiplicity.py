@@ -90,16 +90,18 @@ def _decided(table: pd.DataFrame) -> bool:
 
 def test_48_null_comparisons_decide_a_direction_in_at_most_5_percent_of_claims():
     rng = np.random.default_rng(0)
-    raw, corrected = 0, 0
+    raw, corrected, beyond = 0, 0, 0
     for _ in range(100):
         table = _family(rng, 0.0)
         raw += bool(((table["ci_high"] < 0) | (table["ci_low"] > 0)).any())
         corrected += _decided(table)
+        beyond += bool((table["beyond_low"] > 0).any())  # "beyond its null (random blocks)" shown
         assert (table["n_family"] == ROWS).all()
     assert raw > 50  # uncorrected, some row of 48 decides in most claims
     # Holm's family-wise rate on 48 independent rows is 1 - (1 - 0.05 / 48) ** 48 = 4.9% (4.5% measured over
     # 400 draws of this family); 100 draws give 4.9 +- 2.2, and 8 is below the binomial 95% bound of 9
     assert corrected <= 8, corrected
+    assert beyond <= 8, beyond
 
 
 def test_a_strong_effect_stays_decided_and_beyond_random_is_shown():
