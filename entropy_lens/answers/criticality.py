@@ -76,8 +76,9 @@ MAP_COLUMNS = (
     "eligible",
     "marks",
 )
-# The map's mark of a block no selection or random baseline may skip (block 0: no Delta H).
-INELIGIBLE = "not eligible: no ΔH (the lens has no layer before block 0), so never selected nor drawn at random"
+# The map's mark of a block no selection or random baseline may skip (block 0: the lens has no layer before it,
+# so it has no Delta H and is never selected nor drawn at random).
+INELIGIBLE = "not eligible (no ΔH)"
 COMPARISON_COLUMNS = (
     "model",
     "measure",
