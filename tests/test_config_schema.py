@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+import yaml
+from workflow_tiny import REPO
+
+from entropy_lens.workflow.settings import check_config
 from entropy_lens.workflow.settings import schema as shipped_schema
 
 
@@ -28,3 +34,33 @@ def test_every_setting_has_one_description_and_no_stray_keys():
         assert isinstance(spec.get("description"), str) and spec["description"].strip(), path
         stray = [key for key, value in spec.items() if value is None]
         assert not stray, f"{path}: keys {stray} with no value (an unquoted comma in a description?)"
+
+
+def _default() -> dict:
+    return yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+@pytest.mark.parametrize(("folds", "repeats"), [(2, 1), (2, 5), (5, 1)])
+def test_fold_counts_that_cannot_give_an_interval_are_refused(folds, repeats):
+    config = _default()
+    config["analysis"]["knn"].update(folds=folds, repeats=repeats)
+    message = (
+        f"analysis.knn.folds ({folds}) x analysis.knn.repeats ({repeats}) = {folds * repeats} fold AUCs cannot give "
+        "an interval: the corrected resampled-t needs folds >= 3 and folds x repeats >= 6; raise them"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_config(config)
+
+
+def test_the_fewest_folds_that_give_an_interval_load():
+    config = _default()
+    config["analysis"]["knn"].update(folds=3, repeats=2)
+    assert check_config(config)["analysis"]["knn"]["folds"] == 3
+
+
+@pytest.mark.parametrize("key", ["random_sets", "eval_questions", "set_questions"])
+def test_layer_skip_counts_too_small_for_an_interval_are_refused(key):
+    config = _default()
+    config.setdefault("layer_skip", {})[key] = 1
+    with pytest.raises(ValueError, match=re.escape(f"layer_skip.{key}: 1 is less than the minimum of 2")):
+        check_config(config)

@@ -72,6 +72,9 @@ def test_skip_map_reads_each_block_against_the_intact_model():
     assert "expansion (no final)" in table.loc[5, "marks"]
     assert "expansion (all blocks)" in table.loc[7, "marks"] and "pruning" in table.loc[2, "marks"]
     assert table.loc[3, "depth"] == pytest.approx(4 / 8) and np.isnan(table.loc[0, "delta_h"])
+    # block 0, the costliest skip, has no ΔH: shown with its cost and its exclusion
+    assert not table.loc[0, "eligible"] and table.loc[1:, "eligible"].all() and table.loc[0, "marks"] == K.INELIGIBLE
+    assert table.loc[0, "d_logprob"] == pytest.approx(-2.0, abs=0.03) and table.loc[0, "reading"] == K.COSTLY
     assert (table["d_accuracy_low"] <= table["d_accuracy"]).all() and (table["n"] == N_QUESTIONS).all()
 
 
@@ -177,3 +180,23 @@ def test_criticality_spearman_on_score_rows():
     assert table.loc["all_blocks", "n_blocks"] == 7 and table.loc["no_final", "n_blocks"] == 6
     assert table.loc["all_blocks", "most_costly"] == 5 and table.loc["all_blocks", "largest_delta_h"] == 7
     assert table.loc["no_final", "rho"] > table.loc["all_blocks", "rho"]  # the final block breaks the relation
+
+
+def test_comparisons_carry_holm_within_each_claim_and_the_random_blocks_as_null():
+    plan = _plan(DELTA_H)
+    table = K.skip_comparisons(_sweep(COSTS), plan, n_boot=300)
+    assert list(table.columns) == list(K.COMPARISON_COLUMNS)
+    for _, claim in table.groupby(["first", "second"]):
+        assert (claim["n_family"] == len(claim)).all()  # k = 1 only here: 2 variants x 2 statistics
+        assert (claim["p_holm"] >= claim["p_value"]).all() and (claim["holm_level"] >= 0.95).all()
+        assert ((claim["p_holm"] <= 0.05) == ((claim["holm_high"] < 0) | (claim["holm_low"] > 0))).all()
+        # the last row Holm tests is at 95%, as wide as the raw interval (t instead of percentiles); the others wider
+        assert (claim["holm_high"] - claim["holm_low"] > 0.95 * (claim["ci_high"] - claim["ci_low"])).all()
+    vs_random = table[table["second"] == "random"]
+    assert vs_random["null_name"].str.startswith("random blocks").all()
+    assert (vs_random["beyond"] == -vs_random["difference"]).all()
+    assert (vs_random["beyond_low"] == -vs_random["holm_high"]).all()
+    row = vs_random.set_index(["variant", "statistic", "first"]).loc[("no_final", K.GOLD_LOGPROB, "expansion")]
+    assert row["null_estimate"] == pytest.approx(np.mean(COSTS[1:7]), abs=0.03)  # what a random block costs
+    assert row["beyond_low"] > 0  # block 5 costs 1.2 nats against 0.28: shown after Holm
+    assert table.loc[table["second"] == "pruning", "null_name"].isna().all()

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from entropy_lens.analysis import outcomes as O
+from entropy_lens.analysis import skip_nulls
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.core.intervals import wilson_interval
 
@@ -81,3 +82,76 @@ def test_rank_outcomes():
     assert O.rank_outcome(V.Interval(0.05, -0.2, 0.25), n=100, n_blocks=27).outcome == O.NO_RELATION
     assert O.rank_outcome(V.Interval(0.1, -0.3, 0.5), n=100, n_blocks=27).outcome == O.UNDECIDED
     assert O.rank_outcome(V.Interval(math.nan, math.nan, math.nan), n=100, n_blocks=2).outcome == O.UNDECIDED
+
+
+def _family(low, high, p_holm=0.01, n_family=48):
+    return O.Family(V.Interval((low + high) / 2, low, high), p_holm, n_family, 0.999)
+
+
+def test_a_corrected_comparison_decides_on_its_holm_interval():
+    raw = (-0.10, -0.15, -0.05)
+    wide = _family(-0.20, 0.001, p_holm=0.06)
+    held = O.skip_outcome(
+        V.Interval(*raw), first="expansion", second="random", margin=0.05, unit="points", n=300, family=wide
+    )
+    assert held.outcome == O.UNDECIDED and "the raw interval excludes 0, the corrected one does not" in held.why
+    assert "Holm over 48 comparisons: p = 0.06" in held.why
+    kept = O.skip_outcome(
+        V.Interval(*raw),
+        first="expansion",
+        second="random",
+        margin=0.05,
+        unit="points",
+        n=300,
+        family=_family(-0.18, -0.02),
+    )
+    assert kept.outcome == "expansion more critical"
+    # no difference needs the corrected interval inside the margin too
+    inside = O.skip_outcome(
+        V.Interval(0.0, -0.03, 0.03),
+        first="expansion",
+        second="random",
+        margin=0.05,
+        unit="points",
+        n=300,
+        family=_family(-0.06, 0.06, p_holm=1.0),
+    )
+    assert inside.outcome == O.UNDECIDED
+    flat = O.skip_outcome(
+        V.Interval(0.0, 0.0, 0.0),
+        first="expansion",
+        second="random",
+        margin=0.05,
+        unit="points",
+        n=300,
+        family=_family(math.nan, math.nan, p_holm=math.nan),
+    )
+    assert flat.outcome == O.UNDECIDED and "no test" in flat.why
+
+
+def test_a_row_without_holm_columns_decides_on_its_raw_interval():
+    rec = {
+        "statistic": "accuracy",
+        "k": 1,
+        "first": "expansion",
+        "second": "random",
+        "n": 300,
+        "n_sets": 20,
+        "difference": -0.1,
+        "ci_low": -0.15,
+        "ci_high": -0.05,
+        "intact": 0.6,
+        "intact_low": 0.54,
+        "intact_high": 0.65,
+        "chance": 0.25,
+    }
+    assert O.family_of(rec) is None and O.comparison_outcome(rec).outcome == "expansion more critical"
+    corrected = rec | {"p_holm": 0.2, "n_family": 48, "holm_level": 0.999, "holm_low": -0.2, "holm_high": 0.01}
+    assert O.comparison_outcome(corrected).outcome == O.UNDECIDED
+
+
+def test_planted_null_through_the_run_path():
+    """Every block's skip costs alike and the selection ignores cost: "expansion more critical" stays rare
+    (100 draws are the lead's nulls table; 10 here keep the test short), and a planted cost is found."""
+    assert skip_nulls.planted_null_rate(40, draws=10, seed=0, ks=(1,)) <= 0.1
+    assert skip_nulls.planted_null_rate(40, draws=3, seed=0, ks=(1,), effect=1.0) == 1.0

@@ -302,8 +302,10 @@ def test_skip_map_draws_delta_h_and_both_costs_per_block(tmp_path, drawn):
     delta_h, accuracy, logprob = _panels(drawn["map.png"])
     bars = [bar for c in delta_h.containers for bar in c]
     np.testing.assert_allclose([bar.get_height() for bar in bars], rows["delta_h"].fillna(0.0))
-    colours = {tuple(np.round(bar.get_facecolor()[:3], 3)) for bar, m in zip(bars, rows["marks"], strict=True) if m}
+    chosen = rows["marks"].astype(bool) & rows["eligible"]
+    colours = {tuple(np.round(bar.get_facecolor()[:3], 3)) for bar, c in zip(bars, chosen, strict=True) if c}
     assert len(colours) == 2  # expansion and pruning blocks stand out in two colours
+    assert [t.get_text() for t in delta_h.texts] == ["no ΔH:\nnot eligible"]  # block 0, shown with its cost
     for ax, name, scale in ((accuracy, "d_accuracy", 100.0), (logprob, "d_logprob", 1.0)):
         (points,) = [c for c in ax.collections if isinstance(c, PathCollection)]
         np.testing.assert_allclose(points.get_offsets()[:, 1], rows[name] * scale)

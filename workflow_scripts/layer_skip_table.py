@@ -24,12 +24,20 @@ for correct_path, plan_path, delta_h_path in zip(inputs.correct, inputs.plans, i
 stability = pd.concat([read_csv_table(path) for path in inputs.stability], ignore_index=True)
 
 write_table(pd.concat(accuracy), out.csv, out.md, title="MMLU accuracy under layer skipping (95% Wilson intervals)")
-write_table(pd.concat(maps), out.skip_map, out.skip_map_md, title="criticality map: every block skipped alone (95%)")
+write_table(
+    pd.concat(maps),
+    out.skip_map,
+    out.skip_map_md,
+    title="criticality map: every block skipped alone (95%; block 0 has no ΔH and is never eligible)",
+)
 write_table(
     pd.concat(comparisons),
     out.comparisons,
     out.comparisons_md,
-    title="expansion vs random vs pruning skips, paired over questions (first minus second, 95% bootstrap)",
+    title=(
+        "expansion vs random vs pruning skips, paired over questions (first minus second, 95% bootstrap; "
+        "p_holm and holm_low/high: Holm within each model's claim, which decides)"
+    ),
 )
 write_table(
     pd.concat(spearman), out.spearman, out.spearman_md, title="Spearman of Delta H with the cost of skipping a block"

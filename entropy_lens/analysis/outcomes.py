@@ -11,30 +11,41 @@ it reports the outcome and is counted apart.
 
 Rules, fixed before any result is looked at:
 
-Comparison of two skips (paired 95% interval over questions of the first's accuracy minus the
+Comparison of two skips (paired interval over questions of the first's accuracy minus the
 second's; at ``k >= 2`` against random sets the interval also resamples the sets)
     ``undecided`` when the intact model is not above chance (nothing to lose); else
     ``{first} more critical`` when the interval lies below 0, ``{second} more critical`` when
     it lies above 0, ``no difference`` when it lies inside ``+-`` :data:`SKIP_MARGIN` (accuracy)
     or :data:`LOGPROB_MARGIN` (the gold letter's log-probability), else ``undecided``.
     Random baselines of fewer than :data:`MIN_RANDOM_SETS` sets at ``k >= 2`` are ``undecided``.
+    The interval is the one at the row's Holm level (:class:`Family`): the comparisons of one
+    claim on one model (every ``k``, variant, letter measure and statistic) are corrected together
+    at a family-wise 5% (:mod:`entropy_lens.answers.corrections`), so a direction is decided only
+    where Holm's test rejects; the raw 95% interval is shown beside.
 
 Collapse to chance (Llama: the accuracy with the top expansion block skipped, Wilson interval)
     ``reproduced`` when it rules out keeping :data:`COLLAPSE_MARGIN` above chance, ``not
     reproduced`` when it lies wholly above chance + :data:`COLLAPSE_MARGIN`, else ``inconclusive``.
 
 Rank over blocks (Spearman of each eligible block's Delta H with the drop of the gold letter's
-log-probability when it is skipped; bootstrap over evaluation and calibration questions)
+log-probability when it is skipped; bootstrap over evaluation and calibration questions; no claim of
+the study's, so an extension row on every model)
     ``expansion more critical`` when the interval lies above 0, ``pruning more critical`` below
     0, ``no relation`` inside ``+-`` :data:`RHO_MARGIN`, else ``undecided``.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
 
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
+from entropy_lens.answers.criticality import ACCURACY
 
 # Accuracy (0-1): two skips whose difference lies inside +- this cost the same.
 SKIP_MARGIN = 0.05
@@ -68,6 +79,30 @@ OUTCOMES = (
 
 
 @dataclass(frozen=True)
+class Family:
+    """Where a comparison stands among its claim's comparisons (Holm within the claim, on one model).
+
+    Attributes:
+        interval: The estimate with its interval at the row's Holm level (it excludes 0 exactly where
+            Holm rejects); not finite when the row has no test (a bootstrap without spread).
+        p_holm: Holm-adjusted p-value.
+        n_family: Comparisons corrected together.
+        level: The interval's coverage.
+    """
+
+    interval: V.Interval
+    p_holm: float
+    n_family: int
+    level: float
+
+    def text(self, scale: float, digits: int) -> str:
+        return (
+            f"Holm over {self.n_family} comparisons: p = {self.p_holm:.2g}, "
+            f"{100 * self.level:.4g}% interval {self.interval.text(scale, digits)}"
+        )
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What a comparison found, and why."""
 
@@ -94,6 +129,7 @@ def skip_outcome(
     intact: V.Interval | None = None,
     chance: float = 0.25,
     n_sets: int | None = None,
+    family: Family | None = None,
 ) -> Outcome:
     """Which of two skips costs more: ``difference`` = the first's score minus the second's (paired).
 
@@ -107,15 +143,20 @@ def skip_outcome(
         intact: The intact model's accuracy; at or below ``chance`` nothing can be lost.
         chance: Chance accuracy.
         n_sets: Random sets behind a random baseline at ``k >= 2`` (``None``: no population).
+        family: The row's Holm correction within its claim; its interval decides, ``difference``'s
+            (the raw 95%) is quoted beside.  ``None``: ``difference`` decides alone (a lone comparison).
     """
-    if intact is not None and (not intact.finite or intact.low <= chance):
-        return Outcome(UNDECIDED, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
-    if n_sets is not None and n_sets < MIN_RANDOM_SETS:
-        return Outcome(UNDECIDED, f"random baseline of {n_sets} sets (a population needs {MIN_RANDOM_SETS})")
+    unreadable = _unreadable(intact, chance, n_sets)
+    if unreadable is not None:
+        return unreadable
     if not difference.finite:
         return Outcome(UNDECIDED, "no paired difference")
     scale, digits = (100.0, 1) if unit == "points" else (1.0, 3)
     text = f"{first} - {second} {difference.text(scale, digits)} {unit}"
+    if family is not None:
+        text, difference, stopped = _corrected(text, difference, family, scale, digits)
+        if stopped is not None:
+            return stopped
     if difference.high < 0:
         return Outcome(more_critical(first), f"{text}: skipping {first} costs more")
     if difference.low > 0:
@@ -124,6 +165,61 @@ def skip_outcome(
         return Outcome(NO_DIFFERENCE, f"{text} lies inside ±{margin * scale:g}")
     needed = V.units_to_decide(difference, n, [(0.0, False), (0.0, True), (-margin, True), (margin, False)])
     return Outcome(UNDECIDED, f"{text}: the interval includes 0" + V.undecided_text(needed, n, "questions"))
+
+
+def _unreadable(intact: V.Interval | None, chance: float, n_sets: int | None) -> Outcome | None:
+    """An undecided outcome when nothing can be lost (intact at chance) or the random baseline is too thin."""
+    if intact is not None and (not intact.finite or intact.low <= chance):
+        return Outcome(UNDECIDED, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
+    if n_sets is not None and n_sets < MIN_RANDOM_SETS:
+        return Outcome(UNDECIDED, f"random baseline of {n_sets} sets (a population needs {MIN_RANDOM_SETS})")
+    return None
+
+
+def _corrected(
+    text: str, raw: V.Interval, family: Family, scale: float, digits: int
+) -> tuple[str, V.Interval, Outcome | None]:
+    """``(why, the interval that decides, an undecided outcome or None)`` of a row corrected within its claim."""
+    if not family.interval.finite:
+        return text, raw, Outcome(UNDECIDED, f"{text}: no test (the paired bootstrap has no spread)")
+    text, corrected = f"{text}; {family.text(scale, digits)}", family.interval
+    if raw.high < 0 < corrected.high or raw.low > 0 > corrected.low:
+        return text, corrected, Outcome(UNDECIDED, f"{text}: the raw interval excludes 0, the corrected one does not")
+    return text, corrected, None
+
+
+def _value(rec: Mapping[str, Any], key: str) -> float:
+    value = rec.get(key)
+    return float(value) if value is not None and pd.notna(value) else math.nan
+
+
+def family_of(rec: Mapping[str, Any]) -> Family | None:
+    """A comparison row's Holm correction (:data:`~entropy_lens.answers.corrections.HOLM_COLUMNS`), or
+    ``None`` for a row written without one."""
+    if "p_holm" not in rec:
+        return None
+    corrected = V.Interval(_value(rec, "difference"), _value(rec, "holm_low"), _value(rec, "holm_high"))
+    n_family = _value(rec, "n_family")
+    size = int(n_family) if math.isfinite(n_family) else 0
+    return Family(corrected, _value(rec, "p_holm"), size, _value(rec, "holm_level"))
+
+
+def comparison_outcome(rec: Mapping[str, Any]) -> Outcome:
+    """The outcome of one row of :func:`~entropy_lens.answers.criticality.skip_comparisons` (its raw interval
+    quoted, its Holm-level interval deciding)."""
+    accuracy, k = rec["statistic"] == ACCURACY, int(rec["k"])
+    return skip_outcome(
+        V.Interval(_value(rec, "difference"), _value(rec, "ci_low"), _value(rec, "ci_high")),
+        first=str(rec["first"]),
+        second=str(rec["second"]),
+        margin=SKIP_MARGIN if accuracy else LOGPROB_MARGIN,
+        unit="points" if accuracy else "nats",
+        n=int(rec["n"]),
+        intact=V.Interval(_value(rec, "intact"), _value(rec, "intact_low"), _value(rec, "intact_high")),
+        chance=float(rec["chance"]),
+        n_sets=int(rec["n_sets"]) if rec["second"] == RANDOM and k >= 2 else None,
+        family=family_of(rec),
+    )
 
 
 def collapse(skipped: V.Interval, *, intact: V.Interval, chance: float, n: int) -> V.Verdict:

@@ -45,26 +45,11 @@ def _intact(rec: Record) -> V.Interval:
     return interval(rec, "intact", "intact_low", "intact_high")
 
 
-def _comparison_outcome(difference: V.Interval, rec: Record) -> O.Outcome:
-    accuracy, k = _is_accuracy(rec), int(rec["k"])
-    return O.skip_outcome(
-        difference,
-        first=str(rec["first"]),
-        second=str(rec["second"]),
-        margin=O.SKIP_MARGIN if accuracy else O.LOGPROB_MARGIN,
-        unit="points" if accuracy else "nats",
-        n=int(rec["n"]),
-        intact=_intact(rec),
-        chance=float(rec["chance"]),
-        n_sets=int(rec["n_sets"]) if rec["second"] == RANDOM and k >= 2 else None,
-    )
-
-
 def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """A comparison's outcome, judged against the study's direction where it names one for the model's scope."""
 
     def judged(rec: Record) -> tuple[V.Verdict | O.Outcome, str, str]:
-        outcome = _comparison_outcome(interval(rec, ESTIMATE, LOW, HIGH), rec)
+        outcome = O.comparison_outcome(rec)
         return _judge(_claim(rec), outcome, scopes.get(str(rec["model"])))
 
     return RowRule(
@@ -121,20 +106,28 @@ def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None])
     return rows_of(comparisons, comparison_rule(scopes)) + rows_of(skipped, collapse_rule(scopes))
 
 
-def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
-    """The Spearman of Delta H with the cost of skipping each block, judged where the study names a direction."""
+# The rank over blocks is no claim of the study's (it compares the selected layers with random ones): an
+# extension on every model, reported with its outcome.
+NO_RANK_CLAIM = "no claim of the study's own (the study compares the selected layers with random ones)"
 
-    def judged(rec: Record) -> tuple[V.Verdict | O.Outcome, str, str]:
+
+def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
+    """The Spearman of Delta H with the cost of skipping each block: an extension row on every model.
+
+    ``scopes`` is accepted for the caller's symmetry with :func:`comparison_rule`; no scope makes it a finding.
+    """
+    del scopes
+
+    def judged(rec: Record) -> O.Outcome:
         rho = interval(rec, ESTIMATE, LOW, HIGH)
-        outcome = O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
-        return _judge(C.SKIP_RANK, outcome, scopes.get(str(rec["model"])))
+        return O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
 
     return RowRule(
         claim=C.SKIP_RANK,
         unit=RHO,
-        judge=lambda _, rec: judged(rec)[0],
-        role=lambda rec: judged(rec)[1],
-        study=lambda rec: judged(rec)[2],
+        judge=lambda _, rec: judged(rec),
+        role=C.EXTENSION,
+        study=NO_RANK_CLAIM,
         note=lambda rec: (
             f"{int(rec['n_blocks'])} blocks; cost = drop of the gold letter's log-probability; most costly "
             f"block {int(rec['most_costly'])}, largest ΔH block {int(rec['largest_delta_h'])}; "

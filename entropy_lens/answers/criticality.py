@@ -38,6 +38,7 @@ from entropy_lens.answers.conditions import (
     in_variant,
     layer_text,
 )
+from entropy_lens.answers.corrections import random_null, with_holm
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import (
@@ -47,6 +48,7 @@ from entropy_lens.core.intervals import (
     paired_bootstrap_sets,
     wilson_interval,
 )
+from entropy_lens.core.multiplicity import bootstrap_p_value, bootstrap_se, paired_draws, paired_set_draws
 
 ACCURACY = "accuracy"
 GOLD_LOGPROB = "gold_logprob"
@@ -71,8 +73,12 @@ MAP_COLUMNS = (
     "d_logprob_low",
     "d_logprob_high",
     "reading",
+    "eligible",
     "marks",
 )
+# The map's mark of a block no selection or random baseline may skip (block 0: the lens has no layer before it,
+# so it has no Delta H and is never selected nor drawn at random).
+INELIGIBLE = "not eligible (no ΔH)"
 COMPARISON_COLUMNS = (
     "model",
     "measure",
@@ -97,6 +103,21 @@ COMPARISON_COLUMNS = (
     "skipped_low",
     "skipped_high",
     "chance",
+    "se",
+    "df",
+    "p_value",
+    "n_family",
+    "p_holm",
+    "holm_level",
+    "holm_low",
+    "holm_high",
+    "null_name",
+    "null_estimate",
+    "null_low",
+    "null_high",
+    "beyond",
+    "beyond_low",
+    "beyond_high",
 )
 # The comparison table as a standard frame (entropy_lens.core.frames): first minus second.
 COMPARISON_READING = Reading("difference")
@@ -177,7 +198,10 @@ def skip_map(
     Returns:
         :data:`MAP_COLUMNS`: accuracy and ``d_accuracy`` (0-1), ``d_logprob`` (nats; negative: the
         gold letter lost probability), each with its interval; ``reading`` (:func:`skip_reading`);
-        ``marks`` names the expansion / pruning block of each variant at ``k = 1``.
+        ``eligible``: whether a selection or random baseline may skip the block (block 0 may not:
+        it has no Delta H, yet its skip is often the costliest, so the map shows its cost);
+        ``marks`` names the expansion / pruning block of each variant at ``k = 1``, or
+        :data:`INELIGIBLE`.
     """
     rows = []
     sweep = correct[correct["kind"].isin([INTACT, SINGLE])]
@@ -214,7 +238,8 @@ def _map_row(
         "d_logprob_low": d_logp[1],
         "d_logprob_high": d_logp[2],
         "reading": skip_reading(d_acc[1], d_acc[2]),
-        "marks": _marks(plan, layer),
+        "eligible": bool(layer in eligible_layers(plan.n_layers)),
+        "marks": _marks(plan, layer) if layer in eligible_layers(plan.n_layers) else INELIGIBLE,
     }
 
 
@@ -253,17 +278,21 @@ def skip_comparisons(
         ``intact`` and ``skipped`` (the first condition) are accuracies with Wilson intervals
         on the same questions, for the precondition and the collapse rule.
     """
-    rows = []
+    rows: list[dict] = []
+    tables: dict[int, list[tuple[str, pd.DataFrame, dict[str, pd.DataFrame]]]] = {}
     for selection in plan.selections:
-        scope = _scope(correct, selection.k)
-        for measure, by_measure in scope.groupby("measure", sort=False):
+        if selection.k not in tables:  # the variants of one k read the same score tables
+            tables[selection.k] = [
+                (str(measure), by_measure, {v: _wide(by_measure, v).dropna() for v in ("correct", GOLD_LOGPROB)})
+                for measure, by_measure in _scope(correct, selection.k).groupby("measure", sort=False)
+            ]
+        for measure, by_measure, wides in tables[selection.k]:
             for statistic in STATISTICS:
-                value = "correct" if statistic == ACCURACY else GOLD_LOGPROB
-                wide, hits = _wide(by_measure, value).dropna(), _wide(by_measure, "correct").dropna()
+                wide = wides["correct" if statistic == ACCURACY else GOLD_LOGPROB]
                 rows += _comparison_rows(
-                    wide, hits, by_measure, selection, plan, (measure, statistic), n_boot, seed, level
+                    wide, wides["correct"], by_measure, selection, plan, (measure, statistic), n_boot, seed, level
                 )
-    return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    return with_holm(pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))[list(COMPARISON_COLUMNS)]
 
 
 def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, level) -> list[dict]:
@@ -277,14 +306,26 @@ def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, leve
     }
     if any(not c or any(x not in wide for x in c) for c in columns.values()) or names.get("") not in wide:
         return []
-    out = []
+    out, known = [], {}
+
+    def accuracies(column: str, name: str) -> dict[str, float]:
+        if (column, name) not in known:  # Wilson intervals are slow; each is shared by two comparisons
+            known[column, name] = _accuracies(hits, column, name, level)
+        return known[column, name]
+
     for first, second in COMPARISONS:
         a = wide[columns[first][0]].to_numpy(float)
         b = wide[columns[second]].to_numpy(float)
+        boot = {"n_boot": n_boot, "seed": seed}
+        # The units behind the mean minus one: the questions, or the random sets where they are fewer.
+        df = max(1, min(a.size, b.shape[1] if second == RANDOM and selection.k >= 2 else a.size) - 1)
         if second == RANDOM and selection.k >= 2:
-            diff = paired_bootstrap_sets(a, b, n_boot=n_boot, seed=seed, level=level)
+            diff = paired_bootstrap_sets(a, b, **boot, level=level)
+            se = bootstrap_se(paired_set_draws(a, b, **boot), df + 1)
         else:
-            diff = paired_bootstrap(a, b.mean(axis=1), n_boot=n_boot, seed=seed, level=level)
+            diff = paired_bootstrap(a, b.mean(axis=1), **boot, level=level)
+            se = bootstrap_se(paired_draws(a, b.mean(axis=1), **boot), df + 1)
+        null = random_null(wide[names[""]].to_numpy(float), b, selection.k, boot, level) if second == RANDOM else {}
         out.append(
             {
                 "model": plan.model,
@@ -303,9 +344,13 @@ def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, leve
                 "difference": diff[0],
                 "ci_low": diff[1],
                 "ci_high": diff[2],
-                **_accuracies(hits, names[""], "intact", level),
-                **_accuracies(hits, columns[first][0], "skipped", level),
+                **accuracies(names[""], "intact"),
+                **accuracies(columns[first][0], "skipped"),
                 "chance": 1.0 / N_CHOICES,
+                "se": se,
+                "df": df,
+                "p_value": bootstrap_p_value(diff[0], se, df),
+                **null,
             }
         )
     return out

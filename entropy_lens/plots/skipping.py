@@ -19,7 +19,8 @@ def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> N
     """The criticality map of one model and measure: per block, its mean Delta H and what skipping it costs.
 
     Three panels over the block index: mean Delta H at the answer position (bars; the expansion
-    and pruning blocks of each variant coloured), the change of accuracy and the change of the
+    and pruning blocks of each variant coloured; a block no selection may skip, block 0, hatched
+    and named), the change of accuracy and the change of the
     gold letter's log-probability when the block is skipped alone (points with 95% intervals,
     coloured by the reading safe / costly / unclear).
 
@@ -41,6 +42,10 @@ def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> N
     axes[0].bar(rows["layer"], rows["delta_h"].fillna(0.0), color=bar_colors)
     axes[0].axhline(0.0, color="black", linewidth=0.8)
     axes[0].set(ylabel="mean ΔH (nats)")
+    for layer in rows.loc[~rows["eligible"].astype(bool), "layer"] if "eligible" in rows else []:
+        # block 0: no ΔH, never selected nor drawn; its cost is in the panels below
+        axes[0].axvspan(layer - 0.45, layer + 0.45, color="0.85", hatch="//", zorder=0)
+        axes[0].annotate("no ΔH:\nnot eligible", (layer, 0.0), ha="center", va="bottom", fontsize="x-small")
     fig.suptitle(title)
     colors = [READING_COLORS.get(r, "tab:gray") for r in rows["reading"]]
     for ax, name, scale in ((axes[1], "d_accuracy", 100.0), (axes[2], "d_logprob", 1.0)):

@@ -80,7 +80,7 @@ def check_config(config: dict, where: str = "config") -> dict:
     except ValidationError as err:
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ValueError(f"{where}: {path}: {err.message}") from None
-    for check in (_model_sources, _model_lists, _stories_model, _shard_size, _lens_corpus, _lens_profiles):
+    for check in (_model_sources, _model_lists, _stories_model, _shard_size, _lens_corpus, _lens_profiles, _knn_folds):
         check(config)
     return config
 
@@ -188,4 +188,21 @@ def _shard_size(config: Mapping) -> None:
         raise ValueError(
             f"compute.prompts_per_job ({shard}) must be a multiple of generation.batch_size ({batch}), "
             "so that a shard batches its prompts as the whole job would"
+        )
+
+
+# A corrected resampled-t interval (Nadeau-Bengio) over F = folds x repeats fold AUCs has F - 1 degrees of
+# freedom; with 2 folds and 1 repeat, two equal AUCs give a zero-width interval that would decide a verdict.
+MIN_FOLDS, MIN_FOLD_AUCS = 3, 6
+
+
+def _knn_folds(config: Mapping) -> None:
+    """The kNN folds and repeats give enough fold AUCs for an interval (:data:`MIN_FOLDS`, :data:`MIN_FOLD_AUCS`)."""
+    knn = config["analysis"]["knn"]
+    folds, repeats = knn["folds"], knn["repeats"]
+    if folds < MIN_FOLDS or folds * repeats < MIN_FOLD_AUCS:
+        raise ValueError(
+            f"analysis.knn.folds ({folds}) x analysis.knn.repeats ({repeats}) = {folds * repeats} fold AUCs "
+            f"cannot give an interval: the corrected resampled-t needs folds >= {MIN_FOLDS} and folds x repeats >= "
+            f"{MIN_FOLD_AUCS}; raise them (e.g. folds: 3, repeats: 2)"
         )
