@@ -17,6 +17,7 @@ import pandas as pd
 
 from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.skip_nulls import planted_null_rate as planted_skip
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,11 @@ PLANTED: dict[str, Planted] = {
     "size_resolution": planted_zero_mean,
     "shape_gpt": planted_zero_mean,
     "shape_llama": planted_zero_mean,
+    "skip_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
+    "skip_collapse": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
 }
+# Simulators that run the whole analysis per draw take fewer draws (each skip draw reruns the comparisons).
+MAX_DRAWS = {"skip_vs_random": 40, "skip_collapse": 40}
 
 
 def nulls_table(
@@ -109,10 +114,11 @@ def nulls_table(
         claim_id = C.claim(str(rec["claim"])).id
         n = int(rec["n_sources"]) if pd.notna(rec["n_sources"]) else 0
         key = (claim_id, n)
+        used = min(draws, MAX_DRAWS.get(claim_id, draws)) if claim_id in planted else 0
         if key not in rates:
-            rates[key] = planted[claim_id](n, draws, seed) if claim_id in planted else float("nan")
+            rates[key] = planted[claim_id](n, used, seed) if used else float("nan")
         rate = rates[key]
-        low, high = wilson_interval(round(rate * draws), draws) if np.isfinite(rate) else (np.nan, np.nan)
+        low, high = wilson_interval(round(rate * used), used) if used else (np.nan, np.nan)
         out.append(
             {
                 "claim_id": claim_id,
@@ -122,7 +128,7 @@ def nulls_table(
                 "planted_null_rate": rate,
                 "planted_low": low,
                 "planted_high": high,
-                "planted_draws": draws if claim_id in planted else 0,
+                "planted_draws": used,
             }
         )
     frame = pd.DataFrame(out, columns=list(NULLS_COLUMNS))

@@ -15,7 +15,7 @@ from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.render import LOGPROB, POINTS, RHO
-from entropy_lens.analysis.rows import Record, RowRule, interval, rows_of
+from entropy_lens.analysis.rows import Record, RowRule, interval, rows_of, table_null
 from entropy_lens.answers.conditions import EXPANSION, RANDOM, VARIANT_TEXT
 from entropy_lens.answers.criticality import ACCURACY
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
@@ -64,12 +64,14 @@ def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
         ),
         split=_split,
         extra=lambda rec: {"baseline": _intact(rec)},
+        null=_random_null,
     )
 
 
-def _collapses(rec: Record) -> bool:
-    """Whether a comparison is the largest-expansion block against random single blocks, on accuracy."""
-    return _is_accuracy(rec) and int(rec["k"]) == 1 and rec["first"] == EXPANSION and rec["second"] == RANDOM
+def _random_null(rec: Record) -> V.Null | None:
+    """Random blocks, the null of a comparison against them (the table's own columns, Holm-level excess);
+    expansion against pruning has none of its own: each side's row against random blocks is its null."""
+    return table_null(rec, margin=O.SKIP_MARGIN if _is_accuracy(rec) else O.LOGPROB_MARGIN)
 
 
 def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
@@ -94,6 +96,8 @@ def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
         ),
         split=_split,
         extra=lambda rec: {"baseline": _intact(rec)},
+        # a collapse says something about expansion only where a random block's skip does not collapse too
+        null=_random_null,
     )
 
 
@@ -134,4 +138,8 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
             f"{int(rec['n_calibration'])} calibration questions"
         ),
         split=lambda rec: VARIANT_TEXT[str(rec["variant"])],
+        # costs shuffled across blocks give an interval around 0 (the bootstrap resamples blocks)
+        null=lambda rec: V.fixed_null(
+            "no relation (rho 0)", interval(rec, ESTIMATE, LOW, HIGH), 0.0, margin=O.RHO_MARGIN
+        ),
     )
