@@ -139,6 +139,7 @@ def test_a_deleted_table_and_store_the_manifest_lists_are_named(results, capsys)
         in out
     )
     assert f"DAMAGED {results / 'tables' / 'prompts.parquet'}: missing (the run's manifest lists it)" in out
+    assert out.rstrip().endswith(": 3 damaged (3 of them missing)")  # the parquet: manifest and DVC
 
 
 @pytest.mark.parametrize("content", ["empty", "input csvs"])

@@ -46,7 +46,8 @@ def read_manifest(root: str | os.PathLike) -> dict:
     if not path.is_file():
         raise ValueError(
             f"{root} is not a results folder of a run: it holds no {MANIFEST.as_posix()} (the list of what the run "
-            "writes); give the results folder of a run (default: results), or run the workflow, which writes it"
+            "writes); give the results folder of a run (default: results), or run the workflow, which writes it "
+            f"(a run made before manifests: snakemake results/{MANIFEST.as_posix()})"
         )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))

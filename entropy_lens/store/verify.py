@@ -78,7 +78,9 @@ class Report:
     def summary(self) -> str:
         damaged = sum(f.state == "damaged" for f in self.findings)
         checked = f"{self.stores} stores, {self.tables} tables and tensor files, {self.hashed} files against DVC hashes"
-        return f"{checked}: " + ("all whole" if damaged == 0 else f"{damaged} damaged")
+        missing = sum(f.state == "damaged" and f.why.startswith("missing") for f in self.findings)
+        of_which = f" ({missing} of them missing)" if missing else ""
+        return f"{checked}: " + ("all whole" if damaged == 0 else f"{damaged} damaged{of_which}")
 
 
 def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = None) -> Report:
