@@ -50,7 +50,7 @@ STUDY_DIR ?= runs/study
 STUDY_SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) -s $(CURDIR)/Snakefile --directory $(STUDY_DIR) \
 	--configfile $(CURDIR)/config.yaml $(CURDIR)/config/study.yaml
 study: models-extra
-	$(BIN)/entropy-lens unlock --directory $(STUDY_DIR)
+	if [ -d $(STUDY_DIR)/.snakemake ]; then $(BIN)/entropy-lens unlock --directory $(STUDY_DIR); fi
 	$(STUDY_SNAKEMAKE) --rerun-incomplete
 	$(STUDY_SNAKEMAKE) --report $(CURDIR)/$(STUDY_DIR)/report.html --report-metadata $(CURDIR)/report/metadata.yaml
 

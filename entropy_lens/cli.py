@@ -103,7 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     skip.add_argument("--model", default=None, help="one model of the run (default: every model)")
     skip.add_argument("--measure", default="calibrated", help="answer measure: calibrated (default) or ll")
     check = sub.add_parser(
-        "verify", help="read every store and table of a results folder and check DVC's hashes; exit 1 if any is damaged"
+        "verify",
+        help="read every store and table of a results folder, check that nothing its manifest lists is missing and "
+        "DVC's hashes; exit 1 if any is damaged or missing, 2 if the folder is no results folder",
     )
     check.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
     return parser

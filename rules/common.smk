@@ -12,6 +12,8 @@ from entropy_lens.workflow.plan import (
     skip_models,
 )
 from entropy_lens.workflow.settings import check_config, synthetic_stories
+from entropy_lens.model.digest import source_sha256
+from entropy_lens.model.registry import FOLDER_SOURCE, GGUF_SOURCE, source_kind
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import LETTERS
 
@@ -67,9 +69,23 @@ def choice_pattern(names):
     return "|".join(map(re.escape, names)) if names else "NONE"
 
 
+MANIFEST = "results/tables/manifest.json"
+
+
 def final_outputs():
-    """The final targets: every result, then the run's timing and plan-against-run tables (which wait for them all)."""
-    return [*result_outputs(), "results/tables/run_timings.csv", "results/tables/plan_vs_run.csv"]
+    """The final targets: every result, then the run's timing and plan-against-run tables (which wait for them all),
+    and the manifest of what the run writes."""
+    return [*result_outputs(), "results/tables/run_timings.csv", "results/tables/plan_vs_run.csv", MANIFEST]
+
+
+def manifest_outputs():
+    """What `entropy-lens verify` expects under results/: the final targets, every per-model store, prompt set and
+    MMLU score table they are made from (sorted: a param, the same for the same config)."""
+    out = [path for path in final_outputs() if path != MANIFEST]
+    out += [f"results/profiles/{m}/{d}.zarr" for m, d in PAIRS]
+    out += expand("results/datasets/{dataset}.parquet", dataset=DATASETS)
+    out += expand("results/scores/{model}/mmlu.parquet", model=MMLU_MODELS)
+    return sorted(set(out))
 
 
 def analysed_mmlu_tables():
@@ -224,6 +240,19 @@ def family_of(wildcards):
 def model_params(wildcards):
     """The model's own config section (source, family, chat template)."""
     return config["models"][wildcards.model]
+
+
+# Per-file hashes of local model sources, by path, size and mtime: a dry run hashes only what changed.
+SOURCE_HASHES = ".snakemake/entropy_lens/source_hashes.json"
+
+
+def source_digest(wildcards):
+    """sha256 of a local model folder's files or a GGUF file, "" for registry and hub models: a param, so new
+    weights, config or tokenizer under the same path rerun the model's materialization and all after it."""
+    source = config["models"][wildcards.model]["source"]
+    if source_kind(source) not in (FOLDER_SOURCE, GGUF_SOURCE):
+        return ""
+    return source_sha256(source, cache=SOURCE_HASHES)
 
 
 VERDICTS = "results/tables/verdicts.txt"

@@ -7,6 +7,7 @@ rule materialize_model:
         directory("resources/models/{model}"),
     params:
         model=model_params,
+        source_sha256=source_digest,
     log:
         "logs/materialize_model/{model}.log",
     benchmark:

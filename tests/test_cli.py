@@ -103,3 +103,17 @@ def test_skip_map_names_what_is_missing(tmp_path, capsys):
     _skip_map_csv(tmp_path / "r")
     assert cli.main(["skip-map", "--results", str(tmp_path / "r"), "--model", "nope"]) == 2
     assert "model 'nope' has no criticality map" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["missing", "empty"])
+def test_unlock_where_there_is_no_workflow_says_so(tmp_path, capsys, where):
+    directory = tmp_path / "nowhere" if where == "missing" else tmp_path
+    assert cli.main(["unlock", "--directory", str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert f"no workflow at {str(directory)!r}: it holds no Snakefile and no .snakemake folder" in err
+
+
+def test_unlock_of_a_workflow_without_a_lock_is_quiet(tmp_path, capsys):
+    (tmp_path / ".snakemake").mkdir()
+    assert cli.main(["unlock", "--directory", str(tmp_path)]) == 0
+    assert capsys.readouterr().err == ""

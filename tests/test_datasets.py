@@ -391,6 +391,29 @@ def test_local_mmlu_file_missing_a_column_names_it_and_the_file(tmp_path, suffix
         mmlu.load_questions("local", None)
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", r"questions\.csv: the file is empty; write a header line"),
+        (b"subject,question,choice_a,choice_b,choice_c,choice_d,answer\n", r"questions\.csv: no rows under its header"),
+        (b"subject,question\nmath,caf\xe9 au lait\n", r"questions\.csv:2: not UTF-8 text \(byte 0xe9 at offset 25"),
+    ],
+)
+def test_an_empty_header_only_or_non_utf8_mmlu_file_names_the_file_and_the_fix(tmp_path, content, message):
+    path = tmp_path / "questions.csv"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        mmlu.load_questions("local", str(path))
+
+
+def test_repeated_story_ids_of_a_local_file_name_the_file_and_the_row(tmp_path):
+    path = tmp_path / "stories.csv"
+    pd.DataFrame({"id": ["a", "b", "a"], "body": ["x y", "z w", "v u"]}).to_csv(path, index=False)
+    message = rf"{path} \(column 'id' is the story id\): row 2 repeats story_id 'a'; give every story its own id"
+    with pytest.raises(ValueError, match=message):
+        stories.load_stories("local", n=2, path=path, id_column="id", text_column="body")
+
+
 # -- offline story generator -----------------------------------------------------------------------
 
 OPENINGS = ("once upon a time there was a little girl", "once upon a time there was a little dog")

@@ -56,6 +56,10 @@ def test_the_study_states_only_what_differs_from_the_default():
         (lambda c: c["stories"].update(model="gpt2"), "stories.model 'gpt2' must be one of"),
         (lambda c: c["datasets"]["blank"].update(models=["gpt-5"]), "datasets.blank.models names ['gpt-5']"),
         (lambda c: c["layer_skip"].update(models=["gpt-5"]), "layer_skip.models names ['gpt-5']"),
+        (
+            lambda c: c["datasets"]["mmlu"].update(source="local"),
+            "datasets.mmlu.source is 'local' but datasets.mmlu.path",
+        ),
     ],
 )
 def test_a_bad_config_is_refused_naming_the_setting(tmp_path, edit, message):
@@ -75,3 +79,29 @@ def test_the_cli_plans_an_overlay(capsys):
 def test_no_config_file_is_refused():
     with pytest.raises(ValueError, match="no config file given"):
         read_configs([])
+
+
+def _reversed(value, *, keep=False):
+    """``value`` with the keys of every mapping in reverse order (the outer one's kept when ``keep``)."""
+    if not isinstance(value, dict):
+        return value
+    items = list(value.items()) if keep else list(value.items())[::-1]
+    return {key: _reversed(item, keep=False) for key, item in items}
+
+
+def test_a_reordered_config_hands_every_job_the_same_params(tmp_path):
+    """Rules pass config sections as params, compared by repr: the same values in another key order (or a
+    yaml.safe_dump copy) give the same reprs, while the entry order of models and datasets stays a value."""
+    config = yaml.safe_load(DEFAULT.read_text())
+    shuffled = {key: _reversed(value, keep=key in ("models", "datasets")) for key, value in config.items()}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(shuffled, sort_keys=False))
+    a, b = load_config(tmp_path / "a.yaml"), load_config(tmp_path / "b.yaml")
+    assert list(a["models"]["smollm2-135m"]) != list(config["models"]["smollm2-135m"])  # sorted, not as written
+    assert repr(a) == repr(b)
+    assert list(a["models"]) == list(config["models"]) and list(a["datasets"]) == list(config["datasets"])
+    changed = yaml.safe_load((tmp_path / "b.yaml").read_text())
+    changed["analysis"]["depth_grid"] += 1
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(changed))
+    c = load_config(tmp_path / "c.yaml")
+    assert repr(c["analysis"]) != repr(a["analysis"]) and repr(c["lens"]) == repr(a["lens"])

@@ -129,6 +129,20 @@ def test_every_flipped_byte_of_a_chunk_is_refused_naming_the_store_and_the_array
         storage.open_profiles(store).load()
 
 
+def test_a_missing_chunk_file_is_refused_at_open_naming_the_store_the_array_and_the_chunk(profiles, tmp_path):
+    """Zarr reads an absent chunk as its fill value: every chunk is written (all-NaN ones too), so absence is
+    damage, refused on every read."""
+    nan = profiles.assign(entropy=profiles.entropy.where(profiles.entropy < 0))  # an all-fill array
+    store = storage.write_profiles(nan, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    assert storage.missing_chunks(store) == {}
+    xr.testing.assert_identical(storage.open_profiles(store).load(), nan)
+    (store / "entropy/c/1/0/0").unlink()
+    assert storage.missing_chunks(store) == {"entropy": ["c/1/0/0"]}
+    message = r"s\.zarr is damaged \(array 'entropy': FileNotFoundError: chunk file\(s\) c/1/0/0 missing; .*--force"
+    with pytest.raises(ValueError, match=message):
+        storage.open_profiles(store)
+
+
 def test_damaged_combined_store_names_combine_profiles(profiles, tmp_path):
     store = tmp_path / "combined.zarr"
     store.mkdir()

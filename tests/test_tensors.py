@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from entropy_lens.store.manifest import MANIFEST, write_manifest
 from entropy_lens.store.tensors import DIGEST_KEY, DamagedTensorsError, load_tensors, save_tensors
 from entropy_lens.store.verify import verify
 
@@ -48,6 +49,7 @@ def test_a_file_without_a_checksum_is_refused(tmp_path):
 def test_verify_names_a_damaged_lens_file(tmp_path):
     (tmp_path / "lenses" / "m").mkdir(parents=True)
     path = save_tensors(TENSORS, tmp_path / "lenses" / "m" / "linear.safetensors", META)
+    write_manifest(tmp_path / MANIFEST, ["results/lenses/m/linear.safetensors"])
     report = verify(tmp_path)
     assert report.whole and report.tables == 1
     data = bytearray(path.read_bytes())

@@ -13,6 +13,7 @@ from tiny import tiny_model
 
 from entropy_lens import cli, extract_profiles
 from entropy_lens.store import storage
+from entropy_lens.store.manifest import MANIFEST, write_manifest
 from entropy_lens.store.verify import verify
 
 
@@ -30,6 +31,8 @@ def results(profiles, tmp_path):
     tables.mkdir(parents=True)
     pd.DataFrame({"model": ["a", "b"], "auc": [0.9, 0.8]}).to_csv(tables / "knn_auc.csv", index=False)
     pd.DataFrame({"prompt_text": ["x", "y"]}).to_parquet(root / "tables" / "prompts.parquet")
+    outputs = ["profiles/tiny/blank.zarr", "tables/knn_auc.csv", "tables/prompts.parquet"]
+    write_manifest(root / MANIFEST, [f"results/{out}" for out in outputs])
     _track(root, "tables")
     return root
 
@@ -51,9 +54,9 @@ def _track(root, folder):
 
 def test_a_whole_folder_passes(results, capsys):
     report = verify(results)
-    assert report.whole and (report.stores, report.tables, report.hashed) == (1, 2, 2)
+    assert report.whole and (report.stores, report.tables, report.hashed) == (1, 2, 3)
     assert cli.main(["verify", str(results)]) == 0
-    assert "1 stores, 2 tables and tensor files, 2 files against DVC hashes: all whole" in capsys.readouterr().out
+    assert "1 stores, 2 tables and tensor files, 3 files against DVC hashes: all whole" in capsys.readouterr().out
 
 
 def test_snakemakes_timestamp_in_a_store_is_no_damage_and_no_warning(results, recwarn):
@@ -92,7 +95,8 @@ def test_a_missing_tracked_file_and_an_unreadable_parquet_are_named(results):
     parquet = results / "tables" / "prompts.parquet"
     parquet.write_bytes(parquet.read_bytes()[: len(parquet.read_bytes()) // 2])
     findings = verify(results).findings
-    assert [f.why for f in findings if f.path.endswith("knn_auc.csv")] == ["missing (DVC recorded it)"]
+    whys = [f.why for f in findings if f.path.endswith("knn_auc.csv")]
+    assert whys == ["missing (the run's manifest lists it)", "missing (DVC recorded it)"]
     remedies = [f.remedy for f in findings if f.path == str(parquet)]
     assert remedies == [
         f"rebuild: snakemake --force {parquet}; or dvc pull its folder",
@@ -112,3 +116,39 @@ def test_a_store_without_checksums_is_whole_but_unprotected(profiles, results):
 def test_a_folder_that_is_not_there_is_named():
     with pytest.raises(FileNotFoundError, match="no results folder at nowhere"):
         verify("nowhere")
+
+
+def test_a_missing_chunk_is_damage_naming_the_store_the_array_and_the_chunk(results, capsys):
+    """Zarr reads an absent chunk as its fill value (all NaN): every chunk is written, so absence is damage."""
+    store = results / "profiles" / "tiny" / "blank.zarr"
+    (store / "entropy" / "c" / "1" / "0" / "0").unlink()
+    assert cli.main(["verify", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert f"DAMAGED {store}: profile store {store} is damaged (array 'entropy': FileNotFoundError: chunk" in out
+    assert "c/1/0/0 missing" in out and "1 damaged" in out
+
+
+def test_a_deleted_table_and_store_the_manifest_lists_are_named(results, capsys):
+    shutil.rmtree(results / "profiles" / "tiny" / "blank.zarr")
+    (results / "tables" / "prompts.parquet").unlink()
+    assert cli.main(["verify", str(results)]) == 1
+    out = capsys.readouterr().out
+    store = results / "profiles" / "tiny" / "blank.zarr"
+    assert (
+        f"DAMAGED {store}: missing (the run's manifest lists it); rebuild: snakemake results/profiles/tiny/blank.zarr"
+        in out
+    )
+    assert f"DAMAGED {results / 'tables' / 'prompts.parquet'}: missing (the run's manifest lists it)" in out
+    assert out.rstrip().endswith(": 3 damaged (3 of them missing)")  # the parquet: manifest and DVC
+
+
+@pytest.mark.parametrize("content", ["empty", "input csvs"])
+def test_a_folder_that_is_no_results_folder_is_refused_in_one_line(tmp_path, capsys, content):
+    if content == "input csvs":
+        (tmp_path / "questions.csv").write_text("subject,question\nmath,what is 1 + 1\n")
+        (tmp_path / "stories.csv").write_bytes(b"text\nonce upon")  # no newline at the end
+    with pytest.raises(ValueError, match=rf"{tmp_path} is not a results folder of a run: it holds no tables/manifest"):
+        verify(tmp_path)
+    assert cli.main(["verify", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("entropy-lens: error: ") and "\n" not in err and "DAMAGED" not in err

@@ -10,7 +10,6 @@ unembedding and its image processor for the tokenizer (:mod:`entropy_lens.model.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from entropy_lens.model.digest import sha256_file, source_sha256
 from entropy_lens.model.registry import (
     FOLDER_SOURCE,
     GGUF_SOURCE,
@@ -312,7 +312,8 @@ def _load_folder(folder: Path, name: str, device: str, dtype: torch.dtype, famil
         tokenizer,
         name=name,
         source=meta.get("source", str(folder)),
-        sha256=meta.get("sha256", ""),
+        # a folder materialization wrote records its source's hash; any other folder is hashed as it is
+        sha256=meta.get("sha256", "") if meta else source_sha256(folder),
         family=family or meta.get("family", "unknown"),
     )
 
@@ -370,15 +371,6 @@ def read_source(folder: str | os.PathLike) -> dict:
     """The provenance written by :func:`materialize_model` (empty for other folders)."""
     path = Path(folder) / SOURCE_FILE
     return json.loads(path.read_text()) if path.exists() else {}
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def gguf_from_registry(spec: ModelSpec, workdir: Path) -> Path:

@@ -37,6 +37,8 @@ def read_local(path: str | os.PathLike, mapping: Mapping[str, str], *, optional:
         raise ValueError(f"mapping must be a non-empty {{our column: file column}} dict of str, got {mapping!r}")
     src = Path(path)
     raw = _read_frame(src)
+    if raw.empty:
+        raise ValueError(f"{src}: no rows under its header ({list(raw.columns)}); add one row per record")
     mapping = {ours: theirs for ours, theirs in mapping.items() if theirs in raw.columns or ours not in optional}
     missing = sorted({col for col in mapping.values() if col not in raw.columns})
     if missing:
@@ -58,10 +60,34 @@ def _read_frame(src: Path) -> pd.DataFrame:
     if not src.is_file():
         raise ValueError(f"{src}: no such file")
     if suffix == ".parquet":
-        return pd.read_parquet(src)
+        try:
+            return pd.read_parquet(src)
+        except (ValueError, OSError) as err:  # pyarrow: ArrowInvalid is a ValueError
+            raise ValueError(f"{src}: not a readable Parquet file ({err}); write it again") from err
+    _check_text(src)
     if suffix == ".csv":
-        return pd.read_csv(src, dtype=str, keep_default_na=False)
+        try:
+            return pd.read_csv(src, dtype=str, keep_default_na=False)
+        except pd.errors.EmptyDataError as err:
+            raise ValueError(
+                f"{src}: the file is empty; write a header line naming the columns, then the rows"
+            ) from err
+        except pd.errors.ParserError as err:
+            raise ValueError(f"{src}: not a well-formed CSV file ({err}); fix the line it names") from err
     return pd.DataFrame([record for _, record in iter_jsonl(src)])
+
+
+def _check_text(src: Path) -> None:
+    """Raise naming the file, line and byte when ``src`` is not UTF-8 text."""
+    data = src.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(
+            f"{src}:{line}: not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}: {err.reason}); "
+            "save the file as UTF-8"
+        ) from None
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:

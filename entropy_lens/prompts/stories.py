@@ -94,6 +94,7 @@ def load_stories(
         if not path:
             raise ValueError("datasets.tasks.source is 'local' but datasets.tasks.path is not set; name the story file")
         stories = read_local(path, {STORY_ID: id_column, TEXT: text_column})
+        check_stories(stories, source=f"{path} (column {id_column!r} is the story id)")
     else:
         raise ValueError(f"story source must be 'synthetic', 'hub' or 'local', got {source!r}")
     stories.attrs = {"story_source": source, "synthetic": source == "synthetic", **stories.attrs}

@@ -56,7 +56,9 @@ def check_stories(stories: pd.DataFrame, source: str = "stories") -> None:
     dup = stories[STORY_ID].duplicated().to_numpy(bool)
     if dup.any():
         row = int(np.flatnonzero(dup)[0])
-        raise ValueError(f"{source}: row {row} repeats story_id {stories[STORY_ID].iloc[row]!r}")
+        raise ValueError(
+            f"{source}: row {row} repeats story_id {stories[STORY_ID].iloc[row]!r}; give every story its own id"
+        )
 
 
 def select_stories(stories: pd.DataFrame, *, max_words: int, n_stories: int | None = None) -> pd.DataFrame:

@@ -30,6 +30,9 @@ from entropy_lens.store import schema
 logger = logging.getLogger(__name__)
 
 ZSTD_LEVEL = 3
+# Group attribute of a store whose every chunk was written, all-fill chunks too (Zarr skips those by default and
+# reads any absent chunk as its fill value): in such a store an absent chunk file is damage, never "empty".
+COMPLETE_ATTR = "every_chunk_written"
 DEFAULT_CHUNK_PROMPTS = 16
 DEFAULT_SHARD_PROMPTS = 512
 
@@ -89,8 +92,13 @@ def write_profiles(
     ds = _object_strings(ds.drop_encoding())
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
         staged = Path(tmp) / target.name
-        ds.to_zarr(
-            staged, mode="w", zarr_format=3, consolidated=False, encoding=_encoding(ds, chunk_prompts, shard_prompts)
+        ds.assign_attrs({COMPLETE_ATTR: True}).to_zarr(
+            staged,
+            mode="w",
+            zarr_format=3,
+            consolidated=False,
+            encoding=_encoding(ds, chunk_prompts, shard_prompts),
+            write_empty_chunks=True,
         )
         _replace_dir(staged, target)
     logger.info("wrote %s (%s)", target, dict(ds.sizes))
@@ -110,9 +118,9 @@ def _replace_dir(staged: Path, target: Path) -> None:
 def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Dataset:
     """Open a store lazily (dask arrays) and check it against the schema.
 
-    A damaged store (unreadable metadata, a chunk that fails its checksum or does not
-    decompress) raises a ``ValueError`` naming the store and how to rebuild it, at open
-    for metadata and coordinates, when the chunk is read for data variables.
+    A damaged store (unreadable metadata, a missing chunk file, a chunk that fails its checksum
+    or does not decompress) raises a ``ValueError`` naming the store and how to rebuild it, at
+    open for metadata, coordinates and missing chunks, when the chunk is read for data variables.
 
     Raises:
         FileNotFoundError: when ``path`` holds no store.
@@ -127,8 +135,42 @@ def open_profiles(path: str | os.PathLike, *, combined: bool = False) -> xr.Data
             ds = xr.open_zarr(target, consolidated=False, zarr_format=3, from_array_kwargs={"getitem": reader})
     except (ValueError, RuntimeError) as err:  # UnicodeDecodeError, JSONDecodeError; codecs raise RuntimeError
         raise ValueError(damaged_store_message(target, err, combined=combined)) from err
+    if ds.attrs.pop(COMPLETE_ATTR, False):  # a property of the store, not of the profiles it holds
+        _check_chunk_files(target, combined=combined)
     schema.validate_profiles(ds, combined=combined)
     return ds
+
+
+def missing_chunks(store: str | os.PathLike) -> dict[str, list[str]]:
+    """Array name -> the keys of its chunk (shard) files absent from ``store`` (arrays missing none left out).
+
+    Only meaningful for a store written with every chunk (:data:`COMPLETE_ATTR`): elsewhere Zarr leaves out
+    chunks that hold only the fill value.
+    """
+    with snakemake_timestamp_ignored():
+        group = zarr.open_group(store, mode="r", zarr_format=3)
+        arrays = dict(group.arrays())
+    missing = {}
+    for name, array in sorted(arrays.items()):
+        absent = [key for key in _chunk_keys(array) if not (Path(store) / name / key).is_file()]
+        if absent:
+            missing[name] = absent
+    return missing
+
+
+def _chunk_keys(array: zarr.Array) -> list[str]:
+    """The storage key of every chunk file of ``array``: one per shard where it is sharded."""
+    per_file = array.shards or array.chunks
+    grid = [-(-n // c) for n, c in zip(array.shape, per_file, strict=True)]
+    return [array.metadata.encode_chunk_key(coords) for coords in np.ndindex(*grid)]
+
+
+def _check_chunk_files(store: Path, *, combined: bool) -> None:
+    """Raise the damaged-store error naming the first array with missing chunk files and those chunks."""
+    for name, keys in missing_chunks(store).items():
+        shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+        err = FileNotFoundError(f"chunk file(s) {shown} missing; Zarr would read them as fill values")
+        raise ValueError(damaged_store_message(store, err, combined=combined, array=name))
 
 
 @contextlib.contextmanager

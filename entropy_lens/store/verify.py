@@ -1,13 +1,17 @@
-"""Is a results folder whole? Every store read to its last chunk, every table parsed, every file checked
-against the hash DVC recorded for it.
+"""Is a results folder whole? Everything the run's manifest lists present, every store read to its last
+chunk, every table parsed, every file checked against the hash DVC recorded for it.
 
 After a ``dvc pull``, a copy between machines or a crash mid-write, :func:`verify` says in one pass
 which artifacts are damaged and how to get each back; ``entropy-lens verify [DIR]`` prints it and
 exits 0 only when everything is whole.
 
-* **Stores** (``*.zarr``): opened against the schema and every array read, so each chunk's CRC-32C
-  (:mod:`entropy_lens.store.storage`) is checked; a store written before chunks carried checksums is
-  read too, and reported as unprotected (a flipped byte there can read as a wrong value).
+* **The manifest** (``tables/manifest.json``, :mod:`entropy_lens.store.manifest`): every store, table and
+  figure the run's configuration makes must be there; a folder without one is no results folder and is
+  refused.
+* **Stores** (``*.zarr``): opened against the schema, every chunk file present, and every array read, so
+  each chunk's CRC-32C (:mod:`entropy_lens.store.storage`) is checked; a store written before chunks carried
+  checksums, or before every chunk was written (where a missing chunk reads as the fill value), is read
+  too, and reported as unprotected.
 * **Tables**: CSV files must end with a newline and give every row the header's number of fields (a
   truncated copy does not); Parquet files must read whole.
 * **Tensor files** (``*.safetensors``, e.g. fitted lenses): read against the checksum they record
@@ -33,6 +37,7 @@ import zarr
 
 from entropy_lens.core.tables import check_csv
 from entropy_lens.store import storage
+from entropy_lens.store.manifest import read_manifest
 from entropy_lens.store.tensors import DamagedTensorsError, load_tensors
 
 STORE_SUFFIX = ".zarr"
@@ -73,7 +78,9 @@ class Report:
     def summary(self) -> str:
         damaged = sum(f.state == "damaged" for f in self.findings)
         checked = f"{self.stores} stores, {self.tables} tables and tensor files, {self.hashed} files against DVC hashes"
-        return f"{checked}: " + ("all whole" if damaged == 0 else f"{damaged} damaged")
+        missing = sum(f.state == "damaged" and f.why.startswith("missing") for f in self.findings)
+        of_which = f" ({missing} of them missing)" if missing else ""
+        return f"{checked}: " + ("all whole" if damaged == 0 else f"{damaged} damaged{of_which}")
 
 
 def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = None) -> Report:
@@ -81,11 +88,12 @@ def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = Non
 
     Raises:
         FileNotFoundError: when ``root`` is not a folder.
+        ValueError: when ``root`` holds no manifest of a run (it is not a results folder).
     """
     base = Path(root)
     if not base.is_dir():
         raise FileNotFoundError(f"no results folder at {base}")
-    findings: list[Finding] = []
+    findings = _missing_outputs(base, read_manifest(base))
     stores = sorted(_stores(base))
     for store in stores:
         if progress:
@@ -96,6 +104,19 @@ def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = Non
         findings += _check_table(table)
     hashed, mismatches = _check_dvc(base)
     return Report(len(stores), len(tables), hashed, tuple(findings + mismatches))
+
+
+def _missing_outputs(base: Path, manifest: dict) -> list[Finding]:
+    """A damaged finding for every output the manifest lists that is not there."""
+    return [
+        Finding(str(base / out), "damaged", "missing (the run's manifest lists it)", _missing_remedy(manifest, out))
+        for out in manifest["outputs"]
+        if not (base / out).exists()
+    ]
+
+
+def _missing_remedy(manifest: dict, out: str) -> str:
+    return f"rebuild: snakemake {manifest['results']}/{out} (in the run's working directory); or dvc pull its folder"
 
 
 def _stores(base: Path) -> Iterator[Path]:
@@ -116,11 +137,17 @@ def _check_store(store: Path) -> list[Finding]:
         return [Finding(str(store), "damaged", str(err).split("; rebuild it")[0], _store_remedy(store, combined))]
     arrays = _arrays(store)
     unprotected = [name for name in arrays if CHECKSUM_CODEC not in _codec_names(store / name)]
+    whys = []
     if unprotected:
         which = "no array" if len(unprotected) == len(arrays) else f"arrays {unprotected}"
-        why = f"written before chunks carried checksums ({which} has one); a rebuild protects it"
-        return [Finding(str(store), "unprotected", why)]
-    return []
+        whys.append(f"written before chunks carried checksums ({which} has one)")
+    if not _attrs(store).get(storage.COMPLETE_ATTR):
+        whys.append("written before every chunk was written (a missing chunk there reads as fill values)")
+    return [Finding(str(store), "unprotected", "; ".join(whys) + "; a rebuild protects it")] if whys else []
+
+
+def _attrs(store: Path) -> dict:
+    return json.loads((store / "zarr.json").read_text(encoding="utf-8")).get("attributes", {})
 
 
 def _read_every_chunk(ds: xr.Dataset) -> None:

@@ -14,7 +14,8 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from types import TracebackType
+from typing import Any, TextIO
 
 import torch
 
@@ -31,15 +32,39 @@ def setup_logging(job: Any) -> None:
     Snakemake prints the log path of a failed job; with stderr redirected, the traceback
     is in that file instead of lost in the terminal of a cluster node. The log ends with the job's exact
     peak memory (:func:`entropy_lens.workflow.timings.peak_line`), which Snakemake's sampling can miss.
+
+    Snakemake's terminal would then say only "check log file": a job that fails on bad input (``ValueError``,
+    ``TypeError``, ``OSError``: messages that name the value and the fix) also writes that message, one line, to
+    the terminal's stderr (:func:`report_errors`).
     """
     if not job.log:
         raise ValueError("the rule declares no log file; add `log:` so that the job's output has a home")
+    report_errors(os.fdopen(os.dup(2), "w", buffering=1), getattr(job, "rule", "") or "job")
     stream = open(job.log[0], "a", buffering=1)  # noqa: SIM115 - lives as long as the job
     logging.basicConfig(stream=stream, level=logging.INFO, format=LOG_FORMAT, force=True)
     logging.captureWarnings(True)
     sys.stderr = stream
     os.dup2(stream.fileno(), 2)  # C extensions and child processes write to fd 2 directly
     atexit.register(lambda: logging.getLogger(__name__).info(peak_line()))  # plan_vs_run reads it
+
+
+# Errors whose message is written for the user (the value at fault and the fix): shown on the terminal too.
+USER_ERRORS = (ValueError, TypeError, OSError)
+
+
+def report_errors(terminal: TextIO, rule: str) -> None:
+    """Make an uncaught user error print ``entropy-lens: rule RULE: MESSAGE`` (its first line) on ``terminal``
+    after the traceback goes where stderr goes (the job's log); other errors keep the traceback alone."""
+    hook = sys.excepthook
+
+    def report(kind: type[BaseException], err: BaseException, trace: TracebackType | None) -> None:
+        hook(kind, err, trace)
+        if issubclass(kind, USER_ERRORS):
+            first = (str(err).strip().splitlines() or [kind.__name__])[0]
+            terminal.write(f"entropy-lens: rule {rule}: {first}\n")
+            terminal.flush()
+
+    sys.excepthook = report
 
 
 @contextlib.contextmanager

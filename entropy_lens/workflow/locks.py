@@ -69,8 +69,15 @@ def release_stale_lock(directory: str | os.PathLike = ".") -> list[Path]:
         The lock files removed (empty when there was no lock).
 
     Raises:
+        FileNotFoundError: when ``directory`` holds no workflow (no Snakefile, no ``.snakemake`` folder).
         RuntimeError: naming the live processes when a run still works in ``directory``.
     """
+    folder = Path(directory)
+    if not (folder / "Snakefile").is_file() and not (folder / LOCK_DIR.parent).is_dir():
+        raise FileNotFoundError(
+            f"no workflow at {str(directory)!r}: it holds no Snakefile and no .snakemake folder; give --directory "
+            "the working directory a run used"
+        )
     files = lock_files(directory)
     if not files:
         return []

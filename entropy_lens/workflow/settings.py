@@ -80,9 +80,40 @@ def check_config(config: dict, where: str = "config") -> dict:
     except ValidationError as err:
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ValueError(f"{where}: {path}: {err.message}") from None
-    for check in (_model_sources, _model_lists, _stories_model, _shard_size, _lens_corpus, _lens_profiles, _knn_folds):
+    for check in (
+        _model_sources,
+        _model_lists,
+        _stories_model,
+        _shard_size,
+        _lens_corpus,
+        _lens_profiles,
+        _local_paths,
+        _knn_folds,
+    ):
         check(config)
+    ordered = {key: canonical(value, keep=key in ORDERED_SECTIONS) for key, value in sorted(config.items())}
+    config.clear()
+    config.update(ordered)
     return config
+
+
+# Sections whose entry order is a value (the order of models and datasets in stores, tables and figures).
+ORDERED_SECTIONS = frozenset({"models", "datasets"})
+
+
+def canonical(value: Any, *, keep: bool = False) -> Any:
+    """``value`` with the keys of every mapping sorted (those of the outer one kept in order when ``keep``).
+
+    Rules hand config sections to jobs as params, and Snakemake reruns a job when the ``repr`` of its params
+    changes: sorted keys make a reordered or re-dumped config (``yaml.safe_dump``) with the same values the same
+    params, so it reruns nothing, while any changed value still does.
+    """
+    if isinstance(value, Mapping):
+        items = value.items() if keep else sorted(value.items(), key=lambda item: str(item[0]))
+        return {key: canonical(item) for key, item in items}
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    return value
 
 
 def _with_defaults(validator_class: Any) -> Any:
@@ -161,6 +192,16 @@ def _lens_profiles(config: Mapping) -> None:
             f"fitted_lens.profile_datasets names {unsupported}: profiles under a fitted lens cover the text sets whose "
             "labels need no answer scores (tasks, formats, blank); MMLU correctness and images read the logit lens only"
         )
+
+
+def _local_paths(config: Mapping) -> None:
+    """A dataset read from a local file names the file, so a dry run refuses what its job would fail on."""
+    for name, spec in config["datasets"].items():
+        if spec.get("enabled", True) and spec.get("source") in ("local", "folder", "list") and not spec.get("path"):
+            raise ValueError(
+                f"datasets.{name}.source is {spec['source']!r} but datasets.{name}.path is not set: "
+                f"set path to the {name} file (or folder) to read, or choose another source"
+            )
 
 
 def synthetic_stories(config: Mapping) -> bool:

@@ -1,0 +1,19 @@
+# The list of what this configuration's run writes under results/: `entropy-lens verify` names every one
+# that is missing, and refuses a folder without it (no results folder).
+
+
+localrules:
+    results_manifest,
+
+
+rule results_manifest:
+    output:
+        "results/tables/manifest.json",
+    params:
+        outputs=manifest_outputs(),
+    log:
+        "logs/results_manifest.log",
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/results_manifest.py"
