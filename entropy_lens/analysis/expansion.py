@@ -17,6 +17,9 @@ Intervals.  The (token, layer) rows of one prompt are not independent, so every 
 resamples prompts, not rows (:mod:`entropy_lens.core.intervals`): the Spearman interval is a
 prompt-cluster bootstrap of the correlation of the full sample's ranks, and an overlap
 mean's interval a prompt-cluster bootstrap of the mean.
+
+Nulls.  Every statistic sits beside its cross-prompt null (layer ``l`` of a prompt against layer
+``l + 1`` of its partner, :mod:`~entropy_lens.analysis.expansion_nulls`), on the same cells.
 """
 
 from __future__ import annotations
