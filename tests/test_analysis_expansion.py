@@ -250,6 +250,8 @@ def test_the_null_reads_the_recorded_partner_and_falls_back_to_the_next_prompt()
     assert index.tolist() == [3, -1, 0, 1, 2] and name == N.RECORDED
     index, name = N.partners(ds.drop_vars("partner"), "planted")
     assert index.tolist() == [1, 2, 3, 4, 0] and name == N.NEXT_IN_STORE
+    none = ds.assign_coords(partner=(("model", "prompt"), np.full((1, 5), "", dtype=object)))  # an older store
+    assert N.partners(none, "planted")[1] == N.NEXT_IN_STORE
     table = E.expansion_spearman(ds.drop_vars("partner"), n_boot=200)
     assert table.columns.tolist() == list(E.SPEARMAN_COLUMNS) and table["null_name"].iloc[0] == N.NEXT_IN_STORE
     overlap = E.nucleus_overlap(ds.drop_vars(["partner", "nucleus_jaccard_cross"]), n_boot=200)

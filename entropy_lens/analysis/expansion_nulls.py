@@ -53,16 +53,19 @@ MIN_REPLICATES = 100
 def partners(ds: xr.Dataset, model: str) -> tuple[np.ndarray, str]:
     """``[P]`` partner index of each prompt of ``model`` (``-1``: none) and the null's name.
 
-    The partner recorded at extraction (coordinate ``partner``) when the store has one, else
-    the next prompt in store order, the last prompt's the first.
+    The partner recorded at extraction (coordinate ``partner``) when the store has one for
+    ``model``, else the next prompt in store order, the last prompt's the first.
     """
     n = ds.sizes[schema.PROMPT]
-    if schema.PARTNER not in ds.coords:
-        return (np.roll(np.arange(n), -1) if n > 1 else np.full(n, -1)), NEXT_IN_STORE
-    ids = ds[schema.PARTNER]
-    ids = ids.sel({schema.MODEL: model}) if schema.MODEL in ids.dims else ids
-    index = ds.indexes[schema.PROMPT].get_indexer([str(p) for p in ids.values])
-    return index.astype(np.int64), RECORDED
+    index = np.full(n, -1, dtype=np.int64)
+    if schema.PARTNER in ds.coords:
+        ids = ds[schema.PARTNER]
+        ids = ids.sel({schema.MODEL: model}) if schema.MODEL in ids.dims else ids
+        index = ds.indexes[schema.PROMPT].get_indexer([str(p) for p in ids.values]).astype(np.int64)
+    if (index >= 0).any():
+        return index, RECORDED
+    # no partner recorded for this model (a store extracted before the null, combined with newer ones)
+    return (np.roll(np.arange(n), -1) if n > 1 else np.full(n, -1)), NEXT_IN_STORE
 
 
 def of_partner(cells: np.ndarray, partner: np.ndarray) -> np.ndarray:
