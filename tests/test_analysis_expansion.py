@@ -10,6 +10,8 @@ from scipy import stats
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import expansion as E
+from entropy_lens.analysis import expansion_nulls as N
+from entropy_lens.analysis import expansion_planted as P
 from entropy_lens.core.intervals import cluster_bootstrap_correlation
 
 
@@ -97,11 +99,18 @@ def test_nucleus_overlap_summarizes_valid_cells_per_statistic():
     assert list(zip(table["model"], table["statistic"], strict=True)) == [
         ("m", "jaccard"),
         ("m", "containment"),
+        ("m", "containment_size_changes"),
         ("grow", "jaccard"),
         ("grow", "containment"),
+        ("grow", "containment_size_changes"),
     ]
     rows = table.set_index(["model", "statistic"])
-    assert (rows["n"] == 5 * 3).all() and (rows["n_prompts"] == 2).all()
+    both = rows.drop(index="containment_size_changes", level="statistic")
+    assert (both["n"] == 5 * 3).all() and (both["n_prompts"] == 2).all()
+    # m's sets keep their size (3 tokens): no cell for the size-change row; grow's always change size
+    assert rows.loc[("m", "containment_size_changes"), "n"] == 0
+    assert rows.loc[("grow", "containment_size_changes"), ["n", "mean"]].tolist() == pytest.approx([15, 1.0])
+    assert (rows["both_singleton_share"] == 0).all()
     jac, con = rows.loc[("m", "jaccard")], rows.loc[("m", "containment")]
     assert jac["mean"] == pytest.approx(0.4)
     assert (jac["q00"], jac["q50"], jac["q100"]) == pytest.approx((0.2, 0.4, 0.6))
@@ -202,3 +211,85 @@ def test_expansion_points_subsample_and_carry_depth():
     up = pts[pts["model"] == "up"]
     np.testing.assert_allclose(up["depth"], (up["layer"] + 1) / 6, rtol=1e-6)
     np.testing.assert_allclose(up["delta_nucleus"], 64 * up["delta_entropy"])
+
+
+def test_cross_deltas_pair_layer_l_with_the_partner_next_layer():
+    h = np.array([[[1.0, 2.0, 4.0]], [[3.0, 5.0, np.nan]]])  # [P=2, T=1, L=3]
+    n = np.array([[[1, 2, 4]], [[3, 6, -1]]], dtype=np.int32)
+    d_h, d_n, d_h0, d_n0, prompt = N.cross_deltas(h, n, np.array([1, 0]))
+    # valid on both sides: layers (0, 1) of each prompt; prompt 0's partner is NaN at layer 2,
+    # prompt 1 itself is NaN there
+    np.testing.assert_array_equal(prompt, [0, 1])
+    np.testing.assert_array_equal(d_h, [1.0, 2.0])
+    np.testing.assert_array_equal(d_n, [1, 3])
+    np.testing.assert_array_equal(d_h0, [5.0 - 1.0, 2.0 - 3.0])
+    np.testing.assert_array_equal(d_n0, [6 - 1, 2 - 3])
+    with pytest.raises(ValueError, match=r"partner be \[P\]"):
+        N.cross_deltas(h, n, np.array([1]))
+
+
+def test_cross_cells_derive_the_partner_containment_and_select_size_changes():
+    jac = np.array([[[0.5, np.nan]], [[1.0, np.nan]]], dtype=np.float32)
+    cross = np.array([[[0.25, np.nan]], [[0.0, np.nan]]], dtype=np.float32)
+    sizes = np.array([[[2, 4]], [[3, 3]]], dtype=np.int32)
+    cells = N.cross_cells(jac, cross, sizes, np.array([1, 0]))
+    obs, null = cells[E.CONTAINMENT]
+    # prompt 0: J 0.5 of sizes 2 and 4 -> |A & B| = 2, containment 1; vs its partner's 3: J 1/4 -> 1/2
+    np.testing.assert_allclose(obs[:, 0, 0], [1.0, 1.0])
+    np.testing.assert_allclose(null[:, 0, 0], [0.25 * 5 / 1.25 / 2, 0.0])
+    obs, null = cells[E.CONTAINMENT_SIZE_CHANGES]
+    assert np.isfinite(obs[:, 0, 0]).tolist() == [True, False]  # 2 -> 4 changes, 3 -> 3 does not
+    assert np.isfinite(null[:, 0, 0]).tolist() == [True, True]  # 2 vs the partner's 3, 3 vs the partner's 4
+    assert N.both_singleton_share(np.array([[[1, 1, 2]], [[1, 1, -1]]])) == pytest.approx(2 / 3)
+
+
+def test_the_null_reads_the_recorded_partner_and_falls_back_to_the_next_prompt():
+    ds = P.planted_store(P.planted_logits(np.random.default_rng(0), 5, signal=False))
+    ds = ds.assign_coords(partner=(("model", "prompt"), np.asarray([["p0003", "", "p0000", "p0001", "p0002"]])))
+    index, name = N.partners(ds, "planted")
+    assert index.tolist() == [3, -1, 0, 1, 2] and name == N.RECORDED
+    index, name = N.partners(ds.drop_vars("partner"), "planted")
+    assert index.tolist() == [1, 2, 3, 4, 0] and name == N.NEXT_IN_STORE
+    none = ds.assign_coords(partner=(("model", "prompt"), np.full((1, 5), "", dtype=object)))  # an older store
+    assert N.partners(none, "planted")[1] == N.NEXT_IN_STORE
+    table = E.expansion_spearman(ds.drop_vars("partner"), n_boot=200)
+    assert table.columns.tolist() == list(E.SPEARMAN_COLUMNS) and table["null_name"].iloc[0] == N.NEXT_IN_STORE
+    overlap = E.nucleus_overlap(ds.drop_vars(["partner", "nucleus_jaccard_cross"]), n_boot=200)
+    assert overlap["statistic"].tolist() == ["jaccard", "containment", "containment_size_changes"]
+    assert overlap["null_estimate"].isna().all()  # a store extracted without the cross-prompt overlap
+
+
+def test_spearman_null_is_mechanical_but_a_prompt_specific_coupling_is_shown():
+    """Within each prompt N = c_i exp(H): Delta N tracks Delta H of the same prompt; across prompts
+    the scales c_i differ by orders of magnitude, so the cross-prompt pairs do not."""
+    rng = np.random.default_rng(0)
+    h = rng.uniform(0.5, 3.0, size=(20, 4, 6))
+    scale = np.exp(rng.uniform(0, 6, size=(20, 1, 1)))
+    ds = combined_dataset({"m": h}, nucleus={"m": np.rint(scale * np.exp(h)).astype(np.int32) + 1})
+    row = E.expansion_spearman(ds, n_boot=500).iloc[0]
+    assert row["spearman"] > 0.9 and row["null_estimate"] < 0.5
+    assert row["beyond_low"] > 0 and row["null_name"] == N.NEXT_IN_STORE and row["null_n"] == 20 * 4 * 5
+
+
+def test_planted_null_spearman_is_shown_beyond_its_null_in_at_most_five_percent_of_draws():
+    assert P.spearman_planted_rate(12, draws=100, n_boot=200) <= 0.05
+
+
+def test_planted_null_containment_is_shown_beyond_its_null_in_at_most_five_percent_of_draws():
+    assert P.overlap_planted_rate(12, draws=100, n_boot=200) <= 0.05
+
+
+def test_planted_tables_carry_the_null_of_their_rates():
+    ds = P.planted_store(P.planted_logits(np.random.default_rng(1), 12, signal=True))
+    overlap = E.nucleus_overlap(ds, n_boot=200).set_index("statistic")
+    assert (overlap["null_name"] == N.RECORDED).all() and (overlap["beyond_low"] > 0).all()
+    assert (overlap["null_n"] == 12 * P.PLANTED_TOKENS * (P.PLANTED_LAYERS - 1)).loc[["jaccard", "containment"]].all()
+    spearman = E.expansion_spearman(ds, n_boot=200).iloc[0]
+    assert spearman["null_estimate"] > 0.5  # entropy and nucleus size rank together in any one distribution
+
+
+def test_planted_persisting_shortlists_are_shown_beyond_the_containment_null():
+    assert P.overlap_planted_rate(12, draws=5, n_boot=200, signal=True) == 1.0
+    assert P.overlap_planted_rate(12, draws=5, n_boot=200, signal=True, statistic=E.CONTAINMENT_SIZE_CHANGES) == 1.0
+    with pytest.raises(ValueError, match="statistic must be one of"):
+        P.overlap_planted_rate(12, draws=1, statistic="overlap")

@@ -217,3 +217,28 @@ def test_prompts_past_the_context_window_are_refused_before_any_work():
     long_prompt = " ".join(["the cat"] * window)
     with pytest.raises(ValueError, match=rf"1 prompts need more than .*context of {window} tokens, e.g. 'p0001'"):
         extract_profiles(lm, ["a short one", long_prompt], max_new_tokens=2)
+
+
+def test_cross_prompt_overlap_pairs_each_prompt_with_its_batch_partner():
+    """Two copies of one prompt share a batch, so each is the other's partner and decodes the same
+    sets: the cross-prompt overlap equals the adjacent one. The long prompt is a batch of one."""
+    lm = tiny_model("qwen2")
+    prompts = ["the cat", "once upon a time there was a little girl", "the cat"]
+    ds = extract_profiles(lm, prompts, max_new_tokens=TOKENS, batch_size=2)
+    schema.validate_profiles(ds)
+    assert ds.partner.values.tolist() == ["p0002", "", "p0000"]
+    for i in (0, 2):
+        np.testing.assert_array_equal(ds.nucleus_jaccard_cross.values[i], ds.nucleus_jaccard.values[i])
+    assert np.isfinite(ds.nucleus_jaccard_cross.values[0, :, :-1]).all()
+    assert np.isnan(ds.nucleus_jaccard_cross.values[1]).all()
+
+
+def test_cross_prompt_overlap_is_masked_once_the_partner_is_done():
+    lm = tiny_model("llama")
+    first = extract_profiles(lm, PROMPTS[:1], max_new_tokens=1).token_id.values[0, 0]
+    lm.model.generation_config.eos_token_id = int(first)
+    ds = extract_profiles(lm, PROMPTS[:2], max_new_tokens=4, batch_size=2)
+    assert ds.partner.values.tolist() == ["p0001", "p0000"]
+    cross = ds.nucleus_jaccard_cross.values
+    assert np.isfinite(cross[:, 0, :-1]).all() and np.isnan(cross[:, :, -1]).all()
+    assert np.isnan(cross[:, 1:]).all()  # prompt 0 stopped after its first token: no pair on either side

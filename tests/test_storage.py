@@ -160,3 +160,22 @@ def test_the_written_store_contract_is_the_schema():
     written = (Path(__file__).resolve().parents[1] / "docs" / "store_contract.md").read_text(encoding="utf-8")
     assert written == contract_markdown(), "run python scripts/store_contract.py"
     assert "| `entropy` | prompt, token, layer | float32 | nat |" in written
+
+
+def test_combined_store_keeps_each_model_partners_and_fills_a_store_without_them(profiles, tmp_path):
+    from entropy_lens.store import schema
+    from entropy_lens.store.combine import combine_models
+
+    assert profiles.partner.values.tolist() == ["p0001", "p0002", "p0000"]  # one batch, in length order
+    old = profiles.drop_vars([schema.NUCLEUS_JACCARD_CROSS, schema.PARTNER])  # extracted before the null
+    both = combine_models(
+        {"new": profiles, "old": old}, families={"new": "a", "old": "a"}, n_params={"new": 1, "old": 1}
+    )
+    assert both.partner.dims == ("model", "prompt")
+    assert both.partner.values.tolist() == [["p0001", "p0002", "p0000"], ["", "", ""]]
+    np.testing.assert_array_equal(both.nucleus_jaccard_cross.values[0], profiles.nucleus_jaccard_cross.values)
+    assert np.isnan(both.nucleus_jaccard_cross.values[1]).all()
+    back = storage.open_profiles(storage.write_profiles(both, tmp_path / "c.zarr", combined=True), combined=True)
+    xr.testing.assert_identical(back.load(), both)
+    with pytest.raises(ValueError, match="need the coordinate 'partner'"):
+        schema.validate_profiles(profiles.drop_vars(schema.PARTNER))

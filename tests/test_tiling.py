@@ -271,3 +271,42 @@ def test_plans_respect_the_budget(n_rows, vocab, budget):
     plan = decoding.plan_tiles(n_rows, vocab, budget)
     assert plan.bytes(vocab) <= budget
     assert 1 <= plan.rows <= n_rows and 1 <= plan.width <= vocab
+
+
+@pytest.mark.parametrize("list_max", [0, 40, 10**9], ids=["bits only", "mixed", "lists"])
+def test_pair_jaccard_is_exact_for_any_pairs(list_max):
+    gen = torch.Generator().manual_seed(7)
+    density = torch.tensor([0.001, 0.02, 0.5, 0.01, 0.9, 0.9, 0.003, 0.3])[:, None]
+    masks = torch.rand(8, 1000, generator=gen) < density
+    masks[:, 0] = True
+    left, right = torch.tensor([0, 2, 5, 7, 3]), torch.tensor([6, 4, 2, 1, 0])
+    got = nucleus.pair_jaccard(sets_from_masks(masks, list_max), left, right)
+    torch.testing.assert_close(got, nucleus.jaccard(masks[left], masks[right]), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"pair_jaccard needs 2 distinct rows in right; got \[1, 1\]"):
+        nucleus.pair_jaccard(sets_from_masks(masks, list_max), torch.tensor([0, 2]), torch.tensor([1, 1]))
+
+
+@pytest.mark.parametrize("spread", [1.0, 30.0], ids=["wide sets (full rows)", "narrow sets (streamed)"])
+@pytest.mark.parametrize("budget_rows", [2, None], ids=["chunks of 3 rows, 2 tiles", "one tile"])
+def test_cross_prompt_overlap_is_the_exact_jaccard_with_the_partner_next_layer(spread, budget_rows):
+    vocab = 6000
+    lm = fake_lens_model(vocab=vocab, hidden=16, seed=1)
+    lm.unembed.weight.data.mul_(spread)
+    resid = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(6)) * 3  # [B, L, d]
+    budget = 10**9 if budget_rows is None else budget_rows * vocab * metrics.bytes_per_logit()
+    settings = decoding.LensSettings(top_p=0.6, budget_bytes=budget)
+    assert (decoding.plan_tiles(15, vocab, budget).rows < 15) == (budget_rows is not None)
+    got = decoding.decode_residuals(lm, resid, settings, torch.tensor([2, -1, 0]))
+    masks = metrics.row_metrics(decoding.lens_logits(lm, resid.reshape(15, 16)), top_p=0.6, alphas=(1.0,))
+    masks = masks.nucleus_mask.reshape(3, 5, vocab)
+    want = np.full((3, 5), np.nan, dtype=np.float32)
+    for row, partner in ((0, 2), (2, 0)):
+        want[row, :-1] = nucleus.jaccard(masks[row, :-1], masks[partner, 1:]).numpy()
+    np.testing.assert_array_equal(got.nucleus_jaccard_cross, want)
+    assert np.isfinite(want[[0, 2], :-1]).all() and (want[[0, 2], :-1] < 1).any()  # a real comparison
+    plain = decoding.decode_residuals(lm, resid, settings)
+    assert plain.nucleus_jaccard_cross is None
+    for name in ("nucleus_size", "nucleus_jaccard", "top1_id", "entropy"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(plain, name), err_msg=name)
+    with pytest.raises(ValueError, match=r"partner must be \[B\] rows in -1..B-1, got \[3, 0, 1\]"):
+        decoding.decode_residuals(lm, resid, settings, torch.tensor([3, 0, 1]))

@@ -17,6 +17,9 @@ Intervals.  The (token, layer) rows of one prompt are not independent, so every 
 resamples prompts, not rows (:mod:`entropy_lens.core.intervals`): the Spearman interval is a
 prompt-cluster bootstrap of the correlation of the full sample's ranks, and an overlap
 mean's interval a prompt-cluster bootstrap of the mean.
+
+Nulls.  Every statistic sits beside its cross-prompt null (layer ``l`` of a prompt against layer
+``l + 1`` of its partner, :mod:`~entropy_lens.analysis.expansion_nulls`), on the same cells.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
+from entropy_lens.analysis import expansion_nulls as nulls
 from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers, model_names, model_values
 from entropy_lens.core.frames import MEASURE, Reading
 from entropy_lens.core.intervals import (
@@ -47,9 +51,8 @@ DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 DEFAULT_MAX_POINTS = 20_000
 DEFAULT_SEED = 0
 MIN_SPEARMAN_N = 3
-JACCARD, CONTAINMENT = "jaccard", "containment"
-# Containment derived from a float32 Jaccard is off by ~1e-7; beyond this the Jaccard and sizes disagree.
-CONTAINMENT_TOLERANCE = 1e-5
+JACCARD, CONTAINMENT, CONTAINMENT_SIZE_CHANGES = nulls.JACCARD, nulls.CONTAINMENT, nulls.CONTAINMENT_SIZE_CHANGES
+CONTAINMENT_TOLERANCE = nulls.CONTAINMENT_TOLERANCE
 
 
 def layer_deltas(
@@ -118,13 +121,16 @@ def expansion_spearman(
 
     Returns:
         One row per model: ``model, family, n_layers, n`` (valid layer pairs),
-        ``n_prompts, spearman, ci_low, ci_high`` (95%, resampling prompts) and
+        ``n_prompts, spearman, ci_low, ci_high`` (95%, resampling prompts),
         ``p_value`` (scipy's, which treats rows as independent and so overstates
-        precision; kept for reference).
+        precision; kept for reference) and the cross-prompt null's columns
+        (:data:`~entropy_lens.analysis.expansion_nulls.NULL_COLUMNS`, :mod:`~entropy_lens.analysis.expansion_nulls`;
+        with ``log_nucleus`` the null is of the ``log N`` statistic too).
     """
     rows = []
     for model in model_names(ds, models):
-        d_h, d_n, _, prompts = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
+        entropy, nucleus = _model_arrays(ds, model, metric, alpha)
+        d_h, d_n, _, prompts = layer_deltas(entropy, nucleus, log_nucleus=log_nucleus)
         rho, p = spearman(d_h, d_n)
         lo, hi = (math.nan, math.nan) if math.isnan(rho) else _rank_interval(d_h, d_n, prompts, n_boot, seed)
         rows.append(
@@ -136,12 +142,29 @@ def expansion_spearman(
                 "ci_low": lo,
                 "ci_high": hi,
                 "p_value": p,
+                **_spearman_null(ds, model, entropy, nucleus, log_nucleus, n_boot, seed),
             }
         )
     return pd.DataFrame(rows, columns=list(SPEARMAN_COLUMNS))
 
 
-SPEARMAN_COLUMNS = ("model", "family", "n_layers", "n", "n_prompts", "spearman", "ci_low", "ci_high", "p_value")
+SPEARMAN_COLUMNS = (
+    "model",
+    "family",
+    "n_layers",
+    "n",
+    "n_prompts",
+    "spearman",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    *nulls.NULL_COLUMNS,
+)
+
+
+def _spearman_null(ds, model, entropy, nucleus, log_nucleus: bool, n_boot: int, seed: int) -> dict[str, object]:
+    partner, name = nulls.partners(ds, model)
+    return nulls.spearman_null(entropy, nucleus, partner, name, log_nucleus=log_nucleus, n_boot=n_boot, seed=seed)
 
 
 def _rank_interval(
@@ -210,15 +233,9 @@ def containment_from_jaccard(jaccard: np.ndarray, nucleus: np.ndarray) -> np.nda
     j = jaccard[..., :-1].astype(np.float64)
     if np.any((j < 0) | (j > 1)):
         raise ValueError(f"jaccard must lie in [0, 1]; got values from {np.nanmin(j)} to {np.nanmax(j)}")
-    size = np.where(nucleus > 0, nucleus, np.nan).astype(np.float64)
-    a, b = size[..., :-1], size[..., 1:]
-    with np.errstate(invalid="ignore"):
-        pair = j * (a + b) / ((1 + j) * np.minimum(a, b))  # [P, T, L-1]
-    n_over = int(np.count_nonzero(pair > 1 + CONTAINMENT_TOLERANCE))
-    if n_over:
-        log.warning("containment above 1 in %d cells: their Jaccard and nucleus sizes disagree; clipped to 1", n_over)
+    size = nulls.sizes(nucleus)
     out = np.full(jaccard.shape, np.nan)
-    out[..., :-1] = np.minimum(pair, 1.0)  # NaN stays NaN
+    out[..., :-1] = nulls.pair_containment(j, size[..., :-1], size[..., 1:])  # [P, T, L-1]
     return out
 
 
@@ -234,7 +251,20 @@ def quantile_column(q: float) -> str:
     return f"q{round(q * 100):02d}"
 
 
-OVERLAP_COLUMNS = ("model", "statistic", "family", "n_layers", "n", "n_prompts", "mean", "ci_low", "ci_high", "std")
+OVERLAP_COLUMNS = (
+    "model",
+    "statistic",
+    "family",
+    "n_layers",
+    "n",
+    "n_prompts",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "std",
+    "both_singleton_share",
+    *nulls.NULL_COLUMNS,
+)
 # The spearman and overlap tables as standard frames (entropy_lens.core.frames).
 SPEARMAN_READING = Reading("spearman", sources="n_prompts", split="dataset", fixed={MEASURE: "shannon"})
 OVERLAP_READING = Reading("mean", sources="n_prompts", split="dataset", measure="statistic")
@@ -267,7 +297,12 @@ def nucleus_overlap(
 
     Each statistic is summarized over its own valid cells: the Jaccard wherever the store
     holds one, the containment where both sizes are valid too (the same cells in a store
-    written by the lens).
+    written by the lens), ``containment_size_changes`` the containment where the two sets
+    differ in size (what "the shortlist grows and shrinks" is about: where both sets hold one
+    token, containment only asks whether the top token stayed).  Beside each, its cross-prompt
+    null (:mod:`~entropy_lens.analysis.expansion_nulls`: layer ``l`` of a prompt against layer
+    ``l + 1`` of its batch partner, from the store's ``nucleus_jaccard_cross``), observed and null
+    on the cells valid for both; NaN for a store extracted without it.
 
     Args:
         ds: Combined dataset (lazy is fine; one model is loaded at a time).
@@ -277,17 +312,35 @@ def nucleus_overlap(
         seed: Seed of the bootstrap (the same prompt draws for both statistics).
 
     Returns:
-        Long form, two rows per model (``statistic`` ``jaccard`` then ``containment``):
-        ``model, statistic, family, n_layers, n`` (valid cells), ``n_prompts, mean, ci_low,
-        ci_high`` (95%, resampling prompts), ``std`` and one ``qNN`` column per quantile.
+        Long form, three rows per model (``statistic`` ``jaccard``, ``containment``,
+        ``containment_size_changes``): ``model, statistic, family, n_layers, n`` (valid cells),
+        ``n_prompts, mean, ci_low, ci_high`` (95%, resampling prompts), ``std``,
+        ``both_singleton_share`` (share of the row's cells where both sets hold one token), the
+        null's columns (:data:`~entropy_lens.analysis.expansion_nulls.NULL_COLUMNS`) and one
+        ``qNN`` column per quantile.
     """
     if any(not 0 <= q <= 1 for q in quantiles):
         raise ValueError(f"quantiles must lie in [0, 1], got {list(quantiles)!r}")
-    rows = [
-        {**_model_info(ds, model), "statistic": name, **_summary(cells, quantiles, n_boot, seed)}
-        for model in model_names(ds, models)
-        for name, cells in _overlap_cells(ds, model).items()
-    ]
+    rows = []
+    for model in model_names(ds, models):
+        cells, nulls_of = _overlap_cells(ds, model), nulls.overlap_nulls(ds, model, n_boot=n_boot, seed=seed)
+        nucleus = model_values(ds, model, schema.NUCLEUS_SIZE)
+        size = nulls.sizes(nucleus)
+        changes = np.full(size.shape, False)
+        changes[..., :-1] = size[..., :-1] != size[..., 1:]
+        cells[CONTAINMENT_SIZE_CHANGES] = np.where(changes, cells[CONTAINMENT], np.nan)
+        share = nulls.both_singleton_share(nucleus)
+        shares = {JACCARD: share, CONTAINMENT: share, CONTAINMENT_SIZE_CHANGES: 0.0}
+        rows += [
+            {
+                **_model_info(ds, model),
+                "statistic": name,
+                **_summary(values, quantiles, n_boot, seed),
+                "both_singleton_share": shares[name],
+                **nulls_of[name],
+            }
+            for name, values in cells.items()
+        ]
     return pd.DataFrame(rows, columns=[*OVERLAP_COLUMNS, *(quantile_column(q) for q in quantiles)])
 
 

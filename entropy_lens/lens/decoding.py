@@ -30,6 +30,7 @@ from entropy_lens.lens.nucleus import (
     check_top_p,
     membership_bits,
     nucleus_given_norm,
+    pair_jaccard,
     set_bits,
 )
 from entropy_lens.lens.stream import StreamResult, TileStream, log_norm_of
@@ -177,20 +178,54 @@ class StepMetrics:
     nucleus_size: np.ndarray  # [B, L]
     nucleus_jaccard: np.ndarray  # [B, L]
     top1_id: np.ndarray  # [B, L]
+    nucleus_jaccard_cross: np.ndarray | None = None  # [B, L]; with a partner only
+
+
+def cross_rows(partner: torch.Tensor, n_layers: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The flattened ``(b, l)`` rows of the cross-prompt pairs: layer ``l`` of row ``b`` with layer
+    ``l + 1`` of row ``partner[b]``, for every ``b`` with a partner and ``l < L - 1``.
+
+    Args:
+        partner: ``[B]`` int64 partner row of each row, ``-1`` for none; distinct where set.
+        n_layers: Layers ``L`` per row.
+
+    Returns:
+        ``(left, right)``: ``[K]`` rows ``b * L + l`` and ``partner[b] * L + l + 1``; ``left`` is
+        also the cell of a flattened ``[B, L]`` array that the pair's value goes to.
+    """
+    if partner.ndim != 1 or bool(((partner < -1) | (partner >= partner.shape[0])).any()):
+        raise ValueError(f"partner must be [B] rows in -1..B-1, got {partner.tolist()}")
+    has = torch.nonzero(partner >= 0).squeeze(-1)  # [b]
+    layers = torch.arange(n_layers - 1, device=partner.device)
+    left = (has[:, None] * n_layers + layers[None, :]).reshape(-1)
+    right = (partner[has][:, None] * n_layers + layers[None, :] + 1).reshape(-1)
+    return left, right
 
 
 @torch.inference_mode()
-def decode_residuals(lm: LensModel, resid: torch.Tensor, settings: LensSettings) -> StepMetrics:
+def decode_residuals(
+    lm: LensModel, resid: torch.Tensor, settings: LensSettings, partner: torch.Tensor | None = None
+) -> StepMetrics:
     """Lens metrics for residuals ``[B, L, d]`` of one step, decoded in vocabulary tiles.
 
     Rows are flattened as ``(b, l)`` so adjacent layers are adjacent rows; when rows are
     chunked, the last top-p set of a chunk is carried into the next for the Jaccard overlap.
+
+    Args:
+        lm: The model whose head decodes the residuals.
+        resid: ``[B, L, d]`` residuals after each block.
+        settings: What is measured.
+        partner: ``[B]`` int64 partner row of each row (``-1``: none), rows distinct: adds
+            ``nucleus_jaccard_cross``, the overlap of layer ``l``'s set with layer ``l + 1``'s
+            set of the partner (:func:`cross_rows`), the cross-prompt null of the adjacent overlap.
+            The step's sets are then kept until its last chunk (``V / 8`` bytes per row).
     """
     batch, n_layers, _ = resid.shape
     flat = resid.reshape(batch * n_layers, -1)
     plan = plan_tiles(flat.shape[0], lm.vocab_size, settings.budget_bytes)
     parts: list[StreamResult] = []
     overlaps: list[torch.Tensor] = []
+    kept: list[NucleusSets] = []
     carry: NucleusSets | None = None
     for start in range(0, flat.shape[0], plan.rows):
         result, sets = _decode_chunk(lm, flat[start : start + plan.rows], settings, plan)
@@ -198,10 +233,22 @@ def decode_residuals(lm: LensModel, resid: torch.Tensor, settings: LensSettings)
         overlaps.append(adjacent_jaccard(joined))
         carry = sets.last()
         parts.append(result)
+        kept += [] if partner is None else [sets]
     jac = torch.cat([*overlaps, torch.full((1,), math.nan, device=flat.device)])
     jac = jac.reshape(batch, n_layers)
     jac[:, -1] = math.nan  # the last block has no next layer
-    return _to_numpy(parts, jac, batch, n_layers)
+    cross = None if partner is None else _cross_jaccard(cat_sets(kept), partner.to(flat.device), batch, n_layers)
+    return _to_numpy(parts, jac, batch, n_layers, cross)
+
+
+def _cross_jaccard(sets: NucleusSets, partner: torch.Tensor, batch: int, n_layers: int) -> torch.Tensor:
+    """``[B, L]`` Jaccard of layer ``l`` of row ``b`` with layer ``l + 1`` of ``partner[b]`` (NaN: no pair)."""
+    if partner.shape != (batch,):
+        raise ValueError(f"partner must hold one row per batch row ({batch}), got shape {tuple(partner.shape)}")
+    left, right = cross_rows(partner, n_layers)
+    cross = torch.full((batch * n_layers,), math.nan, device=partner.device)
+    cross[left] = pair_jaccard(sets, left, right)
+    return cross.reshape(batch, n_layers)
 
 
 def _decode_chunk(lm: LensModel, resid: torch.Tensor, settings: LensSettings, plan: TilePlan):
@@ -244,7 +291,9 @@ def _settle_open_rows(lm, resid, result: StreamResult, settings: LensSettings, p
     return done, sets
 
 
-def _to_numpy(parts: list[StreamResult], jac: torch.Tensor, batch: int, n_layers: int) -> StepMetrics:
+def _to_numpy(
+    parts: list[StreamResult], jac: torch.Tensor, batch: int, n_layers: int, cross: torch.Tensor | None
+) -> StepMetrics:
     def cat(attr: str, dtype) -> np.ndarray:
         values = torch.cat([getattr(p, attr) for p in parts]).cpu().numpy().astype(dtype)
         return values.reshape(batch, n_layers, *values.shape[1:])
@@ -255,6 +304,7 @@ def _to_numpy(parts: list[StreamResult], jac: torch.Tensor, batch: int, n_layers
         nucleus_size=cat("nucleus_size", np.int32),
         nucleus_jaccard=jac.cpu().numpy().astype(np.float32),
         top1_id=cat("top1_id", np.int32),
+        nucleus_jaccard_cross=None if cross is None else cross.cpu().numpy().astype(np.float32),
     )
 
 

@@ -4,7 +4,8 @@
 ``top_p`` for ``[R, V]`` logits, as ``[R]`` sizes and an ``[R, V]`` bool mask; :func:`jaccard`
 compares two masks row by row.  :class:`NucleusSets` hold the sets of many rows as bitsets
 plus id lists (what the streamed decoding of :mod:`entropy_lens.lens.stream` yields), whose
-adjacent-row overlap :func:`adjacent_jaccard` computes exactly.
+overlap :func:`pair_jaccard` computes exactly for any pairs of rows (adjacent rows:
+:func:`adjacent_jaccard`).
 """
 
 from __future__ import annotations
@@ -232,21 +233,45 @@ def popcount(words: torch.Tensor) -> torch.Tensor:
 
 
 def adjacent_jaccard(sets: NucleusSets) -> torch.Tensor:
-    """``[R - 1]`` float32 Jaccard overlap ``|A & B| / |A | B|`` of the sets of rows ``r`` and ``r + 1``.
+    """``[R - 1]`` float32 Jaccard overlap ``|A & B| / |A | B|`` of the sets of rows ``r`` and ``r + 1``."""
+    n = len(sets)
+    rows = torch.arange(n - 1, device=sets.sizes.device)
+    return pair_jaccard(sets, rows, rows + 1)
+
+
+def pair_jaccard(sets: NucleusSets, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    """``[K]`` float32 Jaccard overlap ``|A & B| / |A | B|`` of the sets of rows ``left[k]`` and ``right[k]``.
 
     Exact: a pair with a listed side tests that side's ids against the other side's bitset;
-    only pairs of two wide sets count common bits word by word.
+    only pairs of two wide sets count common bits word by word.  Adjacent layers
+    (:func:`adjacent_jaccard`) and the cross-prompt pairs of extraction both come through here.
+
+    Args:
+        sets: The sets of ``R`` rows.
+        left: ``[K]`` int64 rows, each at most once.
+        right: ``[K]`` int64 rows, each at most once.
+
+    Raises:
+        ValueError: when a row repeats within ``left`` or within ``right``.
     """
-    n = len(sets)
+    n, k = len(sets), int(left.shape[0])
+    for name, side in (("left", left), ("right", right)):
+        if side.shape != (k,) or torch.unique(side).numel() != k:
+            raise ValueError(f"pair_jaccard needs {k} distinct rows in {name}; got {side.tolist()}")
+    if k == 0:
+        return torch.zeros(0, device=sets.sizes.device)
     listed = tally(sets.rows, n) == sets.sizes
-    inter = torch.zeros(n - 1, dtype=torch.float64, device=sets.sizes.device)
-    left = listed[sets.rows] & (sets.rows < n - 1)  # members tested against the next row
-    rows = sets.rows[left]
-    inter += tally(rows, n - 1, _bit(sets.bits, rows + 1, sets.ids[left]))
-    right = (sets.rows > 0) & listed[sets.rows] & ~listed[(sets.rows - 1).clamp_min(0)]
-    rows = sets.rows[right] - 1  # members tested against the previous, unlisted row
-    inter += tally(rows, n - 1, _bit(sets.bits, rows, sets.ids[right]))
-    wide = torch.nonzero(~listed[:-1] & ~listed[1:]).squeeze(-1)
-    inter[wide] = popcount(sets.bits[wide] & sets.bits[wide + 1]).sum(-1).double()
-    union = sets.sizes[:-1] + sets.sizes[1:] - inter.long()
+    pair_of = torch.full((2, n), -1, dtype=torch.int64, device=sets.sizes.device)
+    pair_of[0, left] = pair_of[1, right] = torch.arange(k, device=sets.sizes.device)
+    inter = torch.zeros(k, dtype=torch.float64, device=sets.sizes.device)
+    pair = pair_of[0, sets.rows]  # members of listed left rows, tested against the right row
+    use = (pair >= 0) & listed[sets.rows]
+    inter += tally(pair[use], k, _bit(sets.bits, right[pair[use]], sets.ids[use]))
+    pair = pair_of[1, sets.rows]  # members of listed right rows whose left row is not listed
+    use = (pair >= 0) & listed[sets.rows]
+    use &= ~listed[left[pair.clamp_min(0)]]
+    inter += tally(pair[use], k, _bit(sets.bits, left[pair[use]], sets.ids[use]))
+    wide = torch.nonzero(~listed[left] & ~listed[right]).squeeze(-1)
+    inter[wide] = popcount(sets.bits[left[wide]] & sets.bits[right[wide]]).sum(-1).double()
+    union = sets.sizes[left] + sets.sizes[right] - inter.long()
     return inter.float() / union.clamp_min(1).float()

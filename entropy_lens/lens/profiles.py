@@ -29,6 +29,7 @@ class ProfileBuffers:
     n_alphas: int
     top_k: int = 0  # routing slots per (token, layer); 0: a dense model records no routing
     n_choices: int = 0  # choices read at the first step (Readout); 0: none
+    cross: bool = False  # record the cross-prompt overlap and each prompt's partner (text extraction)
     arrays: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -43,6 +44,9 @@ class ProfileBuffers:
         }
         if self.n_choices:
             self.arrays[schema.CHOICE_LOGPROB] = np.full((self.n_prompts, self.n_choices), np.nan, np.float32)
+        if self.cross:
+            self.arrays[schema.NUCLEUS_JACCARD_CROSS] = np.full(shape, np.nan, np.float32)
+            self.arrays[schema.PARTNER] = np.full(self.n_prompts, schema.MASKED_INT, np.int64)  # prompt index
         if self.top_k:
             self.arrays[schema.ROUTING_ENTROPY] = np.full(shape, np.nan, np.float32)
             self.arrays[schema.ROUTING_EXPERTS] = np.full((*shape, self.top_k), schema.MASKED_INT, np.int32)
@@ -50,6 +54,8 @@ class ProfileBuffers:
     def put(self, rows: np.ndarray, step: int, sm: StepMetrics) -> None:
         for name in (schema.ENTROPY, schema.RENYI, schema.NUCLEUS_SIZE, schema.NUCLEUS_JACCARD, schema.TOP1_ID):
             self.arrays[name][rows, step] = getattr(sm, name)
+        if self.cross:
+            self.arrays[schema.NUCLEUS_JACCARD_CROSS][rows, step] = sm.nucleus_jaccard_cross
 
     def put_routing(self, rows: np.ndarray, step: int, entropy: np.ndarray, experts: np.ndarray) -> None:
         self.arrays[schema.ROUTING_ENTROPY][rows, step] = entropy
@@ -107,7 +113,8 @@ def build_dataset(
 ) -> xr.Dataset:
     """Wrap metric arrays into a schema-conformant dataset (validated before return).
 
-    ``choices`` labels the ``choice`` dim of ``choice_logprob`` when ``arrays`` holds it.
+    ``choices`` labels the ``choice`` dim of ``choice_logprob`` when ``arrays`` holds it; an
+    ``arrays["partner"]`` of prompt indices (``-1``: none) becomes the ``partner`` coordinate of ids.
     """
     layers = np.arange(n_layers, dtype=np.int32)
     coords = {
@@ -122,11 +129,15 @@ def build_dataset(
         **schema.VARIABLES,
         **{k: v for k, v in schema.ROUTING_VARIABLES.items() if k in arrays},
         **schema.optional_variables(arrays),
+        **{k: v for k, v in schema.CROSS_VARIABLES.items() if k in arrays},
     }
     data_vars = {
         name: (spec.dims, arrays[name], {"units": spec.units, "long_name": spec.description})
         for name, spec in specs.items()
     }
+    if schema.PARTNER in arrays:
+        ids, partner = np.asarray(prompt_ids, dtype=object), arrays[schema.PARTNER]
+        coords[schema.PARTNER] = (schema.PROMPT, np.where(partner >= 0, ids[partner], "").astype(object))
     if choices:
         coords[schema.CHOICE] = np.asarray(choices, dtype=object)
     if schema.ROUTING_EXPERTS in arrays:

@@ -20,7 +20,7 @@ from entropy_lens.lens.decoding import LensSettings, decode_residuals, gather_lo
 from entropy_lens.lens.encoding import check_context, encode_prompts
 from entropy_lens.lens.profiles import ProfileBuffers, build_dataset, profile_attrs
 from entropy_lens.lens.translators import Translators
-from entropy_lens.model.batching import batches
+from entropy_lens.model.batching import batch_partners, batches
 from entropy_lens.model.generation import GenerationSettings, generate, row_seed
 from entropy_lens.model.loading import LensModel
 from entropy_lens.model.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
@@ -120,7 +120,7 @@ def extract_profiles(
         translators.check_model(lm)
     routers = find_routers(lm.blocks, getattr(lm.model, "config", None))
     buf = ProfileBuffers(
-        len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers), n_choices
+        len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers), n_choices, cross=True
     )
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     for rows in batches([len(e) for e in encoded], batch_size):
@@ -184,6 +184,8 @@ def _run_batch(
     lm, batch, rows, seeds, settings, lens, buf, routers: list[Router | None], choice_ids, translators=None
 ) -> None:
     moe = any(r is not None for r in routers)
+    partners = batch_partners(rows)
+    buf.arrays[schema.PARTNER][rows] = partners
     with record_routing(routers) as routing:
 
         def on_step(step: int, resid: torch.Tensor, logits: torch.Tensor, alive: torch.Tensor) -> None:
@@ -192,7 +194,7 @@ def _run_batch(
             live = alive.cpu().numpy()
             if live.any():
                 live_resid = resid[alive] if translators is None else translators.apply(resid[alive])
-                sm = decode_residuals(lm, live_resid, lens)
+                sm = decode_residuals(lm, live_resid, lens, _live_partners(rows, partners, live))
                 buf.put(rows[live], step, sm)
                 if moe:
                     live_slots = [None if s is None else s[alive] for s in routing]
@@ -200,6 +202,12 @@ def _run_batch(
 
         tokens = generate(lm, batch, settings, on_step, row_seeds=seeds)
     buf.arrays[schema.TOKEN_ID][rows] = tokens.cpu().numpy().astype(np.int32)
+
+
+def _live_partners(rows: np.ndarray, partners: np.ndarray, live: np.ndarray) -> torch.Tensor:
+    """``[B_live]`` partner of each live row as a live-row index; ``-1`` where the partner is done (masked)."""
+    live_index = dict(zip(rows[live].tolist(), range(int(live.sum())), strict=True))
+    return torch.tensor([live_index.get(p, -1) for p in partners[live].tolist()], dtype=torch.int64)
 
 
 def _read_choices(logits: torch.Tensor, choice_ids: np.ndarray, rows: np.ndarray, buf: ProfileBuffers) -> None:

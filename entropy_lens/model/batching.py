@@ -33,6 +33,23 @@ def batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
         yield order[start : start + batch_size]
 
 
+def batch_partners(rows: Sequence[int]) -> np.ndarray:
+    """The partner of each row of one batch: the next row of the batch, the last row's the first.
+
+    The one rule for the cross-prompt null of the adjacent-layer overlap: extraction compares layer
+    ``l`` of a row with layer ``l + 1`` of its partner and records the partner in the store, which
+    the analysis reads back.  A batch of one has no partner (``-1``).
+
+    Args:
+        rows: The batch's rows (prompt indices), in batch order.
+
+    Returns:
+        ``[B]`` int64 partner row (a prompt index of ``rows``) of each row, or ``-1``.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    return np.roll(rows, -1) if rows.size > 1 else np.full(rows.size, -1, dtype=np.int64)
+
+
 def shard_slice(lengths: Sequence[int], index: int, size: int) -> np.ndarray:
     """Rows of shard ``index`` (``size`` prompts each): its slice of :func:`length_order`, in row order.
 

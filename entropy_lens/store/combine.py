@@ -81,6 +81,9 @@ def combine_models(
     texts = [stores[m][schema.PROMPT_TEXT].values for m in names]
     # per-model readouts (choice_logprob) stay in the per-model stores; their scores are attached instead
     body = [_profiles_only(stores[m]).drop_vars(schema.PROMPT_TEXT) for m in names]
+    cross = any(schema.NUCLEUS_JACCARD_CROSS in ds for ds in body)
+    partners = [_partner_ids(ds) for ds in body] if cross else []
+    body = [_with_cross(ds.drop_vars(schema.PARTNER, errors="ignore")) if cross else ds for ds in body]
     top_k = max((ds.sizes.get(schema.EXPERT_RANK, 0) for ds in body), default=0)
     body = [_pad_layers(_with_routing(ds, top_k) if top_k else ds, n_max) for ds in body]
     combined = xr.concat(body, dim=schema.MODEL, combine_attrs="drop_conflicts")
@@ -88,14 +91,30 @@ def combine_models(
     vocab = [int(stores[m].attrs[schema.VOCAB_SIZE]) for m in names]
     combined = combined.assign_coords({schema.VOCAB_SIZE: (schema.MODEL, np.asarray(vocab, dtype=np.int64))})
     combined = combined.assign_coords({schema.PROMPT_TEXT: ((schema.MODEL, schema.PROMPT), np.stack(texts))})
+    if cross:
+        combined = combined.assign_coords({schema.PARTNER: ((schema.MODEL, schema.PROMPT), np.stack(partners))})
     combined = combined.assign_coords({k: (schema.PROMPT, np.asarray(v)) for k, v in (labels or {}).items()})
-    for var, spec in {**schema.VARIABLES, **schema.ROUTING_VARIABLES}.items():
+    for var, spec in {**schema.VARIABLES, **schema.ROUTING_VARIABLES, **schema.CROSS_VARIABLES}.items():
         if var in combined:
             combined[var].attrs = {"units": spec.units, "long_name": spec.description}
     combined.attrs = {k: v for k, v in first.attrs.items() if k not in (*MODEL_ATTRS, "model_name", "n_layers")}
     combined.attrs["models"] = ",".join(names)
     schema.validate_profiles(combined, combined=True)
     return combined
+
+
+def _partner_ids(ds: xr.Dataset) -> np.ndarray:
+    """``[P]`` partner id of each prompt (``""`` where none, and for a store extracted without partners)."""
+    if schema.PARTNER not in ds.coords:
+        return np.full(ds.sizes[schema.PROMPT], "", dtype=object)
+    return np.asarray([str(p) for p in ds[schema.PARTNER].values], dtype=object)
+
+
+def _with_cross(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with the cross-prompt variables, NaN for a store extracted without them."""
+    shape = tuple(ds.sizes[d] for d in (schema.PROMPT, schema.TOKEN, schema.LAYER))
+    missing = {name: spec for name, spec in schema.CROSS_VARIABLES.items() if name not in ds}
+    return ds.assign({name: (spec.dims, np.full(shape, np.nan, np.float32)) for name, spec in missing.items()})
 
 
 def _profiles_only(ds: xr.Dataset) -> xr.Dataset:

@@ -19,6 +19,10 @@ SECTIONS = (
     ("Variables (every store)", schema.VARIABLES),
     ("Optional variables (per-model stores, where the job reads them)", schema.OPTIONAL_VARIABLES),
     (
+        "Cross-prompt variables (text extraction, with the `partner` coordinate; combined stores fill them)",
+        schema.CROSS_VARIABLES,
+    ),
+    (
         "Routing variables (mixture-of-experts models; combined stores fill them for dense ones)",
         schema.ROUTING_VARIABLES,
     ),

@@ -33,6 +33,18 @@ Optional variables (present only where the job reads them)
                          holds the labels ``A``..``D``).  Per-model stores only: combined
                          stores carry the scores it yields instead.
 
+Cross-prompt variables (:data:`CROSS_VARIABLES`; present in stores extracted with the
+cross-prompt null of the adjacent overlap, text models only; a combined store keeps them, NaN /
+``""`` for a model whose store lacks them)
+    ``nucleus_jaccard_cross``  (prompt, token, layer) float32, overlap of the top-p set of
+                         layer l with that of layer l+1 of the prompt's partner at the same
+                         token slot (NaN at the last layer, where either slot is masked, and
+                         for a prompt without partner).
+    ``partner``          coordinate on (prompt), str: the id of the prompt's partner, the next
+                         prompt of its extraction batch, cyclically
+                         (:func:`entropy_lens.model.batching.batch_partners`); ``""`` in a batch
+                         of one.  Combined stores: on (model, prompt), batches differ by model.
+
 Routing variables (:data:`ROUTING_VARIABLES`; present when a profiled model has
 mixture-of-experts blocks, see :mod:`entropy_lens.model.routing`; a combined store fills
 them for dense models)
@@ -79,6 +91,8 @@ ENTROPY = "entropy"
 RENYI = "renyi"
 NUCLEUS_SIZE = "nucleus_size"
 NUCLEUS_JACCARD = "nucleus_jaccard"
+NUCLEUS_JACCARD_CROSS = "nucleus_jaccard_cross"
+PARTNER = "partner"
 TOP1_ID = "top1_id"
 TOKEN_ID = "token_id"
 CHOICE_LOGPROB = "choice_logprob"
@@ -130,6 +144,16 @@ def optional_variables(names: Any) -> dict[str, VariableSpec]:
     """The :data:`OPTIONAL_VARIABLES` among ``names`` (a dataset's variables, or a mapping's keys)."""
     return {name: spec for name, spec in OPTIONAL_VARIABLES.items() if name in names}
 
+
+# The cross-prompt null of the adjacent-layer overlap, with the ``partner`` coordinate (module docstring).
+CROSS_VARIABLES: dict[str, VariableSpec] = {
+    NUCLEUS_JACCARD_CROSS: VariableSpec(
+        (PROMPT, TOKEN, LAYER),
+        "float32",
+        "1",
+        "Jaccard overlap of the top-p set of layer l with that of layer l+1 of the partner prompt",
+    ),
+}
 
 # Mixture-of-experts routing, beside the lens metrics (see the module docstring).
 ROUTING_ENTROPY = "routing_entropy"
@@ -219,7 +243,10 @@ def _variable_problems(ds: xr.Dataset, combined: bool) -> list[str]:
     if routing and len(routing) != len(ROUTING_VARIABLES):
         problems.append(f"routing variables come together: has {routing}, expected {list(ROUTING_VARIABLES)}")
     optional = {} if combined else optional_variables(ds.data_vars)
-    specs = {**VARIABLES, **{name: ROUTING_VARIABLES[name] for name in routing}, **optional}
+    cross = {name: spec for name, spec in CROSS_VARIABLES.items() if name in ds.data_vars}
+    if cross and PARTNER not in ds.coords:
+        problems.append(f"variables {list(cross)} need the coordinate {PARTNER!r} (each prompt's partner id)")
+    specs = {**VARIABLES, **{name: ROUTING_VARIABLES[name] for name in routing}, **optional, **cross}
     for name, spec in specs.items():
         if name not in ds.data_vars:
             continue

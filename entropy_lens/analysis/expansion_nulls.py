@@ -1,0 +1,325 @@
+"""Cross-prompt nulls of the expansion claims: the same statistic with layer ``l + 1`` taken from another prompt.
+
+Both expansion statistics compare layer ``l`` of a prompt with layer ``l + 1`` of the same
+prompt.  Their null keeps everything mechanical (the model, the dataset, the layer pair, the
+token slot, how entropy and nucleus size move together within one distribution) and breaks
+the one thing the claims assert, that layer ``l + 1`` continues layer ``l``'s shortlist: layer
+``l`` of prompt ``i`` is paired with layer ``l + 1`` of its partner ``pi(i)``, a fixed derangement
+of the prompts of one model and dataset.
+
+* ``Delta H`` vs ``Delta N`` Spearman: ``Delta H' = H_pi(i)(l+1) - H_i(l)`` and ``Delta N'``
+  likewise.  Within one distribution entropy and nucleus size rank together, so this null
+  reaches the study's bar on its own: the Spearman is mechanical.
+* Adjacent-layer overlap (Jaccard, containment): the top-p set of layer ``l`` of ``i`` against
+  that of layer ``l + 1`` of ``pi(i)``.  The sets are not in the store; extraction computes this
+  overlap (``nucleus_jaccard_cross``) against the partner it records (coordinate ``partner``:
+  :func:`entropy_lens.model.batching.batch_partners`), and containment follows from the Jaccard
+  and the two sizes exactly as for adjacent layers.
+
+The partner is the one recorded at extraction; a store extracted without it (no ``partner``
+coordinate) gives the Spearman's null with the next prompt of the store, cyclically, and no
+overlap null.  Observed and null are computed on the same cells (valid on both sides: the
+prompt's two layers and the partner's next layer at the same token slot), and ``beyond`` =
+observed - null has a paired prompt-cluster bootstrap interval: each replicate draws prompts
+``i`` with replacement and recomputes both sides on them (:func:`entropy_lens.core.intervals.cluster_sums`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from entropy_lens.analysis.features import model_values
+from entropy_lens.core.intervals import DEFAULT_LEVEL, cluster_sums
+from entropy_lens.store import schema
+
+log = logging.getLogger(__name__)
+
+JACCARD, CONTAINMENT, CONTAINMENT_SIZE_CHANGES = "jaccard", "containment", "containment_size_changes"
+# Containment derived from a float32 Jaccard is off by ~1e-7; beyond this the Jaccard and sizes disagree.
+CONTAINMENT_TOLERANCE = 1e-5
+NULL_COLUMNS = ("null_name", "null_estimate", "null_low", "null_high", "beyond", "beyond_low", "beyond_high", "null_n")
+CROSS = schema.NUCLEUS_JACCARD_CROSS
+RECORDED = "cross-prompt (layer l of a prompt vs layer l+1 of its batch partner)"
+NEXT_IN_STORE = "cross-prompt (layer l of a prompt vs layer l+1 of the next prompt in the store)"
+# Fewest finite bootstrap replicates that give an interval (else NaN: undecided).
+MIN_REPLICATES = 100
+
+
+def partners(ds: xr.Dataset, model: str) -> tuple[np.ndarray, str]:
+    """``[P]`` partner index of each prompt of ``model`` (``-1``: none) and the null's name.
+
+    The partner recorded at extraction (coordinate ``partner``) when the store has one for
+    ``model``, else the next prompt in store order, the last prompt's the first.
+    """
+    n = ds.sizes[schema.PROMPT]
+    index = np.full(n, -1, dtype=np.int64)
+    if schema.PARTNER in ds.coords:
+        ids = ds[schema.PARTNER]
+        ids = ids.sel({schema.MODEL: model}) if schema.MODEL in ids.dims else ids
+        index = ds.indexes[schema.PROMPT].get_indexer([str(p) for p in ids.values]).astype(np.int64)
+    if (index >= 0).any():
+        return index, RECORDED
+    # no partner recorded for this model (a store extracted before the null, combined with newer ones)
+    return (np.roll(np.arange(n), -1) if n > 1 else np.full(n, -1)), NEXT_IN_STORE
+
+
+def of_partner(cells: np.ndarray, partner: np.ndarray) -> np.ndarray:
+    """``[P, T, L]`` float64 ``cells`` of each prompt's partner (NaN for a prompt without one)."""
+    out = np.full(cells.shape, np.nan)
+    has = partner >= 0
+    out[has] = cells[partner[has]]
+    return out
+
+
+def sizes(nucleus: np.ndarray) -> np.ndarray:
+    """Nucleus sizes as float64 with masked slots (``<= 0``) NaN."""
+    return np.where(nucleus > 0, nucleus, np.nan).astype(np.float64)
+
+
+def cross_deltas(
+    entropy: np.ndarray, nucleus: np.ndarray, partner: np.ndarray, *, log_nucleus: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Observed and cross-prompt ``(Delta H, Delta N)`` on the cells valid for both.
+
+    Args:
+        entropy: ``[P, T, L]`` entropy (NaN where masked).
+        nucleus: ``[P, T, L]`` nucleus sizes (``<= 0`` where masked).
+        partner: ``[P]`` partner index of each prompt (``-1``: none).
+        log_nucleus: Changes of ``log N`` instead of ``N``.
+
+    Returns:
+        ``(d_h, d_n, d_h_null, d_n_null, prompt)``: ``[n]`` arrays over the cells ``(i, t, l)``
+        where ``H`` and ``N`` are finite at layers ``l`` and ``l + 1`` of ``i`` and at layer
+        ``l + 1`` of ``pi(i)``; ``prompt`` is ``i``.
+    """
+    if entropy.shape != nucleus.shape or entropy.ndim != 3 or partner.shape != entropy.shape[:1]:
+        raise ValueError(
+            f"entropy and nucleus must share a [P, T, L] shape and partner be [P]; got "
+            f"{entropy.shape}, {nucleus.shape}, {partner.shape}"
+        )
+    h, n = entropy.astype(np.float64), sizes(nucleus)
+    n = np.log(n) if log_nucleus else n
+    h_other, n_other = of_partner(h, partner), of_partner(n, partner)
+    d = (h[..., 1:] - h[..., :-1], n[..., 1:] - n[..., :-1])
+    d_null = (h_other[..., 1:] - h[..., :-1], n_other[..., 1:] - n[..., :-1])
+    ok = np.logical_and.reduce([np.isfinite(x) for x in (*d, *d_null)])
+    prompt = np.broadcast_to(np.arange(h.shape[0])[:, None, None], ok.shape)
+    return d[0][ok], d[1][ok], d_null[0][ok], d_null[1][ok], prompt[ok]
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def _correlations(sums: np.ndarray) -> np.ndarray:
+    """``[B]`` Pearson correlations from replicate sums ``n, sx, sy, sxx, syy, sxy`` (``[6, B]``)."""
+    n, sx, sy, sxx, syy, sxy = sums
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sxy - sx * sy / n) / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
+
+
+def interval(draws: np.ndarray, n_units: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """Expanded percentile interval of the finite bootstrap ``draws`` over ``n_units`` resampled units.
+
+    The plain percentile interval under-covers with few units (its spread is that of a
+    ``(n - 1) / n`` variance and of normal, not t, quantiles); the expanded one (Hesterberg 2015,
+    "What teachers should know about the bootstrap") takes the percentiles at the tail
+    ``Phi(-sqrt(n / (n - 1)) t_{n-1}(1 - tail))``, as wide as a t interval would be.  NaN with
+    fewer than :data:`MIN_REPLICATES` finite draws or fewer than two units.
+    """
+    draws = draws[np.isfinite(draws)]
+    if draws.size < MIN_REPLICATES or n_units < 2:
+        return math.nan, math.nan
+    t = stats.t.ppf(1 - (1 - level) / 2, n_units - 1)
+    tail = float(stats.norm.cdf(-math.sqrt(n_units / (n_units - 1)) * t))
+    low, high = np.quantile(draws, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def null_row(
+    name: str, observed: float, null: float, null_draws, beyond_draws, n: int, n_units: int = 0
+) -> dict[str, object]:
+    """The contract's null columns (:data:`NULL_COLUMNS`) of one row; ``n`` cells, ``n_units`` prompts resampled."""
+    null_draws = np.full(0, np.nan) if null_draws is None else null_draws
+    beyond_draws = np.full(0, np.nan) if beyond_draws is None else beyond_draws
+    null_low, null_high = interval(null_draws, n_units)
+    beyond_low, beyond_high = interval(beyond_draws, n_units)
+    return {
+        "null_name": name,
+        "null_estimate": null,
+        "null_low": null_low,
+        "null_high": null_high,
+        "beyond": observed - null,
+        "beyond_low": beyond_low,
+        "beyond_high": beyond_high,
+        "null_n": n,
+    }
+
+
+def spearman_null(
+    entropy: np.ndarray,
+    nucleus: np.ndarray,
+    partner: np.ndarray,
+    name: str,
+    *,
+    log_nucleus: bool = False,
+    n_boot: int,
+    seed: int,
+) -> dict[str, object]:
+    """The cross-prompt null of the ``Delta H`` vs ``Delta N`` Spearman, with ``beyond`` paired over prompts.
+
+    Observed and null are Spearman correlations over the same cells (:func:`cross_deltas`);
+    each bootstrap replicate draws prompts and recomputes the correlation of the full
+    sample's ranks on both sides (as :func:`entropy_lens.core.intervals.cluster_bootstrap_correlation`).
+
+    Returns:
+        The :data:`NULL_COLUMNS` of the row.
+    """
+    d_h, d_n, d_h0, d_n0, prompt = cross_deltas(entropy, nucleus, partner, log_nucleus=log_nucleus)
+    observed, null = _spearman(d_h, d_n), _spearman(d_h0, d_n0)
+    if math.isnan(observed) or math.isnan(null):
+        return null_row(name, observed, null, None, None, int(d_h.size))
+    ranks = [stats.rankdata(v) for v in (d_h, d_n, d_h0, d_n0)]
+    x, y, x0, y0 = (r - r.mean() for r in ranks)  # centring keeps the sums well conditioned
+    one = np.ones_like(x)
+    sums = cluster_sums(
+        (one, x, y, x * x, y * y, x * y, one, x0, y0, x0 * x0, y0 * y0, x0 * y0), prompt, n_boot=n_boot, seed=seed
+    )
+    if sums is None:
+        return null_row(name, observed, null, None, None, int(d_h.size))
+    r_obs, r_null = _correlations(sums[:6]), _correlations(sums[6:])
+    return null_row(name, observed, null, r_null, r_obs - r_null, int(d_h.size), int(np.unique(prompt).size))
+
+
+def paired_means(
+    observed: np.ndarray, null: np.ndarray, *, n_boot: int, seed: int
+) -> tuple[float, float, np.ndarray | None, np.ndarray | None, int, int]:
+    """Means of the finite cells of two ``[P, T, L]`` arrays, each replicate drawing the same prompts.
+
+    Args:
+        observed: ``[P, T, L]`` the statistic's cells (NaN: not counted).
+        null: ``[P, T, L]`` the null's cells (NaN: not counted).
+        n_boot: Bootstrap replicates.
+        seed: Seed of the prompt draws.
+
+    Returns:
+        ``(observed_mean, null_mean, null_draws, beyond_draws, n, n_units)``: draws ``None`` with
+        fewer than two prompts; ``n`` the observed cells counted, ``n_units`` the prompts with a cell.
+    """
+    keep_o, keep_n = np.isfinite(observed), np.isfinite(null)
+    used = (keep_o | keep_n).reshape(observed.shape[0], -1).any(axis=1)  # prompts with a cell
+    prompt = np.broadcast_to(np.arange(observed.shape[0])[:, None, None], observed.shape).ravel()
+    weights = [keep_o, np.where(keep_o, observed, 0.0), keep_n, np.where(keep_n, null, 0.0)]
+    weights = [np.asarray(w, dtype=np.float64).ravel()[used[prompt]] for w in weights]
+    prompt, n_units = prompt[used[prompt]], int(used.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        obs_mean, null_mean = weights[1].sum() / weights[0].sum(), weights[3].sum() / weights[2].sum()
+        sums = cluster_sums(weights, prompt, n_boot=n_boot, seed=seed)
+        if sums is None:
+            return float(obs_mean), float(null_mean), None, None, int(keep_o.sum()), n_units
+        m_obs, m_null = sums[1] / sums[0], sums[3] / sums[2]
+    return float(obs_mean), float(null_mean), m_null, m_obs - m_null, int(keep_o.sum()), n_units
+
+
+def pair_containment(jaccard: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Containment ``|A & B| / min(a, b)`` of sets with Jaccard ``J`` and sizes ``a, b`` (float64, any shape).
+
+    ``|A & B| = J (a + b) / (1 + J)``, so the overlap coefficient follows exactly (to float
+    precision).  Float excess over 1 is clipped; an excess beyond :data:`CONTAINMENT_TOLERANCE`
+    means the Jaccard and the sizes cannot come from one pair of sets and is logged as a warning.
+    NaN in any input gives NaN.
+    """
+    j = np.asarray(jaccard, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        pair = j * (a + b) / ((1 + j) * np.minimum(a, b))
+    n_over = int(np.count_nonzero(pair > 1 + CONTAINMENT_TOLERANCE))
+    if n_over:
+        log.warning("containment above 1 in %d cells: their Jaccard and nucleus sizes disagree; clipped to 1", n_over)
+    return np.minimum(pair, 1.0)  # NaN stays NaN
+
+
+def cross_cells(
+    jaccard: np.ndarray, cross: np.ndarray, nucleus: np.ndarray, partner: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Observed and cross-prompt overlap cells, NaN except where both are valid.
+
+    Args:
+        jaccard: ``[P, T, L]`` adjacent-layer Jaccard (the store's ``nucleus_jaccard``).
+        cross: ``[P, T, L]`` cross-prompt Jaccard (``nucleus_jaccard_cross``).
+        nucleus: ``[P, T, L]`` nucleus sizes.
+        partner: ``[P]`` the partner each ``cross`` cell was computed against.
+
+    Returns:
+        ``{statistic: (observed, null)}``, ``[P, T, L - 1]`` each, for ``jaccard``,
+        ``containment`` and ``containment_size_changes`` (containment where the two sets differ
+        in size: the observed where layer ``l + 1``'s size differs from layer ``l``'s, the null
+        where the partner's does).
+    """
+    size = sizes(nucleus)
+    a, b, b_other = size[..., :-1], size[..., 1:], of_partner(size, partner)[..., 1:]
+    j, j_other = jaccard[..., :-1].astype(np.float64), cross[..., :-1].astype(np.float64)
+    c, c_other = pair_containment(j, a, b), pair_containment(j_other, a, b_other)
+    both = np.isfinite(c) & np.isfinite(c_other)
+    keep = {
+        JACCARD: (both, both),
+        CONTAINMENT: (both, both),
+        CONTAINMENT_SIZE_CHANGES: (both & (a != b), both & (a != b_other)),
+    }
+    values = {JACCARD: (j, j_other), CONTAINMENT: (c, c_other), CONTAINMENT_SIZE_CHANGES: (c, c_other)}
+    return {
+        name: tuple(np.where(k, v, np.nan) for k, v in zip(keep[name], values[name], strict=True)) for name in values
+    }
+
+
+def both_singleton_share(nucleus: np.ndarray) -> float:
+    """Share of the valid adjacent-layer cells where both top-p sets hold one token (containment = top-1 kept)."""
+    size = sizes(nucleus)
+    a, b = size[..., :-1], size[..., 1:]
+    valid = np.isfinite(a) & np.isfinite(b)
+    return float(((a == 1) & (b == 1) & valid).sum() / valid.sum()) if valid.any() else math.nan
+
+
+def overlap_nulls(ds: xr.Dataset, model: str, *, n_boot: int, seed: int) -> dict[str, dict[str, object]]:
+    """The :data:`NULL_COLUMNS` of each overlap statistic of ``model`` (:func:`cross_cells`), keyed by statistic.
+
+    NaN (with a logged warning) for a store extracted without ``nucleus_jaccard_cross``.
+    """
+    names = (JACCARD, CONTAINMENT, CONTAINMENT_SIZE_CHANGES)
+    if CROSS not in ds.data_vars or schema.PARTNER not in ds.coords:
+        log.warning("no %s in the store: no cross-prompt null of the overlap (extract again)", CROSS)
+        return {name: null_row(RECORDED, math.nan, math.nan, None, None, 0) for name in names}
+    partner, name_of_null = partners(ds, model)
+    return overlap_null_rows(
+        model_values(ds, model, schema.NUCLEUS_JACCARD),
+        model_values(ds, model, schema.NUCLEUS_JACCARD_CROSS),
+        model_values(ds, model, schema.NUCLEUS_SIZE),
+        partner,
+        name_of_null,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def overlap_null_rows(
+    jaccard: np.ndarray,
+    cross: np.ndarray,
+    nucleus: np.ndarray,
+    partner: np.ndarray,
+    name: str,
+    *,
+    n_boot: int,
+    seed: int,
+) -> dict[str, dict[str, object]]:
+    """The :data:`NULL_COLUMNS` of each overlap statistic of :func:`cross_cells`' arrays, keyed by statistic."""
+    out = {}
+    for statistic, (observed, null) in cross_cells(jaccard, cross, nucleus, partner).items():
+        obs_mean, null_mean, *draws, n, n_units = paired_means(observed, null, n_boot=n_boot, seed=seed)
+        out[statistic] = null_row(name, obs_mean, null_mean, *draws, n, n_units)
+    return out
