@@ -117,7 +117,7 @@ def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[d
 
 OVERLAP_RULE = RowRule(
     claim=C.OVERLAP,
-    unit=lambda rec: CONTAINMENT if rec["measure"] == CONTAINMENT_STATISTIC else "Jaccard",
+    unit=lambda rec: CONTAINMENT if str(rec["measure"]).startswith(CONTAINMENT_STATISTIC) else "Jaccard",
     judge=lambda value, rec: V.above_threshold(
         value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
     ),

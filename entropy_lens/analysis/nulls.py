@@ -17,6 +17,7 @@ import pandas as pd
 
 from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.expansion_planted import overlap_planted_rate, spearman_planted_rate
 from entropy_lens.analysis.skip_nulls import planted_null_rate as planted_skip
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
 
@@ -48,6 +49,7 @@ NULLS_COLUMNS = (
     "planted_low",
     "planted_high",
     "planted_draws",
+    "planted_n",
 )
 
 # A planted-null simulator: (units, draws, seed) -> share of draws shown beyond the null.
@@ -90,9 +92,14 @@ PLANTED: dict[str, Planted] = {
     "shape_llama": planted_zero_mean,
     "skip_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
     "skip_collapse": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
+    "spearman": spearman_planted_rate,
+    "overlap": overlap_planted_rate,
 }
 # Simulators that run the whole analysis per draw take fewer draws (each skip draw reruns the comparisons).
 MAX_DRAWS = {"skip_vs_random": 40, "skip_collapse": 40}
+# ... and at most this many units (the lens on random logits costs about 0.4 s per prompt and draw); the
+# table's ``planted_n`` says where a row's own sample size was capped.
+MAX_UNITS = {"spearman": 120, "overlap": 120}
 
 
 def nulls_table(
@@ -113,10 +120,11 @@ def nulls_table(
     for rec in has.to_dict("records"):
         claim_id = C.claim(str(rec["claim"])).id
         n = int(rec["n_sources"]) if pd.notna(rec["n_sources"]) else 0
-        key = (claim_id, n)
+        n_sim = min(n, MAX_UNITS.get(claim_id, n))
+        key = (claim_id, n_sim)
         used = min(draws, MAX_DRAWS.get(claim_id, draws)) if claim_id in planted else 0
         if key not in rates:
-            rates[key] = planted[claim_id](n, used, seed) if used else float("nan")
+            rates[key] = planted[claim_id](n_sim, used, seed) if used else float("nan")
         rate = rates[key]
         low, high = wilson_interval(round(rate * used), used) if used else (np.nan, np.nan)
         out.append(
@@ -129,6 +137,7 @@ def nulls_table(
                 "planted_low": low,
                 "planted_high": high,
                 "planted_draws": used,
+                "planted_n": n_sim if used else 0,
             }
         )
     frame = pd.DataFrame(out, columns=list(NULLS_COLUMNS))
