@@ -47,9 +47,14 @@ def knn_claim(target: str, expected: Expected) -> tuple[str, str]:
     return C.KNN_CLAIMS.get(target, target), role
 
 
+# The answer measure whose correctness each MMLU target labels (entropy_lens.answers.letters.MEASURES): the greedy
+# letter, whose generation's profile is read, and the calibrated variant.
+CORRECTNESS_MEASURES = {"mmlu_correct": "ll", "mmlu_correct_calibrated": VERDICT_MEASURE}
+
+
 def split_of(rec: Mapping[str, Any]) -> str:
     split = text(rec.get("split"))
-    return ALL_STYLES if rec["target"] == "mmlu_correct" and not split else split
+    return ALL_STYLES if rec["target"] in CORRECTNESS_MEASURES and not split else split
 
 
 def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
@@ -86,8 +91,8 @@ def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
 def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected) -> V.Verdict:
     if rec["target"] == "family" and "blank" in expected.datasets and (shortfall := family_shortfall(expected)):
         return V.not_run(shortfall)
-    if rec["target"] == "mmlu_correct":
-        blocked = _correctness_blocked(accuracy, str(rec["model"]), split)
+    if rec["target"] in CORRECTNESS_MEASURES:
+        blocked = _correctness_blocked(accuracy, str(rec["model"]), split, CORRECTNESS_MEASURES[str(rec["target"])])
         if blocked is not None:
             return blocked
     note = text(rec.get("note"))
@@ -102,13 +107,13 @@ def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: 
     )
 
 
-def _correctness_blocked(accuracy: pd.DataFrame | None, model: str, style: str) -> V.Verdict | None:
+def _correctness_blocked(
+    accuracy: pd.DataFrame | None, model: str, style: str, measure: str = VERDICT_MEASURE
+) -> V.Verdict | None:
     """Inconclusive when the correctness label is letter bias or chance (see :func:`verdicts.answers_at_chance`)."""
     if accuracy is None:
         return None
-    hit = accuracy[
-        (accuracy["model"] == model) & (accuracy["style"] == style) & (accuracy["measure"] == VERDICT_MEASURE)
-    ]
+    hit = accuracy[(accuracy["model"] == model) & (accuracy["style"] == style) & (accuracy["measure"] == measure)]
     if hit.empty:
         return None
     rec = hit.iloc[0]
