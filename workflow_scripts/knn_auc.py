@@ -1,5 +1,6 @@
 """Rule knn_auc: kNN AUC for every study target, Shannon and each Renyi alpha, grouped and study folds;
-the paired Renyi-minus-Shannon AUC on identical grouped folds; the blank store's family held out across size."""
+the paired Renyi-minus-Shannon AUC on identical grouped folds; the blank store's family held out across size,
+on entropy and on entropy / log V."""
 
 from entropy_lens.analysis.equivalence import renyi_equivalence
 from entropy_lens.analysis.features import FeatureSettings
@@ -28,3 +29,7 @@ write_table(equivalence, out.equivalence_csv, out.equivalence_md, title=title)
 heldout = family_heldout(stores, features=features, settings=settings)
 title = "Blank profiles: each model held out, its samples classified by family from the other models (Wilson 95% CI)"
 write_table(heldout, out.heldout_csv, out.heldout_md, title=title)
+
+normalized = family_heldout(stores, features=features, settings=settings, normalize=True)
+title = "Blank profiles as entropy / log V: each model held out, classified by family from the others (Wilson 95% CI)"
+write_table(normalized, out.heldout_normalized_csv, out.heldout_normalized_md, title=title)
