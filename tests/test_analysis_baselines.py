@@ -8,8 +8,11 @@ import pytest
 from synthetic import combined_dataset
 
 from entropy_lens.analysis import baselines as B
+from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import targets as T
 from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.rows import rows_of
+from entropy_lens.analysis.separability_rows import BASELINE_RULE
 from entropy_lens.store import schema
 
 FAST = KnnSettings(k=7, n_splits=5, n_repeats=2)
@@ -109,3 +112,16 @@ def test_paired_row_refuses_unpaired_folds():
     plan = B.plan_folds(np.tile([0, 1], 20), FAST)
     with pytest.raises(ValueError, match="fold AUCs are not paired"):
         B.paired_row(np.ones(3), np.ones(4), plan, "x")
+
+
+def test_baseline_rows_are_extension_rows_judged_on_the_paired_difference():
+    targets = (T.Target("task", "tasks", "task", group_by="story_id"),)
+    table = B.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
+    rows = {r["measure"]: r for r in rows_of(B.BASELINE_READING.frame(table), BASELINE_RULE)}
+    assert set(rows) == {B.FIRST_TOKEN, B.PROMPT_TEXT}
+    first, text = rows[B.FIRST_TOKEN], rows[B.PROMPT_TEXT]
+    assert first["claim"] == text["claim"] == C.BY_ID["task_beyond_baselines"].name
+    assert first["role"] == C.EXTENSION and first["n_sources"] == 20
+    assert "lies above 0" in first["why"] and first["baseline"] == pytest.approx(table["null_estimate"].iloc[0])
+    assert "lies above 0" not in text["why"]  # the instruction alone separates the tasks as well
+    assert first["note"].startswith("AUC profile ")

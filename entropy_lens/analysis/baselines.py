@@ -83,7 +83,9 @@ BASELINE_COLUMNS = (
     "note",
 )
 # The table as a standard frame (entropy_lens.core.frames): the profile's AUC beyond the baseline.
-BASELINE_READING = Reading("beyond", "beyond_low", "beyond_high", n="n_samples", sources="n_groups", split="split")
+BASELINE_READING = Reading(
+    "beyond", "beyond_low", "beyond_high", n="n_samples", sources="n_groups", split="split", measure="baseline"
+)
 
 
 def baseline_table(

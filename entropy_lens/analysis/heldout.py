@@ -64,6 +64,9 @@ HELDOUT_COLUMNS = (
 )
 # The table as a standard frame (entropy_lens.core.frames): a share of blank samples per held-out model.
 HELDOUT_READING = Reading("share", fixed={SPLIT: "blank", MEASURE: "shannon"})
+# The same on entropy / log V (family_heldout(..., normalize=True)).
+NORMALIZED_MEASURE = "shannon / log V"
+HELDOUT_NORMALIZED_READING = Reading("share", fixed={SPLIT: "blank", MEASURE: NORMALIZED_MEASURE})
 
 
 def family_heldout(

@@ -149,6 +149,51 @@ HELDOUT_RULE = RowRule(
 )
 
 
+# --------------------------------------------------------------------------- baselines (issue 36)
+
+# kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.baselines).
+BASELINE_CLAIMS = {
+    "task": C.BY_ID["task_beyond_baselines"].name,
+    "task_scrambled": C.BY_ID["task_beyond_baselines"].name,
+    "format": C.BY_ID["format_beyond_baselines"].name,
+    "mmlu_correct": C.BY_ID["correct_beyond_confidence"].name,
+}
+
+
+def _baseline_split(rec: Record) -> str:
+    split = split_of(rec)
+    return f"scrambled{', ' + split if split else ''}" if rec["target"] == "task_scrambled" else split
+
+
+def _baseline_verdict(diff: V.Interval, rec: Record) -> V.Verdict:
+    n_groups = int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0
+    statistic = f"AUC profile − {rec['baseline']}"
+    return V.above_threshold(
+        diff, threshold=0.0, n=n_groups, statistic=statistic, unit=C.KNN_UNITS.get(str(rec["target"]), "sources")
+    )
+
+
+def _baseline_note(rec: Record) -> str:
+    aucs = ""
+    if pd.notna(rec.get("auc_mean")) and pd.notna(rec.get("null_estimate")):
+        aucs = f"AUC profile {100 * rec['auc_mean']:.1f}, {rec['baseline']} {100 * rec['null_estimate']:.1f}"
+    return "; ".join(t for t in (aucs, text(rec.get("note"))) if t)
+
+
+# The profile's AUC minus a baseline's on the same folds: an extension row per (target, split, model, baseline);
+# its paper-table input is baselines.BASELINE_READING's frame of knn_baselines.csv.
+BASELINE_RULE = RowRule(
+    claim=lambda rec: BASELINE_CLAIMS[str(rec["target"])],
+    unit=AUC_POINTS,
+    judge=_baseline_verdict,
+    note=_baseline_note,
+    keep=lambda rec: str(rec["target"]) in BASELINE_CLAIMS,
+    split=_baseline_split,
+    measure=lambda rec: str(rec["baseline"]),
+    extra=lambda rec: {"baseline": interval(rec, "null_estimate", "null_low", "null_high")},
+)
+
+
 # --------------------------------------------------------------------------- Rényi
 
 
