@@ -78,3 +78,23 @@ def test_a_profile_with_more_signal_than_its_baseline_is_shown_beyond_it():
 def test_planted_rates_refuse_too_few_samples():
     with pytest.raises(ValueError, match="n_samples must be an int >= 8"):
         N.planted_null_rate(4)
+
+
+def test_pooled_folds_keep_a_question_together_and_balance_the_styles():
+    """MMLU pooled over styles: a question's prompts share one side of each split, and the folds balance the
+    styles too where grouping alone would not (here styles of unequal size whose questions differ)."""
+    rng = np.random.default_rng(3)
+    questions = np.concatenate([np.repeat(np.arange(30), 2), np.arange(30, 60)])
+    style = np.asarray(["base"] * 60 + ["instruct"] * 15 + ["chat"] * 15)
+    y = (rng.uniform(size=90) > 0.5).astype(int)
+    expected = np.asarray([60, 15, 15]) / 90
+    worst = {}
+    for name, strata in (("plain", None), ("stratified", style)):
+        plan = K.plan_folds(y, K.KnnSettings(k=5, n_splits=5, n_repeats=2), groups=questions, strata=strata)
+        for _, train, test in plan.folds:
+            assert not set(questions[train]) & set(questions[test])
+        shares = [[np.mean(style[test] == s) for s in ("base", "instruct", "chat")] for _, _, test in plan.folds]
+        worst[name] = float(np.abs(np.asarray(shares) - expected).max())
+    assert worst["stratified"] < 0.1 < worst["plain"]
+    with pytest.raises(ValueError, match="strata must hold one value per sample"):
+        K.plan_folds(y, groups=questions, strata=style[:5])

@@ -91,6 +91,10 @@ STUDY_TARGETS: tuple[Target, ...] = (
     # Beyond the study: image classes from image classifiers' profiles (one token slot).
     Target("image_class", "images", "label", group_by="source"),
 )
+# Variants of a study target (another label for the same samples): scored, but not compared across Rényi orders,
+# whose rows follow only the decided findings.
+VARIANT_TARGETS = ("mmlu_correct_calibrated",)
+RENYI_TARGETS = tuple(t for t in STUDY_TARGETS if t.name not in VARIANT_TARGETS)
 
 
 def knn_table(
