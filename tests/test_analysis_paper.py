@@ -686,3 +686,22 @@ def test_terminal_table_fits_120_columns_and_cuts_nothing():
 def test_a_precondition_not_run_is_counted_apart():
     lines = R.summary(P.headline(P.paper_table(knn=_knn(), expected=_expected())))  # mmlu disabled
     assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 0 undecided; 1 not run (not findings of the study")
+
+
+def test_correctness_reads_the_greedy_letter_and_the_calibrated_letter_is_an_extension():
+    """mmlu_correct labels the greedy (ll) letter, so its letter-bias check reads the ll accuracy; the calibrated
+    variant's rows are extension rows checked against the calibrated accuracy."""
+    rows = [
+        _knn_row("mmlu_correct", "smollm2-135m", "grouped", 0.6, 0.5, 0.7, split="base"),
+        _knn_row("mmlu_correct_calibrated", "smollm2-135m", "grouped", 0.6, 0.5, 0.7),
+    ]
+    biased = _accuracy(top_share=1.0)
+    fair = _accuracy(top_share=0.25).assign(accuracy=0.6, ci_low=0.5, ci_high=0.7)
+    accuracy = pd.concat([biased[biased["measure"] == "ll"], fair[fair["measure"] != "ll"]])
+    accuracy = pd.concat([accuracy, accuracy.assign(style=ALL_STYLES)], ignore_index=True)
+    table = P.paper_table(knn=_csv(rows), accuracy=accuracy, expected=_expected())
+    greedy = table[table["claim"] == C.MMLU_CORRECT].iloc[0]
+    assert greedy["verdict"] == V.INCONCLUSIVE and "letter bias" in greedy["why"]
+    calibrated = table[table["claim"] == C.BY_ID["mmlu_correct_calibrated"].name].iloc[0]
+    assert calibrated["role"] == C.EXTENSION and calibrated["split"] == ALL_STYLES
+    assert "letter bias" not in calibrated["why"] and "at chance" not in calibrated["why"]
