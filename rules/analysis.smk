@@ -56,6 +56,8 @@ rule knn_auc:
         equivalence_md="results/tables/renyi_equivalence.md",
         heldout_csv="results/tables/family_heldout.csv",
         heldout_md="results/tables/family_heldout.md",
+        heldout_normalized_csv="results/tables/family_heldout_normalized.csv",
+        heldout_normalized_md="results/tables/family_heldout_normalized.md",
     params:
         knn=knn_params,
     log:
@@ -66,6 +68,25 @@ rule knn_auc:
         "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/knn_auc.py"
+
+
+rule knn_baselines:
+    input:
+        unpack(combined_stores),
+        scores=expand("results/scores/{model}/mmlu.parquet", model=MMLU_MODELS),
+    output:
+        csv="results/tables/knn_baselines.csv",
+        md="results/tables/knn_baselines.md",
+    params:
+        knn=knn_params,
+    log:
+        "logs/knn_baselines.log",
+    benchmark:
+        "results/benchmarks/knn_baselines.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/knn_baselines.py"
 
 
 rule expansion_stats:

@@ -53,7 +53,12 @@ def test_a_family_shape_shared_across_sizes_is_recognised_in_the_held_out_model(
     assert table["chance"].tolist() == pytest.approx([1 / 3] * 4)
     assert table["own_share_train"].tolist() == pytest.approx([0.25] * 4)  # 1 of 4 training models
     assert table["majority_share"].tolist() == pytest.approx([0.5] * 4)  # the other family's two models
-    assert (table["k"] == SETTINGS.k).all() and (table["note"] == "").all()
+    assert (table["k"] == SETTINGS.k).all()
+    # every model of the synthetic store has vocabulary 1000: each family's pair shares its tokenizer
+    assert table.set_index("model").loc["qwen-s", "note"] == (
+        "confound: shares its tokenizer (vocabulary 1000) with qwen-l of its family, "
+        "so family and tokenizer coincide here"
+    )
     qwen = table.set_index("model").loc["qwen-s"]
     assert qwen["predicted"].startswith("qwen ") and qwen["n_own"] == int(qwen["predicted"].split()[1].rstrip(";"))
 
@@ -79,7 +84,7 @@ def test_k_is_capped_below_the_training_samples_and_noted(caplog):
             {"blank": _store(FAMILY_SHAPES, n_prompts=3)}, features=FEATURES, settings=KnnSettings(k=29)
         )
     assert (table["n_train"] == 9).all() and (table["k"] == 8).all()
-    assert (table["note"] == "k capped 29 -> 8 (9 training samples)").all()
+    assert table["note"].str.startswith("k capped 29 -> 8 (9 training samples); confound: shares its tokenizer").all()
     assert "k=29 is not below the 9 training samples" in caplog.text
 
 
@@ -91,7 +96,7 @@ def test_singleton_families_give_no_row_and_one_family_cannot_be_scored(caplog):
     one = {m: ("qwen", shape, n, off) for m, (_, shape, n, off) in list(FAMILY_SHAPES.items())[:2]}
     table = H.family_heldout({"blank": _store(one)}, features=FEATURES, settings=SETTINGS)
     assert len(table) == 2 and table[["k", "n_own", "share", "ci_low", "ci_high"]].isna().all().all()
-    assert (table["note"] == "skipped: the other models hold 1 family (need >= 2)").all()
+    assert table["note"].str.startswith("skipped: the other models hold 1 family (need >= 2)").all()
     assert "no store for dataset 'blank'" in caplog.text
 
 
@@ -99,3 +104,18 @@ def test_predicted_counts_are_listed_largest_first():
     assert H.predicted_counts(np.array(["gemma", "qwen", "qwen", "llama", "gemma", "qwen"])) == (
         "qwen 3; gemma 2; llama 1"
     )
+
+
+def test_entropy_over_log_v_reads_each_models_own_vocabulary(tmp_path):
+    vocab = {"qwen-s": 151936, "qwen-l": 151936, "gemma-s": 262144, "gemma-l": 256000}
+    rng = np.random.default_rng(0)
+    profiles = {m: _profiles(shape, n, off, rng) for m, (_, shape, n, off) in FAMILY_SHAPES.items()}
+    ds = combined_dataset(profiles, families={m: s[0] for m, s in FAMILY_SHAPES.items()}, vocab_sizes=vocab)
+    scaled = H.normalized_entropy(ds)
+    ratio = ds["entropy"].sel(model="gemma-l") / scaled["entropy"].sel(model="gemma-l")
+    assert float(ratio.mean()) == pytest.approx(np.log(256000))
+    table = H.family_heldout({"blank": lazy(ds, tmp_path)}, features=FEATURES, settings=SETTINGS, normalize=True)
+    assert list(table["model"]) == list(FAMILY_SHAPES) and (table["share"] >= 0.9).all()
+    notes = table.set_index("model")["note"]
+    assert notes["qwen-s"].startswith("confound: shares its tokenizer (vocabulary 151936) with qwen-l")
+    assert notes["gemma-s"] == ""  # another vocabulary than gemma-l: no shared tokenizer

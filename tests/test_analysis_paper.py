@@ -714,3 +714,22 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
     (rate,) = nulls.loc[nulls["claim_id"] == "spearman", "planted_null_rate"]
     assert rate == 0.03
     assert (nulls["planted_null_rate"] <= 0.1).all() and (nulls["planted_draws"] == 50).all()
+
+
+def test_correctness_reads_the_greedy_letter_and_the_calibrated_letter_is_an_extension():
+    """mmlu_correct labels the greedy (ll) letter, so its letter-bias check reads the ll accuracy; the calibrated
+    variant's rows are extension rows checked against the calibrated accuracy."""
+    rows = [
+        _knn_row("mmlu_correct", "smollm2-135m", "grouped", 0.6, 0.5, 0.7, split="base"),
+        _knn_row("mmlu_correct_calibrated", "smollm2-135m", "grouped", 0.6, 0.5, 0.7),
+    ]
+    biased = _accuracy(top_share=1.0)
+    fair = _accuracy(top_share=0.25).assign(accuracy=0.6, ci_low=0.5, ci_high=0.7)
+    accuracy = pd.concat([biased[biased["measure"] == "ll"], fair[fair["measure"] != "ll"]])
+    accuracy = pd.concat([accuracy, accuracy.assign(style=ALL_STYLES)], ignore_index=True)
+    table = P.paper_table(knn=_csv(rows), accuracy=accuracy, expected=_expected())
+    greedy = table[table["claim"] == C.MMLU_CORRECT].iloc[0]
+    assert greedy["verdict"] == V.INCONCLUSIVE and "letter bias" in greedy["why"]
+    calibrated = table[table["claim"] == C.BY_ID["mmlu_correct_calibrated"].name].iloc[0]
+    assert calibrated["role"] == C.EXTENSION and calibrated["split"] == ALL_STYLES
+    assert "letter bias" not in calibrated["why"] and "at chance" not in calibrated["why"]

@@ -1,11 +1,12 @@
 """Rule knn_auc: kNN AUC for every study target, Shannon and each Renyi alpha, grouped and study folds;
-the paired Renyi-minus-Shannon AUC on identical grouped folds; the blank store's family held out across size."""
+the paired Renyi-minus-Shannon AUC on identical grouped folds; the blank store's family held out across size,
+on entropy and on entropy / log V."""
 
 from entropy_lens.analysis.equivalence import renyi_equivalence
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.heldout import family_heldout
 from entropy_lens.analysis.knn import KnnSettings
-from entropy_lens.analysis.targets import knn_table
+from entropy_lens.analysis.targets import RENYI_TARGETS, knn_table
 from entropy_lens.core.tables import write_table
 from entropy_lens.plots.knn import plot_auc_bars
 from entropy_lens.store import storage
@@ -21,10 +22,14 @@ table = knn_table(stores, alphas=knn["alphas"], features=features, settings=sett
 write_table(table, out.csv, out.md, title="kNN AUC per target, model, entropy measure and fold protocol")
 plot_auc_bars(table, out.png, title="kNN AUC per target and entropy measure (grouped folds, 95% CI)")
 
-equivalence = renyi_equivalence(stores, alphas=knn["alphas"], features=features, settings=settings)
+equivalence = renyi_equivalence(stores, RENYI_TARGETS, alphas=knn["alphas"], features=features, settings=settings)
 title = "Renyi minus Shannon kNN AUC on identical grouped folds (mean fold difference, corrected 95% CI)"
 write_table(equivalence, out.equivalence_csv, out.equivalence_md, title=title)
 
 heldout = family_heldout(stores, features=features, settings=settings)
 title = "Blank profiles: each model held out, its samples classified by family from the other models (Wilson 95% CI)"
 write_table(heldout, out.heldout_csv, out.heldout_md, title=title)
+
+normalized = family_heldout(stores, features=features, settings=settings, normalize=True)
+title = "Blank profiles as entropy / log V: each model held out, classified by family from the others (Wilson 95% CI)"
+write_table(normalized, out.heldout_normalized_csv, out.heldout_normalized_md, title=title)

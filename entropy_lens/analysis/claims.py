@@ -280,6 +280,43 @@ CLAIMS: tuple[Claim, ...] = (
         rule="verdicts.accuracy",
         figure="mmlu_accuracy",
     ),
+    Claim(
+        id="mmlu_correct_calibrated",
+        name="MMLU correctness separability (calibrated letter)",
+        sentence="variant: right from wrong by the calibrated letter, an answer the greedy generation need not give",
+        role=EXTENSION,
+        unit="questions",
+        dataset="mmlu",
+        rule="verdicts.separability",
+        knn_target="mmlu_correct_calibrated",
+    ),
+    Claim(
+        id="correct_beyond_confidence",
+        name="MMLU correctness: the profile beyond the model's confidence",
+        sentence="does the profile carry correctness beyond the final-layer entropy and the top-letter probability?",
+        role=EXTENSION,
+        unit="questions",
+        dataset="mmlu",
+        rule="verdicts.above_threshold",
+    ),
+    Claim(
+        id="task_beyond_baselines",
+        name="task separability beyond the first token and the prompt text",
+        sentence="does the profile tell tasks apart beyond its first token and a bag of words on the prompt?",
+        role=EXTENSION,
+        unit="stories",
+        dataset="tasks",
+        rule="verdicts.above_threshold",
+    ),
+    Claim(
+        id="format_beyond_baselines",
+        name="format separability beyond the first token and the prompt text",
+        sentence="does the profile tell formats apart beyond its first token and a bag of words on the prompt?",
+        role=EXTENSION,
+        unit="topics",
+        dataset="formats",
+        rule="verdicts.above_threshold",
+    ),
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
 # The dataset of the layer-skip claims: the experiment's questions, not a profiled prompt set.

@@ -13,6 +13,12 @@ Each blank prompt is its own unit (no prompt is built from another), so the shar
 Wilson interval over ``m``'s samples.  ``chance`` is one over the number of training
 families; ``majority_share`` and ``own_share_train`` say what always predicting the largest
 family, or ``m``'s family, would score.
+
+Vocabularies differ by 0.5-1.1 nats of ``log V`` between families, so a family's entropy level
+may be its vocabulary size: ``normalize=True`` reads entropy / ``log V`` (each model's own
+``V``, :func:`normalized_entropy`) instead.  A held-out model that shares its vocabulary size
+(its tokenizer) with another model of its family has that named in its note as a confound:
+there, family and tokenizer cannot be told apart.
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ HELDOUT_COLUMNS = (
 )
 # The table as a standard frame (entropy_lens.core.frames): a share of blank samples per held-out model.
 HELDOUT_READING = Reading("share", fixed={SPLIT: "blank", MEASURE: "shannon"})
+# The same on entropy / log V (family_heldout(..., normalize=True)).
+NORMALIZED_MEASURE = "shannon / log V"
+HELDOUT_NORMALIZED_READING = Reading("share", fixed={SPLIT: "blank", MEASURE: NORMALIZED_MEASURE})
 
 
 def family_heldout(
@@ -66,6 +75,7 @@ def family_heldout(
     dataset: str = BLANK,
     features: FeatureSettings | None = None,
     settings: KnnSettings | None = None,
+    normalize: bool = False,
 ) -> pd.DataFrame:
     """Leave-one-model-out kNN family prediction for every model of a family with >= 2 models.
 
@@ -77,6 +87,7 @@ def family_heldout(
             normalized-depth grid; default :class:`~entropy_lens.analysis.features.FeatureSettings`).
         settings: The classifier's ``k``, distance, weights, level and threads (default
             :class:`~entropy_lens.analysis.knn.KnnSettings`; the fold settings are unused).
+        normalize: Read entropy / ``log V`` of each model (:func:`normalized_entropy`).
 
     Returns:
         Frame with :data:`HELDOUT_COLUMNS`, one row per held-out model in store order;
@@ -86,9 +97,10 @@ def family_heldout(
     if dataset not in stores:
         log.warning("family held-out kNN skipped: no store for dataset %r", dataset)
         return pd.DataFrame(columns=list(HELDOUT_COLUMNS))
-    ds = stores[dataset]
+    ds = normalized_entropy(stores[dataset]) if normalize else stores[dataset]
     feats = pooled_features(ds, settings=features)
     per_model = model_families(ds)
+    confounds = tokenizer_confounds(ds)
     families = np.asarray([per_model[str(m)] for m in feats.models], dtype=object)
     sizes = pd.Series(per_model).value_counts()
     held_out = [m for m, fam in per_model.items() if sizes[fam] >= MIN_FAMILY_MODELS]
@@ -100,7 +112,8 @@ def family_heldout(
         train = ~test
         base = {"model": model, "family": per_model[model], "n_family_models": int(sizes[per_model[model]])}
         row = heldout_row(feats.X[train], families[train].astype(str), feats.X[test], per_model[model], settings)
-        rows.append({**base, **row})
+        note = "; ".join(t for t in (str(row.get("note") or ""), confounds.get(model, "")) if t)
+        rows.append({**base, **row, "note": note})
     return pd.DataFrame(rows, columns=list(HELDOUT_COLUMNS))
 
 
@@ -110,6 +123,33 @@ def model_families(ds: xr.Dataset) -> dict[str, str]:
         raise ValueError(f"the store has no {schema.FAMILY!r} coordinate on 'model'; combine stores with store.combine")
     families = plain(ds[schema.FAMILY].values)
     return {str(m): str(f) for m, f in zip(ds.indexes[schema.MODEL], families, strict=True)}
+
+
+def normalized_entropy(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with Shannon entropy divided by ``log V`` of each model (its ``vocab_size`` coordinate), in ``[0, 1]``."""
+    if schema.VOCAB_SIZE not in ds.coords or ds[schema.VOCAB_SIZE].dims != (schema.MODEL,):
+        raise ValueError(
+            f"the store has no {schema.VOCAB_SIZE!r} coordinate on 'model'; combine stores with store.combine"
+        )
+    log_v = np.log(ds[schema.VOCAB_SIZE].astype(np.float64))
+    return ds.assign({schema.ENTROPY: ds[schema.ENTROPY] / log_v})
+
+
+def tokenizer_confounds(ds: xr.Dataset) -> dict[str, str]:
+    """Model -> a note naming the other models of its family with the same vocabulary size (a shared tokenizer)."""
+    if schema.VOCAB_SIZE not in ds.coords:
+        return {}
+    families = model_families(ds)
+    vocab = {str(m): int(v) for m, v in zip(ds.indexes[schema.MODEL], ds[schema.VOCAB_SIZE].values, strict=True)}
+    notes = {}
+    for model, family in families.items():
+        twins = [m for m, f in families.items() if f == family and m != model and vocab[m] == vocab[model]]
+        if twins:
+            notes[model] = (
+                f"confound: shares its tokenizer (vocabulary {vocab[model]}) with {', '.join(twins)} of its family, "
+                "so family and tokenizer coincide here"
+            )
+    return notes
 
 
 def heldout_row(

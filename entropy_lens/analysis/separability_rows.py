@@ -47,9 +47,14 @@ def knn_claim(target: str, expected: Expected) -> tuple[str, str]:
     return C.KNN_CLAIMS.get(target, target), role
 
 
+# The answer measure whose correctness each MMLU target labels (entropy_lens.answers.letters.MEASURES): the greedy
+# letter, whose generation's profile is read, and the calibrated variant.
+CORRECTNESS_MEASURES = {"mmlu_correct": "ll", "mmlu_correct_calibrated": VERDICT_MEASURE}
+
+
 def split_of(rec: Mapping[str, Any]) -> str:
     split = text(rec.get("split"))
-    return ALL_STYLES if rec["target"] == "mmlu_correct" and not split else split
+    return ALL_STYLES if rec["target"] in CORRECTNESS_MEASURES and not split else split
 
 
 def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
@@ -87,8 +92,8 @@ def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
 def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected) -> V.Verdict:
     if rec["target"] == "family" and "blank" in expected.datasets and (shortfall := family_shortfall(expected)):
         return V.not_run(shortfall)
-    if rec["target"] == "mmlu_correct":
-        blocked = _correctness_blocked(accuracy, str(rec["model"]), split)
+    if rec["target"] in CORRECTNESS_MEASURES:
+        blocked = _correctness_blocked(accuracy, str(rec["model"]), split, CORRECTNESS_MEASURES[str(rec["target"])])
         if blocked is not None:
             return blocked
     note = text(rec.get("note"))
@@ -103,13 +108,13 @@ def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: 
     )
 
 
-def _correctness_blocked(accuracy: pd.DataFrame | None, model: str, style: str) -> V.Verdict | None:
+def _correctness_blocked(
+    accuracy: pd.DataFrame | None, model: str, style: str, measure: str = VERDICT_MEASURE
+) -> V.Verdict | None:
     """Inconclusive when the correctness label is letter bias or chance (see :func:`verdicts.answers_at_chance`)."""
     if accuracy is None:
         return None
-    hit = accuracy[
-        (accuracy["model"] == model) & (accuracy["style"] == style) & (accuracy["measure"] == VERDICT_MEASURE)
-    ]
+    hit = accuracy[(accuracy["model"] == model) & (accuracy["style"] == style) & (accuracy["measure"] == measure)]
     if hit.empty:
         return None
     rec = hit.iloc[0]
@@ -145,6 +150,51 @@ HELDOUT_RULE = RowRule(
     null=lambda rec: V.fixed_null(
         "no-signal classifier", interval(rec, ESTIMATE, LOW, HIGH), _heldout_bar(rec), margin=V.NULL_MARGINS["share"]
     ),
+)
+
+
+# --------------------------------------------------------------------------- baselines (issue 36)
+
+# kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.baselines).
+BASELINE_CLAIMS = {
+    "task": C.BY_ID["task_beyond_baselines"].name,
+    "task_scrambled": C.BY_ID["task_beyond_baselines"].name,
+    "format": C.BY_ID["format_beyond_baselines"].name,
+    "mmlu_correct": C.BY_ID["correct_beyond_confidence"].name,
+}
+
+
+def _baseline_split(rec: Record) -> str:
+    split = split_of(rec)
+    return f"scrambled{', ' + split if split else ''}" if rec["target"] == "task_scrambled" else split
+
+
+def _baseline_verdict(diff: V.Interval, rec: Record) -> V.Verdict:
+    n_groups = int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0
+    statistic = f"AUC profile − {rec['baseline']}"
+    return V.above_threshold(
+        diff, threshold=0.0, n=n_groups, statistic=statistic, unit=C.KNN_UNITS.get(str(rec["target"]), "sources")
+    )
+
+
+def _baseline_note(rec: Record) -> str:
+    aucs = ""
+    if pd.notna(rec.get("auc_mean")) and pd.notna(rec.get("null_estimate")):
+        aucs = f"AUC profile {100 * rec['auc_mean']:.1f}, {rec['baseline']} {100 * rec['null_estimate']:.1f}"
+    return "; ".join(t for t in (aucs, text(rec.get("note"))) if t)
+
+
+# The profile's AUC minus a baseline's on the same folds: an extension row per (target, split, model, baseline);
+# its paper-table input is baselines.BASELINE_READING's frame of knn_baselines.csv.
+BASELINE_RULE = RowRule(
+    claim=lambda rec: BASELINE_CLAIMS[str(rec["target"])],
+    unit=AUC_POINTS,
+    judge=_baseline_verdict,
+    note=_baseline_note,
+    keep=lambda rec: str(rec["target"]) in BASELINE_CLAIMS,
+    split=_baseline_split,
+    measure=lambda rec: str(rec["baseline"]),
+    extra=lambda rec: {"baseline": interval(rec, "null_estimate", "null_low", "null_high")},
 )
 
 

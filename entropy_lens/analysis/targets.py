@@ -25,6 +25,7 @@ from entropy_lens.analysis.features import (
 )
 from entropy_lens.analysis.knn import (
     GROUPED,
+    NULL_NAME,
     POOLED_MODEL,
     PROTOCOLS,
     STUDY,
@@ -61,6 +62,8 @@ class Target:
             ``question_id``, ``topic``; ``prompt`` itself for pooled samples, which groups
             a prompt's samples across models).  With it, each row is scored under both
             :data:`PROTOCOLS`; without it, under ``study`` only.
+        stratify_by: A prompt coordinate the grouped folds balance besides the label
+            (``style`` for MMLU correctness pooled over styles).
     """
 
     name: str
@@ -70,18 +73,28 @@ class Target:
     split_by: str | None = None
     pooled: bool = False
     group_by: str | None = None
+    stratify_by: str | None = None
 
 
 STUDY_TARGETS: tuple[Target, ...] = (
     Target("task", "tasks", "task", where={"scrambled": False}, group_by="story_id"),
     Target("task_scrambled", "tasks", "task", where={"scrambled": True}, group_by="story_id"),
     Target("format", "formats", "format", group_by="topic"),
-    Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, group_by="question_id"),
-    Target("mmlu_correct", "mmlu", schema.CORRECT_CALIBRATED, split_by="style", group_by="question_id"),
+    # Correctness of the answer whose profile is read: the greedy letter (highest log-likelihood right after
+    # the prompt, the generation's own first choice).  Per style: the findings; pooled over styles: a summary
+    # whose folds keep a question's styles together and balance the styles.
+    Target("mmlu_correct", "mmlu", schema.CORRECT_LL, group_by="question_id", stratify_by="style"),
+    Target("mmlu_correct", "mmlu", schema.CORRECT_LL, split_by="style", group_by="question_id"),
+    # Variant: the calibrated letter's correctness (an answer the greedy generation need not have given).
+    Target("mmlu_correct_calibrated", "mmlu", schema.CORRECT_CALIBRATED, group_by="question_id", stratify_by="style"),
     Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT),
     # Beyond the study: image classes from image classifiers' profiles (one token slot).
     Target("image_class", "images", "label", group_by="source"),
 )
+# Variants of a study target (another label for the same samples): scored, but not compared across Rényi orders,
+# whose rows follow only the decided findings.
+VARIANT_TARGETS = ("mmlu_correct_calibrated",)
+RENYI_TARGETS = tuple(t for t in STUDY_TARGETS if t.name not in VARIANT_TARGETS)
 
 
 def knn_table(
@@ -146,6 +159,7 @@ def target_rows(
         "measure": metric_label(metric, alpha),
         "mode": features.mode,
         "mask_rule": features.mask_rule,
+        "null_name": NULL_NAME,
         "test": settings.test,
     }
     protocols = PROTOCOLS if target.group_by else (STUDY,)
@@ -158,8 +172,10 @@ def target_rows(
                 feats = model_features(ds, model, metric=metric, alpha=alpha, settings=features, prompts=ids)
             labels = sample_labels(ds, target.label, feats.models, feats.prompts)
             groups = sample_labels(ds, target.group_by, feats.models, feats.prompts) if target.group_by else None
+            strata = sample_labels(ds, target.stratify_by, feats.models, feats.prompts) if target.stratify_by else None
             for protocol in protocols:
-                scored = _score(feats.X, labels, settings, groups if protocol == GROUPED else None)
+                grouped = protocol == GROUPED
+                scored = _score(feats.X, labels, settings, groups if grouped else None, strata if grouped else None)
                 rows.append({**base, "split": split, "model": model, "protocol": protocol, **scored})
     return rows
 
@@ -226,17 +242,24 @@ def _missing_to_none(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _score(X: np.ndarray, labels: np.ndarray, settings: KnnSettings, groups: np.ndarray | None) -> dict[str, Any]:
+def _score(
+    X: np.ndarray,
+    labels: np.ndarray,
+    settings: KnnSettings,
+    groups: np.ndarray | None,
+    strata: np.ndarray | None = None,
+) -> dict[str, Any]:
     known = np.array([v is not None for v in labels], dtype=bool)
     X, labels = X[known], labels[known]
     groups = groups[known] if groups is not None else None
+    strata = strata[known] if strata is not None else None
     sizes = {"n_samples": int(labels.size), "n_classes": int(pd.unique(labels.astype(str)).size)}
     note = class_shortfall(labels)
     if note:
         log.warning(note)
         return {**sizes, "note": note}
     try:
-        result = knn_auc(X, labels, settings, groups=groups)
+        result = knn_auc(X, labels, settings, groups=groups, strata=strata)
     except ValueError as err:  # e.g. too few groups to build folds holding every class
         log.warning("skipped: %s", err)
         return {**sizes, "note": f"skipped: {err}"}

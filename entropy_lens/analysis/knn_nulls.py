@@ -1,0 +1,99 @@
+"""Planted nulls of the separability rows: how often "beyond its null" is shown where it is false.
+
+Two nulls stand beside a kNN AUC (issue 36): the stratified dummy on the same folds
+(:meth:`~entropy_lens.analysis.knn.AucResult.beyond`, every row of the kNN table) and a baseline
+on the same folds (:mod:`entropy_lens.analysis.baselines`).  Each function here sends ``draws``
+synthetic data sets where the claim is false through the same code path and returns the share
+of draws whose paired interval lies above zero (``beyond_low > 0``):
+
+* :func:`planted_null_rate`: labels drawn independently of the profiles, so the profile
+  carries nothing a stratified guess does not;
+* :func:`planted_baseline_null_rate`: the profile and the baseline are two independent
+  draws of the same class-dependent features, so the profile carries nothing beyond the
+  baseline (both separate the labels equally).
+
+Data: Gaussian features (``N x DIM``), two balanced classes, plain stratified folds of the
+settings given (default: 5 folds, 3 repeats, ``k = 29`` capped as the table's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from entropy_lens.analysis.baselines import paired_row
+from entropy_lens.analysis.knn import KnnSettings, knn_auc, plan_folds, score_folds
+
+DIM = 8
+# The planted signal of the baseline null: a class shift of half a standard deviation per feature,
+# so both feature sets separate the classes clearly but not perfectly (AUC about 0.8).
+BASELINE_SHIFT = 0.5
+PLANTED_SETTINGS = KnnSettings(n_splits=5, n_repeats=3)
+
+
+def planted_null_rate(
+    n_samples: int, draws: int = 100, seed: int = 0, settings: KnnSettings | None = None, *, shift: float = 0.0
+) -> float:
+    """Share of draws where kNN beats the stratified dummy (``beyond_low > 0``) on labels independent of features.
+
+    Args:
+        n_samples: Samples per draw (two balanced classes), ``>= 8``.
+        draws: Synthetic data sets.
+        seed: Seed of :func:`numpy.random.default_rng` (the folds use ``settings.seed``).
+        settings: kNN settings (default :data:`PLANTED_SETTINGS`).
+        shift: Class shift of the features in standard deviations; ``0`` is the null, a
+            positive value plants a signal (the rate is then the power).
+
+    Returns:
+        The share in ``[0, 1]``.
+    """
+    rng, settings = _check(n_samples, draws, seed, settings)
+    shown = 0
+    for _ in range(draws):
+        X, y = _draw(rng, n_samples, shift)
+        shown += knn_auc(X, y, settings).summary()["beyond_low"] > 0
+    return shown / draws
+
+
+def planted_baseline_null_rate(
+    n_samples: int, draws: int = 100, seed: int = 0, settings: KnnSettings | None = None, *, shift: float = 0.0
+) -> float:
+    """Share of draws where the profile beats a baseline (``beyond_low > 0``) that carries the same signal.
+
+    The profile's features carry ``BASELINE_SHIFT + shift`` of class shift and the baseline's
+    :data:`BASELINE_SHIFT`, both drawn independently; both are scored on one fold plan and
+    compared by :func:`~entropy_lens.analysis.baselines.paired_row`.
+
+    Args:
+        n_samples: Samples per draw (two balanced classes), ``>= 8``.
+        draws: Synthetic data sets.
+        seed: Seed of :func:`numpy.random.default_rng`.
+        settings: kNN settings (default :data:`PLANTED_SETTINGS`).
+        shift: Extra class shift of the profile; ``0`` is the null.
+
+    Returns:
+        The share in ``[0, 1]``.
+    """
+    rng, settings = _check(n_samples, draws, seed, settings)
+    shown = 0
+    for _ in range(draws):
+        X_profile, y = _draw(rng, n_samples, BASELINE_SHIFT + shift)
+        X_baseline, _ = _draw(rng, n_samples, BASELINE_SHIFT)
+        plan = plan_folds(y, settings)
+        profile, baseline = score_folds(X_profile, plan, settings).knn, score_folds(X_baseline, plan, settings).knn
+        shown += paired_row(profile, baseline, plan, "")["beyond_low"] > 0
+    return shown / draws
+
+
+def _check(n_samples: int, draws: int, seed: int, settings: KnnSettings | None):
+    if not isinstance(n_samples, int) or n_samples < 8:
+        raise ValueError(f"n_samples must be an int >= 8 (two classes of >= 4), got {n_samples!r}")
+    if not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws must be a positive int, got {draws!r}")
+    return np.random.default_rng(seed), settings or PLANTED_SETTINGS
+
+
+def _draw(rng: np.random.Generator, n_samples: int, shift: float) -> tuple[np.ndarray, np.ndarray]:
+    """``[N, DIM]`` Gaussian features and ``[N]`` balanced labels; class 1 shifted by ``shift``."""
+    y = np.arange(n_samples) % 2
+    X = rng.normal(size=(n_samples, DIM)) + shift * y[:, None]
+    return X, y

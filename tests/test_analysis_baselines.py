@@ -1,0 +1,127 @@
+"""Baselines beside the profile's kNN AUC, on synthetic stores where each baseline's share is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic import combined_dataset
+
+from entropy_lens.analysis import baselines as B
+from entropy_lens.analysis import claims as C
+from entropy_lens.analysis import targets as T
+from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.rows import rows_of
+from entropy_lens.analysis.separability_rows import BASELINE_RULE
+from entropy_lens.store import schema
+
+FAST = KnnSettings(k=7, n_splits=5, n_repeats=2)
+TASKS = ("continue", "count", "gist")
+
+
+def _task_store() -> object:
+    """20 stories x 3 tasks; the task shows in tokens 1-3 of the profile, never in token 0; the
+    prompt text names the task's instruction."""
+    rng = np.random.default_rng(0)
+    task = np.tile(TASKS, 20)
+    story = np.repeat([f"s{i}" for i in range(20)], 3)
+    profiles = rng.normal(size=(60, 4, 3))
+    profiles[:, 1:, :] += 2.0 * np.searchsorted(TASKS, task)[:, None, None]
+    ds = combined_dataset({"m1": profiles}, prompt_labels={"task": task, "story_id": story})
+    texts = np.asarray([[f"please {t} this story about topic {s}" for t, s in zip(task, story, strict=True)]])
+    return ds.assign_coords({schema.PROMPT_TEXT: ((schema.MODEL, schema.PROMPT), texts)})
+
+
+def test_task_rows_set_the_profile_beside_its_first_token_and_the_prompt_text():
+    targets = (T.Target("task", "tasks", "task", group_by="story_id"),)
+    table = B.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
+    assert list(table.columns) == list(B.BASELINE_COLUMNS)
+    rows = table.set_index("baseline")
+    assert set(rows.index) == {B.FIRST_TOKEN, B.PROMPT_TEXT}
+    assert (rows["auc_mean"] > 0.95).all()  # the same profile AUC, on the same folds, in both rows
+    assert rows["auc_mean"].nunique() == 1
+    first = rows.loc[B.FIRST_TOKEN]
+    assert abs(first["null_estimate"] - 0.5) < 0.2 and first["beyond_low"] > 0.2
+    text = rows.loc[B.PROMPT_TEXT]
+    assert text["null_estimate"] > 0.95  # the instruction names the task
+    assert text["beyond_low"] <= 0 <= text["beyond_high"] or abs(text["beyond"]) < 0.05
+    assert (rows["null_name"] == rows.index).all()
+    assert (rows["n_groups"] == 20).all()
+
+
+def _mmlu_store() -> tuple[object, pd.DataFrame]:
+    """40 questions x 2 styles; correctness shows in the final layer only, and in the top-letter probability."""
+    rng = np.random.default_rng(1)
+    question = np.tile([f"q{i}" for i in range(40)], 2)
+    style = np.repeat(["base", "instruct"], 40)
+    correct = (rng.uniform(size=80) > 0.5).astype(np.int8)
+    profiles = rng.normal(size=(80, 3, 4))
+    profiles[:, :, -1] += 3.0 * correct[:, None]
+    ds = combined_dataset(
+        {"m1": profiles},
+        prompt_labels={"question_id": question, "style": style},
+        extra={"correct_ll": correct[None, :]},
+    )
+    top = np.where(correct == 1, -0.1, -2.0)
+    logprobs = np.stack([top, np.full(80, -3.0), np.full(80, -3.5), np.full(80, -4.0)], axis=1)
+    frame = pd.DataFrame(logprobs, columns=[f"logprob_{x}" for x in "ABCD"])
+    frame = frame.assign(model="m1", prompt_id=np.asarray(ds.indexes[schema.PROMPT]))
+    return ds, frame
+
+
+def test_correctness_rows_set_the_profile_beside_the_final_layer_and_the_top_letter():
+    ds, frame = _mmlu_store()
+    targets = (
+        T.Target("mmlu_correct", "mmlu", "correct_ll", group_by="question_id", stratify_by="style"),
+        T.Target("mmlu_correct", "mmlu", "correct_ll", split_by="style", group_by="question_id"),
+    )
+    table = B.baseline_table({"mmlu": ds}, frame, targets=targets, settings=FAST)
+    assert sorted(table["split"].unique()) == ["", "base", "instruct"]
+    assert set(table["baseline"]) == {B.FINAL_LAYER, B.TOP_LETTER}
+    pooled = table[table["split"] == ""].set_index("baseline")
+    assert (pooled["n_groups"] == 40).all() and (pooled["n_samples"] == 80).all()
+    final = pooled.loc[B.FINAL_LAYER]
+    assert final["null_estimate"] > 0.9 and final["beyond_low"] <= 0  # the final layer holds all the signal
+    assert pooled.loc[B.TOP_LETTER, "null_estimate"] > 0.95
+
+
+def test_a_missing_letter_table_is_a_note_not_an_error():
+    ds, _ = _mmlu_store()
+    targets = (T.Target("mmlu_correct", "mmlu", "correct_ll", group_by="question_id"),)
+    table = B.baseline_table({"mmlu": ds}, None, targets=targets, settings=FAST).set_index("baseline")
+    assert table.loc[B.TOP_LETTER, "note"].startswith("skipped: no letter log-probabilities")
+    assert np.isnan(table.loc[B.TOP_LETTER, "beyond"])
+    assert np.isfinite(table.loc[B.FINAL_LAYER, "beyond"])
+
+
+def test_top_letter_features_read_probability_and_share():
+    frame = pd.DataFrame(
+        {
+            "model": ["m"],
+            "prompt_id": ["p"],
+            **{f"logprob_{x}": [np.log(v)] for x, v in zip("ABCD", [0.1, 0.4, 0.2, 0.1], strict=True)},
+        }
+    )
+    feats = B.top_letter_features(frame, "m", np.asarray(["p"]))
+    assert feats == pytest.approx(np.array([[0.4, 0.5]]))
+    with pytest.raises(ValueError, match="no letter log-probabilities of 'm' for 1 prompts"):
+        B.top_letter_features(frame, "m", np.asarray(["other"]))
+
+
+def test_paired_row_refuses_unpaired_folds():
+    plan = B.plan_folds(np.tile([0, 1], 20), FAST)
+    with pytest.raises(ValueError, match="fold AUCs are not paired"):
+        B.paired_row(np.ones(3), np.ones(4), plan, "x")
+
+
+def test_baseline_rows_are_extension_rows_judged_on_the_paired_difference():
+    targets = (T.Target("task", "tasks", "task", group_by="story_id"),)
+    table = B.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
+    rows = {r["measure"]: r for r in rows_of(B.BASELINE_READING.frame(table), BASELINE_RULE)}
+    assert set(rows) == {B.FIRST_TOKEN, B.PROMPT_TEXT}
+    first, text = rows[B.FIRST_TOKEN], rows[B.PROMPT_TEXT]
+    assert first["claim"] == text["claim"] == C.BY_ID["task_beyond_baselines"].name
+    assert first["role"] == C.EXTENSION and first["n_sources"] == 20
+    assert "lies above 0" in first["why"] and first["baseline"] == pytest.approx(table["null_estimate"].iloc[0])
+    assert "lies above 0" not in text["why"]  # the instruction alone separates the tasks as well
+    assert first["note"].startswith("AUC profile ")
