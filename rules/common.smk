@@ -197,6 +197,8 @@ def paper_inputs(wildcards):
         "knn": "results/tables/knn_auc.csv",
         "renyi": "results/tables/renyi_equivalence.csv",
         "heldout": "results/tables/family_heldout.csv",
+        "heldout_normalized": "results/tables/family_heldout_normalized.csv",
+        "baselines": "results/tables/knn_baselines.csv",
         "expansion": expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS),
         "overlap": expand("results/tables/overlap_{dataset}.csv", dataset=DATASETS),
         "shapes": "results/tables/family_shapes.csv",

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
+from entropy_lens.analysis import baselines, equivalence, expansion, heldout, knn, pairs, paper, shapes
 from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import equivalence, expansion, heldout, knn, pairs, paper, shapes
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.rows import COLUMNS, RowRule, rows_of
 from entropy_lens.answers import accuracy, criticality
@@ -19,6 +19,8 @@ ANALYSIS_COLUMNS = {
     "knn": knn.TABLE_COLUMNS,
     "renyi": equivalence.EQUIVALENCE_COLUMNS,
     "heldout": heldout.HELDOUT_COLUMNS,
+    "heldout_normalized": heldout.HELDOUT_COLUMNS,
+    "baselines": baselines.BASELINE_COLUMNS,
     "accuracy": accuracy.ACCURACY_COLUMNS,
     "expansion": expansion.SPEARMAN_COLUMNS,
     "overlap": expansion.OVERLAP_COLUMNS,

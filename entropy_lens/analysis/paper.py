@@ -26,10 +26,11 @@ import pandas as pd
 
 from entropy_lens.analysis import claims as C
 from entropy_lens.analysis.absent_rows import absent_rows
+from entropy_lens.analysis.baselines import BASELINE_READING
 from entropy_lens.analysis.claim_rows import OVERLAP_RULE, SPEARMAN_RULE, accuracy_rows, pair_rows, shape_rule
 from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
 from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
-from entropy_lens.analysis.heldout import HELDOUT_READING
+from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
 from entropy_lens.analysis.pairs import NORMALIZED, PAIR_READING
 from entropy_lens.analysis.render import (
     ACC,
@@ -39,7 +40,7 @@ from entropy_lens.analysis.render import (
     POINTS,
 )
 from entropy_lens.analysis.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, rows_of
-from entropy_lens.analysis.separability_rows import HELDOUT_RULE, knn_rows, renyi_rows
+from entropy_lens.analysis.separability_rows import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
 from entropy_lens.analysis.shapes import SHAPE_READING
 from entropy_lens.analysis.skip_rows import comparison_rows, rank_rule
 from entropy_lens.analysis.targets import KNN_READING
@@ -60,6 +61,8 @@ def paper_table(
     knn: pd.DataFrame | None = None,
     renyi: pd.DataFrame | None = None,
     heldout: pd.DataFrame | None = None,
+    heldout_normalized: pd.DataFrame | None = None,
+    baselines: pd.DataFrame | None = None,
     accuracy: pd.DataFrame | None = None,
     expansion: pd.DataFrame | None = None,
     overlap: pd.DataFrame | None = None,
@@ -76,6 +79,8 @@ def paper_table(
         knn: :func:`~entropy_lens.analysis.targets.knn_table` output (both protocols).
         renyi: :func:`~entropy_lens.analysis.equivalence.renyi_differences` rows.
         heldout: :func:`~entropy_lens.analysis.heldout.family_heldout` rows.
+        heldout_normalized: The same on entropy / log V (``normalize=True``).
+        baselines: :func:`~entropy_lens.analysis.baselines.baseline_table` rows (profile minus baseline).
         accuracy: :func:`entropy_lens.answers.accuracy.accuracy_table` output.
         expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` rows, with a
             ``dataset`` column when several datasets are stacked.
@@ -94,11 +99,14 @@ def paper_table(
     expected = expected or Expected()
     scopes = expected.skip_scopes()
     inputs = dict(knn=knn, renyi=renyi, heldout=heldout, accuracy=accuracy, expansion=expansion, overlap=overlap)
+    inputs |= dict(heldout_normalized=heldout_normalized, baselines=baselines)
     inputs |= dict(layer_skip=layer_skip, skip_spearman=skip_spearman, shapes=shapes, family_pairs=family_pairs)
     f = {name: standard_frame(name, table) for name, table in inputs.items()}
     rows: list[dict[str, Any]] = []
     rows += knn_rows(f["knn"], f["accuracy"], expected) if knn is not None else []
     rows += rows_of(f["heldout"], HELDOUT_RULE)
+    rows += rows_of(f["heldout_normalized"], HELDOUT_RULE)
+    rows += rows_of(f["baselines"], BASELINE_RULE)
     rows += renyi_rows(rows, f["renyi"])
     rows += rows_of(f["expansion"], SPEARMAN_RULE)
     rows += accuracy_rows(f["accuracy"], expected.families) if accuracy is not None else []
@@ -117,6 +125,8 @@ READINGS: Mapping[str, Reading] = {
     "knn": KNN_READING,
     "renyi": EQUIVALENCE_READING,
     "heldout": HELDOUT_READING,
+    "heldout_normalized": HELDOUT_NORMALIZED_READING,
+    "baselines": BASELINE_READING,
     "accuracy": ACCURACY_READING,
     "expansion": SPEARMAN_READING,
     "overlap": OVERLAP_READING,
@@ -142,9 +152,11 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     """The rows a reader needs first, one per claim, model and variant, in claim order: findings
     measured, findings the configuration did not run, then extensions and preconditions.
 
-    Shannon entropy for separability; MMLU pooled over styles (correctness and accuracy) under
-    the verdict measure; layer skipping at the smallest ``k``, the accuracy statistic (the
-    study's), both selection variants; overlap by containment; the family pairs on the
+    Shannon entropy for separability; MMLU accuracy pooled over styles under the verdict measure,
+    correctness per style where measured (the study reports it per style; the pooled row is a summary
+    in the full table); layer skipping at the smallest ``k``, the accuracy statistic (the study's),
+    both selection variants; the held-out family on entropy (entropy / log V in the full table);
+    overlap by containment; the family pairs on the
     normalized scale; the Rényi claim's summary row.  Everything else stays in the full table;
     rows without a verdict and extensions the configuration did not run are left out.
     """
@@ -152,7 +164,10 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     keep = table["verdict"] != ""
     keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq(C.MODEL_IDENTITY) | measure.isin(["shannon", ""])
     keep &= ~claim.eq(C.MODEL_IDENTITY) | measure.eq("shannon")
-    keep &= ~claim.isin([C.MMLU_CORRECT, C.ACCURACY]) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    keep &= ~claim.eq(C.ACCURACY) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    # correctness: the study reports it per style, so the per-style rows are the findings (pooled: a summary)
+    keep &= ~claim.eq(C.MMLU_CORRECT) | ~split.eq(ALL_STYLES) | ~_has_per_style(table)
+    keep &= ~claim.eq(C.FAMILY_HELDOUT) | measure.eq("shannon")
     keep &= ~claim.isin([C.ACCURACY, *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
     keep &= ~claim.isin(C.SKIP_CLAIMS) | ~unit.eq(LOGPROB)
     keep &= ~claim.eq(C.RENYI) | split.eq("")  # the claim's summary; its per-order rows name a split
@@ -181,6 +196,16 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _has_per_style(table: pd.DataFrame) -> pd.Series:
+    """Per row: whether its (claim, model) has a row of one MMLU style."""
+    styled = {
+        (c, m)
+        for c, m, s in zip(table["claim"], table["model"], table["split"], strict=True)
+        if s not in (ALL_STYLES, "")
+    }
+    return pd.Series([(c, m) in styled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
+
+
 def _has_pooled(table: pd.DataFrame) -> pd.Series:
     """Per row: whether its (claim, model) has a row pooled over MMLU styles."""
     pooled = {(c, m) for c, m, s in zip(table["claim"], table["model"], table["split"], strict=True) if s == ALL_STYLES}
@@ -191,6 +216,8 @@ TABLE_INPUTS = (
     "knn",
     "renyi",
     "heldout",
+    "heldout_normalized",
+    "baselines",
     "accuracy",
     "expansion",
     "overlap",

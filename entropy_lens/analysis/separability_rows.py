@@ -195,6 +195,7 @@ BASELINE_RULE = RowRule(
     split=_baseline_split,
     measure=lambda rec: str(rec["baseline"]),
     extra=lambda rec: {"baseline": interval(rec, "null_estimate", "null_low", "null_high")},
+    margin=V.NULL_MARGINS["AUC"],
 )
 
 
