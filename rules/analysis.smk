@@ -251,6 +251,7 @@ rule paper_table:
         verdicts_txt="results/tables/verdicts.txt",
     params:
         expected=expected_runs,
+        rehearsal=config["rehearsal"],
     log:
         "logs/paper_table.log",
     benchmark:
