@@ -230,3 +230,33 @@ def test_the_rehearsal_dag_holds_every_paper_rule(standins: Path) -> None:
     shards = set(re.findall(r"results/profiles/([\w.-]+)/mmlu/(shard\d+)\.zarr", rehearsal))
     mmlu_models = yaml.safe_load(PAPER.read_text())["datasets"]["mmlu"]["models"]
     assert all(sum(m == model for m, _ in shards) >= 2 for model in mmlu_models), sorted(shards)
+
+
+@pytest.mark.parametrize(
+    ("hub_id", "fields"),
+    [
+        ("acme/tiny-mistral", {"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+                               "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+                               "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096,
+                               "tie_word_embeddings": False}),
+        ("acme/gemma-3-like", {"model_type": "gemma3_text", "num_hidden_layers": 18, "hidden_size": 640,
+                               "intermediate_size": 2048, "num_attention_heads": 4, "num_key_value_heads": 1,
+                               "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 32768,
+                               "tie_word_embeddings": True, "query_pre_attn_scalar": 256, "sliding_window": 512}),
+    ],
+)  # fmt: skip
+def test_a_model_added_the_documented_way_gets_a_standin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hub_id: str, fields: dict
+) -> None:
+    """A hub model of another architecture, added as docs/architecture.md says (its config.json fields beside
+    the shipped ones), gets a stand-in of its class that loads through its hub id."""
+    import entropy_lens.workflow.plan as planning
+
+    shipped = {**planning.shipped_model_configs(), hub_id: fields}
+    monkeypatch.setattr(planning, "shipped_model_configs", lambda: shipped)
+    config = {"models": {"new": {"source": hub_id, "family": "new"}}}
+    written = cache.write_cache(tmp_path, config)
+    assert list(written) == [hub_id]
+    _offline(monkeypatch, tmp_path)
+    lm = load_model(hub_id, device="cpu")
+    assert lm.model.config.model_type == fields["model_type"] and lm.n_layers == fields["num_hidden_layers"] // 4
