@@ -26,8 +26,8 @@ write_table(
     table,
     out.csv,
     out.md,
-    markdown=warning + display(table),
-    title="Entropy-Lens: every claim of the study, ours beside it",
+    markdown=display(table),
+    title=(warning.strip() + " " if warning else "") + "Entropy-Lens: every claim of the study, ours beside it",
 )
 top = headline(table)
 lens_lines = ""
