@@ -15,6 +15,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from entropy_lens.core.tables import read_csv_table
+from entropy_lens.model.hub import uncached_hub_models, uncached_line
 from entropy_lens.store import storage
 from entropy_lens.workflow import locks
 from entropy_lens.workflow import plan as planning
@@ -317,6 +318,9 @@ def _plan(args: argparse.Namespace) -> int:
     tables, model_dirs = planning.plan_inputs(config, args.results, args.models)
     plan = planning.plan_from_config(config, tables=tables, model_dirs=model_dirs)
     print(render_plan(plan))
+    uncached = uncached_hub_models({name: spec["source"] for name, spec in config["models"].items()}, model_dirs)
+    if uncached:
+        print(uncached_line(uncached))
     benchmarks = Path(args.benchmarks or Path(args.results) / "benchmarks")
     if benchmarks.is_dir():
         patterns, logs = planning.run_records(config, benchmarks, Path(args.results).parent / "logs")

@@ -276,6 +276,7 @@ rule paper_table:
         ),
     params:
         expected=expected_runs,
+        rehearsal=config["rehearsal"],
     log:
         "logs/paper_table.log",
     benchmark:

@@ -10,14 +10,25 @@ from entropy_lens.core.tables import read_csv_table, write_csv, write_table
 from entropy_lens.model.registry import folder_model_type
 from entropy_lens.workflow.jobs import setup_logging
 
+REHEARSAL_WARNING = (
+    "REHEARSAL: every model here is a tiny random-init stand-in (make rehearsal); these numbers come from random "
+    "weights and mean nothing. The run proves only that every job of the paper's workflow executes.\n\n"
+)
+
 setup_logging(snakemake)
 out = snakemake.output
+# A rehearsal (config rehearsal: true) runs random-init stand-ins: every table says so before any verdict.
+warning = REHEARSAL_WARNING if snakemake.params.rehearsal else ""
 
 tables = {name: path for name, path in snakemake.input.items() if name not in ("models", "robustness")}
 architectures = {Path(folder).name: folder_model_type(folder) for folder in snakemake.input.models}
 table = paper_table_from_files(tables, Expected(**snakemake.params.expected, architectures=architectures))
 write_table(
-    table, out.csv, out.md, markdown=display(table), title="Entropy-Lens: every claim of the study, ours beside it"
+    table,
+    out.csv,
+    out.md,
+    markdown=display(table),
+    title=(warning.strip() + " " if warning else "") + "Entropy-Lens: every claim of the study, ours beside it",
 )
 top = headline(table)
 lens_lines = ""
@@ -28,9 +39,11 @@ if robustness:  # fitted_lens.profile_datasets: each verdict under the fitted le
     lines = robustness_lines(changes)
     lens_lines = "\n## Under a fitted lens\n\n" + "\n".join(lines) + " Per row and block: lens_robustness.md.\n"
 write_csv(top, out.verdicts_csv)
-Path(out.verdicts_md).write_text(verdicts_markdown(top, "Verdicts: did each claim hold here?") + lens_lines)
-Path(out.verdicts_html).write_text(verdicts_html(top))
-Path(out.verdicts_txt).write_text(terminal_table(top))
+Path(out.verdicts_md).write_text(warning + verdicts_markdown(top, "Verdicts: did each claim hold here?") + lens_lines)
+Path(out.verdicts_html).write_text(
+    (f"<p><strong>{warning.strip()}</strong></p>\n" if warning else "") + verdicts_html(top)
+)
+Path(out.verdicts_txt).write_text(warning + terminal_table(top))
 write_table(
     nulls_table(table),
     out.nulls_csv,

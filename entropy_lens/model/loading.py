@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from entropy_lens.model.digest import sha256_file, source_sha256
+from entropy_lens.model.hub import missing_model_error
 from entropy_lens.model.registry import (
     FOLDER_SOURCE,
     GGUF_SOURCE,
@@ -358,9 +359,13 @@ def one_gguf_parse() -> Iterator[dict[str, object]]:
 
 
 def _load_hub(hub_id: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
-    auto_model, auto_tok = _auto_classes(hub_id)
-    model = auto_model.from_pretrained(hub_id, dtype=dtype).to(device)
-    tokenizer = auto_tok.from_pretrained(hub_id)
+    try:
+        auto_model, auto_tok = _auto_classes(hub_id)
+        model = auto_model.from_pretrained(hub_id, dtype=dtype)
+        tokenizer = auto_tok.from_pretrained(hub_id)
+    except OSError as err:  # transformers' "not cached and not reachable" (also gated, unknown repo)
+        raise missing_model_error(hub_id, err) from err
+    model = model.to(device)
     revision = getattr(model.config, "_commit_hash", None) or ""
     return wrap_model(
         model, tokenizer, name=hub_id, source=f"hub:{hub_id}", sha256=revision, family=family or "unknown"

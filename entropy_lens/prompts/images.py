@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.prompts.datasets import IMAGE, LABEL, PROMPT_ID, PROMPT_TEXT, SOURCE, slug
-from entropy_lens.prompts.sources import read_local
+from entropy_lens.prompts.sources import check_hub_columns, read_local
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 SOURCES = ("folder", "list", "hub")
@@ -115,8 +115,9 @@ def balanced_sample(records: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 
 def load_hub_images(
     hub_id: str = HUB_ID, *, config: str | None = HUB_CONFIG, split: str = HUB_SPLIT, columns: Mapping[str, str]
-) -> pd.DataFrame:  # pragma: no cover - needs hub
-    """Records of a labelled hub image split (needs network): encoded bytes and class names.
+) -> pd.DataFrame:
+    """Records of a labelled hub image split (from the hub, or the datasets cache offline): encoded bytes and
+    class names.
 
     Args:
         hub_id, config, split: The dataset, its configuration and split.
@@ -124,7 +125,11 @@ def load_hub_images(
     """
     from datasets import Image, load_dataset
 
-    data = load_dataset(hub_id, config, split=split).cast_column(columns["image"], Image(decode=False))
+    data = load_dataset(hub_id, config, split=split)
+    check_hub_columns(
+        data.features, f"{hub_id} {config or ''} {split}", {columns["image"]: "image", columns["label"]: "label"}
+    )
+    data = data.cast_column(columns["image"], Image(decode=False))
     names = data.features[columns["label"]].names if hasattr(data.features[columns["label"]], "names") else None
     return pd.DataFrame(
         {

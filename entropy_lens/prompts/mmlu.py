@@ -39,7 +39,7 @@ from entropy_lens.prompts.datasets import (
     derive_seed,
     slug,
 )
-from entropy_lens.prompts.sources import iter_jsonl, read_local
+from entropy_lens.prompts.sources import check_hub_columns, iter_jsonl, read_local
 
 logger = logging.getLogger(__name__)
 
@@ -175,11 +175,17 @@ def questions_from_local(path: str | os.PathLike, mapping: Mapping[str, str] | N
     return _with_ids(questions)
 
 
-def load_hub_mmlu(*, config: str = HUB_CONFIG, split: str = HUB_SPLIT) -> pd.DataFrame:  # pragma: no cover - needs hub
-    """The ``cais/mmlu`` questions from the Hugging Face hub (needs network)."""
+def load_hub_mmlu(*, config: str = HUB_CONFIG, split: str = HUB_SPLIT) -> pd.DataFrame:
+    """The ``cais/mmlu`` questions from the Hugging Face hub (or the datasets cache offline).
+
+    Raises:
+        ValueError: naming the dataset and the column when the split lacks one of the schema's columns
+            (``question``, ``subject``, text; ``choices``, a list; ``answer``, a class label).
+    """
     from datasets import load_dataset
 
     data = load_dataset(HUB_ID, config, split=split)
+    check_hub_columns(data.features, f"{HUB_ID} {config} {split}", HUB_COLUMNS)
     rows = [
         _clean_question(
             {
@@ -193,6 +199,10 @@ def load_hub_mmlu(*, config: str = HUB_CONFIG, split: str = HUB_SPLIT) -> pd.Dat
         for i, r in enumerate(data)
     ]
     return split_ids(_with_ids(pd.DataFrame(rows)), split)
+
+
+# The columns of cais/mmlu and what each holds (``answer``: ClassLabel A-D, or its index).
+HUB_COLUMNS = {"question": "text", "subject": "text", "choices": "list", "answer": "label"}
 
 
 def split_ids(questions: pd.DataFrame, split: str) -> pd.DataFrame:

@@ -107,3 +107,36 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
             if not isinstance(record, dict):
                 raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
             yield lineno, record
+
+
+# What a hub dataset's column must hold, by the class name of its ``datasets`` feature (no import of datasets).
+HUB_KINDS = {
+    "text": ("Value",),
+    "list": ("List", "Sequence", "LargeList"),
+    "label": ("ClassLabel", "Value"),
+    "class label": ("ClassLabel",),
+    "image": ("Image",),
+}
+
+
+def check_hub_columns(features: Mapping, dataset: str, expected: Mapping[str, str]) -> None:
+    """Check that a hub split has each expected column, holding the expected kind of feature.
+
+    Args:
+        features: The split's ``datasets.Features`` (a mapping of column to feature).
+        dataset: The dataset, its configuration and split, for messages (``cais/mmlu all test``).
+        expected: ``{column: kind}``, each kind a key of :data:`HUB_KINDS`.
+
+    Raises:
+        ValueError: naming the dataset, the column, what it holds and what was expected.
+    """
+    for column, kind in expected.items():
+        if column not in features:
+            raise ValueError(f"hub dataset {dataset} has no column {column!r} ({kind}); it has {sorted(features)}")
+        found = type(features[column]).__name__
+        text_ok = kind != "text" or getattr(features[column], "dtype", "") in ("string", "large_string")
+        if found not in HUB_KINDS[kind] or not text_ok:
+            raise ValueError(
+                f"hub dataset {dataset}: column {column!r} holds {features[column]!r}, expected {kind} "
+                f"({' or '.join(HUB_KINDS[kind])}); is this the dataset the loader reads?"
+            )

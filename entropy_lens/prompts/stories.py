@@ -21,7 +21,7 @@ import pandas as pd
 from entropy_lens.model.generation import GenerationSettings, generate, row_seed
 from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import STORY_ID, TEXT, read_parquet, write_parquet
-from entropy_lens.prompts.sources import read_local
+from entropy_lens.prompts.sources import check_hub_columns, read_local
 from entropy_lens.prompts.tasks import check_stories
 
 logger = logging.getLogger(__name__)
@@ -42,8 +42,8 @@ HUB_CANDIDATES_PER_STORY = 4
 _SENTENCE_END = re.compile(r"[.!?][\"”']?")
 
 
-def load_hub_stories(n: int, *, split: str = HUB_SPLIT) -> pd.DataFrame:  # pragma: no cover - needs hub
-    """The first ``n`` stories of ``roneneldan/TinyStories`` (needs network).
+def load_hub_stories(n: int, *, split: str = HUB_SPLIT) -> pd.DataFrame:
+    """The first ``n`` stories of ``roneneldan/TinyStories`` (from the hub, or the datasets cache offline).
 
     Returns:
         DataFrame[story_id, text]; ``story_id`` is ``s{row:05d}`` of the split.
@@ -51,6 +51,7 @@ def load_hub_stories(n: int, *, split: str = HUB_SPLIT) -> pd.DataFrame:  # prag
     from datasets import load_dataset
 
     data = load_dataset(HUB_ID, split=split)
+    check_hub_columns(data.features, f"{HUB_ID} {split}", {"text": "text"})
     if len(data) < n:
         raise ValueError(f"{HUB_ID} {split} has {len(data)} stories, fewer than the {n} asked")
     texts = [str(t).strip() for t in data.select(range(n))["text"]]
