@@ -29,6 +29,7 @@ class ProfileBuffers:
     n_alphas: int
     top_k: int = 0  # routing slots per (token, layer); 0: a dense model records no routing
     n_choices: int = 0  # choices read at the first step (Readout); 0: none
+    keep_top: int = 0  # the lens's top tokens kept per (token, layer) (LensSettings.top_k); 0: none
     arrays: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -43,6 +44,9 @@ class ProfileBuffers:
         }
         if self.n_choices:
             self.arrays[schema.CHOICE_LOGPROB] = np.full((self.n_prompts, self.n_choices), np.nan, np.float32)
+        if self.keep_top:
+            self.arrays[schema.TOP_IDS] = np.full((*shape, self.keep_top), schema.MASKED_INT, np.int32)
+            self.arrays[schema.TOP_PROBS] = np.full((*shape, self.keep_top), np.nan, np.float32)
         if self.top_k:
             self.arrays[schema.ROUTING_ENTROPY] = np.full(shape, np.nan, np.float32)
             self.arrays[schema.ROUTING_EXPERTS] = np.full((*shape, self.top_k), schema.MASKED_INT, np.int32)
@@ -50,6 +54,10 @@ class ProfileBuffers:
     def put(self, rows: np.ndarray, step: int, sm: StepMetrics) -> None:
         for name in (schema.ENTROPY, schema.RENYI, schema.NUCLEUS_SIZE, schema.NUCLEUS_JACCARD, schema.TOP1_ID):
             self.arrays[name][rows, step] = getattr(sm, name)
+        if self.keep_top and sm.top_ids is not None:
+            k = sm.top_ids.shape[-1]  # at most the vocabulary
+            self.arrays[schema.TOP_IDS][rows, step, :, :k] = sm.top_ids
+            self.arrays[schema.TOP_PROBS][rows, step, :, :k] = sm.top_probs
 
     def put_routing(self, rows: np.ndarray, step: int, entropy: np.ndarray, experts: np.ndarray) -> None:
         self.arrays[schema.ROUTING_ENTROPY][rows, step] = entropy
@@ -129,6 +137,8 @@ def build_dataset(
     }
     if choices:
         coords[schema.CHOICE] = np.asarray(choices, dtype=object)
+    if schema.TOP_IDS in arrays:
+        coords[schema.TOP_RANK] = np.arange(arrays[schema.TOP_IDS].shape[-1], dtype=np.int32)
     if schema.ROUTING_EXPERTS in arrays:
         coords[schema.EXPERT_RANK] = np.arange(arrays[schema.ROUTING_EXPERTS].shape[-1], dtype=np.int32)
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
