@@ -109,7 +109,28 @@ def _parser() -> argparse.ArgumentParser:
         "DVC's hashes; exit 1 if any is damaged or missing, 2 if the folder is no results folder",
     )
     check.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
+    _view_parser(sub)
     return parser
+
+
+def _view_parser(sub) -> None:
+    view = sub.add_parser(
+        "view", help="one generation as an HTML page: token x block heatmap, the lens's top tokens on hover"
+    )
+    view.add_argument("store", nargs="?", help="a per-model profile store (.zarr); or give --model and --prompt")
+    view.add_argument("--prompt-id", default=None, help="the store's prompt to show (default: its first)")
+    view.add_argument("--tokenizer", default=None, help="model folder or hub id decoding the store's tokens")
+    view.add_argument("--model", default=None, help="generate afresh: registry name, hub id, folder or .gguf")
+    view.add_argument("--prompt", default=None, help="the prompt to generate from (with --model)")
+    view.add_argument("--max-new-tokens", type=int, default=16)
+    view.add_argument("--top-k", type=int, default=10, help="lens tokens shown on hover (with --model)")
+    view.add_argument("--top-p", type=float, default=0.6)
+    view.add_argument("--chat-template", action="store_true", help="render the prompt with the chat template")
+    view.add_argument("--every", type=int, default=1, help="show every n-th block (the last one always)")
+    view.add_argument("--device", default=None)
+    view.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"])
+    view.add_argument("--cache-dir", default=None, help="where registry models are materialized")
+    view.add_argument("--out", default="view.html", help="the page to write (default: view.html)")
 
 
 SKIP_MAP_PATH = "{results}/tables/skip_map.csv"
@@ -362,6 +383,27 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if report.whole else 1
 
 
+def _view(args: argparse.Namespace) -> int:
+    from entropy_lens.plots import view
+
+    if (args.store is None) == (args.model is None) or (args.model is not None) != (args.prompt is not None):
+        raise ValueError("view reads either a STORE, or --model with --prompt (not both)")
+    if args.model is not None:
+        from entropy_lens.model.loading import load_model
+
+        lm = load_model(args.model, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
+        gen = view.generation_from_model(
+            lm, args.prompt, max_new_tokens=args.max_new_tokens, top_k=args.top_k, every=args.every,
+            top_p=args.top_p, chat_template=args.chat_template,
+        )  # fmt: skip
+    else:
+        gen = view.generation_from_path(
+            args.store, args.prompt_id, args.tokenizer, every=args.every, cache_dir=args.cache_dir
+        )
+    print(f"wrote {view.write_view(gen, args.out)}: {len(gen.tokens)} tokens x {len(gen.blocks)} blocks")
+    return 0
+
+
 def _unlock(args: argparse.Namespace) -> int:
     removed = locks.release_stale_lock(args.directory)
     if removed:
@@ -374,18 +416,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
-        if args.command == "profile":
-            return _profile(args)
+        commands = {"profile": _profile, "plan": _plan, "unlock": _unlock, "skip-map": _skip_map, "verify": _verify}
+        commands["view"] = _view
+        if args.command in commands:
+            return commands[args.command](args)
         if args.command == "models":
             return _models()
-        if args.command == "plan":
-            return _plan(args)
-        if args.command == "unlock":
-            return _unlock(args)
-        if args.command == "skip-map":
-            return _skip_map(args)
-        if args.command == "verify":
-            return _verify(args)
         from entropy_lens.model.loading import materialize_model
 
         materialize_model(args.model, args.out)

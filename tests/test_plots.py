@@ -61,6 +61,28 @@ def _whiskers(ax) -> list[np.ndarray]:
     return [seg for c in ax.containers if isinstance(c, ErrorbarContainer) for seg in c.lines[2][0].get_segments()]
 
 
+def _legend_texts(fig: Figure) -> set[str]:
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+    return {text.get_text() for legend in legends for text in legend.get_texts()}
+
+
+_ZERO_AXES = ([(0.0, 0.0), (0.0, 1.0)], [(0.0, 0.0), (1.0, 0.0)])  # axvline(0), axhline(0)
+
+
+def _unnamed_series(fig: Figure) -> list[str]:
+    """Every drawn series (bars, lines, line and marker collections; an error bar's parts and a line's band
+    belong to their series, the zero axes x = 0 and y = 0 are axes) whose label the figure's legends do not show."""
+    named, missing = _legend_texts(fig), []
+    for ax in _panels(fig):
+        parts = {id(a) for c in ax.containers if isinstance(c, ErrorbarContainer) for a in c.get_children()}
+        parts |= {id(line) for line in ax.get_lines() if sorted(map(tuple, line.get_xydata())) in _ZERO_AXES}
+        bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+        lines = [a for a in [*ax.get_lines(), *ax.collections] if id(a) not in parts]
+        series = bars + [a for a in lines if isinstance(a, (LineCollection, PathCollection)) or a in ax.get_lines()]
+        missing += [f"{ax.get_title()}: {a.get_label()}" for a in series if a.get_label() not in named]
+    return missing
+
+
 def _store():
     rng = np.random.default_rng(0)
     profiles = {
@@ -82,6 +104,7 @@ def test_profile_bands_plot(tmp_path, drawn):
     _check(tmp_path / "bands.png")
     panels = _panels(drawn["bands.png"])
     assert [ax.get_title() for ax in panels] == ["a-small", "a-large"]
+    assert _unnamed_series(drawn["bands.png"]) == []
     for ax, n_layers in zip(panels, (4, 8), strict=True):  # one line and one band per task
         assert [line.get_label() for line in ax.get_lines()] == ["x", "y"]
         assert all(len(line.get_xdata()) == n_layers for line in ax.get_lines())
@@ -130,11 +153,19 @@ def test_auc_bars_draw_grouped_rows_with_intervals(tmp_path, drawn):
         for measure in ("shannon", "renyi(a=2)")
         for protocol in ("grouped", "study")
     ]
-    rows.append(_auc_row("all", "family", "", "shannon", "grouped", np.nan))
-    plot_auc_bars(pd.DataFrame(rows), tmp_path / "auc.png")
+    rows.append(_auc_row("all", "family", "", "shannon", "grouped", np.nan) | {"note": "skipped: 1 class"})
+    plot_auc_bars(pd.DataFrame(rows), tmp_path / "auc.png", names={"family": "model identity"})
     _check(tmp_path / "auc.png")
-    panels = _panels(drawn["auc.png"])
-    assert [ax.get_title() for ax in panels] == ["m1", "m2", "all"]
+    fig = drawn["auc.png"]
+    panels = _panels(fig)
+    assert [ax.get_title() for ax in panels] == ["m1", "m2", "all models pooled"]
+    assert _unnamed_series(fig) == []  # the measures, the dummy's tick and chance are all in the legend
+    assert {"shannon", "renyi(a=2)", "dummy classifier: upper end of its 95% CI", "chance (0.5)"} <= _legend_texts(fig)
+    pooled = panels[2]  # the unscored row: no bar, a note where it would stand, its reason under the figure
+    assert _ticks(pooled.get_xticklabels()) == ["model identity"]
+    assert [(t.get_text(), round(t.get_position()[0], 6)) for t in pooled.texts] == [("not scored", -0.2)]
+    assert pooled.get_xlabel() == "not scored: model identity (skipped: 1 class)"
+    assert [ax.get_xlabel() for ax in panels[:2]] == ["", ""]
     for ax in panels[:2]:  # 2 targets x 2 measures of the grouped protocol, each bar with its interval
         assert _ticks(ax.get_xticklabels()) == ["task", "mmlu_correct/base"]
         bars = [bar for c in ax.containers if isinstance(c, BarContainer) for bar in c]
@@ -204,13 +235,19 @@ def test_expansion_scatter(tmp_path, drawn):
     points = expansion.expansion_points(ds)
     plot_expansion(points, tmp_path / "exp.png", spearman=expansion.expansion_spearman(ds))
     _check(tmp_path / "exp.png")
-    scatters = [c for c in _panels(drawn["exp.png"])[0].collections if isinstance(c, PathCollection)]
-    assert [c.get_label().split(" ")[0] for c in scatters] == list(pd.unique(points["model"]))
-    assert all("ρ=" in c.get_label() for c in scatters)
+    fig = drawn["exp.png"]
+    scatters = [c for c in _panels(fig)[0].collections if isinstance(c, PathCollection)]
+    models = list(pd.unique(points["model"]))
+    # the models' points are drawn in turns, so none lies under all the others'
+    assert [c.get_label().split(" ")[0] for c in scatters] == models * (len(scatters) // len(models))
+    assert len(scatters) > len(models) and all("ρ=" in c.get_label() for c in scatters)
     assert sum(len(c.get_offsets()) for c in scatters) == len(points) > 0
-    for scatter in scatters:  # each point where the frame puts it: (Δ nucleus, ΔH) of its model
-        rows = points[points["model"] == scatter.get_label().split(" ")[0]]
-        np.testing.assert_allclose(scatter.get_offsets(), rows[["delta_nucleus", "delta_entropy"]].to_numpy())
+    assert _unnamed_series(fig) == [] and len(_legend_texts(fig)) == len(models)  # each model named once
+    for model in models:  # each point where the frame puts it: (Δ nucleus, ΔH) of its model
+        drawn_points = np.concatenate([c.get_offsets() for c in scatters if c.get_label().split(" ")[0] == model])
+        rows = points[points["model"] == model][["delta_nucleus", "delta_entropy"]].to_numpy()
+        np.testing.assert_allclose(np.unique(drawn_points, axis=0), np.unique(rows, axis=0))
+        assert len(drawn_points) == len(rows)
 
 
 def _overlap_store():
@@ -232,6 +269,7 @@ def test_overlap_depth_draws_each_statistic_with_its_band_and_the_half_line(tmp_
     _check(tmp_path / "overlap.png")
     panels = _panels(drawn["overlap.png"])
     assert [ax.get_title() for ax in panels] == ["a-small", "a-large"]
+    assert _unnamed_series(drawn["overlap.png"]) == []
     for ax, model in zip(panels, ("a-small", "a-large"), strict=True):
         lines = {line.get_label(): line for line in ax.get_lines()}
         assert sorted(lines) == ["containment", "half shared", "jaccard"]
@@ -312,3 +350,18 @@ def test_skip_map_draws_delta_h_and_both_costs_per_block(tmp_path, drawn):
         whiskers = [seg[:, 1] for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments()]
         np.testing.assert_allclose(sorted(w.min() for w in whiskers), sorted(rows[f"{name}_low"] * scale))
     assert accuracy.get_ylabel() == "Δ accuracy (points)"
+
+
+def test_heatmap_text_contrasts_with_its_cell_and_no_glyph_is_a_box(tmp_path, drawn):
+    values = np.linspace(0, 5, 6 * 4).reshape(6, 4)
+    plot_token_heatmap(values, np.zeros((6, 4), dtype=int), lambda i: "中", tmp_path / "heat.png")
+    ax = _panels(drawn["heat.png"])[0]
+    (image,) = ax.get_images()
+    luminance = image.to_rgba(values)[..., :3] @ [0.2126, 0.7152, 0.0722]
+    for text in ax.texts:  # dark text on light cells (viridis' yellow end), light text on dark ones
+        j, i = (round(v) for v in text.get_position())
+        assert text.get_color() == ("black" if luminance[i, j] > 0.5 else "white")
+    assert {t.get_color() for t in ax.texts} == {"black", "white"}
+    assert ax.texts[-1].get_color() == "black"  # the largest value, yellow
+    assert cell_text("中") == "U+4E2D" and cell_text("\u200b") == "U+200B"  # DejaVu Sans lacks CJK; invisible
+    assert cell_text("é") == "é" and cell_text("Ω") == "Ω"  # glyphs the font has stay as they are

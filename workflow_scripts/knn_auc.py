@@ -20,7 +20,11 @@ features = FeatureSettings(mode=knn["feature"], n_windows=knn["windows"])
 stores = storage.open_all(dict(snakemake.input.items()), combined=True)
 table = knn_table(stores, alphas=knn["alphas"], features=features, settings=settings)
 write_table(table, out.csv, out.md, title="kNN AUC per target, model, entropy measure and fold protocol")
-plot_auc_bars(table, out.png, title="kNN AUC per target and entropy measure (grouped folds, 95% CI)")
+# With one model per family the pooled family target is model identity, the name the verdicts give it.
+blank = stores.get("blank")
+one_per_family = blank is not None and len(set(storage.as_str(blank["family"].values))) == blank.sizes["model"]
+names = {"family": "model identity"} if one_per_family else None
+plot_auc_bars(table, out.png, title="kNN AUC per target and entropy measure (grouped folds, 95% CI)", names=names)
 
 equivalence = renyi_equivalence(stores, RENYI_TARGETS, alphas=knn["alphas"], features=features, settings=settings)
 title = "Renyi minus Shannon kNN AUC on identical grouped folds (mean fold difference, corrected 95% CI)"

@@ -60,22 +60,28 @@ class LensSettings:
         top_p: Nucleus mass, in ``(0, 1]``.
         alphas: Renyi orders (``>= 0``, ``inf`` allowed).
         budget_bytes: Peak working memory for decoding one step's residuals.
+        top_k: Also keep each cell's ``top_k`` most probable tokens and their probabilities
+            (store variables ``top_ids``, ``top_probs``; what ``entropy-lens view`` shows on hover); 0: off.
     """
 
     top_p: float = 0.6
     alphas: tuple[float, ...] = DEFAULT_ALPHAS
     budget_bytes: int = DEFAULT_BUDGET_BYTES
+    top_k: int = 0
 
     def __post_init__(self) -> None:
         check_top_p(self.top_p)
         object.__setattr__(self, "alphas", check_alphas(self.alphas))
         if not isinstance(self.budget_bytes, int) or self.budget_bytes <= 0:
             raise ValueError(f"budget_bytes must be a positive integer, got {self.budget_bytes!r}")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ValueError(f"top_k must be a non-negative integer (0: keep no top tokens), got {self.top_k!r}")
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any]) -> LensSettings:
-        """The settings of the workflow config's ``lens`` section (``top_p``, ``alphas``, ``budget_mb``)."""
-        return cls(section["top_p"], tuple(section["alphas"]), section["budget_mb"] * 2**20)
+        """The settings of the workflow config's ``lens`` section (``top_p``, ``alphas``, ``budget_mb``,
+        and ``top_k``, 0 when absent)."""
+        return cls(section["top_p"], tuple(section["alphas"]), section["budget_mb"] * 2**20, section.get("top_k", 0))
 
 
 @torch.inference_mode()
@@ -179,6 +185,8 @@ class StepMetrics:
     nucleus_jaccard: np.ndarray  # [B, L]
     top1_id: np.ndarray  # [B, L]
     nucleus_jaccard_cross: np.ndarray | None = None  # [B, L]; with a partner only
+    top_ids: np.ndarray | None = None  # [B, L, K] int32, by decreasing probability (LensSettings.top_k > 0)
+    top_probs: np.ndarray | None = None  # [B, L, K] float32
 
 
 def cross_rows(partner: torch.Tensor, n_layers: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -224,21 +232,27 @@ def decode_residuals(
     flat = resid.reshape(batch * n_layers, -1)
     plan = plan_tiles(flat.shape[0], lm.vocab_size, settings.budget_bytes)
     parts: list[StreamResult] = []
+    tops: list[tuple[torch.Tensor, torch.Tensor]] = []
     overlaps: list[torch.Tensor] = []
     kept: list[NucleusSets] = []
     carry: NucleusSets | None = None
     for start in range(0, flat.shape[0], plan.rows):
-        result, sets = _decode_chunk(lm, flat[start : start + plan.rows], settings, plan)
+        result, sets, top = _decode_chunk(lm, flat[start : start + plan.rows], settings, plan)
         joined = sets if carry is None else cat_sets([carry, sets])
         overlaps.append(adjacent_jaccard(joined))
         carry = sets.last()
         parts.append(result)
         kept += [] if partner is None else [sets]
+        tops.append(top)
     jac = torch.cat([*overlaps, torch.full((1,), math.nan, device=flat.device)])
     jac = jac.reshape(batch, n_layers)
     jac[:, -1] = math.nan  # the last block has no next layer
     cross = None if partner is None else _cross_jaccard(cat_sets(kept), partner.to(flat.device), batch, n_layers)
-    return _to_numpy(parts, jac, batch, n_layers, cross)
+    metrics = _to_numpy(parts, jac, batch, n_layers, cross)
+    if settings.top_k:
+        ids, probs = (torch.cat(part).cpu().numpy().reshape(batch, n_layers, -1) for part in zip(*tops, strict=True))
+        metrics = dataclasses.replace(metrics, top_ids=ids.astype(np.int32), top_probs=probs.astype(np.float32))
+    return metrics
 
 
 def _cross_jaccard(sets: NucleusSets, partner: torch.Tensor, batch: int, n_layers: int) -> torch.Tensor:
@@ -252,14 +266,29 @@ def _cross_jaccard(sets: NucleusSets, partner: torch.Tensor, batch: int, n_layer
 
 
 def _decode_chunk(lm: LensModel, resid: torch.Tensor, settings: LensSettings, plan: TilePlan):
-    """Metrics and top-p sets of one chunk of ``[n, d]`` residuals."""
+    """Metrics, top-p sets and top-k ``(ids, probabilities)`` (``[n, K]``) of one chunk of ``[n, d]`` residuals."""
     normed_t = lm.final_norm(resid).T  # [d, n]
     stream = TileStream(
         resid.shape[0], lm.vocab_size, top_p=settings.top_p, alphas=settings.alphas, cap=plan.cap, device=resid.device
     )
+    k = min(settings.top_k, lm.vocab_size)
+    values = resid.new_full((0, resid.shape[0]), -math.inf, dtype=torch.float32)  # [k', n] running top logits
+    ids = torch.empty((0, resid.shape[0]), dtype=torch.long, device=resid.device)
     for start in range(0, lm.vocab_size, plan.width):
-        stream.add(project_tile(lm, normed_t, start, min(start + plan.width, lm.vocab_size)), start)
-    return _settle_open_rows(lm, resid, stream.finish(), settings, plan)
+        tile = project_tile(lm, normed_t, start, min(start + plan.width, lm.vocab_size))  # [T, n]
+        stream.add(tile, start)
+        if k:
+            values, ids = _merge_top(values, ids, tile, start, k)
+    result, sets = _settle_open_rows(lm, resid, stream.finish(), settings, plan)
+    probs = (values.T.double() - result.max_logit.double()[:, None] - result.log_norm[:, None]).exp()
+    return result, sets, (ids.T, probs.float())
+
+
+def _merge_top(values: torch.Tensor, ids: torch.Tensor, tile: torch.Tensor, start: int, k: int):
+    """The ``k`` largest of the running ``[k', n]`` top logits (and their ids) and a ``[T, n]`` tile's."""
+    tile_values, tile_ids = tile.topk(min(k, tile.shape[0]), dim=0)  # [k, n]
+    values, order = torch.cat([values, tile_values]).topk(min(k, values.shape[0] + tile_values.shape[0]), dim=0)
+    return values, torch.cat([ids, tile_ids + start]).gather(0, order)
 
 
 def _settle_open_rows(lm, resid, result: StreamResult, settings: LensSettings, plan: TilePlan):

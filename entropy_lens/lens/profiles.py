@@ -30,6 +30,7 @@ class ProfileBuffers:
     top_k: int = 0  # routing slots per (token, layer); 0: a dense model records no routing
     n_choices: int = 0  # choices read at the first step (Readout); 0: none
     cross: bool = False  # record the cross-prompt overlap and each prompt's partner (text extraction)
+    keep_top: int = 0  # the lens's top tokens kept per (token, layer) (LensSettings.top_k); 0: none
     arrays: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -47,6 +48,9 @@ class ProfileBuffers:
         if self.cross:
             self.arrays[schema.NUCLEUS_JACCARD_CROSS] = np.full(shape, np.nan, np.float32)
             self.arrays[schema.PARTNER] = np.full(self.n_prompts, schema.MASKED_INT, np.int64)  # prompt index
+        if self.keep_top:
+            self.arrays[schema.TOP_IDS] = np.full((*shape, self.keep_top), schema.MASKED_INT, np.int32)
+            self.arrays[schema.TOP_PROBS] = np.full((*shape, self.keep_top), np.nan, np.float32)
         if self.top_k:
             self.arrays[schema.ROUTING_ENTROPY] = np.full(shape, np.nan, np.float32)
             self.arrays[schema.ROUTING_EXPERTS] = np.full((*shape, self.top_k), schema.MASKED_INT, np.int32)
@@ -56,6 +60,10 @@ class ProfileBuffers:
             self.arrays[name][rows, step] = getattr(sm, name)
         if self.cross:
             self.arrays[schema.NUCLEUS_JACCARD_CROSS][rows, step] = sm.nucleus_jaccard_cross
+        if self.keep_top and sm.top_ids is not None:
+            k = sm.top_ids.shape[-1]  # at most the vocabulary
+            self.arrays[schema.TOP_IDS][rows, step, :, :k] = sm.top_ids
+            self.arrays[schema.TOP_PROBS][rows, step, :, :k] = sm.top_probs
 
     def put_routing(self, rows: np.ndarray, step: int, entropy: np.ndarray, experts: np.ndarray) -> None:
         self.arrays[schema.ROUTING_ENTROPY][rows, step] = entropy
@@ -140,6 +148,8 @@ def build_dataset(
         coords[schema.PARTNER] = (schema.PROMPT, np.where(partner >= 0, ids[partner], "").astype(object))
     if choices:
         coords[schema.CHOICE] = np.asarray(choices, dtype=object)
+    if schema.TOP_IDS in arrays:
+        coords[schema.TOP_RANK] = np.arange(arrays[schema.TOP_IDS].shape[-1], dtype=np.int32)
     if schema.ROUTING_EXPERTS in arrays:
         coords[schema.EXPERT_RANK] = np.arange(arrays[schema.ROUTING_EXPERTS].shape[-1], dtype=np.int32)
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)

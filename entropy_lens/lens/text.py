@@ -120,7 +120,14 @@ def extract_profiles(
         translators.check_model(lm)
     routers = find_routers(lm.blocks, getattr(lm.model, "config", None))
     buf = ProfileBuffers(
-        len(prompts), settings.max_new_tokens, lm.n_layers, len(lens.alphas), max_top_k(routers), n_choices, cross=True
+        len(prompts),
+        settings.max_new_tokens,
+        lm.n_layers,
+        len(lens.alphas),
+        max_top_k(routers),
+        n_choices,
+        keep_top=min(lens.top_k, lm.vocab_size),
+        cross=True,
     )
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
     for rows in batches([len(e) for e in encoded], batch_size):

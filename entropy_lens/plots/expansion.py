@@ -11,6 +11,8 @@ from entropy_lens.plots import style
 
 SCATTER_ALPHA = 0.35
 POINT_SIZE = 4.0
+# Each model's points are drawn in this many evenly strided layers, the models' layers in turn.
+INTERLEAVE = 8
 OVERLAP_COLORS = {"jaccard": "tab:blue", "containment": "tab:orange"}
 # The overlap verdict's threshold: more than half of the top-p set is shared with the next layer.
 OVERLAP_THRESHOLD = 0.5
@@ -37,23 +39,32 @@ def plot_expansion(
     fig = style.figure(5.5, 4.5)
     ax = fig.subplots()
     models = list(pd.unique(points["model"]))
-    for model, color in zip(models, style.colors(len(models)), strict=True):
-        grp = points[points["model"] == model]
-        label = str(model) if model not in rho else f"{model} (ρ={rho[model][0]:.3f}, n={rho[model][1]})"
-        ax.scatter(
-            grp["delta_nucleus"],
-            grp["delta_entropy"],
-            s=POINT_SIZE,
-            color=color,
-            alpha=SCATTER_ALPHA,
-            label=label,
-            edgecolors="none",
-        )
+    labels = {
+        model: f"{model} (n={int((points['model'] == model).sum()):,})"
+        if model not in rho
+        else f"{model} (ρ={rho[model][0]:.3f}, n={rho[model][1]:,})"
+        for model in models
+    }
+    colors = dict(zip(models, style.colors(len(models)), strict=True))
+    # Layers of every model in turn, so that no model's points lie under all the others'.
+    for layer in range(INTERLEAVE):
+        for model in models:
+            grp = points[points["model"] == model].iloc[layer::INTERLEAVE]
+            ax.scatter(
+                grp["delta_nucleus"],
+                grp["delta_entropy"],
+                s=POINT_SIZE,
+                color=colors[model],
+                alpha=SCATTER_ALPHA,
+                label=labels[model],
+                edgecolors="none",
+            )
     ax.set_xscale("symlog", linthresh=1.0)
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.axvline(0, color="grey", linewidth=0.8)
     ax.set(xlabel="Δ nucleus size (tokens, symlog)", ylabel="ΔH (nats)", title=title)
-    ax.legend(fontsize="small", markerscale=3)
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))  # each model once
+    ax.legend(list(handles.values()), list(handles), fontsize="small", markerscale=3)
     style.save_figure(fig, path)
 
 

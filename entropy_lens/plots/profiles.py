@@ -3,13 +3,17 @@ the token x layer heatmap of one prompt with its decoded top-1 tokens."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import xarray as xr
+from matplotlib import font_manager
+from matplotlib.ft2font import FT2Font
 
 from entropy_lens.plots import style
 from entropy_lens.store import schema
@@ -19,8 +23,10 @@ CMAP = "viridis"
 MAX_CELL_CHARS = 6
 MAX_HEATMAP_TOKENS = 64
 CELL_FONT_SIZE = 6
-# Text on heatmap cells is black on the bright half of the colormap, white on the dark half.
-TEXT_SWITCH = 0.55
+# Text on a heatmap cell is black where the cell's luminance (Rec. 709 weights of its drawn colour)
+# exceeds this, white below.
+TEXT_SWITCH = 0.5
+LUMINANCE = np.array([0.2126, 0.7152, 0.0722])
 LINE_STYLES = ("-", "--", ":", "-.")
 MODEL_DIM, DEPTH_COORD, FAMILY_COORD, N_LAYERS_COORD = schema.MODEL, schema.DEPTH, schema.FAMILY, schema.N_LAYERS
 
@@ -79,8 +85,17 @@ def plot_family_profiles(profiles: xr.DataArray, path: str | Path, *, title: str
     style.save_figure(fig, path)
 
 
+@functools.cache
+def _font_lacks(char: str) -> bool:
+    """Whether the figures' font has no glyph for ``char`` (matplotlib would draw a box)."""
+    font = FT2Font(font_manager.findfont(font_manager.FontProperties(family=matplotlib.rcParams["font.family"])))
+    return font.get_char_index(ord(char)) == 0
+
+
 def cell_text(token: str, max_chars: int = MAX_CELL_CHARS) -> str:
-    """A decoded token made safe and short for a heatmap cell (escapes, mathtext off)."""
+    """A decoded token made safe and short for a heatmap cell (escapes, mathtext off, characters the
+    font lacks, and invisible ones, written as their code point, e.g. ``U+4E2D``, instead of a box)."""
+    token = "".join(c if c in "\n\t" or (c.isprintable() and not _font_lacks(c)) else f"U+{ord(c):04X}" for c in token)
     text = token.replace("\n", "\\n").replace("\t", "\\t").replace("$", r"\$")
     text = text if text.strip() else "·" * len(text) or "∅"  # spaces made visible
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
@@ -119,11 +134,11 @@ def plot_token_heatmap(
     fig = style.figure(2.5 + 0.5 * n_layers, 1.5 + 0.28 * t)
     ax = fig.subplots()
     image = ax.imshow(values, aspect="auto", cmap=CMAP, interpolation="nearest")
-    lo, hi = np.nanmin(values), np.nanmax(values)
-    scale = (values - lo) / (hi - lo) if hi > lo else np.zeros_like(values)
+    rgb = image.to_rgba(values)[..., :3]  # each cell's colour as drawn
+    luminance = rgb @ LUMINANCE
     for (i, j), tok in np.ndenumerate(top1_ids):
         if tok >= 0:
-            color = "black" if scale[i, j] > TEXT_SWITCH else "white"
+            color = "black" if luminance[i, j] > TEXT_SWITCH else "white"
             ax.text(j, i, cell_text(decode(int(tok))), ha="center", va="center", fontsize=CELL_FONT_SIZE, color=color)
     ax.set_xticks(range(n_layers))
     ax.set_yticks(range(t), [cell_text(labels[r], 2 * MAX_CELL_CHARS) for r in rows])

@@ -120,7 +120,7 @@ def _with_cross(ds: xr.Dataset) -> xr.Dataset:
 def _profiles_only(ds: xr.Dataset) -> xr.Dataset:
     """``ds`` without its optional per-model variables and their dims' coordinates."""
     optional = list(schema.optional_variables(ds.data_vars))
-    return ds.drop_vars(optional).drop_vars([schema.CHOICE], errors="ignore")
+    return ds.drop_vars(optional).drop_vars(list(schema.OPTIONAL_DIMS), errors="ignore")
 
 
 def _model_coords(names, n_layers, n_max, families, n_params) -> dict:

@@ -32,6 +32,12 @@ Optional variables (present only where the job reads them)
                          the first generated position (MMLU stores; coordinate ``choice``
                          holds the labels ``A``..``D``).  Per-model stores only: combined
                          stores carry the scores it yields instead.
+    ``top_ids``          (prompt, token, layer, top_rank) int32, the lens's most probable
+                         tokens at each cell by decreasing probability (-1 masked); only when
+                         extraction was asked to keep them (``lens.top_k`` > 0; coordinate
+                         ``top_rank`` 0..K-1).  Per-model stores only, like ``choice_logprob``.
+    ``top_probs``        (prompt, token, layer, top_rank) float32, their lens probabilities
+                         (NaN masked).
 
 Cross-prompt variables (:data:`CROSS_VARIABLES`; present in stores extracted with the
 cross-prompt null of the adjacent overlap, text models only; a combined store keeps them, NaN /
@@ -86,6 +92,7 @@ ALPHA = "alpha"
 MODEL = "model"
 CHOICE = "choice"
 EXPERT_RANK = "expert_rank"
+TOP_RANK = "top_rank"
 
 ENTROPY = "entropy"
 RENYI = "renyi"
@@ -96,6 +103,8 @@ PARTNER = "partner"
 TOP1_ID = "top1_id"
 TOKEN_ID = "token_id"
 CHOICE_LOGPROB = "choice_logprob"
+TOP_IDS = "top_ids"
+TOP_PROBS = "top_probs"
 
 PROMPT_TEXT = "prompt_text"
 DEPTH = "depth"
@@ -137,7 +146,13 @@ OPTIONAL_VARIABLES: dict[str, VariableSpec] = {
         "nat",
         "log-probability of each answer choice's token as the model's own next token after the prompt",
     ),
+    TOP_IDS: VariableSpec(
+        (PROMPT, TOKEN, LAYER, TOP_RANK), "int32", "token id", "the lens's top-k tokens by decreasing probability"
+    ),
+    TOP_PROBS: VariableSpec((PROMPT, TOKEN, LAYER, TOP_RANK), "float32", "1", "lens probability of each top-k token"),
 }
+# The coordinates of the optional variables' own dims (dropped with them from combined stores).
+OPTIONAL_DIMS = (CHOICE, TOP_RANK)
 
 
 def optional_variables(names: Any) -> dict[str, VariableSpec]:
