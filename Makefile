@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 CORES ?= all
 
-.PHONY: install models models-extra study rehearsal test-models run unlock test lint bench report plan push pull clean
+.PHONY: install models models-extra study rehearsal test-models run unlock test lint browser bench report plan push pull clean
 
 $(VENV)/.installed: requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -83,7 +83,12 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: test-models lint
+# Headless Chromium for the page test of `entropy-lens view` (Debian's package; the test skips where it is absent).
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 \
+		|| echo "chromium not installed: the headless page test of entropy-lens view will skip"
+
+test: test-models lint browser
 	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: models
