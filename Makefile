@@ -66,7 +66,7 @@ REHEARSAL_SNAKEMAKE = $(REHEARSAL_ENV) $(BIN)/snakemake --cores $(CORES) -s $(CU
 	$(CURDIR)/config/rehearsal.yaml
 rehearsal: models
 	$(BIN)/python scripts/rehearsal_cache.py $(REHEARSAL_CACHE) --configfile config/paper.yaml
-	$(BIN)/entropy-lens unlock --directory $(REHEARSAL_DIR)
+	if [ -d $(REHEARSAL_DIR)/.snakemake ]; then $(BIN)/entropy-lens unlock --directory $(REHEARSAL_DIR); fi
 	$(REHEARSAL_SNAKEMAKE) --rerun-incomplete
 	$(REHEARSAL_SNAKEMAKE) --report $(CURDIR)/$(REHEARSAL_DIR)/report.html --report-metadata $(CURDIR)/report/metadata.yaml
 
