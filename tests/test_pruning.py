@@ -1,4 +1,4 @@
-"""Pruning criteria: read off the sweep's intact pass, checked against plain forward hooks; their Spearman with the cost."""
+"""Pruning criteria read off the sweep's intact pass, checked against plain hooks; their Spearman with the cost."""
 
 import math
 
@@ -242,9 +242,11 @@ def test_criteria_spearman_reads_each_criterion_against_the_sweep():
     assert logprob.loc[(ALL_BLOCKS, "block_influence"), "rho"] == pytest.approx(1.0)
     assert logprob.loc[(ALL_BLOCKS, "block_influence"), "reading"] == criteria.PREDICTS
     assert logprob.loc[(NO_FINAL, "block_influence"), "n_blocks"] == 8
-    assert logprob.loc[(ALL_BLOCKS, "block_influence"), "null_low"] < 0 < logprob.loc[
-        (ALL_BLOCKS, "block_influence"), "null_high"
-    ]
+    assert (
+        logprob.loc[(ALL_BLOCKS, "block_influence"), "null_low"]
+        < 0
+        < logprob.loc[(ALL_BLOCKS, "block_influence"), "null_high"]
+    )
     costs = criteria.sweep_costs(correct, "ll", "gold_logprob", [1, 2])
     np.testing.assert_allclose(costs.to_numpy(), 3 * bi[:, [1, 2]])
     with pytest.raises(ValueError, match=r"lacks conditions \['12'\]"):

@@ -21,6 +21,7 @@ tables (the per-position readings, the pairwise angles) for a workflow job to wr
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -113,7 +114,7 @@ def token_cosines(states: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.T
     """``[B, L]`` mean over each prompt's unmasked tokens of ``cos(x_i, x_{i+1})`` of ``L+1`` ``[B, S, d]`` states."""
     weights = mask.to(torch.float32)  # [B, S]
     out = []
-    for before, after in zip(states[:-1], states[1:], strict=True):
+    for before, after in itertools.pairwise(states):
         cos = torch.nn.functional.cosine_similarity(before.float(), after.float(), dim=-1)  # [B, S]
         out.append((cos * weights).sum(-1) / weights.sum(-1))
     return torch.stack(out, dim=1)
