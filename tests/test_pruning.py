@@ -9,6 +9,7 @@ import torch
 from tiny import tiny_model
 
 from entropy_lens.answers import criteria, readings, skipping
+from entropy_lens.answers import exit as early
 from entropy_lens.answers.conditions import ALL_BLOCKS, NO_FINAL, Condition, sweep_conditions
 from entropy_lens.answers.readings import BlockReadings, ReadingRecorder
 from entropy_lens.lens.choices import rendered_queries
@@ -188,6 +189,23 @@ def test_spearman_sees_a_criterion_that_predicts_the_cost_and_one_that_contradic
         criteria.paired_block_spearman(cost[:, :3], score)
 
 
+def test_margins_name_a_best_criterion_only_where_it_separates():
+    rng = np.random.default_rng(4)
+    truth = np.linspace(0, 2, 20)
+    cost = truth + rng.normal(0, 0.3, size=(60, 20))
+    sharp, blurred, twin = (truth + rng.normal(0, s, size=(60, 20)) for s in (0.1, 3.0, 0.1))
+    draws = {
+        name: criteria.spearman_draws(cost, s, n_boot=400, seed=0)[1]
+        for name, s in (("sharp", sharp), ("blurred", blurred))
+    }
+    got = criteria.margins(draws)
+    assert got["sharp"][0] > 0 and got["blurred"][1] < 0
+    draws["twin"] = criteria.spearman_draws(cost, twin, n_boot=400, seed=0)[1]
+    got = criteria.margins(draws)
+    assert got["sharp"][0] <= 0 <= got["sharp"][1]  # two equally good criteria: neither separates
+    assert got["twin"][0] <= 0 <= got["twin"][1]
+
+
 def test_planted_null_costs_shuffled_across_blocks_cover_zero():
     """A criterion that ranks the blocks perfectly for the true cost, read against costs shuffled across
     blocks: the interval must cover 0 in at least 95% of draws (it is what no information looks like)."""
@@ -253,3 +271,82 @@ def test_criteria_spearman_reads_each_criterion_against_the_sweep():
         criteria.sweep_costs(correct, "ll", "gold_logprob", [12])
     with pytest.raises(ValueError, match="statistic must be one of"):
         criteria.sweep_costs(correct, "ll", "loss", [1])
+
+
+# --------------------------------------------------------------------------- the exit curve
+
+
+def forming_answer(n: int = 12, n_layers: int = 6, forms_at: int = 3) -> tuple[BlockReadings, list[str]]:
+    """Readings whose letters favour a wrong letter before position ``forms_at`` and the gold one from there,
+    with the lens entropy falling by one nat per block from 6."""
+    answers = [LETTERS[i % 4] for i in range(n)]
+    letters = np.full((n, n_layers + 1, 4), -3.0)
+    for q, answer in enumerate(answers):
+        gold = LETTERS.index(answer)
+        letters[q, :forms_at, (gold + 1) % 4] = -0.5
+        letters[q, forms_at:, gold] = -0.5
+    entropy = np.tile(6.0 - np.arange(n_layers + 1, dtype=float), (n, 1))
+    base = constructed(n=n, n_layers=n_layers)
+    return BlockReadings(base.questions, base.token_cos, base.angle, entropy, letters), answers
+
+
+def test_exit_curve_shows_where_the_answer_forms():
+    got, answers = forming_answer()
+    curve = early.exit_curve(got, answers, ["base"] * len(answers), "m")
+    assert list(curve.columns) == list(early.EXIT_COLUMNS) and len(curve) == 2 * 7
+    raw = curve[curve["measure"] == "ll"].set_index("position")
+    assert raw.loc[[0, 1, 2], "accuracy"].tolist() == [0.0, 0.0, 0.0]
+    assert raw.loc[[3, 4, 5, 6], "accuracy"].tolist() == [1.0, 1.0, 1.0, 1.0]
+    assert raw.loc[3, "gold_logprob"] > math.log(0.25) > raw.loc[2, "gold_logprob"]
+    assert raw["entropy"].tolist() == [6.0, 5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match=r"answer 1 is 'E'"):
+        early.exit_curve(got, ["A", "E", *answers[2:]], ["base"] * len(answers), "m")
+
+
+def test_threshold_exit_trades_blocks_for_accuracy():
+    got, answers = forming_answer()
+    table = early.threshold_exit(got, answers, ["base"] * len(answers), "m", taus=[5.5, 3.5, 2.5, -1.0])
+    raw = table[table["measure"] == "ll"].set_index("tau")
+    # below 5.5 after one block (too early, wrong); below 3.5 after three (the answer has formed)
+    assert raw.loc[5.5, ["mean_blocks", "accuracy"]].tolist() == [1.0, 0.0]
+    assert raw.loc[3.5, ["mean_blocks", "accuracy"]].tolist() == [3.0, 1.0]
+    assert raw.loc[-1.0, "mean_blocks"] == 6.0  # never below: the full model
+    assert raw.loc[3.5, "fixed_accuracy"] == 1.0 and raw.loc[5.5, "fixed_accuracy"] == 0.0
+    assert early.tau_grid(got.entropy).max() > got.entropy[:, 1:].max()
+
+
+def test_pruning_figures_are_written(tmp_path):
+    from entropy_lens.answers import exit as early
+    from entropy_lens.plots.pruning import plot_criteria, plot_exit_curve
+
+    got, answers = forming_answer()
+    table = criteria.criteria_table(got, "m")
+    skip_map = pd.DataFrame(
+        {"layer": range(6), "d_logprob": -np.arange(6.0), "d_logprob_low": -np.arange(6.0) - 1, "d_logprob_high": 0.0}
+    )
+    plot_criteria(skip_map, table, tmp_path / "criteria.png", title="m")
+    plot_exit_curve(early.exit_curve(got, answers, ["base"] * 12, "m"), tmp_path / "exit.png", title="m")
+    assert (tmp_path / "criteria.png").stat().st_size > 0 and (tmp_path / "exit.svg").is_file()
+    with pytest.raises(ValueError, match=r"lacks columns \['block_influence'\]"):
+        plot_criteria(skip_map, table.drop(columns="block_influence"), tmp_path / "x.png")
+
+
+def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path, capsys):
+    from test_cli import _skip_map_csv
+
+    from entropy_lens import cli
+
+    _skip_map_csv(tmp_path)
+    got = constructed(n=30, n_layers=16, seed=3)
+    table = criteria.criteria_spearman(sweep_rows(3 * (1 - got.token_cos)), got, "m", [ALL_BLOCKS], n_boot=300)
+    table.to_csv(tmp_path / "tables" / "skip_criteria_spearman.csv", index=False)
+    forming, answers = forming_answer()
+    early.exit_curve(forming, answers, ["base"] * 12, "m").to_csv(tmp_path / "tables" / "skip_exit.csv", index=False)
+    assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "cost = drop of gold_logprob, all_blocks (15 blocks, 30 questions):" in printed
+    section = printed.split("cost = drop of gold_logprob")[1]
+    bi = next(line for line in section.splitlines() if line.strip().startswith("block_influence"))
+    assert "+1.00" in bi and bi.endswith("predicts")
+    assert "best: block_influence (its margin over the next best, paired: [+" in printed
+    assert "accuracy first reaches it (within its interval) after block 2 (3 of 6 blocks run)" in printed

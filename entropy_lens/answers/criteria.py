@@ -59,6 +59,8 @@ SPEARMAN_COLUMNS = (
     "null_rho",
     "null_low",
     "null_high",
+    "margin_low",
+    "margin_high",
     "reading",
 )
 # The table as a standard frame (entropy_lens.core.frames): each criterion's Spearman with the cost.
@@ -180,24 +182,57 @@ def paired_block_spearman(
     Returns:
         ``(rho, low, high)``; NaN where undefined (fewer than 3 blocks, a constant mean).
     """
+    rho, draws = spearman_draws(cost, score, n_boot=n_boot, seed=seed)
+    draws = draws[np.isfinite(draws)]
+    if not np.isfinite(rho) or draws.size == 0:
+        return np.nan, np.nan, np.nan
+    low, high = _percentiles(draws, level)
+    return float(rho), low, high
+
+
+def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1 - level) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def spearman_draws(cost: np.ndarray, score: np.ndarray, *, n_boot: int, seed: int) -> tuple[float, np.ndarray]:
+    """The Spearman of :func:`paired_block_spearman` and its ``[n_boot]`` replicates (NaN where undefined).
+
+    The resamples depend only on ``seed`` and the shape, so two criteria read against one cost with one
+    seed are resampled alike: their replicates pair, and their difference has an interval of its own.
+    """
     cost, score = np.asarray(cost, dtype=np.float64), np.asarray(score, dtype=np.float64)
     if cost.ndim != 2 or cost.shape != score.shape:
         raise ValueError(f"need cost and score [N, B] of one shape, got {cost.shape} and {score.shape}")
     n, n_blocks = cost.shape
+    n_boot = check_positive_int(n_boot, "n_boot")
     if n_blocks < 3 or n == 0:
-        return np.nan, np.nan, np.nan
+        return np.nan, np.full(n_boot, np.nan)
     rho = _row_correlation(_rank_rows(score.mean(0)[None]), _rank_rows(cost.mean(0)[None]))[0]
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1 / n), check_positive_int(n_boot, "n_boot"))  # [R, N]
+    counts = rng.multinomial(n, np.full(n, 1 / n), n_boot)  # [R, N]
     blocks = rng.integers(0, n_blocks, size=(n_boot, n_blocks))
     means = [np.take_along_axis(counts @ m / n, blocks, axis=1) for m in (cost, score)]  # [R, B] each
-    draws = _row_correlation(_rank_rows(means[1]), _rank_rows(means[0]))
-    draws = draws[np.isfinite(draws)]
-    if not np.isfinite(rho) or draws.size == 0:
-        return np.nan, np.nan, np.nan
-    tail = (1 - level) / 2
-    low, high = np.quantile(draws, [tail, 1 - tail])
-    return float(rho), float(low), float(high)
+    return float(rho), _row_correlation(_rank_rows(means[1]), _rank_rows(means[0]))
+
+
+def margins(draws: dict[str, np.ndarray], level: float = DEFAULT_LEVEL) -> dict[str, tuple[float, float]]:
+    """Per criterion, the interval of its Spearman minus the best other criterion's, from paired replicates.
+
+    The best other is the one of largest mean replicate; a criterion whose interval lies above 0 beats
+    every other (it *separates*).  NaN where fewer than two criteria have replicates.
+    """
+    finite = {name: d for name, d in draws.items() if np.isfinite(d).any()}
+    out = {name: (np.nan, np.nan) for name in draws}
+    for name, own in finite.items():
+        others = {o: d for o, d in finite.items() if o != name}
+        if others:
+            rival = max(others, key=lambda o: np.nanmean(others[o]))
+            diff = own - others[rival]
+            diff = diff[np.isfinite(diff)]
+            out[name] = _percentiles(diff, level) if diff.size else (np.nan, np.nan)
+    return out
 
 
 def shuffled_blocks(cost: np.ndarray, seed: int) -> np.ndarray:
@@ -227,14 +262,17 @@ def criteria_spearman(
 
     The blocks are each variant's eligible ones (:func:`~entropy_lens.answers.conditions.eligible_layers`);
     the questions those both the sweep and the readings hold.  ``null_*`` is the same statistic on the
-    costs shuffled across blocks (:func:`shuffled_blocks`): an interval around 0 is what no information looks like.
+    costs shuffled across blocks (:func:`shuffled_blocks`): an interval around 0 is what no information looks like;
+    ``margin_*`` the interval of its Spearman minus the best other criterion's (:func:`margins`), above 0 where
+    it separates from every other.
 
     Returns:
         :data:`SPEARMAN_COLUMNS`.
     """
     scores = question_scores(readings)
     row_of = {q: i for i, q in enumerate(readings.questions)}
-    rows = []
+    boot = {"n_boot": n_boot, "seed": seed, "level": level}
+    rows: list[dict] = []
     for measure in dict.fromkeys(correct["measure"]):
         for statistic in COSTS:
             for variant in variants:
@@ -243,29 +281,41 @@ def criteria_spearman(
                 cost = cost[cost.index.isin(row_of)]
                 index = [row_of[q] for q in cost.index]
                 values, null = cost.to_numpy(float), shuffled_blocks(cost.to_numpy(float), seed)
-                for criterion in CRITERIA:
-                    score = scores[criterion][np.ix_(index, blocks)]
-                    rho, low, high = paired_block_spearman(values, score, n_boot=n_boot, seed=seed, level=level)
-                    nrho, nlow, nhigh = paired_block_spearman(null, score, n_boot=n_boot, seed=seed, level=level)
-                    rows.append(
-                        {
-                            "model": model,
-                            "measure": measure,
-                            "statistic": statistic,
-                            "variant": variant,
-                            "criterion": criterion,
-                            "n_blocks": len(blocks),
-                            "n": len(index),
-                            "rho": rho,
-                            "ci_low": low,
-                            "ci_high": high,
-                            "null_rho": nrho,
-                            "null_low": nlow,
-                            "null_high": nhigh,
-                            "reading": spearman_reading(low, high),
-                        }
-                    )
+                keys = {"model": model, "measure": measure, "statistic": statistic, "variant": variant}
+                picked = {c: scores[c][np.ix_(index, blocks)] for c in CRITERIA}
+                rows += _criterion_rows(values, null, picked, keys, boot)
     return pd.DataFrame(rows, columns=list(SPEARMAN_COLUMNS))
+
+
+def _criterion_rows(
+    cost: np.ndarray, null: np.ndarray, scores: dict[str, np.ndarray], keys: dict, boot: dict
+) -> list[dict]:
+    """One row per criterion: its Spearman with ``cost`` and with the shuffled ``null``, and its margin."""
+    n_boot, seed, level = boot["n_boot"], boot["seed"], boot["level"]
+    found = {c: spearman_draws(cost, s, n_boot=n_boot, seed=seed) for c, s in scores.items()}
+    margin = margins({c: draws for c, (_, draws) in found.items()}, level)
+    rows = []
+    for criterion, score in scores.items():
+        rho, low, high = paired_block_spearman(cost, score, **boot)
+        null_rho, null_low, null_high = paired_block_spearman(null, score, **boot)
+        rows.append(
+            keys
+            | {
+                "criterion": criterion,
+                "n_blocks": cost.shape[1],
+                "n": cost.shape[0],
+                "rho": rho,
+                "ci_low": low,
+                "ci_high": high,
+                "null_rho": null_rho,
+                "null_low": null_low,
+                "null_high": null_high,
+                "margin_low": margin[criterion][0],
+                "margin_high": margin[criterion][1],
+                "reading": spearman_reading(low, high),
+            }
+        )
+    return rows
 
 
 def criterion_ranks(criteria: pd.DataFrame, blocks: Sequence[int]) -> pd.DataFrame:
