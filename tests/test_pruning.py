@@ -350,3 +350,27 @@ def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path
     assert "+1.00" in bi and bi.endswith("predicts")
     assert "best: block_influence (its margin over the next best, paired: [+" in printed
     assert "accuracy first reaches it (within its interval) after block 2 (3 of 6 blocks run)" in printed
+
+
+# --------------------------------------------------------------------------- multi-block drop sets
+
+
+def test_drop_sets_take_each_criterions_least_critical_blocks_and_gromovs_span():
+    from entropy_lens.answers import pruning
+
+    got = constructed(n=6, n_layers=28, seed=5)
+    table = criteria.criteria_table(got, "m")
+    assert [pruning.drop_k(28, s) for s in pruning.DEFAULT_SHARES] == [3, 7]
+    sets = pruning.drop_sets(table, got, "m", [ALL_BLOCKS, NO_FINAL]).set_index(["variant", "k", "criterion"])
+    assert len(sets) == 2 * 2 * (len(criteria.CRITERIA) + 1)
+    # position from the end: the deepest blocks go first; without the final block, the deepest before it
+    assert sets.loc[(ALL_BLOCKS, 3, "position"), "layers"] == "25,26,27"
+    assert sets.loc[(NO_FINAL, 3, "position"), "layers"] == "24,25,26"
+    bi = table.set_index("layer").loc[1:27, "block_influence"].sort_values()
+    assert sets.loc[(ALL_BLOCKS, 7, "block_influence"), "layers"] == ",".join(map(str, sorted(bi.index[:7])))
+    span = [int(b) for b in sets.loc[(NO_FINAL, 7, "gromov_contiguous"), "layers"].split(",")]
+    assert span == list(range(span[0], span[0] + 7)) and span[0] >= 1 and span[-1] <= 26
+    with pytest.raises(ValueError, match=r"share must lie in \(0, 1\)"):
+        pruning.drop_k(28, 1.5)
+    with pytest.raises(ValueError, match=r"k=30 must lie in 1\.\.27"):
+        pruning.least_critical(table, "position", 30, range(1, 28))
