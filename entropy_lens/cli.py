@@ -139,6 +139,16 @@ def render_skip_map(rows: pd.DataFrame) -> str:
 
 CRITERIA_PATH = "{results}/tables/skip_criteria_spearman.csv"
 EXIT_PATH = "{results}/tables/skip_exit.csv"
+DROP_SETS_PATH = "{results}/tables/skip_drop_sets.csv"
+
+
+def render_drop_sets(rows: pd.DataFrame) -> str:
+    """The blocks each criterion would drop, per variant and k (one model); their retained accuracy is unscored."""
+    lines = ["drop sets (the k least critical blocks by each criterion; not scored yet: no retained accuracy):"]
+    for (variant, k), group in rows.groupby(["variant", "k"], sort=False):
+        sets = "; ".join(f"{rec['criterion']} {rec['layers']}" for rec in group.to_dict("records"))
+        lines.append(f"  {variant}, k = {int(k)}: {sets}")
+    return "\n".join(lines)
 
 
 def render_criteria(rows: pd.DataFrame) -> str:
@@ -208,6 +218,10 @@ def _skip_map(args: argparse.Namespace) -> int:
             if extra.is_file():
                 found = read_csv_table(extra).query("model == @model and measure == @args.measure")
                 print(render(found) + "\n" if len(found) else "", end="")
+        drops = Path(DROP_SETS_PATH.format(results=args.results))
+        if drops.is_file():
+            found = read_csv_table(drops, keep_default_na=False).query("model == @model")
+            print(render_drop_sets(found) + "\n" if len(found) else "", end="")
     return 0
 
 

@@ -350,6 +350,14 @@ def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path
     assert "+1.00" in bi and bi.endswith("predicts")
     assert "best: block_influence (its margin over the next best, paired: [+" in printed
     assert "accuracy first reaches it (within its interval) after block 2 (3 of 6 blocks run)" in printed
+    from entropy_lens.answers.pruning import drop_sets
+
+    drop_sets(criteria.criteria_table(got, "m"), got, "m", [ALL_BLOCKS]).to_csv(
+        tmp_path / "tables" / "skip_drop_sets.csv", index=False
+    )
+    assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "  all_blocks, k = 2: delta_h " in printed and "position 14,15; gromov_contiguous " in printed
 
 
 # --------------------------------------------------------------------------- multi-block drop sets

@@ -154,7 +154,7 @@ def sweep_costs(correct: pd.DataFrame, measure: str, statistic: str, blocks: Seq
 
 
 def _rank_rows(values: np.ndarray) -> np.ndarray:
-    return np.apply_along_axis(stats.rankdata, 1, values)
+    return stats.rankdata(values, axis=1)  # average ranks of ties, row by row
 
 
 def _row_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -182,7 +182,10 @@ def paired_block_spearman(
     Returns:
         ``(rho, low, high)``; NaN where undefined (fewer than 3 blocks, a constant mean).
     """
-    rho, draws = spearman_draws(cost, score, n_boot=n_boot, seed=seed)
+    return _interval(*spearman_draws(cost, score, n_boot=n_boot, seed=seed), level)
+
+
+def _interval(rho: float, draws: np.ndarray, level: float) -> tuple[float, float, float]:
     draws = draws[np.isfinite(draws)]
     if not np.isfinite(rho) or draws.size == 0:
         return np.nan, np.nan, np.nan
@@ -296,7 +299,7 @@ def _criterion_rows(
     margin = margins({c: draws for c, (_, draws) in found.items()}, level)
     rows = []
     for criterion, score in scores.items():
-        rho, low, high = paired_block_spearman(cost, score, **boot)
+        rho, low, high = _interval(*found[criterion], level)
         null_rho, null_low, null_high = paired_block_spearman(null, score, **boot)
         rows.append(
             keys
