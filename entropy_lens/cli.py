@@ -162,6 +162,9 @@ def render_criteria(rows: pd.DataFrame) -> str:
     for (statistic, variant), group in rows.groupby(["statistic", "variant"], sort=False):
         n_blocks, n = int(group["n_blocks"].iloc[0]), int(group["n"].iloc[0])
         lines.append(f"cost = drop of {statistic}, {variant} ({n_blocks} blocks, {n} questions):")
+        if group["rho"].isna().all():
+            lines.append("  too few blocks or questions to rank (a Spearman needs 3 blocks)")
+            continue
         for rec in group.sort_values("rho", ascending=False).to_dict("records"):
             rho = _interval_text(rec["rho"], rec["ci_low"], rec["ci_high"], 2)
             null = f"[{rec['null_low']:+.2f}, {rec['null_high']:+.2f}]"
@@ -184,6 +187,8 @@ def render_exit(rows: pd.DataFrame) -> str:
     final = rows.iloc[-1]
     reached = rows[rows["ci_high"] >= final["accuracy"]]
     first = int(reached["position"].iloc[0])
+    if first == 0:
+        return f"exit curve: the model's own answer {100 * final['accuracy']:.1f}%, matched already at the embeddings"
     return (
         f"exit curve: the model's own answer {100 * final['accuracy']:.1f}%; read through the logit lens, the "
         f"answer's accuracy first reaches it (within its interval) after block {first - 1} "

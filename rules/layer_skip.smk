@@ -159,6 +159,8 @@ rule skip_criteria_table:
         exit_curve_md="results/tables/skip_exit.md",
         exit_threshold="results/tables/skip_exit_threshold.csv",
         exit_threshold_md="results/tables/skip_exit_threshold.md",
+        drop_sets="results/tables/skip_drop_sets.csv",
+        drop_sets_md="results/tables/skip_drop_sets.md",
     params:
         variants=config["layer_skip"]["variants"],
         n_boot=config["layer_skip"]["n_boot"],

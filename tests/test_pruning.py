@@ -378,6 +378,9 @@ def test_drop_sets_take_each_criterions_least_critical_blocks_and_gromovs_span()
     assert sets.loc[(ALL_BLOCKS, 7, "block_influence"), "layers"] == ",".join(map(str, sorted(bi.index[:7])))
     span = [int(b) for b in sets.loc[(NO_FINAL, 7, "gromov_contiguous"), "layers"].split(",")]
     assert span == list(range(span[0], span[0] + 7)) and span[0] >= 1 and span[-1] <= 26
+    shallow = constructed(n=4, n_layers=4)
+    few = pruning.drop_sets(criteria.criteria_table(shallow, "m"), shallow, "m", [ALL_BLOCKS])
+    assert few["k"].tolist() == [1] * 5  # 12% and 25% of 4 blocks both round to 1: listed once
     with pytest.raises(ValueError, match=r"share must lie in \(0, 1\)"):
         pruning.drop_k(28, 1.5)
     with pytest.raises(ValueError, match=r"k=30 must lie in 1\.\.27"):

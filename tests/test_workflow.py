@@ -238,6 +238,8 @@ def test_skip_criteria_and_exit_curve_per_block(tiny_run):
     assert exit_curve.groupby(["model", "measure"]).size().eq(blocks + 1).all()
     assert (tiny_run / "results/figures/skip_criteria_tiny-llama.png").stat().st_size > 0
     assert (tiny_run / "results/figures/skip_exit_tiny-llama.png").stat().st_size > 0
+    drops = pd.read_csv(tiny_run / "results/tables/skip_drop_sets.csv", keep_default_na=False)
+    assert set(drops["criterion"]) == {"delta_h", "block_influence", "angular", "position", "gromov_contiguous"}
 
 
 def test_fitted_lenses_are_artifacts_judged_on_questions_no_analysis_reads(tiny_run):

@@ -64,10 +64,12 @@ def drop_sets(
     rows = []
     for variant in variants:
         pool = [int(b) for b in eligible_layers(readings.n_layers, variant)]
+        done: set[int] = set()
         for share in shares:
             k = drop_k(readings.n_layers, share)
-            if k > len(pool):
+            if k > len(pool) or k in done:  # a shallow model rounds two shares to one k: list it once
                 continue
+            done.add(k)
             chosen = {c: least_critical(criteria, c, k, pool) for c in CRITERIA}
             chosen[GROMOV] = gromov_choice(readings, k, pool)
             rows += [
