@@ -87,12 +87,13 @@ class ReadingRecorder:
         states.append(run_blocks(lm, calls, lm.n_layers - 1))  # x_L: the last block's output
         index = np.asarray(rows)
         self._token_cos[index] = token_cosines(states, mask).cpu().numpy()
-        last = torch.stack([s[:, -1, :].float() for s in states], dim=1)  # [B, L+1, d]
+        last = torch.stack([s[:, -1, :] for s in states], dim=1)  # [B, L+1, d]
         self._angle[index] = pairwise_angles(last).cpu().numpy()
-        for position, state in enumerate(states):
-            logits = lens_logits(lm, state[:, -1, :])  # [B, V]
-            self._entropy[index, position] = shannon_entropy(logits).cpu().numpy()
-            self._letters[index, position] = gather_logprobs(logits, ids)
+        batch, positions = last.shape[:2]
+        logits = lens_logits(lm, last.reshape(batch * positions, -1))  # [B (L+1), V]: one product, not L+1
+        self._entropy[index] = shannon_entropy(logits).reshape(batch, positions).cpu().numpy()
+        letters = gather_logprobs(logits, np.repeat(np.asarray(ids), positions, axis=0))  # [B (L+1), C]
+        self._letters[index] = letters.reshape(batch, positions, -1)
         self._seen[index] = True
 
     def result(self, questions: Sequence[str]) -> BlockReadings:
