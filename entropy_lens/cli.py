@@ -161,6 +161,65 @@ def render_skip_map(rows: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+CRITERIA_PATH = "{results}/tables/skip_criteria_spearman.csv"
+EXIT_PATH = "{results}/tables/skip_exit.csv"
+DROP_SETS_PATH = "{results}/tables/skip_drop_sets.csv"
+
+
+def render_drop_sets(rows: pd.DataFrame) -> str:
+    """The blocks each criterion would drop, per variant and k (one model); their retained accuracy is unscored."""
+    lines = ["drop sets (the k least critical blocks by each criterion; not scored yet: no retained accuracy):"]
+    for (variant, k), group in rows.groupby(["variant", "k"], sort=False):
+        sets = "; ".join(f"{rec['criterion']} {rec['layers']}" for rec in group.to_dict("records"))
+        lines.append(f"  {variant}, k = {int(k)}: {sets}")
+    return "\n".join(lines)
+
+
+def render_criteria(rows: pd.DataFrame) -> str:
+    """Which criterion predicts what skipping a block costs: each one's Spearman with the cost, and the best one
+    where the interval of its margin over the next best (paired replicates) lies above 0.
+
+    Args:
+        rows: One model's and measure's rows of :func:`entropy_lens.answers.criteria.criteria_spearman`.
+    """
+    lines = []
+    for (statistic, variant), group in rows.groupby(["statistic", "variant"], sort=False):
+        n_blocks, n = int(group["n_blocks"].iloc[0]), int(group["n"].iloc[0])
+        lines.append(f"cost = drop of {statistic}, {variant} ({n_blocks} blocks, {n} questions):")
+        if group["rho"].isna().all():
+            lines.append("  too few blocks or questions to rank (a Spearman needs 3 blocks)")
+            continue
+        for rec in group.sort_values("rho", ascending=False).to_dict("records"):
+            rho = _interval_text(rec["rho"], rec["ci_low"], rec["ci_high"], 2)
+            null = f"[{rec['null_low']:+.2f}, {rec['null_high']:+.2f}]"
+            lines.append(f"  {rec['criterion']:16s} rho {rho:>24}  null {null}  {rec['reading']}")
+        lines.append(f"  best: {_best_criterion(group)}")
+    return "\n".join(lines)
+
+
+def _best_criterion(group: pd.DataFrame) -> str:
+    top = group.sort_values("rho", ascending=False).iloc[0]
+    if top["margin_low"] > 0:
+        margin = f"[{top['margin_low']:+.2f}, {top['margin_high']:+.2f}]"
+        return f"{top['criterion']} (its margin over the next best, paired: {margin})"
+    return "none separates from the others (no margin over the next best excludes 0)"
+
+
+def render_exit(rows: pd.DataFrame) -> str:
+    """Where the answer forms: the first block whose lens accuracy reaches the model's own (one model, measure)."""
+    rows = rows.sort_values("position")
+    final = rows.iloc[-1]
+    reached = rows[rows["ci_high"] >= final["accuracy"]]
+    first = int(reached["position"].iloc[0])
+    if first == 0:
+        return f"exit curve: the model's own answer {100 * final['accuracy']:.1f}%, matched already at the embeddings"
+    return (
+        f"exit curve: the model's own answer {100 * final['accuracy']:.1f}%; read through the logit lens, the "
+        f"answer's accuracy first reaches it (within its interval) after block {first - 1} "
+        f"({first} of {len(rows) - 1} blocks run)"
+    )
+
+
 def _interval_text(value: float, low: float, high: float, digits: int) -> str:
     return f"{value:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
@@ -183,6 +242,15 @@ def _skip_map(args: argparse.Namespace) -> int:
         n = int(rows["n"].max()) if len(rows) else 0
         print(f"{model}: every block skipped alone, {n} MMLU questions, {args.measure} letters\n")
         print(render_skip_map(rows) + "\n")
+        for template, render in ((CRITERIA_PATH, render_criteria), (EXIT_PATH, render_exit)):
+            extra = Path(template.format(results=args.results))
+            if extra.is_file():
+                found = read_csv_table(extra).query("model == @model and measure == @args.measure")
+                print(render(found) + "\n" if len(found) else "", end="")
+        drops = Path(DROP_SETS_PATH.format(results=args.results))
+        if drops.is_file():
+            found = read_csv_table(drops, keep_default_na=False).query("model == @model")
+            print(render_drop_sets(found) + "\n" if len(found) else "", end="")
     return 0
 
 

@@ -113,6 +113,8 @@ def result_outputs():
         out += ["results/tables/layer_skip.csv"]
         out += expand("results/figures/skip_map_{model}.png", model=SKIP_MODELS)
         out += expand("results/layer_skip/{model}/protected_layers.json", model=SKIP_MODELS)
+        out += ["results/tables/skip_criteria_spearman.csv"]
+        out += expand("results/figures/skip_criteria_{model}.png", model=SKIP_MODELS)
     return out + analysis_outputs()
 
 

@@ -58,6 +58,8 @@ rule layer_skip_eval:
     output:
         correct="results/layer_skip/{model}/correct.parquet",
         profiles="results/layer_skip/{model}/profiles.csv",
+        readings="results/layer_skip/{model}/readings.parquet",
+        angles="results/layer_skip/{model}/angles.parquet",
     params:
         skip=SKIP_EVAL,
         lens=config["lens"],
@@ -136,3 +138,66 @@ rule plot_layer_skip:
         "../envs/entropy-lens.yaml"
     script:
         "../workflow_scripts/plot_layer_skip.py"
+
+
+# Which blocks can you drop? Each pruning criterion per block (ΔH, Block Influence, angular distance,
+# position), read off the sweep's intact pass, and the Spearman of each with the measured cost.
+rule skip_criteria_table:
+    input:
+        correct=expand("results/layer_skip/{model}/correct.parquet", model=SKIP_MODELS),
+        readings=expand("results/layer_skip/{model}/readings.parquet", model=SKIP_MODELS),
+        angles=expand("results/layer_skip/{model}/angles.parquet", model=SKIP_MODELS),
+        evaluation="results/datasets/layer_skip_eval.parquet",
+    output:
+        criteria=report(
+            "results/tables/skip_criteria.csv", caption="../report/skip_criteria.rst", category="8. Layer skipping"
+        ),
+        criteria_md="results/tables/skip_criteria.md",
+        spearman="results/tables/skip_criteria_spearman.csv",
+        spearman_md="results/tables/skip_criteria_spearman.md",
+        exit_curve="results/tables/skip_exit.csv",
+        exit_curve_md="results/tables/skip_exit.md",
+        exit_threshold="results/tables/skip_exit_threshold.csv",
+        exit_threshold_md="results/tables/skip_exit_threshold.md",
+        drop_sets="results/tables/skip_drop_sets.csv",
+        drop_sets_md="results/tables/skip_drop_sets.md",
+    params:
+        variants=config["layer_skip"]["variants"],
+        n_boot=config["layer_skip"]["n_boot"],
+        seed=config["layer_skip"]["seed"],
+    log:
+        "logs/skip_criteria_table.log",
+    benchmark:
+        "results/benchmarks/skip_criteria_table.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/skip_criteria_table.py"
+
+
+rule plot_skip_criteria:
+    input:
+        skip_map="results/tables/skip_map.csv",
+        criteria="results/tables/skip_criteria.csv",
+        exit_curve="results/tables/skip_exit.csv",
+    output:
+        criteria=report(
+            "results/figures/skip_criteria_{model}.png",
+            caption="../report/skip_criteria.rst",
+            category="8. Layer skipping",
+            labels={"model": "{model}", "figure": "pruning criteria"},
+        ),
+        exit_curve=report(
+            "results/figures/skip_exit_{model}.png",
+            caption="../report/skip_exit.rst",
+            category="8. Layer skipping",
+            labels={"model": "{model}", "figure": "exit curve"},
+        ),
+    log:
+        "logs/plot_skip_criteria/{model}.log",
+    benchmark:
+        "results/benchmarks/plot_skip_criteria/{model}.tsv"
+    conda:
+        "../envs/entropy-lens.yaml"
+    script:
+        "../workflow_scripts/plot_skip_criteria.py"

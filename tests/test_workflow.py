@@ -225,6 +225,23 @@ def test_layer_skip_sweep_map_and_comparisons(tiny_run):
     assert {"mean ΔH (nats)", "Δ accuracy (points)", "block skipped alone"} <= set(figure.texts)
 
 
+def test_skip_criteria_and_exit_curve_per_block(tiny_run):
+    """The pruning criteria, one row per block, each one's Spearman with the cost, and the exit curve."""
+    blocks = yaml.safe_load((tiny_run / "resources/models/tiny-llama/config.json").read_text())["num_hidden_layers"]
+    criteria = pd.read_csv(tiny_run / "results/tables/skip_criteria.csv")
+    llama = criteria[criteria["model"] == "tiny-llama"]
+    assert llama["layer"].tolist() == list(range(blocks)) and (llama["n"] == 4).all()
+    assert llama["block_influence"].between(0, 2).all() and llama["angular"].between(0, 1).all()
+    spearman = pd.read_csv(tiny_run / "results/tables/skip_criteria_spearman.csv")
+    assert set(spearman["criterion"]) == {"delta_h", "block_influence", "angular", "position"}
+    exit_curve = pd.read_csv(tiny_run / "results/tables/skip_exit.csv")
+    assert exit_curve.groupby(["model", "measure"]).size().eq(blocks + 1).all()
+    assert (tiny_run / "results/figures/skip_criteria_tiny-llama.png").stat().st_size > 0
+    assert (tiny_run / "results/figures/skip_exit_tiny-llama.png").stat().st_size > 0
+    drops = pd.read_csv(tiny_run / "results/tables/skip_drop_sets.csv", keep_default_na=False)
+    assert set(drops["criterion"]) == {"delta_h", "block_influence", "angular", "position", "gromov_contiguous"}
+
+
 def test_fitted_lenses_are_artifacts_judged_on_questions_no_analysis_reads(tiny_run):
     """Each fitted kind is saved with its provenance and judged beside the logit lens on held-out questions
     that neither the fit nor any analysed set draws; the final block reads the model's own logits."""

@@ -1,6 +1,8 @@
-"""Rule layer_skip_eval: each question's answer under every block skipped alone and every k >= 2 set."""
+"""Rule layer_skip_eval: each question's answer under every block skipped alone and every k >= 2 set,
+and what the intact pass shows at every block (the pruning criteria's readings)."""
 
 from entropy_lens.answers.plan import read_plan
+from entropy_lens.answers.readings import ReadingRecorder, readings_frames
 from entropy_lens.answers.skipping import evaluate_skips
 from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings
@@ -12,6 +14,7 @@ params, out = snakemake.params, snakemake.output
 
 table = read_table(snakemake.input.evaluation, "mmlu")
 with job_model(snakemake) as lm:
+    recorder = ReadingRecorder(lm, len(table))
     correct, profiles = evaluate_skips(
         lm,
         table,
@@ -22,6 +25,10 @@ with job_model(snakemake) as lm:
         profile_prompts=params.skip["profile_prompts"],
         set_questions=params.skip["set_questions"],
         seed=params.skip["seed"],
+        observe=recorder,
     )
 correct.assign(model=snakemake.wildcards.model).to_parquet(out.correct, index=False)
 write_csv(profiles, out.profiles)
+readings, angles = readings_frames(recorder.result(table["question_id"].astype(str).tolist()))
+readings.to_parquet(out.readings, index=False)
+angles.to_parquet(out.angles, index=False)

@@ -41,6 +41,8 @@ PROGRESS_SECONDS = 5.0
 
 # measure -> [N, C] per-choice scores; the answer is the argmax.
 Scorer = Callable[[LensModel], Mapping[str, np.ndarray]]
+# Reads the intact pass of a batch: (prompt rows, attention mask [B, S], every block's call, letter ids [B][C]).
+Observer = Callable[[Sequence[int], torch.Tensor, dict, Sequence[Sequence[int]]], None]
 
 
 def letter_scorer(
@@ -180,6 +182,7 @@ def condition_letter_logprobs(
     *,
     batch_size: int = 8,
     chat_template: bool = False,
+    observe: Observer | None = None,
 ) -> dict[str, np.ndarray]:
     """Letter log-probabilities after each prompt under every condition, sharing the intact prefix.
 
@@ -196,6 +199,8 @@ def condition_letter_logprobs(
         conditions: Skip conditions (``intact`` reads the intact pass itself).
         batch_size: Prompts per forward pass.
         chat_template: Render prompts with the model's chat template.
+        observe: Called after each batch's intact pass with every block's input kept
+            (e.g. :class:`entropy_lens.answers.readings.ReadingRecorder`).
 
     Returns:
         ``{condition name: [N, 4] float32 log-probabilities of A-D}``.
@@ -204,7 +209,7 @@ def condition_letter_logprobs(
         check_layers(condition.layers, lm.n_layers)
     queries, _ = rendered_queries(lm, prompts, LETTERS, chat_template=chat_template)
     out = {c.name: np.empty((len(queries), len(LETTERS)), dtype=np.float32) for c in conditions}
-    starts = sorted({c.layers[0] for c in conditions if c.layers})
+    starts = sorted({c.layers[0] for c in conditions if c.layers} | (set(range(lm.n_layers)) if observe else set()))
     bar = tqdm(total=len(queries), desc=f"{lm.name} skip", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS)
     for rows in batches([len(q.input_ids) for q in queries], batch_size):
         batch = [queries[r] for r in rows]
@@ -212,6 +217,8 @@ def condition_letter_logprobs(
         with capture_block_calls(lm, starts) as calls:
             intact = lm.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1, :]  # [B, V]
         ids = [q.choice_ids for q in batch]
+        if observe is not None:
+            observe(rows, inputs["attention_mask"], calls, ids)
         for condition in conditions:
             if condition.layers:
                 hidden = run_blocks(lm, calls, condition.layers[0], condition.layers)  # [B, S, d]
@@ -231,6 +238,7 @@ def score_conditions_shared(
     *,
     batch_size: int = 8,
     chat_template: bool = False,
+    observe: Observer | None = None,
 ) -> pd.DataFrame:
     """:func:`score_conditions` of an ``mmlu`` table by raw and calibrated letter log-likelihood,
     with the conditions sharing the intact prefix (:func:`condition_letter_logprobs`).
@@ -244,7 +252,12 @@ def score_conditions_shared(
     styles, answers = table["style"].tolist(), table["answer"].tolist()
     ids = [str(q) for q in table["question_id"]]
     logprobs = condition_letter_logprobs(
-        lm, table["prompt_text"].tolist(), conditions, batch_size=batch_size, chat_template=chat_template
+        lm,
+        table["prompt_text"].tolist(),
+        conditions,
+        batch_size=batch_size,
+        chat_template=chat_template,
+        observe=observe,
     )
     frames = [
         _correct_rows(c, {"ll": logprobs[c.name], "calibrated": calibrate(logprobs[c.name], styles)}, answers, ids)
@@ -325,11 +338,13 @@ def evaluate_skips(
     profile_prompts: int,
     set_questions: int,
     seed: int,
+    observe: Observer | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score an ``mmlu`` table under the sweep and the ``k >= 2`` sets, and profile a few prompts.
 
     The sweep (intact and every block alone) is scored on every question; the ``k >= 2``
     sets on :func:`set_question_ids` of them (both share the intact prefix per batch).
+    ``observe`` reads the sweep's intact pass (:func:`condition_letter_logprobs`).
 
     Returns:
         ``(correct, profiles)``: :func:`score_conditions_shared` rows of both parts (the
@@ -337,7 +352,7 @@ def evaluate_skips(
         for the conditions :meth:`SkipPlan.profiled` names.
     """
     kwargs = {"batch_size": batch_size, "chat_template": chat_template}
-    frames = [score_conditions_shared(lm, table, plan.sweep, **kwargs)]
+    frames = [score_conditions_shared(lm, table, plan.sweep, observe=observe, **kwargs)]
     sets = [c for c in plan.sets if c.k >= 2]
     if sets:
         subset = set(set_question_ids(table["question_id"], set_questions, seed))

@@ -1,0 +1,192 @@
+"""What the intact pass of the layer-skip sweep shows at every block: the raw material of the pruning criteria.
+
+The shared-prefix pass (:func:`entropy_lens.answers.skipping.condition_letter_logprobs`) keeps the
+residual input of every block to rerun the model from it.  :class:`ReadingRecorder` reads those
+inputs, batch by batch, before they are dropped, and keeps per question:
+
+* ``token_cos`` ``[N, L]``: the mean over the prompt's tokens (padding left out) of
+  ``cos(x_i, x_{i+1})``, ``x_i`` the input of block ``i`` and ``x_L`` the last block's output
+  (before the final norm): Block Influence (ShortGPT, Men et al. 2024) is ``1 - `` its mean;
+* ``angle`` ``[N, L+1, L+1]``: ``arccos(cos(x_a, x_b)) / pi`` at the last token (the answer
+  position), every pair: the angular distance of Gromov et al. (2024) for any span ``n = b - a``;
+* ``entropy`` ``[N, L+1]``: the logit lens's Shannon entropy (nats) at the answer position of
+  ``x_0 .. x_L`` (``x_0`` the embeddings, ``x_L`` the model's own final distribution);
+* ``letters`` ``[N, L+1, C]``: the answer letters' log-probabilities (over the whole vocabulary)
+  under the same lens, for the exit curve.
+
+The last block's output costs one block per batch (rerun from its kept input); everything else is
+read from tensors the pass keeps anyway.  :func:`readings_frames` turns the record into two tidy
+tables (the per-position readings, the pairwise angles) for a workflow job to write.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from entropy_lens.lens.decoding import gather_logprobs, lens_logits
+from entropy_lens.lens.entropy import shannon_entropy
+from entropy_lens.model.hooks import BlockCall, run_blocks
+from entropy_lens.model.loading import LensModel
+from entropy_lens.prompts.datasets import LETTERS
+
+READING_COLUMNS = ("question", "position", "entropy", *(f"logprob_{c}" for c in LETTERS), "token_cos")
+ANGLE_COLUMNS = ("question", "start", "end", "angle")
+
+
+@dataclass(frozen=True)
+class BlockReadings:
+    """Per question, what the intact model shows at every block (see the module docstring for each array)."""
+
+    questions: tuple[str, ...]
+    token_cos: np.ndarray  # [N, L]
+    angle: np.ndarray  # [N, L+1, L+1]
+    entropy: np.ndarray  # [N, L+1]
+    letters: np.ndarray  # [N, L+1, C]
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.token_cos.shape[1])
+
+
+class ReadingRecorder:
+    """Collects :class:`BlockReadings` from the shared-prefix pass, one batch at a time.
+
+    Pass it as ``observe`` to :func:`~entropy_lens.answers.skipping.condition_letter_logprobs`;
+    :meth:`result` returns the record once every prompt was seen.
+    """
+
+    def __init__(self, lm: LensModel, n_prompts: int, n_choices: int = len(LETTERS)) -> None:
+        if n_prompts < 1:
+            raise ValueError(f"n_prompts must be >= 1, got {n_prompts}; record at least one prompt")
+        n, positions = n_prompts, lm.n_layers + 1
+        self._lm = lm
+        self._seen = np.zeros(n, dtype=bool)
+        self._token_cos = np.full((n, lm.n_layers), np.nan)
+        self._angle = np.full((n, positions, positions), np.nan)
+        self._entropy = np.full((n, positions), np.nan)
+        self._letters = np.full((n, positions, n_choices), np.nan)
+
+    @torch.inference_mode()
+    def __call__(
+        self, rows: Sequence[int], mask: torch.Tensor, calls: dict[int, BlockCall], ids: Sequence[Sequence[int]]
+    ) -> None:
+        """Read one batch: ``rows`` its prompts' indices, ``mask`` ``[B, S]`` its attention mask, ``calls``
+        the recorded block calls (every block's input kept), ``ids`` ``[B][C]`` the letters' token ids."""
+        lm = self._lm
+        missing = [i for i in range(lm.n_layers) if i not in calls or calls[i].hidden is None]
+        if missing:
+            raise ValueError(f"the inputs of blocks {missing} were not kept; capture every block's input")
+        states = [calls[i].hidden for i in range(lm.n_layers)]
+        states.append(run_blocks(lm, calls, lm.n_layers - 1))  # x_L: the last block's output
+        index = np.asarray(rows)
+        self._token_cos[index] = token_cosines(states, mask).cpu().numpy()
+        last = torch.stack([s[:, -1, :] for s in states], dim=1)  # [B, L+1, d]
+        self._angle[index] = pairwise_angles(last).cpu().numpy()
+        batch, positions = last.shape[:2]
+        logits = lens_logits(lm, last.reshape(batch * positions, -1))  # [B (L+1), V]: one product, not L+1
+        self._entropy[index] = shannon_entropy(logits).reshape(batch, positions).cpu().numpy()
+        letters = gather_logprobs(logits, np.repeat(np.asarray(ids), positions, axis=0))  # [B (L+1), C]
+        self._letters[index] = letters.reshape(batch, positions, -1)
+        self._seen[index] = True
+
+    def result(self, questions: Sequence[str]) -> BlockReadings:
+        """The record, with ``questions`` naming its rows.
+
+        Raises:
+            ValueError: when a prompt was never seen or the question ids do not match the prompts.
+        """
+        if len(questions) != self._seen.size:
+            raise ValueError(f"got {len(questions)} question ids for {self._seen.size} recorded prompts")
+        if not self._seen.all():
+            raise ValueError(f"prompts {np.flatnonzero(~self._seen).tolist()} were never recorded; run the pass first")
+        return BlockReadings(
+            tuple(str(q) for q in questions), self._token_cos, self._angle, self._entropy, self._letters
+        )
+
+
+def token_cosines(states: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    """``[B, L]`` mean over each prompt's unmasked tokens of ``cos(x_i, x_{i+1})`` of ``L+1`` ``[B, S, d]`` states."""
+    weights = mask.to(torch.float32)  # [B, S]
+    out = []
+    for before, after in itertools.pairwise(states):
+        cos = torch.nn.functional.cosine_similarity(before.float(), after.float(), dim=-1)  # [B, S]
+        out.append((cos * weights).sum(-1) / weights.sum(-1))
+    return torch.stack(out, dim=1)
+
+
+def pairwise_angles(last: torch.Tensor) -> torch.Tensor:
+    """``[B, P, P]`` ``arccos(cos(x_a, x_b)) / pi`` between every pair of ``[B, P, d]`` vectors (0..1).
+
+    Computed as ``2 atan2(|u - v|, |u + v|)`` of the unit vectors, which stays exact near 0 where
+    ``arccos`` of a rounded cosine does not (a vector with itself reads 0, not 1e-4).
+    """
+    unit = torch.nn.functional.normalize(last.float().double(), dim=-1)  # [B, P, d]
+    diff = torch.cdist(unit, unit)  # |u - v|
+    total = torch.sqrt((4.0 - diff**2).clamp_min(0.0))  # |u + v| of unit vectors
+    return (2.0 * torch.atan2(diff, total) / math.pi).float()
+
+
+def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two tidy tables of a record: :data:`READING_COLUMNS` (one row per question and position ``0..L``;
+    ``token_cos`` of the block whose input the position is, NaN at ``L``) and :data:`ANGLE_COLUMNS`
+    (one row per question and pair ``start < end``)."""
+    n, positions = readings.entropy.shape
+    token_cos = np.concatenate([readings.token_cos, np.full((n, 1), np.nan)], axis=1)
+    frame = pd.DataFrame(
+        {
+            "question": np.repeat(readings.questions, positions),
+            "position": np.tile(np.arange(positions), n),
+            "entropy": readings.entropy.ravel(),
+            **{f"logprob_{c}": readings.letters[:, :, i].ravel() for i, c in enumerate(LETTERS)},
+            "token_cos": token_cos.ravel(),
+        }
+    )
+    start, end = np.triu_indices(positions, k=1)
+    angles = pd.DataFrame(
+        {
+            "question": np.repeat(readings.questions, start.size),
+            "start": np.tile(start, n),
+            "end": np.tile(end, n),
+            "angle": readings.angle[:, start, end].ravel(),
+        }
+    )
+    return frame[list(READING_COLUMNS)], angles[list(ANGLE_COLUMNS)]
+
+
+def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
+    """The :class:`BlockReadings` back from :func:`readings_frames`'s tables.
+
+    Raises:
+        ValueError: for a table without its columns or a question without every position.
+    """
+    for table, columns, what in ((frame, READING_COLUMNS, "readings"), (angles, ANGLE_COLUMNS, "angles")):
+        absent = [c for c in columns if c not in table]
+        if absent:
+            raise ValueError(f"{what} table lacks columns {absent}; write it with readings_frames")
+    questions = tuple(dict.fromkeys(frame["question"].astype(str)))
+    positions = int(frame["position"].max()) + 1
+    if len(frame) != len(questions) * positions:
+        raise ValueError(f"readings table has {len(frame)} rows for {len(questions)} questions x {positions} positions")
+    ordered = frame.assign(question=frame["question"].astype(str)).set_index(["question", "position"])
+    ordered = ordered.loc[pd.MultiIndex.from_product([questions, range(positions)])]
+    shape = (len(questions), positions)
+    angle = np.zeros((len(questions), positions, positions))
+    row = {q: i for i, q in enumerate(questions)}
+    qi = angles["question"].astype(str).map(row).to_numpy()
+    a, b, value = angles["start"].to_numpy(int), angles["end"].to_numpy(int), angles["angle"].to_numpy(float)
+    angle[qi, a, b] = value
+    angle[qi, b, a] = value
+    return BlockReadings(
+        questions,
+        ordered["token_cos"].to_numpy(float).reshape(shape)[:, :-1],
+        angle,
+        ordered["entropy"].to_numpy(float).reshape(shape),
+        np.stack([ordered[f"logprob_{c}"].to_numpy(float).reshape(shape) for c in LETTERS], axis=-1),
+    )
