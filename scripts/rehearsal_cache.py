@@ -159,9 +159,11 @@ def standin_config(fields: dict, tok):
     if kind in _WIDTHS:
         fields.update(_WIDTHS[kind])
     else:
-        heads = HEADS if fields.get("num_key_value_heads") != fields.get("num_attention_heads") else KV_HEADS
-        fields.update(hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_attention_heads=heads,
-                      num_key_value_heads=min(KV_HEADS, heads), head_dim=HEAD_DIM)  # fmt: skip
+        # heads x head_dim = hidden (OLMoE's q/k norms span the hidden size); multi-head attention stays
+        # multi-head (key-value heads = heads), grouped-query attention stays grouped
+        mha = fields.get("num_key_value_heads", fields.get("num_attention_heads")) == fields.get("num_attention_heads")
+        fields.update(hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_attention_heads=HEADS,
+                      num_key_value_heads=HEADS if mha else KV_HEADS, head_dim=HEAD_DIM)  # fmt: skip
         fields.update({k: HEAD_DIM for k in ("query_pre_attn_scalar",) if k in fields})
         fields.update({k: SLIDING_WINDOW for k in ("sliding_window",) if fields.get(k)})
         if fields.get("num_experts"):

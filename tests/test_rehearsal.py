@@ -69,6 +69,8 @@ def test_every_paper_model_loads_by_its_hub_id(offline: Path) -> None:
         if fields["model_type"] != "vit":
             tied = lm.unembed.weight.data_ptr() == lm.model.get_input_embeddings().weight.data_ptr()
             assert tied == fields["tie_word_embeddings"], name
+            ids = lm.tokenizer("Once upon a time", return_tensors="pt").input_ids
+            assert lm.model(ids).logits.shape[-1] == lm.vocab_size, name  # it runs, not only loads (OLMoE's q/k norms)
         depths[name] = lm.n_layers
     assert len({depths[f"gpt2-{size}"] for size in ("small", "medium", "large", "xl")}) == 4  # four GPT-2 depths
     assert depths["gemma-2-9b-it"] > depths["gemma-2-2b-it"] >= cache.MIN_LAYERS
