@@ -458,8 +458,10 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     gpt = table[table["claim"] == claims.SHAPE_GPT]
     assert gpt["why"].tolist() == ["not run: no model of family gpt or gpt2 in this configuration"]
     overlap = table[table["claim"] == claims.OVERLAP].set_index("measure")
-    assert sorted(overlap.index) == ["containment", "jaccard"]  # containment decides, Jaccard beside it
-    assert (overlap["estimate"] <= overlap.loc["containment", "estimate"]).all()
+    # containment decides, Jaccard beside it, and containment on the cells whose nucleus size changes
+    assert sorted(overlap.index) == ["containment", "containment_size_changes", "jaccard"]
+    assert overlap.loc["jaccard", "estimate"] <= overlap.loc["containment", "estimate"]
+    assert overlap.loc["containment", "null"].startswith("cross-prompt")  # its null, computed in the same run
     assert set(overlap["verdict"]) <= set(V.VERDICTS)
     headline = (workdir / "results/tables/verdicts.md").read_text()
     assert "**Claims of the study:" in headline  # no MMLU: the accuracy precondition is listed, not run
