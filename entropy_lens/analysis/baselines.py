@@ -42,7 +42,7 @@ from entropy_lens.analysis.knn import (
     score_folds,
 )
 from entropy_lens.analysis.targets import STUDY_TARGETS, Target, sample_labels, target_splits
-from entropy_lens.core.frames import Reading
+from entropy_lens.core.frames import NULL_CONTRACT, Reading
 from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.store import schema
 
@@ -76,13 +76,7 @@ BASELINE_COLUMNS = (
     "auc_mean",
     "auc_low",
     "auc_high",
-    "null_name",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
+    *NULL_CONTRACT,
     "note",
 )
 # The table as a standard frame (entropy_lens.core.frames): the profile's AUC beyond the baseline.

@@ -40,6 +40,8 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFol
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
+from entropy_lens.core.frames import NULL_CONTRACT
+
 log = logging.getLogger(__name__)
 
 DEFAULT_K = 29
@@ -84,13 +86,7 @@ TABLE_COLUMNS = (
     "dummy_std",
     "dummy_low",
     "dummy_high",
-    "null_name",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
+    *NULL_CONTRACT,
     "p_value",
     "test",
     "note",

@@ -21,7 +21,7 @@ from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.render import NOT_RUN
-from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, SOURCES, SPLIT, N
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, NULL_CONTRACT, SOURCES, SPLIT, N
 
 COLUMNS = (
     "claim",
@@ -63,8 +63,7 @@ NUMBER_COLUMNS = {
 }
 CONTAINMENT_STATISTIC = "containment"
 # The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null").
-NULL_NAME, NULL_COLUMNS = "null_name", ("null_estimate", "null_low", "null_high")
-BEYOND_COLUMNS = ("beyond", "beyond_low", "beyond_high")
+NULL_NAME, NULL_COLUMNS, BEYOND_COLUMNS = NULL_CONTRACT[0], NULL_CONTRACT[1:4], NULL_CONTRACT[4:]
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from entropy_lens.answers.conditions import (
 )
 from entropy_lens.answers.corrections import random_null, with_holm
 from entropy_lens.answers.plan import SkipPlan
-from entropy_lens.core.frames import Reading
+from entropy_lens.core.frames import NULL_CONTRACT, Reading
 from entropy_lens.core.intervals import (
     DEFAULT_LEVEL,
     DEFAULT_N_BOOT,
@@ -111,13 +111,7 @@ COMPARISON_COLUMNS = (
     "holm_level",
     "holm_low",
     "holm_high",
-    "null_name",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
+    *NULL_CONTRACT,
 )
 # The comparison table as a standard frame (entropy_lens.core.frames): first minus second.
 COMPARISON_READING = Reading("difference")

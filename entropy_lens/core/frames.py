@@ -27,6 +27,9 @@ MODEL, SPLIT, MEASURE = "model", "split", "measure"
 ESTIMATE, LOW, HIGH = "estimate", "ci_low", "ci_high"
 N, SOURCES = "n", "n_sources"
 STANDARD_COLUMNS = (MODEL, SPLIT, MEASURE, ESTIMATE, LOW, HIGH, N, SOURCES)
+# The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null"): its name, the
+# statistic under it with its interval, and observed - null with a paired interval.
+NULL_CONTRACT = ("null_name", "null_estimate", "null_low", "null_high", "beyond", "beyond_low", "beyond_high")
 TEXT_COLUMNS = (MODEL, SPLIT, MEASURE)
 
 
