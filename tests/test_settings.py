@@ -42,7 +42,7 @@ def test_the_study_states_only_what_differs_from_the_default():
     default = yaml.safe_load(DEFAULT.read_text())
     assert "lens" not in study and "analysis" not in study and "storage" not in study
     merged = load_config(*SHIPPED["study"])
-    assert list(merged["models"]) == [*default["models"], "qwen2.5-coder-1.5b"]
+    assert list(merged["models"]) == sorted([*default["models"], "qwen2.5-coder-1.5b"])
     assert planning.dataset_models(merged) == {"mmlu": ["qwen2.5-coder-1.5b"], "blank": list(merged["models"])}
     assert merged["lens"] == load_config(DEFAULT)["lens"]
 
@@ -81,25 +81,26 @@ def test_no_config_file_is_refused():
         read_configs([])
 
 
-def _reversed(value, *, keep=False):
-    """``value`` with the keys of every mapping in reverse order (the outer one's kept when ``keep``)."""
+def _reversed(value):
+    """``value`` with the keys of every mapping in reverse order, models and datasets included."""
     if not isinstance(value, dict):
         return value
-    items = list(value.items()) if keep else list(value.items())[::-1]
-    return {key: _reversed(item, keep=False) for key, item in items}
+    return {key: _reversed(item) for key, item in list(value.items())[::-1]}
 
 
 def test_a_reordered_config_hands_every_job_the_same_params(tmp_path):
-    """Rules pass config sections as params, compared by repr: the same values in another key order (or a
-    yaml.safe_dump copy) give the same reprs, while the entry order of models and datasets stays a value."""
+    """Rules pass config sections as params, compared by repr: the same values in another key order, models
+    and datasets included (a yaml.safe_dump copy sorts model names), give the same reprs."""
     config = yaml.safe_load(DEFAULT.read_text())
-    shuffled = {key: _reversed(value, keep=key in ("models", "datasets")) for key, value in config.items()}
+    assert list(config["models"]) != sorted(config["models"])  # the default lists its models out of name order
+    shuffled = _reversed(config)
     (tmp_path / "a.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     (tmp_path / "b.yaml").write_text(yaml.safe_dump(shuffled, sort_keys=False))
-    a, b = load_config(tmp_path / "a.yaml"), load_config(tmp_path / "b.yaml")
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(config))
+    a, b, d = (load_config(tmp_path / f"{name}.yaml") for name in "abd")
     assert list(a["models"]["smollm2-135m"]) != list(config["models"]["smollm2-135m"])  # sorted, not as written
-    assert repr(a) == repr(b)
-    assert list(a["models"]) == list(config["models"]) and list(a["datasets"]) == list(config["datasets"])
+    assert repr(a) == repr(b) == repr(d)
+    assert list(a["models"]) == sorted(config["models"]) and list(a["datasets"]) == sorted(config["datasets"])
     changed = yaml.safe_load((tmp_path / "b.yaml").read_text())
     changed["analysis"]["depth_grid"] += 1
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(changed))

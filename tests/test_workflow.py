@@ -562,21 +562,20 @@ def test_unlock_refuses_while_a_run_works_in_the_directory(tmp_path, background,
     assert _locks(workdir), "the live run's lock must stay"
 
 
-def _reordered(value, *, keep=False):
-    """``value`` with the keys of every mapping reversed (the outer one's entries kept in order when ``keep``)."""
+def _reordered(value):
+    """``value`` with the keys of every mapping reversed, models and datasets included."""
     if not isinstance(value, dict):
         return value
-    items = list(value.items()) if keep else list(value.items())[::-1]
-    return {key: _reordered(item) for key, item in items}
+    return {key: _reordered(item) for key, item in list(value.items())[::-1]}
 
 
 def test_reruns_follow_real_changes_only(tmp_path):
-    """After a run: the config with its keys reordered reruns nothing; a changed value reruns what reads it;
-    new weights in a local model folder rerun that model's materialization (and what follows), no other."""
+    """After a run: the config with its keys reordered (models and datasets too) reruns nothing; a changed value
+    reruns what reads it; new weights in a local model folder rerun that model's materialization (and what follows), no other."""
     workdir = prepare_workdir(tmp_path)
     run_snakemake(workdir, SMALL_TARGET, "--cores", "2")
     config = yaml.safe_load((workdir / CONFIG_FILE).read_text())
-    reordered = {k: _reordered(v, keep=k in ("models", "datasets")) for k, v in reversed(config.items())}
+    reordered = _reordered(config)
     (workdir / CONFIG_FILE).write_text(yaml.safe_dump(reordered, sort_keys=False))
     assert nothing_to_do(workdir, SMALL_TARGET)
     edit_config(workdir, {"datasets": {"blank": {"temperature": 0.9}}})

@@ -91,26 +91,22 @@ def check_config(config: dict, where: str = "config") -> dict:
         _knn_folds,
     ):
         check(config)
-    ordered = {key: canonical(value, keep=key in ORDERED_SECTIONS) for key, value in sorted(config.items())}
+    ordered = {key: canonical(value) for key, value in sorted(config.items())}
     config.clear()
     config.update(ordered)
     return config
 
 
-# Sections whose entry order is a value (the order of models and datasets in stores, tables and figures).
-ORDERED_SECTIONS = frozenset({"models", "datasets"})
-
-
-def canonical(value: Any, *, keep: bool = False) -> Any:
-    """``value`` with the keys of every mapping sorted (those of the outer one kept in order when ``keep``).
+def canonical(value: Any) -> Any:
+    """``value`` with the keys of every mapping sorted, models and datasets included.
 
     Rules hand config sections to jobs as params, and Snakemake reruns a job when the ``repr`` of its params
-    changes: sorted keys make a reordered or re-dumped config (``yaml.safe_dump``) with the same values the same
-    params, so it reruns nothing, while any changed value still does.
+    changes: sorted keys make a reordered or re-dumped config (``yaml.safe_dump``, which sorts model names too)
+    with the same values the same params, so it reruns nothing, while any changed value still does. The order
+    of models and datasets in stores, tables and figures is therefore their names' order, never the file's.
     """
     if isinstance(value, Mapping):
-        items = value.items() if keep else sorted(value.items(), key=lambda item: str(item[0]))
-        return {key: canonical(item) for key, item in items}
+        return {key: canonical(item) for key, item in sorted(value.items(), key=lambda item: str(item[0]))}
     if isinstance(value, list):
         return [canonical(item) for item in value]
     return value
