@@ -571,7 +571,8 @@ def _reordered(value):
 
 def test_reruns_follow_real_changes_only(tmp_path):
     """After a run: the config with its keys reordered (models and datasets too) reruns nothing; a changed value
-    reruns what reads it; new weights in a local model folder rerun that model's materialization (and what follows), no other."""
+    reruns what reads it; new weights in a local model folder rerun that model's materialization (and what
+    follows), no other."""
     workdir = prepare_workdir(tmp_path)
     run_snakemake(workdir, SMALL_TARGET, "--cores", "2")
     config = yaml.safe_load((workdir / CONFIG_FILE).read_text())
