@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -42,6 +43,11 @@ def run_plan(
     return plan, planning.compare_benchmarks(plan, patterns, logs)
 
 
+def _yaml_number(value: float) -> str:
+    """``value`` as YAML reads it back: ``.inf`` for a rate the fit found no cost for."""
+    return ".inf" if math.isinf(value) else f"{value:.4g}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", nargs="+", action="append", required=True, metavar=("DIR", "CONFIG"))
@@ -54,7 +60,7 @@ def main() -> int:
         host = host_rates()
         fitted = dataclasses.replace(fitted, cpu_probe_gflops=host.float32, cpu_probe_bf16_gflops=host.bfloat16)
         fields += ("cpu_probe_gflops", "cpu_probe_bf16_gflops")
-    print("plan: {" + ", ".join(f"{name}: {getattr(fitted, name):.4g}" for name in fields) + "}")
+    print("plan: {" + ", ".join(f"{name}: {_yaml_number(getattr(fitted, name))}" for name in fields) + "}")
     rows = []
     for directory, *configs in args.run:
         again, compared = run_plan(Path(directory), configs, dataclasses.asdict(fitted))

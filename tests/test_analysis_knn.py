@@ -33,7 +33,7 @@ def test_identical_classes_give_chance_auc():
     res = K.knn_auc(X, y, K.KnnSettings(n_repeats=2))
     assert abs(res.knn.mean() - 0.5) < NULL_TOLERANCE
     assert abs(res.dummy.mean() - 0.5) < NULL_TOLERANCE
-    assert res.knn.size == 20 and res.k == K.DEFAULT_K
+    assert res.knn.size == K.DEFAULT_SPLITS * 2 and res.k == K.DEFAULT_K
     assert res.p_value > 0.01
 
 

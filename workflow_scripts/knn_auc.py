@@ -14,8 +14,8 @@ from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 knn, out = snakemake.params.knn, snakemake.output
-settings = KnnSettings(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"], test=knn["test"])
-features = FeatureSettings(mode=knn["feature"], n_windows=knn["windows"])
+settings = KnnSettings.from_config(knn)
+features = FeatureSettings.from_config(knn)
 
 stores = storage.open_all(dict(snakemake.input.items()), combined=True)
 table = knn_table(stores, alphas=knn["alphas"], features=features, settings=settings)

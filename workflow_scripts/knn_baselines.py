@@ -10,8 +10,8 @@ from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
 knn, out = snakemake.params.knn, snakemake.output
-settings = KnnSettings(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"], test=knn["test"])
-features = FeatureSettings(mode=knn["feature"], n_windows=knn["windows"])
+settings = KnnSettings.from_config(knn)
+features = FeatureSettings.from_config(knn)
 
 paths = {name: path for name, path in snakemake.input.items() if name != "scores"}
 stores = storage.open_all(paths, combined=True)

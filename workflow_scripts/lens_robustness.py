@@ -17,8 +17,8 @@ from entropy_lens.workflow.jobs import setup_logging
 setup_logging(snakemake)
 params, out = snakemake.params, snakemake.output
 knn = params.knn
-settings = KnnSettings(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"], test=knn["test"])
-features = FeatureSettings(mode=knn["feature"], n_windows=knn["windows"])
+settings = KnnSettings.from_config(knn)
+features = FeatureSettings.from_config(knn)
 architectures = {Path(folder).name: folder_model_type(folder) for folder in snakemake.input.models}
 pairs = [tuple(pair) for pair in params.pairs]
 logit_paths = dict(zip(pairs, snakemake.input.logit, strict=True))

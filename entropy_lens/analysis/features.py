@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -71,6 +72,11 @@ class FeatureSettings:
     mask_rule: str = DEFAULT_MASK_RULE
     n_windows: int = DEFAULT_WINDOWS
     grid_points: int = DEFAULT_GRID_POINTS
+
+    @classmethod
+    def from_config(cls, knn: Mapping[str, Any]) -> FeatureSettings:
+        """The settings of a validated ``analysis.knn`` config section (``feature`` and ``windows``)."""
+        return cls(mode=knn["feature"], n_windows=knn["windows"])
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,7 @@ from entropy_lens.core.frames import NULL_CONTRACT
 log = logging.getLogger(__name__)
 
 DEFAULT_K = 29
-DEFAULT_SPLITS = 10
+DEFAULT_SPLITS = 5
 DEFAULT_REPEATS = 3
 DEFAULT_SEED = 0
 DEFAULT_DISTANCE = "euclidean"
@@ -124,6 +124,13 @@ class KnnSettings:
     test: str = DEFAULT_TEST
     level: float = DEFAULT_LEVEL
     n_threads: int | None = DEFAULT_THREADS
+
+    @classmethod
+    def from_config(cls, knn: Mapping[str, Any]) -> KnnSettings:
+        """The settings of a validated ``analysis.knn`` config section (its ``folds`` and ``repeats`` are
+        :attr:`n_splits` and :attr:`n_repeats`; the paired test is the corrected resampled t, the one the
+        intervals use)."""
+        return cls(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"])
 
     def __post_init__(self) -> None:
         for name in ("k", "n_repeats"):

@@ -233,8 +233,8 @@ def _scaled_terms(job: JobPlan, run: RunSettings, exponent: float) -> list[float
     return terms
 
 
-# The rate of a term that measurements fit to zero cost.
-FREE_RATE = 1e12
+# The rate of a term that measurements fit to zero cost: no limit (YAML ``.inf``), so the term adds nothing.
+FREE_RATE = math.inf
 
 
 def _measured_jobs(plan: Plan, comparison: pd.DataFrame) -> list[tuple[JobPlan, float]]:
