@@ -114,7 +114,10 @@ def test_lint_passes():
         (lambda c: c["datasets"]["blank"].update(n_samples=-3), "n_samples"),
         (lambda c: c["models"]["tiny-llama"].update(family=7), "family"),
         (lambda c: c["analysis"].setdefault("knn", {}).update(test="bonferroni"), "('test' was unexpected)"),
-        (lambda c: c["analysis"].setdefault("knn", {}).update(folds=2), "analysis.knn.folds (2) x analysis.knn.repeats"),
+        (
+            lambda c: c["analysis"].setdefault("knn", {}).update(folds=2),
+            "analysis.knn.folds (2) x analysis.knn.repeats",
+        ),
         (lambda c: c["models"]["tiny-llama"].update(source="./tiny_models/tiny-lama"), "models.tiny-llama.source"),
         (lambda c: c["models"]["tiny-llama"].update(source="smollm2"), "unknown model source 'smollm2'"),
         (lambda c: c["datasets"]["tasks"].update(models=["tiny-mistral"]), "datasets.tasks.models names"),
