@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from entropy_lens.analysis.knn import corrected_t_interval
 from entropy_lens.core import intervals as I
+from entropy_lens.core.folds import corrected_t_interval
 
 DRAWS = 1000
 N = 100

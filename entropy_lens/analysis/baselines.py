@@ -13,7 +13,7 @@ reading separates them as well.  Each grouped separability row gets, on its own
 
 Each row carries the profile's AUC, the baseline's, and the paired fold difference
 ``profile - baseline`` with the Nadeau-Bengio corrected resampled-t interval (the interval of
-:func:`~entropy_lens.analysis.knn.corrected_t_interval`, bounded by ``[-1, 1]``), in the
+:func:`~entropy_lens.core.folds.corrected_t_interval`, bounded by ``[-1, 1]``), in the
 column contract of issue 36 (``null_*`` is the baseline, ``beyond`` the difference).
 """
 
@@ -32,16 +32,15 @@ from threadpoolctl import threadpool_limits
 
 from entropy_lens.analysis.features import FeatureSettings, apply_mask_rule, model_profiles, token_features
 from entropy_lens.analysis.knn import (
-    DIFFERENCE_BOUNDS,
     FoldPlan,
     KnnSettings,
     class_shortfall,
-    corrected_t_interval,
     fold_auc,
     plan_folds,
     score_folds,
 )
 from entropy_lens.analysis.targets import STUDY_TARGETS, Target, sample_labels, target_splits
+from entropy_lens.core.folds import DIFFERENCE_BOUNDS, corrected_t_interval
 from entropy_lens.core.frames import NULL_CONTRACT, Reading
 from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.store import schema

@@ -34,17 +34,16 @@ from entropy_lens.analysis.knn import (
     KnnSettings,
     capped_note,
     class_shortfall,
-    corrected_t_interval,
     plan_folds,
     score_folds,
 )
 from entropy_lens.analysis.targets import STUDY_TARGETS, Target, sample_labels, target_splits
+from entropy_lens.core.folds import DIFFERENCE_BOUNDS, corrected_t_interval
 from entropy_lens.core.frames import Reading
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
 
-DIFFERENCE_BOUNDS = (-1.0, 1.0)
 SHANNON_ORDER = 1.0
 EQUIVALENCE_COLUMNS = (
     "dataset",
