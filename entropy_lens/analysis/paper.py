@@ -19,7 +19,8 @@ writes them out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -39,7 +40,7 @@ from entropy_lens.analysis.render import (
     NOT_RUN,
     POINTS,
 )
-from entropy_lens.analysis.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, rows_of
+from entropy_lens.analysis.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
 from entropy_lens.analysis.separability_rows import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
 from entropy_lens.analysis.shapes import SHAPE_READING
 from entropy_lens.analysis.skip_rows import comparison_rows, rank_rule
@@ -56,85 +57,143 @@ log = logging.getLogger(__name__)
 HEADLINE_SCALE = NORMALIZED
 
 
-def paper_table(
-    *,
-    knn: pd.DataFrame | None = None,
-    renyi: pd.DataFrame | None = None,
-    heldout: pd.DataFrame | None = None,
-    heldout_normalized: pd.DataFrame | None = None,
-    baselines: pd.DataFrame | None = None,
-    accuracy: pd.DataFrame | None = None,
-    expansion: pd.DataFrame | None = None,
-    overlap: pd.DataFrame | None = None,
-    clustering: pd.DataFrame | None = None,
-    layer_skip: pd.DataFrame | None = None,
-    skip_spearman: pd.DataFrame | None = None,
-    shapes: pd.DataFrame | None = None,
-    family_pairs: pd.DataFrame | None = None,
-    expected: Expected | None = None,
-) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Built:
+    """What the row builders of :data:`INPUTS` see: the inputs as standard frames, the rows built so far (in
+    :data:`INPUTS` order) and what the configuration asked for."""
+
+    frames: Mapping[str, pd.DataFrame | None]
+    rows: list[dict[str, Any]]
+    expected: Expected
+
+    @property
+    def scopes(self) -> Mapping[str, str | None]:
+        """The family each layer-skip model's claims are scoped to (:meth:`Expected.skip_scopes`)."""
+        return self.expected.skip_scopes()
+
+
+@dataclass(frozen=True)
+class PaperInput:
+    """One analysis table the paper table reads.
+
+    Attributes:
+        what: The function whose output it is (for readers and error messages).
+        reading: How it becomes a standard frame (:mod:`entropy_lens.core.frames`); ``None``: read as it is
+            (a table another input's rows consult).
+        rows: ``Built -> rows`` of its claims; ``None`` for a table only another input's rows read.
+    """
+
+    what: str
+    reading: Reading | None
+    rows: Callable[[Built], list[dict[str, Any]]] | None = None
+
+
+def _rule(name: str, rule: RowRule) -> Callable[[Built], list[dict[str, Any]]]:
+    """Rows of input ``name`` under one row rule."""
+    return lambda built: rows_of(built.frames[name], rule)
+
+
+def _given(name: str, rows: Callable[[Built], list[dict[str, Any]]]) -> Callable[[Built], list[dict[str, Any]]]:
+    """``rows`` where input ``name`` was given, none otherwise."""
+    return lambda built: rows(built) if built.frames[name] is not None else []
+
+
+# Every input of the paper table, in the order its rows are built (the Rényi summary reads the kNN rows
+# before it): adding a claim's table is one entry here, its Reading beside its analysis and its RowRule
+# beside the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
+INPUTS: Mapping[str, PaperInput] = {
+    "knn": PaperInput(
+        "analysis.targets.knn_table (both fold protocols)",
+        KNN_READING,
+        _given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
+    ),
+    "heldout": PaperInput("analysis.heldout.family_heldout", HELDOUT_READING, _rule("heldout", HELDOUT_RULE)),
+    "heldout_normalized": PaperInput(
+        "analysis.heldout.family_heldout on entropy / log V",
+        HELDOUT_NORMALIZED_READING,
+        _rule("heldout_normalized", HELDOUT_RULE),
+    ),
+    "baselines": PaperInput("analysis.baselines.baseline_table", BASELINE_READING, _rule("baselines", BASELINE_RULE)),
+    "renyi": PaperInput(
+        "analysis.equivalence.renyi_differences", EQUIVALENCE_READING, lambda b: renyi_rows(b.rows, b.frames["renyi"])
+    ),
+    "expansion": PaperInput(
+        "analysis.expansion.expansion_spearman (a dataset column when stacked)",
+        SPEARMAN_READING,
+        _rule("expansion", SPEARMAN_RULE),
+    ),
+    "accuracy": PaperInput(
+        "answers.accuracy.accuracy_table",
+        ACCURACY_READING,
+        _given("accuracy", lambda b: accuracy_rows(b.frames["accuracy"], b.expected.families)),
+    ),
+    "layer_skip": PaperInput(
+        "answers.criticality.skip_comparisons",
+        COMPARISON_READING,
+        _given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
+    ),
+    "skip_spearman": PaperInput(
+        "answers.criticality.criticality_spearman",
+        RANK_READING,
+        lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
+    ),
+    "clustering": PaperInput("analysis.families.clustering_scores (read by the family-pair rows)", None),
+    "family_pairs": PaperInput(
+        "analysis.pairs.family_pairs",
+        PAIR_READING,
+        lambda b: (
+            pair_rows(b.frames["family_pairs"], b.frames["clustering"], b.expected)
+            if b.frames["clustering"] is not None or b.frames["family_pairs"] is not None
+            else []
+        ),
+    ),
+    "overlap": PaperInput(
+        "analysis.expansion.nucleus_overlap (a dataset column when stacked)",
+        OVERLAP_READING,
+        _rule("overlap", OVERLAP_RULE),
+    ),
+    "shapes": PaperInput(
+        "analysis.shapes.profile_shapes (a dataset column when stacked)",
+        SHAPE_READING,
+        lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
+    ),
+}
+TABLE_INPUTS = tuple(INPUTS)
+# Each analysis table's reading as a standard frame (entropy_lens.core.frames), declared beside its analysis.
+READINGS: Mapping[str, Reading] = {name: i.reading for name, i in INPUTS.items() if i.reading is not None}
+
+
+def paper_table(*, expected: Expected | None = None, **tables: pd.DataFrame | None) -> pd.DataFrame:
     """Every claim with our estimate, its interval, the study's figure and a verdict.
 
     Args:
-        knn: :func:`~entropy_lens.analysis.targets.knn_table` output (both protocols).
-        renyi: :func:`~entropy_lens.analysis.equivalence.renyi_differences` rows.
-        heldout: :func:`~entropy_lens.analysis.heldout.family_heldout` rows.
-        heldout_normalized: The same on entropy / log V (``normalize=True``).
-        baselines: :func:`~entropy_lens.analysis.baselines.baseline_table` rows (profile minus baseline).
-        accuracy: :func:`entropy_lens.answers.accuracy.accuracy_table` output.
-        expansion: :func:`~entropy_lens.analysis.expansion.expansion_spearman` rows, with a
-            ``dataset`` column when several datasets are stacked.
-        overlap: :func:`~entropy_lens.analysis.expansion.nucleus_overlap` rows (``dataset`` as above).
-        clustering: :func:`~entropy_lens.analysis.families.clustering_scores` output.
-        layer_skip: :func:`entropy_lens.answers.criticality.skip_comparisons` rows.
-        skip_spearman: :func:`entropy_lens.answers.criticality.criticality_spearman` rows.
-        shapes: :func:`~entropy_lens.analysis.shapes.profile_shapes` rows (``dataset`` as above).
-        family_pairs: :func:`~entropy_lens.analysis.pairs.family_pairs` rows.
         expected: What the configuration asked for (absent claims get a "not run" row).
+        **tables: Analysis tables by their name in :data:`INPUTS` (each entry names the function whose
+            output it is); a table not given, or ``None``, gives its claims no measured rows.
 
     Returns:
         Frame with :data:`COLUMNS`; estimates in the row's ``unit`` scale of 0-1 (AUC,
         accuracy, shares), -1..1 (rho) or nats; NaN where a number is missing.
+
+    Raises:
+        ValueError: naming an input that is not one of :data:`INPUTS`.
     """
+    unknown = sorted(set(tables) - set(INPUTS))
+    if unknown:
+        raise ValueError(f"unknown paper-table inputs {unknown}; expected some of {list(INPUTS)}")
     expected = expected or Expected()
-    scopes = expected.skip_scopes()
-    inputs = dict(knn=knn, renyi=renyi, heldout=heldout, accuracy=accuracy, expansion=expansion, overlap=overlap)
-    inputs |= dict(heldout_normalized=heldout_normalized, baselines=baselines)
-    inputs |= dict(layer_skip=layer_skip, skip_spearman=skip_spearman, shapes=shapes, family_pairs=family_pairs)
-    f = {name: standard_frame(name, table) for name, table in inputs.items()}
-    rows: list[dict[str, Any]] = []
-    rows += knn_rows(f["knn"], f["accuracy"], expected) if knn is not None else []
-    rows += rows_of(f["heldout"], HELDOUT_RULE)
-    rows += rows_of(f["heldout_normalized"], HELDOUT_RULE)
-    rows += rows_of(f["baselines"], BASELINE_RULE)
-    rows += renyi_rows(rows, f["renyi"])
-    rows += rows_of(f["expansion"], SPEARMAN_RULE)
-    rows += accuracy_rows(f["accuracy"], expected.families) if accuracy is not None else []
-    rows += comparison_rows(f["layer_skip"], scopes) if layer_skip is not None else []
-    rows += rows_of(f["skip_spearman"], rank_rule(scopes))
-    if clustering is not None or family_pairs is not None:
-        rows += pair_rows(f["family_pairs"], clustering, expected)
-    rows += rows_of(f["overlap"], OVERLAP_RULE)
-    rows += rows_of(f["shapes"], shape_rule(expected))
-    rows += absent_rows(rows, expected) if expected.datasets else []
+    frames = {name: _frame(name, tables.get(name)) for name in INPUTS}
+    built = Built(frames, [], expected)
+    for entry in INPUTS.values():
+        if entry.rows is not None:
+            built.rows.extend(entry.rows(built))
+    rows = built.rows + (absent_rows(built.rows, expected) if expected.datasets else [])
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
-# Each analysis table's reading as a standard frame (entropy_lens.core.frames), declared beside its analysis.
-READINGS: Mapping[str, Reading] = {
-    "knn": KNN_READING,
-    "renyi": EQUIVALENCE_READING,
-    "heldout": HELDOUT_READING,
-    "heldout_normalized": HELDOUT_NORMALIZED_READING,
-    "baselines": BASELINE_READING,
-    "accuracy": ACCURACY_READING,
-    "expansion": SPEARMAN_READING,
-    "overlap": OVERLAP_READING,
-    "layer_skip": COMPARISON_READING,
-    "skip_spearman": RANK_READING,
-    "shapes": SHAPE_READING,
-    "family_pairs": PAIR_READING,
-}
+def _frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Input ``name`` as its rows read it: a standard frame, or the table itself where it has no reading."""
+    return table if INPUTS[name].reading is None else standard_frame(name, table)
 
 
 def standard_frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -212,23 +271,6 @@ def _has_pooled(table: pd.DataFrame) -> pd.Series:
     return pd.Series([(c, m) in pooled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
 
 
-TABLE_INPUTS = (
-    "knn",
-    "renyi",
-    "heldout",
-    "heldout_normalized",
-    "baselines",
-    "accuracy",
-    "expansion",
-    "overlap",
-    "clustering",
-    "layer_skip",
-    "skip_spearman",
-    "shapes",
-    "family_pairs",
-)
-
-
 def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: Expected) -> pd.DataFrame:
     """:func:`paper_table` from the analysis tables on disk.
 
@@ -237,9 +279,6 @@ def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: E
             per-dataset expansion and overlap tables).
         expected: What the configuration asked for.
     """
-    unknown = sorted(set(paths) - set(TABLE_INPUTS))
-    if unknown:
-        raise ValueError(f"unknown paper-table inputs {unknown}; expected some of {list(TABLE_INPUTS)}")
     return paper_table(**{name: _read_csvs(value) for name, value in paths.items()}, expected=expected)
 
 
