@@ -1,0 +1,188 @@
+"""Drop sets scored: each criterion's k-block set against the intact model and random k-sets, paired over questions."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from tiny import tiny_model
+
+from entropy_lens.answers import drop_scores as D
+from entropy_lens.answers import pruning, skipping
+from entropy_lens.answers.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, set_conditions
+from entropy_lens.answers.criteria import ACCURACY, GOLD_LOGPROB, criteria_table
+from entropy_lens.answers.readings import ReadingRecorder
+from entropy_lens.prompts.datasets import LETTERS
+
+N_LAYERS = 10
+
+
+def drops_table(sets: dict[str, str], k: int = 2, variant: str = ALL_BLOCKS) -> pd.DataFrame:
+    rows = [
+        {"model": "m", "variant": variant, "share": 0.2, "k": k, "criterion": c, "layers": t} for c, t in sets.items()
+    ]
+    return pd.DataFrame(rows, columns=list(pruning.DROP_COLUMNS))
+
+
+def score_rows(conditions: list[Condition], correct: np.ndarray, logprob: np.ndarray | None = None) -> pd.DataFrame:
+    """Score rows of ``conditions`` from ``[N, C]`` 0/1 answers (one measure)."""
+    n = correct.shape[0]
+    logprob = np.log(np.where(correct > 0, 0.9, 0.1)) if logprob is None else logprob
+    frames = [
+        pd.DataFrame(
+            {
+                "condition": c.name,
+                "kind": c.kind,
+                "k": c.k,
+                "replicate": c.replicate,
+                "layers": c.layer_text,
+                "question": [f"q{i}" for i in range(n)],
+                "measure": "calibrated",
+                "correct": correct[:, j].astype(np.int8),
+                "gold_logprob": logprob[:, j],
+            }
+        )
+        for j, c in enumerate(conditions)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def scenario(chosen_keep: dict[str, float], random_keep: float, n: int = 60, n_sets: int = 20, seed: int = 0):
+    """Intact answers all right; each chosen set keeps its share of them, every random set ``random_keep``."""
+    rng = np.random.default_rng(seed)
+    sets = {c: f"{2 * i + 1},{2 * i + 2}" for i, c in enumerate(chosen_keep)}
+    conditions = [Condition(INTACT, 0)]
+    conditions += [Condition(DROP, 2, tuple(int(v) for v in t.split(",")), i) for i, t in enumerate(sets.values())]
+    drawn = [tuple(sorted(rng.choice(np.arange(1, N_LAYERS - 1), 2, replace=False))) for _ in range(n_sets)]
+    conditions += [Condition(RANDOM, 2, layers, i) for i, layers in enumerate(drawn)]
+    keep = [1.0, *chosen_keep.values(), *[random_keep] * n_sets]
+    correct = np.column_stack([np.arange(n) < round(p * n) for p in keep]).astype(float)
+    for j in range(1 + len(sets), correct.shape[1]):  # random sets lose different questions
+        correct[:, j] = rng.permutation(correct[:, j])
+    return score_rows(conditions, correct), drops_table(sets)
+
+
+def scored(rows, drops, statistic=ACCURACY):
+    got = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
+    return got[got["statistic"] == statistic].set_index("criterion")
+
+
+def test_a_set_that_keeps_more_than_every_random_set_is_better_than_random_and_one_that_loses_is_worse():
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2, "typical": 0.6}, random_keep=0.6)
+    got = scored(rows, drops)
+    assert got.loc["keeps", "reading"] == D.BETTER and got.loc["keeps", "beyond_low"] > 0
+    assert got.loc["loses", "reading"] == D.WORSE and got.loc["loses", "beyond_high"] < 0
+    assert got.loc["typical", "reading"] in (D.UNDECIDED, D.SAME)
+    assert got.loc["keeps", "change"] == pytest.approx(-0.05, abs=0.02)
+    assert got.loc["keeps", "null_estimate"] == pytest.approx(-0.4, abs=0.02)
+    assert got.loc["keeps", "beats"] == 1.0 and got.loc["loses", "beats"] == 0.0
+    assert got.loc["keeps", "random_min"] <= got.loc["keeps", "random_median"] <= got.loc["keeps", "random_max"]
+    assert set(got["n_sets"]) == {20} and set(got["n"]) == {60}
+    assert got.loc["keeps", "best"] and not got.loc["loses", "best"] and not got.loc["typical", "best"]
+    assert got.loc["keeps", "margin_low"] > 0 > got.loc["typical", "margin_high"]
+
+
+def test_no_criterion_is_named_best_where_two_keep_alike():
+    rows, drops = scenario({"a": 0.9, "b": 0.9, "c": 0.3}, random_keep=0.5)
+    got = scored(rows, drops)
+    assert not got["best"].any()
+    assert got.loc["a", "margin_low"] <= 0 <= got.loc["a", "margin_high"]
+
+
+def test_the_same_blocks_chosen_twice_are_one_set_against_the_others():
+    rows, drops = scenario({"a": 0.95, "c": 0.3}, random_keep=0.5)
+    drops = pd.concat([drops, drops.iloc[[0]].assign(criterion="twin")], ignore_index=True)
+    got = scored(rows, drops)
+    assert got.loc["a", "best"] and got.loc["twin", "best"]  # the twin is the same set, no rival to itself
+
+
+def test_no_difference_inside_the_margins_and_undecided_across_them():
+    assert D.drop_reading(-0.02, 0.03, 0.05) == D.SAME
+    assert D.drop_reading(-0.08, 0.03, 0.05) == D.UNDECIDED
+    assert D.drop_reading(0.01, 0.2, 0.05) == D.BETTER
+    assert D.drop_reading(-0.2, -0.01, 0.05) == D.WORSE
+    assert D.drop_reading(np.nan, 0.1, 0.05) == D.UNDECIDED
+
+
+def test_the_variant_without_the_final_block_reads_only_random_sets_that_avoid_it():
+    rows, drops = scenario({"a": 0.9}, random_keep=0.5)
+    got = D.drop_scores(rows, drops.assign(variant=NO_FINAL), N_LAYERS, n_boot=200, seed=0)
+    drawn = rows[rows["kind"] == RANDOM].drop_duplicates("condition")
+    avoiding = sum(str(N_LAYERS - 1) not in t.split(",") for t in drawn["layers"])
+    assert set(got["n_sets"]) == {avoiding}
+
+
+def test_gold_logprob_rows_read_the_letters_probability():
+    rows, drops = scenario({"keeps": 1.0}, random_keep=0.5)
+    got = scored(rows, drops, GOLD_LOGPROB)
+    assert got.loc["keeps", "change"] == pytest.approx(0.0)
+    assert got.loc["keeps", "null_estimate"] == pytest.approx(0.5 * (np.log(0.1) - np.log(0.9)), abs=0.05)
+    assert got.loc["keeps", "reading"] == D.BETTER
+
+
+def test_unscored_sets_and_a_missing_intact_model_are_refused():
+    rows, drops = scenario({"a": 0.9}, random_keep=0.5)
+    with pytest.raises(ValueError, match="were not scored; rerun layer_skip_eval"):
+        D.drop_scores(rows, drops.assign(layers="7,8"), N_LAYERS, n_boot=100)
+    with pytest.raises(ValueError, match="lack the intact model"):
+        D.drop_scores(rows[rows["kind"] != INTACT], drops, N_LAYERS, n_boot=100)
+    with pytest.raises(ValueError, match=r"need a \[N\] and b \[N, S\]"):
+        D.one_set_draws(np.ones(3), np.ones((4, 2)), n_boot=10, seed=0)
+
+
+def test_planted_null_random_sets_relabelled_as_a_criterions_are_rarely_better_than_random():
+    assert D.planted_null_rate(36, 20, draws=100, seed=0) <= 0.05
+
+
+def test_planted_signal_a_set_that_keeps_everything_is_shown():
+    rng = np.random.default_rng(1)
+    know = rng.random(36) < 0.7
+    random_sets = (know[:, None] & (rng.random((36, 20)) < rng.uniform(0.3, 0.8, 20))).astype(float)
+    assert D.beyond_random(know.astype(float), random_sets, n_boot=400, seed=0)[1] > 0
+
+
+def test_drop_conditions_score_each_chosen_set_once_beside_the_plans_random_sets():
+    drops = drops_table({"a": "3,4", "b": "3,4", "c": "5,8"})
+    conditions = pruning.drop_conditions(drops, N_LAYERS, n_random=20, seed=0)
+    chosen = [c for c in conditions if c.kind == DROP]
+    assert [c.layers for c in chosen] == [(3, 4), (5, 8)]
+    drawn = [c.layers for c in conditions if c.kind == RANDOM]
+    assert sum(N_LAYERS - 1 not in s for s in drawn) >= 20 and all(0 not in s for s in drawn)
+    planned = [c.layers for c in set_conditions([], N_LAYERS, 20, 0) if c.kind == RANDOM]
+    assert planned == []  # no selection: no k; the same seed scheme draws the plan's sets where k agrees
+    assert drawn == [
+        c.layers for c in pruning.drop_conditions(drops, N_LAYERS, n_random=20, seed=0) if c.kind == RANDOM
+    ]
+    assert len({c.name for c in conditions}) == len(conditions)
+
+
+def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_model():
+    lm = tiny_model("llama", n_layers=8, scale=3.0)
+    prompts = [f"question {i} about the cat and the park Answer:" for i in range(6)]
+    table = pd.DataFrame(
+        {
+            "question_id": [f"q{i}" for i in range(6)],
+            "prompt_text": prompts,
+            "style": "base",
+            "answer": [LETTERS[i % 4] for i in range(6)],
+        }
+    )
+    recorder = ReadingRecorder(lm, len(prompts))
+    skipping.condition_letter_logprobs(lm, prompts, [Condition(INTACT, 0)], observe=recorder)
+    readings = recorder.result(table["question_id"].tolist())
+    kwargs = {"variants": [ALL_BLOCKS, NO_FINAL], "n_random": 3, "seed": 0, "batch_size": 4, "chat_template": False}
+    rows = skipping.evaluate_drop_sets(lm, table, readings, shares=[0.12, 0.25], n_questions=4, **kwargs)
+    assert rows["question"].nunique() == 4
+    assert set(rows["kind"]) == {INTACT, DROP, RANDOM} and set(rows["k"]) == {0, 1, 2}
+    drops = pruning.drop_sets(
+        criteria_table(readings, lm.name), readings, lm.name, [ALL_BLOCKS, NO_FINAL], [0.12, 0.25]
+    )
+    got = D.drop_scores(rows, drops, lm.n_layers, n_boot=100, seed=0)
+    assert len(got) == len(drops) * 2 * 2  # two measures, two statistics
+    # a set scored beside the others on the shared prefix scores as it does alone
+    one = rows[(rows["kind"] == DROP) & (rows["measure"] == "ll")].drop_duplicates("condition").iloc[-1]
+    asked = table[table["question_id"].isin(rows["question"])]
+    layers = tuple(int(v) for v in one["layers"].split(","))
+    alone = skipping.score_conditions_shared(lm, asked, [Condition(DROP, int(one["k"]), layers)])
+    alone = alone[alone["measure"] == "ll"].set_index("question")["gold_logprob"]
+    shared = rows[(rows["condition"] == one["condition"]) & (rows["measure"] == "ll")].set_index("question")
+    np.testing.assert_allclose(shared["gold_logprob"], alone.loc[shared.index], atol=1e-5)
+    assert skipping.evaluate_drop_sets(lm, table, readings, shares=[], n_questions=4, **kwargs).empty
