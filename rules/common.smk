@@ -281,6 +281,7 @@ def subset(section, keys):
 SKIP_QUESTIONS = subset("layer_skip", ("calibration_questions", "eval_questions", "style", "seed"))
 SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "n_boot", "variants"))
 SKIP_EVAL = subset("layer_skip", ("profile_prompts", "set_questions", "seed"))
+SKIP_DROPS = subset("layer_skip", ("drop_shares", "drop_questions", "random_sets", "variants", "seed"))
 LENS_CORPUS = subset("fitted_lens", ("fit_prompts", "held_out_prompts", "corpus_split", "seed"))
 LENS_FIT = subset("fitted_lens", ("held_out_positions", "steps", "lr", "n_boot", "seed"))
 # Where MMLU questions come from, for the prompt set and the layer-skip questions alike.

@@ -186,3 +186,33 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
     shared = rows[(rows["condition"] == one["condition"]) & (rows["measure"] == "ll")].set_index("question")
     np.testing.assert_allclose(shared["gold_logprob"], alone.loc[shared.index], atol=1e-5)
     assert skipping.evaluate_drop_sets(lm, table, readings, shares=[], n_questions=4, **kwargs).empty
+
+
+def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
+    from entropy_lens.analysis import claims as C
+    from entropy_lens.analysis import drop_rows
+
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2, "typical": 0.62}, random_keep=0.6)
+    scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
+    table = pd.DataFrame(drop_rows.drop_set_rows(scores)).set_index(["measure", "unit", "split"])
+    assert len(table) == len(scores) and set(table["role"]) == {C.EXTENSION}
+    assert set(table["claim"]) == {C.BY_ID["drop_sets"].name}
+    accuracy = table.xs(drop_rows.POINTS, level="unit").reset_index()
+    words = dict(zip(accuracy["split"].str.rsplit(", ", n=1).str[-1], accuracy["verdict"], strict=True))
+    assert words == {"keeps": "holds", "loses": "does not hold", "typical": "undecided"}
+    assert accuracy["beyond_low"].notna().all() and accuracy["null"].str.startswith("random k-sets").all()
+
+
+def test_drop_verdict_needs_a_population_and_an_intact_model_above_chance():
+    from entropy_lens.analysis import drop_rows
+
+    rec = {"statistic": ACCURACY, "intact": 0.6, "n_sets": 20, "beyond": 0.1, "beyond_low": 0.02,
+           "beyond_high": 0.2, "layers": "3,4", "beats": 1.0, "best": True}  # fmt: skip
+    assert (
+        drop_rows.drop_verdict(rec).verdict == "reproduced"
+        and "best of the criteria" in drop_rows.drop_verdict(rec).why
+    )
+    assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.04}).verdict == "not reproduced"
+    assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.06}).verdict == "inconclusive"
+    assert "not above chance" in drop_rows.drop_verdict(rec | {"intact": 0.25}).why
+    assert "random baseline of 19 sets" in drop_rows.drop_verdict(rec | {"n_sets": 19}).why

@@ -139,13 +139,15 @@ def drop_scores(
         n_boot, seed, level: The bootstraps.
 
     Returns:
-        :data:`SCORE_COLUMNS`; empty when ``drops`` is.
+        :data:`SCORE_COLUMNS`; empty when ``drops`` or ``correct`` is (no drop set asked for or scored).
 
     Raises:
         ValueError: when a chosen set or the intact model was not scored.
     """
     boot = {"n_boot": n_boot, "seed": seed}
     rows: list[dict] = []
+    if drops.empty or correct.empty:
+        return pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
     for measure, by_measure in correct.groupby("measure", sort=False):
         for statistic in COSTS:
             wide = _wide(by_measure, "correct" if statistic == ACCURACY else GOLD_LOGPROB)
