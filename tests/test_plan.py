@@ -783,3 +783,14 @@ def test_the_drop_sets_add_their_passes_to_the_skip_evaluation(offline):
     config["layer_skip"]["drop_questions"] = 8
     with_drops = plan.plan_from_config(config).job(plan.SKIP_EVAL, "smollm2-135m", "")
     assert with_drops.forward_flops > without.forward_flops and with_drops.est_s > without.est_s
+
+
+@pytest.mark.parametrize(("has_units", "device", "bytes_"), [(False, "cpu", 4), (True, "cpu", 2), (False, "cuda", 2)])
+def test_the_plan_runs_bfloat16_where_fast_in_the_dtype_the_host_loads(monkeypatch, has_units, device, bytes_):
+    from entropy_lens.model import loading
+    from entropy_lens.workflow.plan.config import run_from_config
+
+    monkeypatch.setattr(loading, "cpu_has_bf16_matmul", lambda: has_units)
+    config = load(DEFAULT)
+    config["compute"].update(dtype="bfloat16_where_fast", device=device)
+    assert run_from_config(config).dtype_bytes == bytes_

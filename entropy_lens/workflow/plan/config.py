@@ -32,6 +32,9 @@ from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings, confi
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
 from entropy_lens.workflow.settings import section_models
 
+# compute.dtype's per-host choice (entropy_lens.model.loading.WHERE_FAST; not imported: it imports torch).
+WHERE_FAST = "bfloat16_where_fast"
+
 logger = logging.getLogger(__name__)
 
 # extract_profiles' default batch size, which the layer-skip scripts use (they pass none).
@@ -354,9 +357,14 @@ def drop_passes_of(n_layers: int, k: int, n_random: int) -> int:
 def run_from_config(config: Mapping) -> RunSettings:
     """Device, dtype, threads and lens budget from the config's ``compute`` and ``lens`` sections."""
     compute = config_value(config, "compute")
+    device, dtype = config_value(compute, "device"), compute.get("dtype", "auto")
+    if dtype == WHERE_FAST:  # the dtype the jobs will load on this host (torch is imported only here)
+        from entropy_lens.model.loading import cpu_has_bf16_matmul
+
+        dtype = "bfloat16" if device == "cuda" or cpu_has_bf16_matmul() else "float32"
     return RunSettings(
-        device=config_value(compute, "device"),
-        dtype=compute.get("dtype", "auto"),
+        device=device,
+        dtype=dtype,
         lens_budget_mb=config_value(config, "lens", "budget_mb"),
         threads=config_value(compute, "threads"),
     )
