@@ -216,3 +216,26 @@ def test_drop_verdict_needs_a_population_and_an_intact_model_above_chance():
     assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.06}).verdict == "inconclusive"
     assert "not above chance" in drop_rows.drop_verdict(rec | {"intact": 0.25}).why
     assert "random baseline of 19 sets" in drop_rows.drop_verdict(rec | {"n_sets": 19}).why
+
+
+def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_recommended_one(tmp_path, capsys):
+    from test_cli import _skip_map_csv
+
+    from entropy_lens import cli
+
+    model = _skip_map_csv(tmp_path)["model"].iloc[0]
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
+    scores = D.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0)
+    scores.to_csv(tmp_path / "tables" / "skip_drop_scores.csv", index=False)
+    assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "all_blocks, k = 2 (60 questions; intact 100.0%; 20 random sets change -40.0 points" in printed
+    keeps = next(line for line in printed.splitlines() if line.strip().startswith("keeps"))
+    assert "1,2" in keeps and "95.0% (-5.0 [" in keeps and keeps.endswith("of random sets; better than random")
+    assert "recommended: keeps's blocks 1,2" in printed
+    rows, drops = scenario({"a": 0.9, "b": 0.9}, random_keep=0.6)
+    D.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0).to_csv(
+        tmp_path / "tables" / "skip_drop_scores.csv", index=False
+    )
+    assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
+    assert "recommended: none (no criterion's set separates from every other's)" in capsys.readouterr().out
