@@ -188,6 +188,12 @@ def combined_stores(wildcards=None):
     return {d: f"results/profiles/{d}.zarr" for d in DATASETS}
 
 
+def skip_lens(wildcards):
+    """The linear lens the layer-skip evaluation reads ΔH through as well, where one is fitted for the model."""
+    fitted = wildcards.model in LENS_MODELS and "linear" in LENS_KINDS
+    return {"lens": f"results/lenses/{wildcards.model}/linear.safetensors"} if fitted else {}
+
+
 def knn_params(wildcards):
     return {**config["analysis"]["knn"], "alphas": config["lens"]["alphas"]}
 

@@ -52,6 +52,7 @@ rule layer_skip_select:
 
 rule layer_skip_eval:
     input:
+        unpack(skip_lens),
         model="resources/models/{model}",
         evaluation="results/datasets/layer_skip_eval.parquet",
         plan="results/layer_skip/{model}/plan.json",

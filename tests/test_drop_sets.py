@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from tiny import tiny_model
 
 from entropy_lens.answers import drop_scores as D
@@ -239,3 +240,61 @@ def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_
     )
     assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
     assert "recommended: none (no criterion's set separates from every other's)" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- ΔH read through a linear lens
+
+
+def linear_lens(lm, seed: int = 0):
+    """A linear lens of random affine maps (the final block's the identity), built in code."""
+    from entropy_lens.lens.translators import Translators
+
+    generator = torch.Generator().manual_seed(seed)
+    n, d = lm.n_layers, lm.unembed.weight.shape[1]
+    weight = torch.eye(d) + 0.3 * torch.randn(n, d, d, generator=generator)
+    bias = 0.1 * torch.randn(n, d, generator=generator)
+    weight[-1], bias[-1] = torch.eye(d), 0.0
+    return Translators("linear", weight, bias)
+
+
+def test_the_linear_lens_entropy_is_read_through_each_blocks_translator():
+    from entropy_lens.answers import criteria, readings
+    from entropy_lens.lens.decoding import lens_logits
+    from entropy_lens.lens.entropy import shannon_entropy
+
+    lm = tiny_model("llama", n_layers=4, scale=3.0)
+    prompts = ["the cat sat on the mat Answer:", "what is two and two Answer:", "a b c Answer:"]
+    lens = linear_lens(lm)
+    recorder = ReadingRecorder(lm, len(prompts), translators=lens)
+    states: list = []
+    skipping.condition_letter_logprobs(
+        lm, prompts, [Condition(INTACT, 0)], batch_size=2, observe=lambda *a: (recorder(*a), states.append(a))
+    )
+    got = recorder.result(["a", "b", "c"])
+    assert np.isnan(got.entropy_linear[:, 0]).all() and np.isfinite(got.entropy_linear[:, 1:]).all()
+    np.testing.assert_allclose(got.entropy_linear[:, -1], got.entropy[:, -1], atol=1e-5)  # the model's own
+    rows, _, calls, _ = states[0]
+    block = 1  # block 1's output is block 2's input, through translator 1, written apart from the recorder
+    mapped = calls[2].hidden[:, -1, :].float() @ lens.weight[1] + lens.bias[1]
+    np.testing.assert_allclose(got.entropy_linear[rows, block + 1], shannon_entropy(lens_logits(lm, mapped)), atol=1e-4)
+    assert not np.allclose(got.entropy_linear[:, 1:-1], got.entropy[:, 1:-1], atol=1e-3)
+    table = criteria.criteria_table(got, "m")
+    assert np.isnan(table.loc[0, "delta_h_linear"]) and table.loc[1:, "delta_h_linear"].notna().all()
+    back = readings.frames_readings(*readings.readings_frames(got))
+    np.testing.assert_allclose(back.entropy_linear, got.entropy_linear, atol=1e-6)
+    sets = pruning.drop_sets(table, got, "m", [ALL_BLOCKS])
+    assert "delta_h_linear" in set(sets["criterion"])
+
+
+def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():
+    from entropy_lens.answers import criteria, readings
+
+    lm = tiny_model("llama", n_layers=4, scale=3.0)
+    recorder = ReadingRecorder(lm, 2)
+    skipping.condition_letter_logprobs(lm, ["x y Answer:", "z Answer:"], [Condition(INTACT, 0)], observe=recorder)
+    got = recorder.result(["a", "b"])
+    assert got.entropy_linear is None
+    table = criteria.criteria_table(got, "m")
+    assert table["delta_h_linear"].isna().all() and criteria.present(table) == criteria.CRITERIA
+    assert readings.frames_readings(*readings.readings_frames(got)).entropy_linear is None
+    assert "delta_h_linear" not in set(pruning.drop_sets(table, got, "m", [ALL_BLOCKS])["criterion"])

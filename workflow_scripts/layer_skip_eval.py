@@ -7,6 +7,7 @@ from entropy_lens.answers.readings import ReadingRecorder, readings_frames
 from entropy_lens.answers.skipping import evaluate_drop_sets, evaluate_skips
 from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
 
@@ -15,8 +16,9 @@ params, out = snakemake.params, snakemake.output
 drop = params.drops
 
 table = read_table(snakemake.input.evaluation, "mmlu")
+fitted = dict(snakemake.input.items()).get("lens")  # the linear lens, where one is fitted: ΔH read through it too
 with job_model(snakemake) as lm:
-    recorder = ReadingRecorder(lm, len(table))
+    recorder = ReadingRecorder(lm, len(table), translators=Translators.load(fitted) if fitted else None)
     correct, profiles = evaluate_skips(
         lm,
         table,

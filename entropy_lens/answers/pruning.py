@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.answers.conditions import DROP, RANDOM, Condition, eligible_layers, random_population
-from entropy_lens.answers.criteria import CRITERIA, gromov_choice
+from entropy_lens.answers.criteria import ALL_CRITERIA, gromov_choice, present
 from entropy_lens.answers.readings import BlockReadings
 
 DEFAULT_SHARES = (0.12, 0.25)
@@ -41,8 +41,8 @@ def least_critical(criteria: pd.DataFrame, criterion: str, k: int, pool: Sequenc
     Raises:
         ValueError: for an unknown criterion or ``k`` beyond the pool.
     """
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    if criterion not in ALL_CRITERIA:
+        raise ValueError(f"criterion must be one of {ALL_CRITERIA}, got {criterion!r}")
     blocks = [int(b) for b in pool]
     if not 1 <= k <= len(blocks):
         raise ValueError(f"k={k} must lie in 1..{len(blocks)} (the eligible blocks); lower the share")
@@ -72,7 +72,7 @@ def drop_sets(
             if k > len(pool) or k in done:  # a shallow model rounds two shares to one k: list it once
                 continue
             done.add(k)
-            chosen = {c: least_critical(criteria, c, k, pool) for c in CRITERIA}
+            chosen = {c: least_critical(criteria, c, k, pool) for c in present(criteria, pool)}
             chosen[GROMOV] = gromov_choice(readings, k, pool)
             rows += [
                 {"model": model, "variant": variant, "share": share, "k": k, "criterion": c, "layers": _text(b)}
