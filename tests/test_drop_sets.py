@@ -257,10 +257,11 @@ def linear_lens(lm, seed: int = 0):
     return Translators("linear", weight, bias)
 
 
-def test_the_linear_lens_entropy_is_read_through_each_blocks_translator():
+def test_the_linear_lens_entropy_is_read_through_each_blocks_translator(tmp_path):
     from entropy_lens.answers import criteria, readings
     from entropy_lens.lens.decoding import lens_logits
     from entropy_lens.lens.entropy import shannon_entropy
+    from entropy_lens.plots.pruning import plot_criteria
 
     lm = tiny_model("llama", n_layers=4, scale=3.0)
     prompts = ["the cat sat on the mat Answer:", "what is two and two Answer:", "a b c Answer:"]
@@ -284,6 +285,11 @@ def test_the_linear_lens_entropy_is_read_through_each_blocks_translator():
     np.testing.assert_allclose(back.entropy_linear, got.entropy_linear, atol=1e-6)
     sets = pruning.drop_sets(table, got, "m", [ALL_BLOCKS])
     assert "delta_h_linear" in set(sets["criterion"])
+    ranks = criteria.criterion_ranks(table, range(4))
+    assert np.isnan(ranks.loc["delta_h_linear", 0]) and ranks.loc["delta_h_linear", 1:].notna().all()
+    skip_map = pd.DataFrame({"layer": range(4), "d_logprob": -0.1, "d_logprob_low": -0.2, "d_logprob_high": 0.0})
+    plot_criteria(skip_map, table, tmp_path / "criteria.png")  # block 0 unranked by the linear lens: drawn blank
+    assert (tmp_path / "criteria.png").stat().st_size > 0
 
 
 def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():

@@ -342,6 +342,7 @@ def _criterion_rows(
 
 
 def criterion_ranks(criteria: pd.DataFrame, blocks: Sequence[int]) -> pd.DataFrame:
-    """``criterion x block`` rank of each block under each criterion among ``blocks`` (1: most critical)."""
+    """``criterion x block`` rank of each block under each criterion among ``blocks`` (1: most critical; float,
+    NaN where a criterion scores no block: ΔH under the linear lens at block 0, whose input has no translator)."""
     frame = criteria.set_index("layer").loc[list(blocks), list(present(criteria))]
-    return frame.rank(ascending=False, method="min").T.astype(int)
+    return frame.rank(ascending=False, method="min").T
