@@ -101,6 +101,7 @@ def test_no_difference_inside_the_margins_and_undecided_across_them():
     assert D.drop_reading(0.01, 0.2, 0.05) == D.BETTER
     assert D.drop_reading(-0.2, -0.01, 0.05) == D.WORSE
     assert D.drop_reading(np.nan, 0.1, 0.05) == D.UNDECIDED
+    assert D.drop_reading(0.0, 0.0, 0.05) == D.UNDECIDED  # zero width: every replicate alike decides nothing
 
 
 def test_the_variant_without_the_final_block_reads_only_random_sets_that_avoid_it():
@@ -130,7 +131,7 @@ def test_unscored_sets_and_a_missing_intact_model_are_refused():
 
 
 def test_planted_null_random_sets_relabelled_as_a_criterions_are_rarely_better_than_random():
-    assert D.planted_null_rate(36, 20, draws=100, seed=0) <= 0.05
+    assert D.planted_null_rate(36, 100, 0) <= 0.05 and D.planted_null_rate(90, 100, 1, n_sets=20) <= 0.05
 
 
 def test_planted_signal_a_set_that_keeps_everything_is_shown():
@@ -217,6 +218,8 @@ def test_drop_verdict_needs_a_population_and_an_intact_model_above_chance():
     assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.06}).verdict == "inconclusive"
     assert "not above chance" in drop_rows.drop_verdict(rec | {"intact": 0.25}).why
     assert "random baseline of 19 sets" in drop_rows.drop_verdict(rec | {"n_sets": 19}).why
+    flat = drop_rows.drop_verdict(rec | {"beyond": 0.0, "beyond_low": 0.0, "beyond_high": 0.0})
+    assert flat.verdict == "inconclusive" and "zero width" in flat.why
 
 
 def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_recommended_one(tmp_path, capsys):

@@ -9,7 +9,7 @@ Rule, fixed before any result was read: ``holds`` (better than random) when the 
 ``does not hold`` when it lies below the margin (5 accuracy points, 0.10 nats: no better than random by
 more than the skip comparisons' margin); else ``undecided``.  Fewer than
 :data:`~entropy_lens.analysis.outcomes.MIN_RANDOM_SETS` random sets, or an intact model not above chance,
-leave it undecided.
+leave it undecided, and so does a degenerate interval (zero width, or none).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def drop_verdict(rec: Record) -> V.Verdict:
         return V.Verdict(V.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
     if int(rec["n_sets"]) < MIN_RANDOM_SETS:
         return V.Verdict(V.INCONCLUSIVE, f"random baseline of {int(rec['n_sets'])} sets (needs {MIN_RANDOM_SETS})")
-    if not beyond.finite:
-        return V.Verdict(V.INCONCLUSIVE, "no paired difference")
+    if V.degenerate(beyond):
+        return V.Verdict(V.INCONCLUSIVE, f"not decided: {V.degenerate(beyond)}")
     text = (
         f"set {rec['layers']} minus random k-sets {beyond.text(scale, digits)}; keeps more than "
         f"{100 * float(rec['beats']):.0f}% of {int(rec['n_sets'])} random sets"

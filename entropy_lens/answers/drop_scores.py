@@ -22,7 +22,7 @@ letters), statistic (accuracy, or the gold letter's log-probability among the fo
 
 Readings, fixed before any result was read: ``better than random`` when ``beyond_low > 0``, ``worse than
 random`` when ``beyond_high < 0``, ``no difference`` when the interval lies inside +- the skip
-comparisons' margins (5 accuracy points, 0.10 nats), else ``undecided``.
+comparisons' margins (5 accuracy points, 0.10 nats), else ``undecided`` (and for an interval of zero width).
 """
 
 from __future__ import annotations
@@ -102,8 +102,9 @@ def beyond_random(
 
 
 def drop_reading(beyond_low: float, beyond_high: float, margin: float) -> str:
-    """:data:`BETTER` above 0, :data:`WORSE` below, :data:`SAME` inside +- ``margin``, else :data:`UNDECIDED`."""
-    if not (np.isfinite(beyond_low) and np.isfinite(beyond_high)):
+    """:data:`BETTER` above 0, :data:`WORSE` below, :data:`SAME` inside +- ``margin``, else :data:`UNDECIDED`;
+    an interval of zero width (every replicate alike) or none decides nothing: :data:`UNDECIDED`."""
+    if not (np.isfinite(beyond_low) and np.isfinite(beyond_high)) or beyond_high - beyond_low <= 0:
         return UNDECIDED
     if beyond_low > 0:
         return BETTER
@@ -258,7 +259,7 @@ def best_criteria(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def planted_null_rate(
-    n_questions: int, n_sets: int = 20, *, draws: int = 100, seed: int = 0, n_boot: int = 400
+    n_questions: int, draws: int = 100, seed: int = 0, *, n_sets: int = 20, n_boot: int = 400
 ) -> float:
     """Share of ``draws`` in which a random set relabelled as a criterion's comes out :data:`BETTER`.
 
