@@ -175,6 +175,39 @@ def render_drop_sets(rows: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+DROP_SCORES_PATH = "{results}/tables/skip_drop_scores.csv"
+
+
+def render_drop_scores(rows: pd.DataFrame) -> str:
+    """Each criterion's drop set with the accuracy it keeps, against random sets of its size, and the recommended
+    set per variant and k: the best criterion's, named only where its paired interval separates it from every other.
+
+    Args:
+        rows: One model's and measure's accuracy rows of :func:`entropy_lens.answers.drop_scores.drop_scores`.
+    """
+    lines = ["drop sets (the k least critical blocks by each criterion, skipped together; accuracy kept):"]
+    for (variant, k), group in rows.groupby(["variant", "k"], sort=False):
+        first = group.iloc[0]
+        lines.append(
+            f"  {variant}, k = {int(k)} ({int(first['n'])} questions; intact {100 * first['intact']:.1f}%; "
+            f"{int(first['n_sets'])} random sets change {100 * first['random_median']:+.1f} points, "
+            f"range [{100 * first['random_min']:+.1f}, {100 * first['random_max']:+.1f}]):"
+        )
+        for rec in group.sort_values("change", ascending=False).to_dict("records"):
+            change = _interval_text(100 * rec["change"], 100 * rec["ci_low"], 100 * rec["ci_high"], 1)
+            lines.append(
+                f"    {rec['criterion']:18s} {rec['layers']:>14s}  {100 * rec['value']:5.1f}% ({change} points); "
+                f"keeps more than {100 * rec['beats']:.0f}% of random sets; {rec['reading']}"
+            )
+        best = group[group["best"].astype(str).str.lower() == "true"]
+        lines.append(
+            f"    recommended: {best.iloc[0]['criterion']}'s blocks {best.iloc[0]['layers']}"
+            if len(best)
+            else "    recommended: none (no criterion's set separates from every other's)"
+        )
+    return "\n".join(lines)
+
+
 def render_criteria(rows: pd.DataFrame) -> str:
     """Which criterion predicts what skipping a block costs: each one's Spearman with the cost, and the best one
     where the interval of its margin over the next best (paired replicates) lies above 0.
@@ -247,11 +280,20 @@ def _skip_map(args: argparse.Namespace) -> int:
             if extra.is_file():
                 found = read_csv_table(extra).query("model == @model and measure == @args.measure")
                 print(render(found) + "\n" if len(found) else "", end="")
-        drops = Path(DROP_SETS_PATH.format(results=args.results))
-        if drops.is_file():
-            found = read_csv_table(drops, keep_default_na=False).query("model == @model")
-            print(render_drop_sets(found) + "\n" if len(found) else "", end="")
+        print(_drops_text(args.results, model, args.measure), end="")
     return 0
+
+
+def _drops_text(results: str, model: str, measure: str) -> str:
+    """The scored drop sets of ``model`` where the run scored them, else the sets alone (``""``: neither)."""
+    scores, drops = (Path(t.format(results=results)) for t in (DROP_SCORES_PATH, DROP_SETS_PATH))
+    found = read_csv_table(scores, dtype={"layers": str}) if scores.is_file() else pd.DataFrame()
+    if len(found):
+        found = found.query("model == @model and measure == @measure and statistic == 'accuracy'")
+    if len(found):
+        return render_drop_scores(found) + "\n"
+    found = read_csv_table(drops, keep_default_na=False).query("model == @model") if drops.is_file() else found
+    return render_drop_sets(found) + "\n" if len(found) else ""
 
 
 def _profile(args: argparse.Namespace) -> int:

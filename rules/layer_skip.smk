@@ -52,6 +52,7 @@ rule layer_skip_select:
 
 rule layer_skip_eval:
     input:
+        unpack(skip_lens),
         model="resources/models/{model}",
         evaluation="results/datasets/layer_skip_eval.parquet",
         plan="results/layer_skip/{model}/plan.json",
@@ -60,8 +61,10 @@ rule layer_skip_eval:
         profiles="results/layer_skip/{model}/profiles.csv",
         readings="results/layer_skip/{model}/readings.parquet",
         angles="results/layer_skip/{model}/angles.parquet",
+        drops="results/layer_skip/{model}/drops.parquet",
     params:
         skip=SKIP_EVAL,
+        drops=SKIP_DROPS,
         lens=config["lens"],
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
@@ -141,12 +144,14 @@ rule plot_layer_skip:
 
 
 # Which blocks can you drop? Each pruning criterion per block (ΔH, Block Influence, angular distance,
-# position), read off the sweep's intact pass, and the Spearman of each with the measured cost.
+# position), read off the sweep's intact pass, and the Spearman of each with the measured cost; the k-block
+# drop set each chooses (and Gromov's span) scored against random k-sets.
 rule skip_criteria_table:
     input:
         correct=expand("results/layer_skip/{model}/correct.parquet", model=SKIP_MODELS),
         readings=expand("results/layer_skip/{model}/readings.parquet", model=SKIP_MODELS),
         angles=expand("results/layer_skip/{model}/angles.parquet", model=SKIP_MODELS),
+        drops=expand("results/layer_skip/{model}/drops.parquet", model=SKIP_MODELS),
         evaluation="results/datasets/layer_skip_eval.parquet",
     output:
         criteria=report(
@@ -161,8 +166,13 @@ rule skip_criteria_table:
         exit_threshold_md="results/tables/skip_exit_threshold.md",
         drop_sets="results/tables/skip_drop_sets.csv",
         drop_sets_md="results/tables/skip_drop_sets.md",
+        drop_scores=report(
+            "results/tables/skip_drop_scores.csv", caption="../report/skip_drop_scores.rst", category="8. Layer skipping"
+        ),
+        drop_scores_md="results/tables/skip_drop_scores.md",
     params:
         variants=config["layer_skip"]["variants"],
+        drop_shares=config["layer_skip"]["drop_shares"],
         n_boot=config["layer_skip"]["n_boot"],
         seed=config["layer_skip"]["seed"],
     log:

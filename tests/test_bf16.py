@@ -107,3 +107,15 @@ def test_tiny_workflow_runs_in_bf16_and_says_so(tiny_run, tmp_path):
         per_model.entropy.isel(token=0).values - storage.open_profiles(tiny_run / store).entropy.isel(token=0).values
     )
     assert np.abs(first).max() < 0.05
+
+
+def test_bfloat16_where_fast_follows_the_hosts_bfloat16_units(monkeypatch):
+    from entropy_lens.model import loading
+
+    monkeypatch.setattr(loading, "cpu_has_bf16_matmul", lambda: False)
+    assert loading.resolve_dtype("bfloat16_where_fast", "cpu") == torch.float32
+    assert loading.resolve_dtype("bfloat16_where_fast", "cuda") == torch.bfloat16
+    monkeypatch.setattr(loading, "cpu_has_bf16_matmul", lambda: True)
+    assert loading.resolve_dtype("bfloat16_where_fast", "cpu") == torch.bfloat16
+    with pytest.raises(ValueError, match="'auto' or 'bfloat16_where_fast', got 'bf16'"):
+        loading.resolve_dtype("bf16", "cpu")

@@ -770,3 +770,27 @@ def test_the_slurm_profile_and_the_rules_agree_with_the_plan_on_its_model_jobs()
     assert len(lists) == 2
     for listed in ("".join(groups) for groups in lists):
         assert {name.strip() for name in re.split(r",|\n#", listed) if name.strip()} == set(plan.RULES), listed
+
+
+def test_the_drop_sets_add_their_passes_to_the_skip_evaluation(offline):
+    from entropy_lens.workflow.plan.config import drop_ks, drop_passes_of
+
+    assert drop_ks(28, [0.12, 0.25]) == [3, 7] and drop_ks(4, [0.12, 0.25]) == [1] and drop_ks(2, [0.9]) == []
+    assert drop_passes_of(28, 7, 20) == math.ceil(20 * 27 / 25 * 7 / 8 + 10)
+    config = load(DEFAULT)
+    config["layer_skip"].update(enabled=True, models=["smollm2-135m"], drop_questions=0)
+    without = plan.plan_from_config(config).job(plan.SKIP_EVAL, "smollm2-135m", "")
+    config["layer_skip"]["drop_questions"] = 8
+    with_drops = plan.plan_from_config(config).job(plan.SKIP_EVAL, "smollm2-135m", "")
+    assert with_drops.forward_flops > without.forward_flops and with_drops.est_s > without.est_s
+
+
+@pytest.mark.parametrize(("has_units", "device", "bytes_"), [(False, "cpu", 4), (True, "cpu", 2), (False, "cuda", 2)])
+def test_the_plan_runs_bfloat16_where_fast_in_the_dtype_the_host_loads(monkeypatch, has_units, device, bytes_):
+    from entropy_lens.model import loading
+    from entropy_lens.workflow.plan.config import run_from_config
+
+    monkeypatch.setattr(loading, "cpu_has_bf16_matmul", lambda: has_units)
+    config = load(DEFAULT)
+    config["compute"].update(dtype="bfloat16_where_fast", device=device)
+    assert run_from_config(config).dtype_bytes == bytes_

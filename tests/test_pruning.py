@@ -106,7 +106,9 @@ def test_readings_do_not_depend_on_the_batching(lm):
 def test_readings_round_trip_through_their_tables():
     got = recorded(tiny_model("llama", n_layers=N_LAYERS, scale=3.0), batch_size=2)
     frame, angles = readings.readings_frames(got)
-    assert list(frame.columns) == list(readings.READING_COLUMNS) and len(frame) == len(PROMPTS) * (N_LAYERS + 1)
+    assert list(frame.columns) == [*readings.READING_COLUMNS, readings.LINEAR_COLUMN] and len(frame) == len(PROMPTS) * (
+        N_LAYERS + 1
+    )
     back = readings.frames_readings(frame.sample(frac=1.0, random_state=0), angles)
     assert sorted(back.questions) == sorted(got.questions) and back.questions != got.questions  # really shuffled
     order = [back.questions.index(q) for q in got.questions]

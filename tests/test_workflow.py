@@ -237,13 +237,32 @@ def test_skip_criteria_and_exit_curve_per_block(tiny_run):
     assert llama["layer"].tolist() == list(range(blocks)) and (llama["n"] == 4).all()
     assert llama["block_influence"].between(0, 2).all() and llama["angular"].between(0, 1).all()
     spearman = pd.read_csv(tiny_run / "results/tables/skip_criteria_spearman.csv")
-    assert set(spearman["criterion"]) == {"delta_h", "block_influence", "angular", "position"}
+    four = {"delta_h", "block_influence", "angular", "position"}
+    # the linear lens is fitted for tiny-llama alone: ΔH read through it joins its criteria, not tiny-qwen's
+    by_model = spearman.groupby("model")["criterion"].agg(set).to_dict()
+    assert by_model == {"tiny-llama": four | {"delta_h_linear"}, "tiny-qwen": four}
+    assert llama["delta_h_linear"].iloc[1:].notna().all()
+    assert criteria.loc[criteria["model"] == "tiny-qwen", "delta_h_linear"].isna().all()
     exit_curve = pd.read_csv(tiny_run / "results/tables/skip_exit.csv")
     assert exit_curve.groupby(["model", "measure"]).size().eq(blocks + 1).all()
     assert (tiny_run / "results/figures/skip_criteria_tiny-llama.png").stat().st_size > 0
     assert (tiny_run / "results/figures/skip_exit_tiny-llama.png").stat().st_size > 0
     drops = pd.read_csv(tiny_run / "results/tables/skip_drop_sets.csv", keep_default_na=False)
-    assert set(drops["criterion"]) == {"delta_h", "block_influence", "angular", "position", "gromov_contiguous"}
+    chosen = drops.groupby("model")["criterion"].agg(set).to_dict()
+    assert chosen == {
+        "tiny-llama": four | {"delta_h_linear", "gromov_contiguous"},
+        "tiny-qwen": four | {"gromov_contiguous"},
+    }
+    scores = pd.read_csv(tiny_run / "results/tables/skip_drop_scores.csv", dtype={"layers": str})
+    assert set(scores["criterion"]) == set(drops["criterion"]) and set(scores["statistic"]) == {
+        "accuracy",
+        "gold_logprob",
+    }
+    assert (
+        (scores["n"] == 4).all()
+        and (scores["n_sets"] >= 2).all()
+        and scores["null_name"].str.startswith("random").all()
+    )
 
 
 def test_fitted_lenses_are_artifacts_judged_on_questions_no_analysis_reads(tiny_run):

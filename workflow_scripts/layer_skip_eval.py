@@ -1,20 +1,24 @@
 """Rule layer_skip_eval: each question's answer under every block skipped alone and every k >= 2 set,
-and what the intact pass shows at every block (the pruning criteria's readings)."""
+what the intact pass shows at every block (the pruning criteria's readings), and the drop set each
+criterion chooses from those readings scored beside random sets of its size."""
 
 from entropy_lens.answers.plan import read_plan
 from entropy_lens.answers.readings import ReadingRecorder, readings_frames
-from entropy_lens.answers.skipping import evaluate_skips
+from entropy_lens.answers.skipping import evaluate_drop_sets, evaluate_skips
 from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)
 params, out = snakemake.params, snakemake.output
+drop = params.drops
 
 table = read_table(snakemake.input.evaluation, "mmlu")
+fitted = dict(snakemake.input.items()).get("lens")  # the linear lens, where one is fitted: ΔH read through it too
 with job_model(snakemake) as lm:
-    recorder = ReadingRecorder(lm, len(table))
+    recorder = ReadingRecorder(lm, len(table), translators=Translators.load(fitted) if fitted else None)
     correct, profiles = evaluate_skips(
         lm,
         table,
@@ -27,8 +31,22 @@ with job_model(snakemake) as lm:
         seed=params.skip["seed"],
         observe=recorder,
     )
+    record = recorder.result(table["question_id"].astype(str).tolist())
+    drops = evaluate_drop_sets(
+        lm,
+        table,
+        record,
+        variants=drop["variants"],
+        shares=drop["drop_shares"] if drop["drop_questions"] > 0 else [],
+        n_questions=max(drop["drop_questions"], 1),
+        n_random=drop["random_sets"],
+        seed=drop["seed"],
+        batch_size=params.batch_size,
+        chat_template=params.chat_template,
+    )
+drops.assign(model=snakemake.wildcards.model).to_parquet(out.drops, index=False)
 correct.assign(model=snakemake.wildcards.model).to_parquet(out.correct, index=False)
 write_csv(profiles, out.profiles)
-readings, angles = readings_frames(recorder.result(table["question_id"].astype(str).tolist()))
+readings, angles = readings_frames(record)
 readings.to_parquet(out.readings, index=False)
 angles.to_parquet(out.angles, index=False)

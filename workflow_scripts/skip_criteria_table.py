@@ -1,8 +1,10 @@
-"""Rule skip_criteria_table: each pruning criterion per block, its Spearman with the cost, drop sets, the exit curve."""
+"""Rule skip_criteria_table: each pruning criterion per block, its Spearman with the cost, drop sets and their
+scores against random sets, the exit curve."""
 
 import pandas as pd
 
 from entropy_lens.answers.criteria import criteria_spearman, criteria_table
+from entropy_lens.answers.drop_scores import drop_scores
 from entropy_lens.answers.exit import exit_curve, threshold_exit
 from entropy_lens.answers.pruning import drop_sets
 from entropy_lens.answers.readings import frames_readings
@@ -16,15 +18,17 @@ boot = {"n_boot": params.n_boot, "seed": params.seed}
 
 questions = read_table(inputs.evaluation, "mmlu").assign(question_id=lambda t: t["question_id"].astype(str))
 questions = questions.set_index("question_id")
-tables = {"criteria": [], "spearman": [], "exit": [], "threshold": [], "drop": []}
-for correct_path, readings_path, angles_path in zip(inputs.correct, inputs.readings, inputs.angles, strict=True):
+tables = {"criteria": [], "spearman": [], "exit": [], "threshold": [], "drop": [], "scores": []}
+paths = zip(inputs.correct, inputs.readings, inputs.angles, inputs.drops, strict=True)
+for correct_path, readings_path, angles_path, drops_path in paths:
     correct = pd.read_parquet(correct_path)
     model = str(correct["model"].iloc[0])
     readings = frames_readings(pd.read_parquet(readings_path), pd.read_parquet(angles_path))
     asked = questions.loc[list(readings.questions)]
     answers, styles = asked["answer"].tolist(), asked["style"].tolist()
     tables["criteria"].append(criteria_table(readings, model))
-    tables["drop"].append(drop_sets(tables["criteria"][-1], readings, model, params.variants))
+    tables["drop"].append(drop_sets(tables["criteria"][-1], readings, model, params.variants, params.drop_shares))
+    tables["scores"].append(drop_scores(pd.read_parquet(drops_path), tables["drop"][-1], readings.n_layers, **boot))
     tables["spearman"].append(criteria_spearman(correct, readings, model, params.variants, **boot))
     tables["exit"].append(exit_curve(readings, answers, styles, model))
     tables["threshold"].append(threshold_exit(readings, answers, styles, model))
@@ -57,5 +61,14 @@ write_table(
     pd.concat(tables["drop"]),
     out.drop_sets,
     out.drop_sets_md,
-    title="drop sets: the k least critical eligible blocks by each criterion, and Gromov's contiguous span (unscored)",
+    title="drop sets: the k least critical eligible blocks by each criterion, and Gromov's contiguous span",
+)
+write_table(
+    pd.concat(tables["scores"])
+    if any(t is not None for t in tables["scores"])
+    else pd.DataFrame(columns=SCORE_COLUMNS),
+    out.drop_scores,
+    out.drop_scores_md,
+    title="drop sets scored: each criterion's k blocks skipped together against random k-sets (95%, paired over "
+    "questions; beyond: one random set per replicate)",
 )

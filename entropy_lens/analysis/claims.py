@@ -317,6 +317,17 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="formats",
         rule="verdicts.above_threshold",
     ),
+    Claim(
+        id="drop_sets",
+        name="dropping the k blocks a pruning criterion ranks least critical vs random k-sets",
+        sentence="which k blocks can you drop? each criterion's k least critical blocks (ΔH, Block Influence, "
+        "angular distance, position) and Gromov's contiguous span, skipped together, against random k-sets "
+        "(no claim of the study's own)",
+        role=EXTENSION,
+        unit="questions, random sets",
+        dataset="layer_skip_eval",
+        rule="drop_rows.drop_verdict",
+    ),
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
 # The dataset of the layer-skip claims: the experiment's questions, not a profiled prompt set.

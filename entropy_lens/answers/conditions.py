@@ -45,7 +45,9 @@ SINGLE = "single"
 EXPANSION = "expansion"
 PRUNING = "pruning"
 RANDOM = "random"
-KINDS = (INTACT, SINGLE, EXPANSION, PRUNING, RANDOM)
+# A multi-block drop set a pruning criterion chose (entropy_lens.answers.pruning); its random baseline is RANDOM.
+DROP = "drop"
+KINDS = (INTACT, SINGLE, EXPANSION, PRUNING, RANDOM, DROP)
 SELECTION_KINDS = (EXPANSION, PRUNING)
 ALL_BLOCKS = "all_blocks"
 NO_FINAL = "no_final"
@@ -73,7 +75,7 @@ class Condition:
         kind: One of :data:`KINDS`.
         k: Number of skipped blocks (0 for ``intact``, 1 for ``single``).
         layers: The skipped block indices, ascending.
-        replicate: Index of a random set (0 for the other kinds).
+        replicate: Index of a random set or of a drop set among those of its ``k`` (0 for the other kinds).
         tag: The variant an expansion/pruning set belongs to when the variants chose differently.
     """
 
@@ -96,13 +98,16 @@ class Condition:
 
     @property
     def name(self) -> str:
-        """``intact``, ``skip_{l}``, ``expansion_k{k}[_{tag}]``, ``pruning_k{k}[_{tag}]`` or ``random_k{k}_r{i}``."""
+        """``intact``, ``skip_{l}``, ``expansion_k{k}[_{tag}]``, ``pruning_k{k}[_{tag}]``, ``random_k{k}_r{i}``
+        or ``drop_k{k}_s{i}``."""
         if self.kind == INTACT:
             return INTACT
         if self.kind == SINGLE:
             return f"skip_{self.layers[0]}"
         if self.kind == RANDOM:
             return f"random_k{self.k}_r{self.replicate}"
+        if self.kind == DROP:
+            return f"drop_k{self.k}_s{self.replicate}"
         return f"{self.kind}_k{self.k}" + (f"_{self.tag}" if self.tag else "")
 
     @property

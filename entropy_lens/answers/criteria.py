@@ -11,7 +11,10 @@ a higher score says "more critical, keep it":
 * ``block_influence``: ShortGPT's (Men et al. 2024) ``BI_i = 1 - mean over tokens of cos(x_i, x_{i+1})``;
 * ``angular``: Gromov et al.'s (2024) ``arccos(cos(x_i, x_{i+1})) / pi`` at the last token (``n = 1``);
 * ``position``: blocks from the end, ``L - 1 - i`` (Gromov et al.'s simpler baseline drops the
-  deepest blocks).
+  deepest blocks);
+* ``delta_h_linear``, where a linear lens is fitted: ``delta_h`` read through it, since the logit lens
+  reads the first blocks far from the model's own distribution and may rank them on its bias (NaN, and
+  left out of every ranking, without one; block 0 reads the embeddings, which have no translator).
 
 :func:`criteria_table` is one row per block; :func:`criteria_spearman` the Spearman of each criterion
 with the cost of skipping the block alone, its interval resampling questions (jointly for the criterion
@@ -21,6 +24,7 @@ on costs shuffled across blocks.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,8 +39,12 @@ from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT
 
 DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION = "delta_h", "block_influence", "angular", "position"
 CRITERIA = (DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION)
+# Read only where a linear lens is fitted for the model: its column is NaN elsewhere.
+DELTA_H_LINEAR = "delta_h_linear"
+ALL_CRITERIA = (*CRITERIA, DELTA_H_LINEAR)
 CRITERION_TEXT = {
     DELTA_H: "ΔH (logit lens)",
+    DELTA_H_LINEAR: "ΔH (linear lens)",
     BLOCK_INFLUENCE: "Block Influence",
     ANGULAR: "angular distance",
     POSITION: "position from the end",
@@ -44,7 +52,7 @@ CRITERION_TEXT = {
 ACCURACY, GOLD_LOGPROB = "accuracy", "gold_logprob"
 COSTS = (ACCURACY, GOLD_LOGPROB)
 PREDICTS, CONTRARY, UNDECIDED = "predicts", "contrary", "undecided"
-CRITERIA_COLUMNS = ("model", "layer", "depth", "n", *CRITERIA)
+CRITERIA_COLUMNS = ("model", "layer", "depth", "n", *ALL_CRITERIA)
 SPEARMAN_COLUMNS = (
     "model",
     "measure",
@@ -71,12 +79,22 @@ def question_scores(readings: BlockReadings) -> dict[str, np.ndarray]:
     """Per criterion, ``[N, L]`` each question's score of every block (higher: predicted more critical)."""
     n, n_layers = readings.token_cos.shape
     blocks = np.arange(n_layers)
+    linear = readings.entropy_linear
     return {
         DELTA_H: np.diff(readings.entropy, axis=1),
         BLOCK_INFLUENCE: 1.0 - readings.token_cos,
         ANGULAR: readings.angle[:, blocks, blocks + 1],
         POSITION: np.broadcast_to((n_layers - 1 - blocks).astype(float), (n, n_layers)).copy(),
+        DELTA_H_LINEAR: np.full((n, n_layers), np.nan) if linear is None else np.diff(linear, axis=1),
     }
+
+
+def present(scores: dict[str, np.ndarray] | pd.DataFrame, blocks: Sequence[int] | None = None) -> tuple[str, ...]:
+    """The criteria of ``scores`` (per-question arrays, or a :func:`criteria_table`) with a finite score on
+    ``blocks`` (default every block): the four always, ``delta_h_linear`` where a linear lens was read."""
+    values = {c: np.asarray(scores[c], dtype=np.float64) for c in ALL_CRITERIA if c in scores}
+    index = slice(None) if blocks is None else list(blocks)
+    return tuple(c for c, v in values.items() if np.isfinite(v[..., index]).any())
 
 
 def criteria_table(readings: BlockReadings, model: str) -> pd.DataFrame:
@@ -86,7 +104,9 @@ def criteria_table(readings: BlockReadings, model: str) -> pd.DataFrame:
     """
     scores = question_scores(readings)
     n, n_layers = readings.token_cos.shape
-    frame = pd.DataFrame({name: np.nanmean(values, axis=0) for name, values in scores.items()})
+    with warnings.catch_warnings():  # a criterion not read (no linear lens) is all NaN: its mean is NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = pd.DataFrame({name: np.nanmean(values, axis=0) for name, values in scores.items()})
     layers = np.arange(n_layers)
     frame.insert(0, "n", n)
     frame.insert(0, "depth", (layers + 1) / n_layers)
@@ -285,7 +305,7 @@ def criteria_spearman(
                 index = [row_of[q] for q in cost.index]
                 values, null = cost.to_numpy(float), shuffled_blocks(cost.to_numpy(float), seed)
                 keys = {"model": model, "measure": measure, "statistic": statistic, "variant": variant}
-                picked = {c: scores[c][np.ix_(index, blocks)] for c in CRITERIA}
+                picked = {c: scores[c][np.ix_(index, blocks)] for c in present(scores, blocks)}
                 rows += _criterion_rows(values, null, picked, keys, boot)
     return pd.DataFrame(rows, columns=list(SPEARMAN_COLUMNS))
 
@@ -322,6 +342,7 @@ def _criterion_rows(
 
 
 def criterion_ranks(criteria: pd.DataFrame, blocks: Sequence[int]) -> pd.DataFrame:
-    """``criterion x block`` rank of each block under each criterion among ``blocks`` (1: most critical)."""
-    frame = criteria.set_index("layer").loc[list(blocks), list(CRITERIA)]
-    return frame.rank(ascending=False, method="min").T.astype(int)
+    """``criterion x block`` rank of each block under each criterion among ``blocks`` (1: most critical; float,
+    NaN where a criterion scores no block: ΔH under the linear lens at block 0, whose input has no translator)."""
+    frame = criteria.set_index("layer").loc[list(blocks), list(present(criteria))]
+    return frame.rank(ascending=False, method="min").T

@@ -3,18 +3,20 @@
 Pure NumPy/pandas over a :func:`~entropy_lens.answers.criteria.criteria_table` (one model) and its
 :class:`~entropy_lens.answers.readings.BlockReadings`.  ``k`` is a share of the model's blocks
 (:data:`DEFAULT_SHARES`: about 12% and 25%, 3 and 7 of 28), rounded, at least 1.  The sets are what a
-researcher pruning by each criterion would drop; scoring them against random sets of the same size is
-the evaluation job's (not wired yet: see the closing note of issue 40).
+researcher pruning by each criterion would drop.  :func:`drop_conditions` turns them, with at least
+``n_random`` random sets of each ``k`` drawn from the eligible blocks, into skip conditions the evaluation
+job scores on the shared intact prefix; :mod:`entropy_lens.answers.drop_scores` reads the scores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.conditions import eligible_layers
-from entropy_lens.answers.criteria import CRITERIA, gromov_choice
+from entropy_lens.answers.conditions import DROP, RANDOM, Condition, eligible_layers, random_population
+from entropy_lens.answers.criteria import ALL_CRITERIA, gromov_choice, present
 from entropy_lens.answers.readings import BlockReadings
 
 DEFAULT_SHARES = (0.12, 0.25)
@@ -39,8 +41,8 @@ def least_critical(criteria: pd.DataFrame, criterion: str, k: int, pool: Sequenc
     Raises:
         ValueError: for an unknown criterion or ``k`` beyond the pool.
     """
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    if criterion not in ALL_CRITERIA:
+        raise ValueError(f"criterion must be one of {ALL_CRITERIA}, got {criterion!r}")
     blocks = [int(b) for b in pool]
     if not 1 <= k <= len(blocks):
         raise ValueError(f"k={k} must lie in 1..{len(blocks)} (the eligible blocks); lower the share")
@@ -70,7 +72,7 @@ def drop_sets(
             if k > len(pool) or k in done:  # a shallow model rounds two shares to one k: list it once
                 continue
             done.add(k)
-            chosen = {c: least_critical(criteria, c, k, pool) for c in CRITERIA}
+            chosen = {c: least_critical(criteria, c, k, pool) for c in present(criteria, pool)}
             chosen[GROMOV] = gromov_choice(readings, k, pool)
             rows += [
                 {"model": model, "variant": variant, "share": share, "k": k, "criterion": c, "layers": _text(b)}
@@ -81,3 +83,25 @@ def drop_sets(
 
 def _text(blocks: Sequence[int]) -> str:
     return ",".join(str(int(b)) for b in sorted(blocks))
+
+
+def drop_conditions(drops: pd.DataFrame, n_layers: int, n_random: int, seed: int) -> list[Condition]:
+    """The skip conditions that score a :func:`drop_sets` table: each distinct chosen set once (kind ``drop``),
+    and per ``k`` the random population of :func:`~entropy_lens.answers.conditions.random_population`.
+
+    Random sets of ``k`` are drawn with seed ``(seed, k)``, as the ``k >= 2`` sets of the sweep's plan
+    (:func:`~entropy_lens.answers.conditions.set_conditions`), so a ``k`` both ask for draws the same sets.
+    The scores are found again by their blocks, never by a condition's name.
+    """
+    conditions: list[Condition] = []
+    for k in sorted({int(v) for v in drops["k"]}):
+        chosen = dict.fromkeys(str(t) for t in drops.loc[drops["k"] == k, "layers"])
+        conditions += [Condition(DROP, k, _blocks(t), i) for i, t in enumerate(chosen)]
+        state = int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
+        drawn = random_population(n_layers, k, n_random, state)
+        conditions += [Condition(RANDOM, k, layers, i) for i, layers in enumerate(drawn)]
+    return conditions
+
+
+def _blocks(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in str(text).split(",") if v != "")

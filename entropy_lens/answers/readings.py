@@ -12,7 +12,10 @@ inputs, batch by batch, before they are dropped, and keeps per question:
 * ``entropy`` ``[N, L+1]``: the logit lens's Shannon entropy (nats) at the answer position of
   ``x_0 .. x_L`` (``x_0`` the embeddings, ``x_L`` the model's own final distribution);
 * ``letters`` ``[N, L+1, C]``: the answer letters' log-probabilities (over the whole vocabulary)
-  under the same lens, for the exit curve.
+  under the same lens, for the exit curve;
+* ``entropy_linear`` ``[N, L+1]`` where a linear lens is fitted: the same entropy read through it
+  (position 0, the embeddings, has no translator: NaN), so the ΔH criterion is read beside the logit
+  lens's, which reads the first blocks far from the model's own distribution.
 
 The last block's output costs one block per batch (rerun from its kept input); everything else is
 read from tensors the pass keeps anyway.  :func:`readings_frames` turns the record into two tidy
@@ -32,11 +35,14 @@ import torch
 
 from entropy_lens.lens.decoding import gather_logprobs, lens_logits
 from entropy_lens.lens.entropy import shannon_entropy
+from entropy_lens.lens.translators import Translators
 from entropy_lens.model.hooks import BlockCall, run_blocks
 from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import LETTERS
 
 READING_COLUMNS = ("question", "position", "entropy", *(f"logprob_{c}" for c in LETTERS), "token_cos")
+# Written beside READING_COLUMNS (NaN where no linear lens was fitted); a table without it reads as none.
+LINEAR_COLUMN = "entropy_linear"
 ANGLE_COLUMNS = ("question", "start", "end", "angle")
 
 
@@ -49,6 +55,7 @@ class BlockReadings:
     angle: np.ndarray  # [N, L+1, L+1]
     entropy: np.ndarray  # [N, L+1]
     letters: np.ndarray  # [N, L+1, C]
+    entropy_linear: np.ndarray | None = None  # [N, L+1], NaN at 0; None without a linear lens
 
     @property
     def n_layers(self) -> int:
@@ -62,11 +69,16 @@ class ReadingRecorder:
     :meth:`result` returns the record once every prompt was seen.
     """
 
-    def __init__(self, lm: LensModel, n_prompts: int, n_choices: int = len(LETTERS)) -> None:
+    def __init__(
+        self, lm: LensModel, n_prompts: int, n_choices: int = len(LETTERS), translators: Translators | None = None
+    ) -> None:
         if n_prompts < 1:
             raise ValueError(f"n_prompts must be >= 1, got {n_prompts}; record at least one prompt")
+        if translators is not None:
+            translators.check_model(lm)
         n, positions = n_prompts, lm.n_layers + 1
-        self._lm = lm
+        self._lm, self._translators = lm, translators
+        self._linear = np.full((n, positions), np.nan) if translators is not None else None
         self._seen = np.zeros(n, dtype=bool)
         self._token_cos = np.full((n, lm.n_layers), np.nan)
         self._angle = np.full((n, positions, positions), np.nan)
@@ -94,6 +106,10 @@ class ReadingRecorder:
         self._entropy[index] = shannon_entropy(logits).reshape(batch, positions).cpu().numpy()
         letters = gather_logprobs(logits, np.repeat(np.asarray(ids), positions, axis=0))  # [B (L+1), C]
         self._letters[index] = letters.reshape(batch, positions, -1)
+        if self._translators is not None:
+            mapped = self._translators.apply(last[:, 1:, :])  # [B, L, d]: block l's output through its translator
+            linear = shannon_entropy(lens_logits(lm, mapped.reshape(batch * (positions - 1), -1)))
+            self._linear[index, 1:] = linear.reshape(batch, positions - 1).cpu().numpy()
         self._seen[index] = True
 
     def result(self, questions: Sequence[str]) -> BlockReadings:
@@ -107,7 +123,7 @@ class ReadingRecorder:
         if not self._seen.all():
             raise ValueError(f"prompts {np.flatnonzero(~self._seen).tolist()} were never recorded; run the pass first")
         return BlockReadings(
-            tuple(str(q) for q in questions), self._token_cos, self._angle, self._entropy, self._letters
+            tuple(str(q) for q in questions), self._token_cos, self._angle, self._entropy, self._letters, self._linear
         )
 
 
@@ -146,6 +162,9 @@ def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame
             "entropy": readings.entropy.ravel(),
             **{f"logprob_{c}": readings.letters[:, :, i].ravel() for i, c in enumerate(LETTERS)},
             "token_cos": token_cos.ravel(),
+            LINEAR_COLUMN: (
+                np.full((n, positions), np.nan) if readings.entropy_linear is None else readings.entropy_linear
+            ).ravel(),
         }
     )
     start, end = np.triu_indices(positions, k=1)
@@ -157,7 +176,7 @@ def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame
             "angle": readings.angle[:, start, end].ravel(),
         }
     )
-    return frame[list(READING_COLUMNS)], angles[list(ANGLE_COLUMNS)]
+    return frame[[*READING_COLUMNS, LINEAR_COLUMN]], angles[list(ANGLE_COLUMNS)]
 
 
 def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
@@ -183,10 +202,12 @@ def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
     a, b, value = angles["start"].to_numpy(int), angles["end"].to_numpy(int), angles["angle"].to_numpy(float)
     angle[qi, a, b] = value
     angle[qi, b, a] = value
+    linear = ordered[LINEAR_COLUMN].to_numpy(float).reshape(shape) if LINEAR_COLUMN in ordered else None
     return BlockReadings(
         questions,
         ordered["token_cos"].to_numpy(float).reshape(shape)[:, :-1],
         angle,
         ordered["entropy"].to_numpy(float).reshape(shape),
         np.stack([ordered[f"logprob_{c}"].to_numpy(float).reshape(shape) for c in LETTERS], axis=-1),
+        linear if linear is not None and np.isfinite(linear).any() else None,
     )

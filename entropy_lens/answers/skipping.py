@@ -20,9 +20,12 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from entropy_lens.answers.conditions import CORRECT_COLUMNS, Condition
+from entropy_lens.answers.conditions import CORRECT_COLUMNS, INTACT, Condition
+from entropy_lens.answers.criteria import criteria_table
 from entropy_lens.answers.letters import calibrate
 from entropy_lens.answers.plan import SkipPlan
+from entropy_lens.answers.pruning import drop_conditions, drop_sets
+from entropy_lens.answers.readings import BlockReadings
 from entropy_lens.answers.scoring import letter_logprobs
 from entropy_lens.answers.selection import shannon_only
 from entropy_lens.core.checks import check_layers, check_positive_int
@@ -362,3 +365,36 @@ def evaluate_skips(
     prompts = table["prompt_text"].tolist()[:profile_prompts]
     profiles = profile_conditions(lm, prompts, plan.profiled(), lens=lens, chat_template=chat_template)
     return pd.concat(frames, ignore_index=True), profiles
+
+
+def evaluate_drop_sets(
+    lm: LensModel,
+    table: pd.DataFrame,
+    readings: BlockReadings,
+    *,
+    variants: Sequence[str],
+    shares: Sequence[float],
+    n_questions: int,
+    n_random: int,
+    seed: int,
+    batch_size: int,
+    chat_template: bool,
+) -> pd.DataFrame:
+    """Score the multi-block drop sets each pruning criterion chooses, and random sets of each size.
+
+    The criteria are read off the sweep's intact pass (``readings``, no cost is looked at); the sets
+    (:func:`~entropy_lens.answers.pruning.drop_sets`, :func:`~entropy_lens.answers.pruning.drop_conditions`)
+    and the intact model are scored on :func:`set_question_ids` of ``n_questions`` (the same seeded
+    order as the ``k >= 2`` sets, so one subset holds the other), sharing the intact prefix.
+
+    Returns:
+        :data:`~entropy_lens.answers.conditions.CORRECT_COLUMNS` rows (none when ``shares`` is empty).
+    """
+    drops = drop_sets(criteria_table(readings, lm.name), readings, lm.name, variants, shares)
+    if drops.empty:
+        return pd.DataFrame(columns=list(CORRECT_COLUMNS))
+    conditions = [Condition(INTACT, 0), *drop_conditions(drops, readings.n_layers, n_random, seed)]
+    subset = set(set_question_ids(table["question_id"], n_questions, seed))
+    rows = table[table["question_id"].astype(str).isin(subset)]
+    logger.info("drop sets: %d conditions on %d of %d questions", len(conditions), len(rows), len(table))
+    return score_conditions_shared(lm, rows, conditions, batch_size=batch_size, chat_template=chat_template)

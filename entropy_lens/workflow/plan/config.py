@@ -32,6 +32,9 @@ from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings, confi
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
 from entropy_lens.workflow.settings import section_models
 
+# compute.dtype's per-host choice (entropy_lens.model.loading.WHERE_FAST; not imported: it imports torch).
+WHERE_FAST = "bfloat16_where_fast"
+
 logger = logging.getLogger(__name__)
 
 # extract_profiles' default batch size, which the layer-skip scripts use (they pass none).
@@ -305,6 +308,12 @@ def _layer_skip_jobs(skip: Mapping, model: _ModelContext, prompts: _Prompts, bat
             set_passes_of(model.shape.n_layers, k, config_value(skip, "random_sets")) for k in ks if k >= 2
         )
         scoring += (_scoring(sets, batch, set_passes),)
+    n_drop = min(config_value(skip, "drop_questions"), n_eval)
+    ks_drop = drop_ks(model.shape.n_layers, config_value(skip, "drop_shares"))
+    if n_drop and ks_drop:
+        drop = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_drop})
+        passes = sum(drop_passes_of(model.shape.n_layers, k, config_value(skip, "random_sets")) for k in ks_drop)
+        scoring += (_scoring(drop, batch, passes),)
     return [
         Job(SKIP_SELECT, model.name, "", 0, 1, model.shape, (select,), cal.source),
         Job(SKIP_EVAL, model.name, "", 0, 1, model.shape, scoring, ev.source),
@@ -331,12 +340,31 @@ def set_passes_of(n_layers: int, k: int, n_random: int) -> int:
     return max(1, math.ceil((drawn + 4) * k / (k + 1)))
 
 
+def drop_ks(n_layers: int, shares: Sequence[float]) -> list[int]:
+    """The distinct drop-set sizes of ``shares`` of ``n_layers`` blocks (as :func:`entropy_lens.answers.pruning.drop_k`
+    rounds them, at least 1; those beyond the ``L - 1`` eligible blocks left out)."""
+    return sorted({k for k in (max(1, round(s * n_layers)) for s in shares) if k <= n_layers - 1})
+
+
+def drop_passes_of(n_layers: int, k: int, n_random: int) -> int:
+    """Whole forward passes the ``k``-block drop sets cost per question on the shared prefix (an estimate):
+    the random sets as :func:`set_passes_of`, and up to ten chosen sets (five criteria, two variants) counted
+    as whole passes, since a criterion may drop an early block; the intact pass is shared with them."""
+    drawn = n_random * (n_layers - 1) / max(n_layers - 3, 1)
+    return max(1, math.ceil(drawn * k / (k + 1) + 10))
+
+
 def run_from_config(config: Mapping) -> RunSettings:
     """Device, dtype, threads and lens budget from the config's ``compute`` and ``lens`` sections."""
     compute = config_value(config, "compute")
+    device, dtype = config_value(compute, "device"), compute.get("dtype", "auto")
+    if dtype == WHERE_FAST:  # the dtype the jobs will load on this host (torch is imported only here)
+        from entropy_lens.model.loading import cpu_has_bf16_matmul
+
+        dtype = "bfloat16" if device == "cuda" or cpu_has_bf16_matmul() else "float32"
     return RunSettings(
-        device=config_value(compute, "device"),
-        dtype=compute.get("dtype", "auto"),
+        device=device,
+        dtype=dtype,
         lens_budget_mb=config_value(config, "lens", "budget_mb"),
         threads=config_value(compute, "threads"),
     )

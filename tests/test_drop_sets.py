@@ -1,0 +1,309 @@
+"""Drop sets scored: each criterion's k-block set against the intact model and random k-sets, paired over questions."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from tiny import tiny_model
+
+from entropy_lens.answers import drop_scores as D
+from entropy_lens.answers import pruning, skipping
+from entropy_lens.answers.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, set_conditions
+from entropy_lens.answers.criteria import ACCURACY, GOLD_LOGPROB, criteria_table
+from entropy_lens.answers.readings import ReadingRecorder
+from entropy_lens.prompts.datasets import LETTERS
+
+N_LAYERS = 10
+
+
+def drops_table(sets: dict[str, str], k: int = 2, variant: str = ALL_BLOCKS) -> pd.DataFrame:
+    rows = [
+        {"model": "m", "variant": variant, "share": 0.2, "k": k, "criterion": c, "layers": t} for c, t in sets.items()
+    ]
+    return pd.DataFrame(rows, columns=list(pruning.DROP_COLUMNS))
+
+
+def score_rows(conditions: list[Condition], correct: np.ndarray, logprob: np.ndarray | None = None) -> pd.DataFrame:
+    """Score rows of ``conditions`` from ``[N, C]`` 0/1 answers (one measure)."""
+    n = correct.shape[0]
+    logprob = np.log(np.where(correct > 0, 0.9, 0.1)) if logprob is None else logprob
+    frames = [
+        pd.DataFrame(
+            {
+                "condition": c.name,
+                "kind": c.kind,
+                "k": c.k,
+                "replicate": c.replicate,
+                "layers": c.layer_text,
+                "question": [f"q{i}" for i in range(n)],
+                "measure": "calibrated",
+                "correct": correct[:, j].astype(np.int8),
+                "gold_logprob": logprob[:, j],
+            }
+        )
+        for j, c in enumerate(conditions)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def scenario(chosen_keep: dict[str, float], random_keep: float, n: int = 60, n_sets: int = 20, seed: int = 0):
+    """Intact answers all right; each chosen set keeps its share of them, every random set ``random_keep``."""
+    rng = np.random.default_rng(seed)
+    sets = {c: f"{2 * i + 1},{2 * i + 2}" for i, c in enumerate(chosen_keep)}
+    conditions = [Condition(INTACT, 0)]
+    conditions += [Condition(DROP, 2, tuple(int(v) for v in t.split(",")), i) for i, t in enumerate(sets.values())]
+    drawn = [tuple(sorted(rng.choice(np.arange(1, N_LAYERS - 1), 2, replace=False))) for _ in range(n_sets)]
+    conditions += [Condition(RANDOM, 2, layers, i) for i, layers in enumerate(drawn)]
+    keep = [1.0, *chosen_keep.values(), *[random_keep] * n_sets]
+    correct = np.column_stack([np.arange(n) < round(p * n) for p in keep]).astype(float)
+    for j in range(1 + len(sets), correct.shape[1]):  # random sets lose different questions
+        correct[:, j] = rng.permutation(correct[:, j])
+    return score_rows(conditions, correct), drops_table(sets)
+
+
+def scored(rows, drops, statistic=ACCURACY):
+    got = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
+    return got[got["statistic"] == statistic].set_index("criterion")
+
+
+def test_a_set_that_keeps_more_than_every_random_set_is_better_than_random_and_one_that_loses_is_worse():
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2, "typical": 0.6}, random_keep=0.6)
+    got = scored(rows, drops)
+    assert got.loc["keeps", "reading"] == D.BETTER and got.loc["keeps", "beyond_low"] > 0
+    assert got.loc["loses", "reading"] == D.WORSE and got.loc["loses", "beyond_high"] < 0
+    assert got.loc["typical", "reading"] in (D.UNDECIDED, D.SAME)
+    assert got.loc["keeps", "change"] == pytest.approx(-0.05, abs=0.02)
+    assert got.loc["keeps", "null_estimate"] == pytest.approx(-0.4, abs=0.02)
+    assert got.loc["keeps", "beats"] == 1.0 and got.loc["loses", "beats"] == 0.0
+    assert got.loc["keeps", "random_min"] <= got.loc["keeps", "random_median"] <= got.loc["keeps", "random_max"]
+    assert set(got["n_sets"]) == {20} and set(got["n"]) == {60}
+    assert got.loc["keeps", "best"] and not got.loc["loses", "best"] and not got.loc["typical", "best"]
+    assert got.loc["keeps", "margin_low"] > 0 > got.loc["typical", "margin_high"]
+
+
+def test_no_criterion_is_named_best_where_two_keep_alike():
+    rows, drops = scenario({"a": 0.9, "b": 0.9, "c": 0.3}, random_keep=0.5)
+    got = scored(rows, drops)
+    assert not got["best"].any()
+    assert got.loc["a", "margin_low"] <= 0 <= got.loc["a", "margin_high"]
+
+
+def test_the_same_blocks_chosen_twice_are_one_set_against_the_others():
+    rows, drops = scenario({"a": 0.95, "c": 0.3}, random_keep=0.5)
+    drops = pd.concat([drops, drops.iloc[[0]].assign(criterion="twin")], ignore_index=True)
+    got = scored(rows, drops)
+    assert got.loc["a", "best"] and got.loc["twin", "best"]  # the twin is the same set, no rival to itself
+
+
+def test_no_difference_inside_the_margins_and_undecided_across_them():
+    assert D.drop_reading(-0.02, 0.03, 0.05) == D.SAME
+    assert D.drop_reading(-0.08, 0.03, 0.05) == D.UNDECIDED
+    assert D.drop_reading(0.01, 0.2, 0.05) == D.BETTER
+    assert D.drop_reading(-0.2, -0.01, 0.05) == D.WORSE
+    assert D.drop_reading(np.nan, 0.1, 0.05) == D.UNDECIDED
+    assert D.drop_reading(0.0, 0.0, 0.05) == D.UNDECIDED  # zero width: every replicate alike decides nothing
+
+
+def test_the_variant_without_the_final_block_reads_only_random_sets_that_avoid_it():
+    rows, drops = scenario({"a": 0.9}, random_keep=0.5)
+    got = D.drop_scores(rows, drops.assign(variant=NO_FINAL), N_LAYERS, n_boot=200, seed=0)
+    drawn = rows[rows["kind"] == RANDOM].drop_duplicates("condition")
+    avoiding = sum(str(N_LAYERS - 1) not in t.split(",") for t in drawn["layers"])
+    assert set(got["n_sets"]) == {avoiding}
+
+
+def test_gold_logprob_rows_read_the_letters_probability():
+    rows, drops = scenario({"keeps": 1.0}, random_keep=0.5)
+    got = scored(rows, drops, GOLD_LOGPROB)
+    assert got.loc["keeps", "change"] == pytest.approx(0.0)
+    assert got.loc["keeps", "null_estimate"] == pytest.approx(0.5 * (np.log(0.1) - np.log(0.9)), abs=0.05)
+    assert got.loc["keeps", "reading"] == D.BETTER
+
+
+def test_unscored_sets_and_a_missing_intact_model_are_refused():
+    rows, drops = scenario({"a": 0.9}, random_keep=0.5)
+    with pytest.raises(ValueError, match="were not scored; rerun layer_skip_eval"):
+        D.drop_scores(rows, drops.assign(layers="7,8"), N_LAYERS, n_boot=100)
+    with pytest.raises(ValueError, match="lack the intact model"):
+        D.drop_scores(rows[rows["kind"] != INTACT], drops, N_LAYERS, n_boot=100)
+    with pytest.raises(ValueError, match=r"need a \[N\] and b \[N, S\]"):
+        D.one_set_draws(np.ones(3), np.ones((4, 2)), n_boot=10, seed=0)
+
+
+def test_planted_null_random_sets_relabelled_as_a_criterions_are_rarely_better_than_random():
+    assert D.planted_null_rate(36, 100, 0) <= 0.05 and D.planted_null_rate(90, 100, 1, n_sets=20) <= 0.05
+
+
+def test_planted_signal_a_set_that_keeps_everything_is_shown():
+    rng = np.random.default_rng(1)
+    know = rng.random(36) < 0.7
+    random_sets = (know[:, None] & (rng.random((36, 20)) < rng.uniform(0.3, 0.8, 20))).astype(float)
+    assert D.beyond_random(know.astype(float), random_sets, n_boot=400, seed=0)[1] > 0
+
+
+def test_drop_conditions_score_each_chosen_set_once_beside_the_plans_random_sets():
+    drops = drops_table({"a": "3,4", "b": "3,4", "c": "5,8"})
+    conditions = pruning.drop_conditions(drops, N_LAYERS, n_random=20, seed=0)
+    chosen = [c for c in conditions if c.kind == DROP]
+    assert [c.layers for c in chosen] == [(3, 4), (5, 8)]
+    drawn = [c.layers for c in conditions if c.kind == RANDOM]
+    assert sum(N_LAYERS - 1 not in s for s in drawn) >= 20 and all(0 not in s for s in drawn)
+    planned = [c.layers for c in set_conditions([], N_LAYERS, 20, 0) if c.kind == RANDOM]
+    assert planned == []  # no selection: no k; the same seed scheme draws the plan's sets where k agrees
+    assert drawn == [
+        c.layers for c in pruning.drop_conditions(drops, N_LAYERS, n_random=20, seed=0) if c.kind == RANDOM
+    ]
+    assert len({c.name for c in conditions}) == len(conditions)
+
+
+def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_model():
+    lm = tiny_model("llama", n_layers=8, scale=3.0)
+    prompts = [f"question {i} about the cat and the park Answer:" for i in range(6)]
+    table = pd.DataFrame(
+        {
+            "question_id": [f"q{i}" for i in range(6)],
+            "prompt_text": prompts,
+            "style": "base",
+            "answer": [LETTERS[i % 4] for i in range(6)],
+        }
+    )
+    recorder = ReadingRecorder(lm, len(prompts))
+    skipping.condition_letter_logprobs(lm, prompts, [Condition(INTACT, 0)], observe=recorder)
+    readings = recorder.result(table["question_id"].tolist())
+    kwargs = {"variants": [ALL_BLOCKS, NO_FINAL], "n_random": 3, "seed": 0, "batch_size": 4, "chat_template": False}
+    rows = skipping.evaluate_drop_sets(lm, table, readings, shares=[0.12, 0.25], n_questions=4, **kwargs)
+    assert rows["question"].nunique() == 4
+    assert set(rows["kind"]) == {INTACT, DROP, RANDOM} and set(rows["k"]) == {0, 1, 2}
+    drops = pruning.drop_sets(
+        criteria_table(readings, lm.name), readings, lm.name, [ALL_BLOCKS, NO_FINAL], [0.12, 0.25]
+    )
+    got = D.drop_scores(rows, drops, lm.n_layers, n_boot=100, seed=0)
+    assert len(got) == len(drops) * 2 * 2  # two measures, two statistics
+    # a set scored beside the others on the shared prefix scores as it does alone
+    one = rows[(rows["kind"] == DROP) & (rows["measure"] == "ll")].drop_duplicates("condition").iloc[-1]
+    asked = table[table["question_id"].isin(rows["question"])]
+    layers = tuple(int(v) for v in one["layers"].split(","))
+    alone = skipping.score_conditions_shared(lm, asked, [Condition(DROP, int(one["k"]), layers)])
+    alone = alone[alone["measure"] == "ll"].set_index("question")["gold_logprob"]
+    shared = rows[(rows["condition"] == one["condition"]) & (rows["measure"] == "ll")].set_index("question")
+    np.testing.assert_allclose(shared["gold_logprob"], alone.loc[shared.index], atol=1e-5)
+    assert skipping.evaluate_drop_sets(lm, table, readings, shares=[], n_questions=4, **kwargs).empty
+
+
+def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
+    from entropy_lens.analysis import claims as C
+    from entropy_lens.analysis import drop_rows
+
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2, "typical": 0.62}, random_keep=0.6)
+    scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
+    table = pd.DataFrame(drop_rows.drop_set_rows(scores)).set_index(["measure", "unit", "split"])
+    assert len(table) == len(scores) and set(table["role"]) == {C.EXTENSION}
+    assert set(table["claim"]) == {C.BY_ID["drop_sets"].name}
+    accuracy = table.xs(drop_rows.POINTS, level="unit").reset_index()
+    words = dict(zip(accuracy["split"].str.rsplit(", ", n=1).str[-1], accuracy["verdict"], strict=True))
+    assert words == {"keeps": "holds", "loses": "does not hold", "typical": "undecided"}
+    assert accuracy["beyond_low"].notna().all() and accuracy["null"].str.startswith("random k-sets").all()
+
+
+def test_drop_verdict_needs_a_population_and_an_intact_model_above_chance():
+    from entropy_lens.analysis import drop_rows
+
+    rec = {"statistic": ACCURACY, "intact": 0.6, "n_sets": 20, "beyond": 0.1, "beyond_low": 0.02,
+           "beyond_high": 0.2, "layers": "3,4", "beats": 1.0, "best": True}  # fmt: skip
+    assert (
+        drop_rows.drop_verdict(rec).verdict == "reproduced"
+        and "best of the criteria" in drop_rows.drop_verdict(rec).why
+    )
+    assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.04}).verdict == "not reproduced"
+    assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.06}).verdict == "inconclusive"
+    assert "not above chance" in drop_rows.drop_verdict(rec | {"intact": 0.25}).why
+    assert "random baseline of 19 sets" in drop_rows.drop_verdict(rec | {"n_sets": 19}).why
+    flat = drop_rows.drop_verdict(rec | {"beyond": 0.0, "beyond_low": 0.0, "beyond_high": 0.0})
+    assert flat.verdict == "inconclusive" and "zero width" in flat.why
+
+
+def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_recommended_one(tmp_path, capsys):
+    from test_cli import _skip_map_csv
+
+    from entropy_lens import cli
+
+    model = _skip_map_csv(tmp_path)["model"].iloc[0]
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
+    scores = D.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0)
+    scores.to_csv(tmp_path / "tables" / "skip_drop_scores.csv", index=False)
+    assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "all_blocks, k = 2 (60 questions; intact 100.0%; 20 random sets change -40.0 points" in printed
+    keeps = next(line for line in printed.splitlines() if line.strip().startswith("keeps"))
+    assert "1,2" in keeps and "95.0% (-5.0 [" in keeps and keeps.endswith("of random sets; better than random")
+    assert "recommended: keeps's blocks 1,2" in printed
+    rows, drops = scenario({"a": 0.9, "b": 0.9}, random_keep=0.6)
+    D.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0).to_csv(
+        tmp_path / "tables" / "skip_drop_scores.csv", index=False
+    )
+    assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
+    assert "recommended: none (no criterion's set separates from every other's)" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- ΔH read through a linear lens
+
+
+def linear_lens(lm, seed: int = 0):
+    """A linear lens of random affine maps (the final block's the identity), built in code."""
+    from entropy_lens.lens.translators import Translators
+
+    generator = torch.Generator().manual_seed(seed)
+    n, d = lm.n_layers, lm.unembed.weight.shape[1]
+    weight = torch.eye(d) + 0.3 * torch.randn(n, d, d, generator=generator)
+    bias = 0.1 * torch.randn(n, d, generator=generator)
+    weight[-1], bias[-1] = torch.eye(d), 0.0
+    return Translators("linear", weight, bias)
+
+
+def test_the_linear_lens_entropy_is_read_through_each_blocks_translator(tmp_path):
+    from entropy_lens.answers import criteria, readings
+    from entropy_lens.lens.decoding import lens_logits
+    from entropy_lens.lens.entropy import shannon_entropy
+    from entropy_lens.plots.pruning import plot_criteria
+
+    lm = tiny_model("llama", n_layers=4, scale=3.0)
+    prompts = ["the cat sat on the mat Answer:", "what is two and two Answer:", "a b c Answer:"]
+    lens = linear_lens(lm)
+    recorder = ReadingRecorder(lm, len(prompts), translators=lens)
+    states: list = []
+    skipping.condition_letter_logprobs(
+        lm, prompts, [Condition(INTACT, 0)], batch_size=2, observe=lambda *a: (recorder(*a), states.append(a))
+    )
+    got = recorder.result(["a", "b", "c"])
+    assert np.isnan(got.entropy_linear[:, 0]).all() and np.isfinite(got.entropy_linear[:, 1:]).all()
+    np.testing.assert_allclose(got.entropy_linear[:, -1], got.entropy[:, -1], atol=1e-5)  # the model's own
+    rows, _, calls, _ = states[0]
+    block = 1  # block 1's output is block 2's input, through translator 1, written apart from the recorder
+    mapped = calls[2].hidden[:, -1, :].float() @ lens.weight[1] + lens.bias[1]
+    np.testing.assert_allclose(got.entropy_linear[rows, block + 1], shannon_entropy(lens_logits(lm, mapped)), atol=1e-4)
+    assert not np.allclose(got.entropy_linear[:, 1:-1], got.entropy[:, 1:-1], atol=1e-3)
+    table = criteria.criteria_table(got, "m")
+    assert np.isnan(table.loc[0, "delta_h_linear"]) and table.loc[1:, "delta_h_linear"].notna().all()
+    back = readings.frames_readings(*readings.readings_frames(got))
+    np.testing.assert_allclose(back.entropy_linear, got.entropy_linear, atol=1e-6)
+    sets = pruning.drop_sets(table, got, "m", [ALL_BLOCKS])
+    assert "delta_h_linear" in set(sets["criterion"])
+    ranks = criteria.criterion_ranks(table, range(4))
+    assert np.isnan(ranks.loc["delta_h_linear", 0]) and ranks.loc["delta_h_linear", 1:].notna().all()
+    skip_map = pd.DataFrame({"layer": range(4), "d_logprob": -0.1, "d_logprob_low": -0.2, "d_logprob_high": 0.0})
+    plot_criteria(skip_map, table, tmp_path / "criteria.png")  # block 0 unranked by the linear lens: drawn blank
+    assert (tmp_path / "criteria.png").stat().st_size > 0
+
+
+def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():
+    from entropy_lens.answers import criteria, readings
+
+    lm = tiny_model("llama", n_layers=4, scale=3.0)
+    recorder = ReadingRecorder(lm, 2)
+    skipping.condition_letter_logprobs(lm, ["x y Answer:", "z Answer:"], [Condition(INTACT, 0)], observe=recorder)
+    got = recorder.result(["a", "b"])
+    assert got.entropy_linear is None
+    table = criteria.criteria_table(got, "m")
+    assert table["delta_h_linear"].isna().all() and criteria.present(table) == criteria.CRITERIA
+    assert readings.frames_readings(*readings.readings_frames(got)).entropy_linear is None
+    assert "delta_h_linear" not in set(pruning.drop_sets(table, got, "m", [ALL_BLOCKS])["criterion"])
