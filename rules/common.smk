@@ -221,6 +221,7 @@ def paper_inputs(wildcards):
     if SKIP_MODELS:
         inputs["layer_skip"] = "results/tables/layer_skip_comparisons.csv"
         inputs["skip_spearman"] = "results/tables/layer_skip_spearman.csv"
+        inputs["drop_scores"] = "results/tables/skip_drop_scores.csv"
     return inputs
 
 

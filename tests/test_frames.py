@@ -11,7 +11,7 @@ from entropy_lens.analysis import baselines, equivalence, expansion, heldout, kn
 from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.rows import COLUMNS, RowRule, rows_of
-from entropy_lens.answers import accuracy, criticality
+from entropy_lens.answers import accuracy, criticality, drop_scores
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
 
 # Each paper-table input -> the columns its analysis writes (its data contract on disk).
@@ -26,6 +26,7 @@ ANALYSIS_COLUMNS = {
     "overlap": expansion.OVERLAP_COLUMNS,
     "layer_skip": criticality.COMPARISON_COLUMNS,
     "skip_spearman": criticality.SPEARMAN_COLUMNS,
+    "drop_scores": drop_scores.SCORE_COLUMNS,
     "shapes": shapes.COLUMNS,
     "family_pairs": pairs.COLUMNS,
 }

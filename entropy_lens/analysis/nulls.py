@@ -20,6 +20,7 @@ from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion_planted import overlap_planted_rate, spearman_planted_rate
 from entropy_lens.analysis.knn_nulls import planted_baseline_null_rate, planted_null_rate
 from entropy_lens.analysis.skip_nulls import planted_null_rate as planted_skip
+from entropy_lens.answers.drop_scores import planted_null_rate as planted_drop
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ PLANTED: dict[str, Planted] = {
     "skip_collapse": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
     "pruning_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
     "skip_rank": planted_zero_mean,
+    "drop_sets": planted_drop,
     "spearman": spearman_planted_rate,
     "overlap": overlap_planted_rate,
     **dict.fromkeys(
@@ -108,7 +110,7 @@ PLANTED: dict[str, Planted] = {
     ),
 }
 # Simulators that run the whole analysis per draw take fewer draws (each skip draw reruns the comparisons).
-MAX_DRAWS = {"skip_vs_random": 40, "skip_collapse": 40, "pruning_vs_random": 40}
+MAX_DRAWS = {"skip_vs_random": 40, "skip_collapse": 40, "pruning_vs_random": 40, "drop_sets": 40}
 # ... and at most this many units (the lens on random logits costs about 0.4 s per prompt and draw); the
 # table's ``planted_n`` says where a row's own sample size was capped.
 MAX_UNITS = {"spearman": 120, "overlap": 120, **dict.fromkeys(("task", "scrambled", "format", "mmlu_correct"), 400)}

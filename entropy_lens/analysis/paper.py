@@ -29,6 +29,7 @@ from entropy_lens.analysis import claims as C
 from entropy_lens.analysis.absent_rows import absent_rows
 from entropy_lens.analysis.baselines import BASELINE_READING
 from entropy_lens.analysis.claim_rows import OVERLAP_RULE, SPEARMAN_RULE, accuracy_rows, pair_rows, shape_rule
+from entropy_lens.analysis.drop_rows import DROP_RULE
 from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
 from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
 from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
@@ -48,6 +49,7 @@ from entropy_lens.analysis.targets import KNN_READING
 from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.criticality import COMPARISON_READING
 from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
+from entropy_lens.answers.drop_scores import DROP_SCORE_READING
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
@@ -136,6 +138,11 @@ INPUTS: Mapping[str, PaperInput] = {
         "answers.criticality.criticality_spearman",
         RANK_READING,
         lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
+    ),
+    "drop_scores": PaperInput(
+        "answers.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
+        DROP_SCORE_READING,
+        _rule("drop_scores", DROP_RULE),
     ),
     "clustering": PaperInput("analysis.families.clustering_scores (read by the family-pair rows)", None),
     "family_pairs": PaperInput(
