@@ -1,32 +1,107 @@
-"""Extraction throughput and peak device memory on random-init models of real shapes.
+"""Every architecture of the paper config at its real shape, random init, no download, against the plan.
 
-The paper config runs hub models in bfloat16 on CUDA; a GPU node without the hub (or
-before downloading 20 GB of weights) can still measure what matters for sizing jobs: the
-same architecture at the same shape, random weights.  For each model (shapes shipped in
-``entropy_lens/data/model_configs.json``) and batch size it prints prompts/s, generated
-tokens/s, the lens's achieved GFLOP/s (2 x L x d x V per generated token) and the peak
-CUDA memory, to set against ``entropy-lens plan`` (its cuda_* rates can be calibrated from them).
+The paper config runs hub models in bfloat16 on CUDA; a GPU node without the hub (or before downloading
+60 GB of weights) can still measure what sizes its jobs: the same architecture at the same shape, random
+weights.  For each model of the config (shapes shipped in ``entropy_lens/data/model_configs.json``, the
+real ``config.json`` fields) one extraction of ``--batch`` prompts of ``--prompt-tokens`` tokens,
+``--new-tokens`` generated (an image classifier: ``--batch`` random images), is timed and set against
+what ``entropy-lens plan`` predicts for that workload on that device: seconds (the plan's compute term,
+without its per-job overhead), the lens's GFLOP/s (2 x L x d x V per token read) and the peak device
+memory (the plan's weights + KV cache + activations + lens memory, without its CUDA context allowance).
+A ratio measured / predicted far from 1 says which ``cuda_*`` rate of the plan to refit.
 
-    python benchmarks/gpu_check.py                       # Gemma-2-2B and Llama-3.2-1B shapes, batch 8 and 32
-    python benchmarks/gpu_check.py --device cpu --layers 2 --batches 2   # a smoke test of the script on a CPU
+    python benchmarks/gpu_check.py                         # the 15 models of config/paper.yaml (--max-seconds 480)
+    python benchmarks/gpu_check.py --models google/gemma-2-2b-it --batch 8
+    python benchmarks/gpu_check.py --device cpu --dtype float32 --scale 0.02 --layers 2   # CPU smoke test
 
-Random weights make random text: the numbers are about cost, not about profiles.
+``--scale`` shrinks every width (head size, hidden and MLP sizes, vocabulary) by that factor and keeps the
+architecture: it makes the script testable on a CPU, not its numbers meaningful there.  Models still
+waiting when ``--max-seconds`` is spent are listed as skipped.  Random weights make random text: the
+numbers are about cost, not about profiles.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import math
+import sys
 import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import torch
+import yaml
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification, PreTrainedTokenizerFast
 
 from entropy_lens import extract_profiles
+from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.vision import extract_image_profiles
 from entropy_lens.model.loading import wrap_model
-from entropy_lens.workflow.plan import shipped_model_configs
+from entropy_lens.store import schema
+from entropy_lens.workflow.plan import (
+    EXTRACT,
+    Job,
+    PlanSettings,
+    RunSettings,
+    Workload,
+    plan_job,
+    shape_from_fields,
+    shipped_model_configs,
+)
 
-DEFAULT_MODELS = ("google/gemma-2-2b-it", "meta-llama/Llama-3.2-1B-Instruct")
+REPO = Path(__file__).resolve().parents[1]
+PAPER = REPO / "config" / "paper.yaml"
+ALPHAS = (0.5, 1.0, 5.0)  # config/paper.yaml's lens.alphas
+GIB = 2**30
+COLUMNS = ("source", "model_type", "layers", "hidden", "vocab", "batch", "tokens", "seconds", "predicted_s",
+           "tokens_s", "lens_gflops", "predicted_lens_gflops", "peak_gib", "predicted_peak_gib")  # fmt: skip
+
+
+def config_sources(path: Path) -> list[str]:
+    """The model sources of a workflow config, in its order, each once."""
+    return list(dict.fromkeys(spec["source"] for spec in yaml.safe_load(path.read_text())["models"].values()))
+
+
+def _scaled(value: int, scale: float, step: int) -> int:
+    """``value x scale`` rounded to a positive multiple of ``step`` (kernels want rows of 16-byte multiples)."""
+    return step * max(1, round(value * scale / step))
+
+
+def scaled_fields(fields: Mapping, scale: float, layers: int | None = None) -> dict:
+    """``config.json`` fields with every width times ``scale`` (heads, experts and positions kept) and,
+    if given, ``layers`` blocks.
+
+    The head size is scaled to a multiple of 8 (rotary embeddings pair dimensions); where the hidden size is
+    heads x head size (no ``head_dim`` field: GPT-2, Llama-3-8B, Phi-3, OLMoE's q/k norms) it stays so, and
+    elsewhere it stays a multiple of the heads (transformers checks it).
+
+    Raises:
+        ValueError: for a ``scale`` outside ``(0, 1]``.
+    """
+    if not 0 < scale <= 1:
+        raise ValueError(f"scale must be in (0, 1] (1: the real shape), got {scale!r}")
+    out = dict(fields)
+    hidden_key = "n_embd" if "n_embd" in out else "hidden_size"
+    heads_key = "n_head" if "n_head" in out else "num_attention_heads"
+    if layers:
+        out["n_layer" if "n_layer" in out else "num_hidden_layers"] = layers
+    if scale == 1:
+        return out
+    heads = out[heads_key]
+    head_dim = out.get("head_dim") or out[hidden_key] // heads
+    small_head = _scaled(head_dim, scale, 8)
+    if out.get("head_dim"):
+        out["head_dim"] = small_head
+        out[hidden_key] = heads * _scaled(out[hidden_key] // heads, scale, 4)  # a multiple of the heads
+    else:
+        out[hidden_key] = heads * small_head
+    out.update({k: small_head for k in ("query_pre_attn_scalar",) if k in out})
+    out.update({k: _scaled(out[k], scale, 8) for k in ("intermediate_size", "n_inner") if out.get(k)})
+    if "image_size" not in out:
+        out["vocab_size"] = max(64, _scaled(out["vocab_size"], scale, 8))
+    return out
 
 
 def word_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
@@ -37,79 +112,162 @@ def word_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="t1", eos_token="t2", pad_token="t0")
 
 
-def random_model(source: str, *, layers: int | None, dtype: torch.dtype, device: str):
-    """A random-init model of the shipped shape of ``source`` (optionally fewer layers)."""
-    fields = dict(shipped_model_configs()[source])
-    if layers:
-        fields["num_hidden_layers"] = layers
+def random_model(source: str, fields: Mapping, *, dtype: torch.dtype, device: str):
+    """A random-init model of these fields, built on ``device`` (no host copy of its weights)."""
+    image = "image_size" in fields
+    if not image:  # the word tokenizer's special ids (a scaled vocabulary may end before the real ones)
+        fields = {**fields, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
     config = AutoConfig.for_model(**fields)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=dtype).to(device)
+    with torch.device(device):
+        auto = AutoModelForImageClassification if image else AutoModelForCausalLM
+        model = auto.from_config(config, dtype=dtype)
+    if image:
+        from transformers import ViTImageProcessor  # the paper's one image classifier is a ViT
+
+        side = config.image_size
+        processor = ViTImageProcessor(size={"height": side, "width": side})
+        return wrap_model(model, processor, name=source, source=source)
     return wrap_model(model, word_tokenizer(config.vocab_size), name=source, source=source)
 
 
-def prompts(n: int, tokens: int, vocab: int, seed: int) -> list[str]:
+def _texts(n: int, tokens: int, vocab: int, seed: int) -> list[str]:
     generator = torch.Generator().manual_seed(seed)
     ids = torch.randint(3, vocab, (n, tokens), generator=generator)
     return [" ".join(f"t{i}" for i in row.tolist()) for row in ids]
 
 
-def measure(lm, batch: int, *, prompt_tokens: int, new_tokens: int, budget_mb: int) -> dict[str, float]:
-    texts = prompts(batch, prompt_tokens, lm.vocab_size, seed=batch)
-    extract_profiles(lm, texts[:1], max_new_tokens=2, batch_size=1)  # warm-up: kernels, allocator
-    if lm.device.type == "cuda":
+def _images(n: int, side: int, seed: int) -> list:
+    from PIL import Image
+
+    generator = torch.Generator().manual_seed(seed)
+    pixels = torch.randint(0, 256, (n, side, side, 3), generator=generator, dtype=torch.uint8).numpy()
+    return [Image.fromarray(p) for p in pixels]
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
         torch.cuda.synchronize()
+
+
+def run_once(lm, batch: int, *, prompt_tokens: int, new_tokens: int, budget_mb: int) -> tuple[float, int]:
+    """Seconds of one extraction of ``batch`` prompts (images), after a warm-up, and the tokens it read."""
+    lens = LensSettings(alphas=ALPHAS, budget_bytes=budget_mb * 2**20)
+    if lm.readout is not None:
+        images = _images(batch, lm.model.config.image_size, seed=batch)
+        extract_image_profiles(lm, images[:1], lens=lens, batch_size=1)  # warm-up: kernels, allocator
+        run = lambda: extract_image_profiles(lm, images, lens=lens, batch_size=batch)  # noqa: E731
+    else:
+        texts = _texts(batch, prompt_tokens, lm.vocab_size, seed=batch)
+        extract_profiles(lm, texts[:1], max_new_tokens=2, batch_size=1, lens=lens)  # warm-up
+        run = lambda: extract_profiles(lm, texts, max_new_tokens=new_tokens, batch_size=batch, lens=lens)  # noqa: E731
+    device = str(lm.device)
+    _sync(device)
+    if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    extract_profiles(lm, texts, max_new_tokens=new_tokens, batch_size=batch, budget_bytes=budget_mb * 2**20)
-    if lm.device.type == "cuda":
-        torch.cuda.synchronize()
+    profiles = run()
+    _sync(device)
     seconds = time.perf_counter() - start
-    lens_flops = 2.0 * lm.n_layers * lm.model.config.hidden_size * lm.vocab_size * batch * new_tokens
-    peak = torch.cuda.max_memory_allocated() / 2**30 if lm.device.type == "cuda" else float("nan")
+    read = int(profiles[schema.ENTROPY].isel({schema.LAYER: 0}).notnull().sum())  # tokens before any stop
+    return seconds, read
+
+
+def predicted(fields: Mapping, batch: int, args: argparse.Namespace):
+    """The shape, the plan's :class:`JobPlan` of this workload on this device and dtype (default plan
+    settings) and the matmul GFLOP/s the plan assumes for the lens there."""
+    shape = shape_from_fields(fields)
+    if shape.image_tokens:
+        work = Workload(batch, shape.image_tokens - 1, shape.image_tokens - 1, 1, batch, len(ALPHAS))
+    else:
+        work = Workload(batch, args.prompt_tokens, args.prompt_tokens, args.new_tokens, batch, len(ALPHAS))
+    device = "cuda" if args.device.startswith("cuda") else "cpu"
+    run, settings = RunSettings(device, args.dtype, args.budget_mb, threads=torch.get_num_threads()), PlanSettings()
+    rates = settings.rates(run)
+    matmul = rates.gflops_32 if run.dtype_bytes == 4 else rates.gflops_16  # the rate the plan gives the lens
+    return shape, plan_job(Job(EXTRACT, "check", "check", 0, 1, shape, (work,)), run, settings), matmul
+
+
+def check_model(source: str, fields: Mapping, args: argparse.Namespace) -> dict:
+    """One row: the model's shape, what one extraction measured and what the plan predicted for it."""
+    lm = random_model(source, fields, dtype=getattr(torch, args.dtype), device=args.device)
+    seconds, read = run_once(
+        lm, args.batch, prompt_tokens=args.prompt_tokens, new_tokens=args.new_tokens, budget_mb=args.budget_mb
+    )
+    peak = torch.cuda.max_memory_allocated() / GIB if args.device.startswith("cuda") else math.nan
+    shape, plan, matmul = predicted(fields, args.batch, args)
+    del lm
+    if args.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    lens_flops = 2.0 * shape.n_layers * shape.hidden_size * shape.vocab_size * read
     return {
-        "seconds": seconds,
-        "prompts_s": batch / seconds,
-        "tokens_s": batch * new_tokens / seconds,
-        "lens_gflops": lens_flops / seconds / 1e9,
+        "source": source, "model_type": shape.model_type, "layers": shape.n_layers, "hidden": shape.hidden_size,
+        "vocab": shape.vocab_size, "batch": args.batch, "tokens": read, "seconds": seconds,
+        "predicted_s": plan.compute_s, "tokens_s": read / seconds, "lens_gflops": lens_flops / seconds / 1e9,
+        "predicted_lens_gflops": matmul,
         "peak_gib": peak,
-    }
+        "predicted_peak_gib": (plan.weights_bytes + plan.kv_bytes + plan.activation_bytes + plan.lens_bytes) / GIB,
+    }  # fmt: skip
 
 
-def main() -> None:
+def _line(row: Mapping) -> str:
+    ratio = row["seconds"] / row["predicted_s"] if row["predicted_s"] else math.nan
+    return (
+        f"{row['source']:40s} {row['layers']:4d} {row['hidden']:6d} {row['tokens']:6d} {row['seconds']:8.2f} "
+        f"{row['predicted_s']:8.2f} {ratio:6.2f} {row['tokens_s']:9.1f} {row['lens_gflops']:9.1f} "
+        f"{row['peak_gib']:7.2f} {row['predicted_peak_gib']:7.2f}"
+    )
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
-    parser.add_argument("--batches", nargs="+", type=int, default=[8, 32])
+    parser.add_argument("--configfile", type=Path, default=PAPER, help="whose models to check (default: the paper's)")
+    parser.add_argument("--models", nargs="+", help="hub ids to check (default: every source of --configfile)")
+    parser.add_argument("--batch", type=int, default=32, help="prompts per pass (config/paper.yaml: 32)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
-    parser.add_argument("--layers", type=int, default=None, help="fewer layers than the real model (smoke tests)")
+    parser.add_argument("--scale", type=float, default=1.0, help="widths times this (CPU smoke tests)")
+    parser.add_argument("--layers", type=int, default=None, help="fewer blocks than the real model (smoke tests)")
     parser.add_argument("--prompt-tokens", type=int, default=256)
-    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--new-tokens", type=int, default=32, help="config/paper.yaml's max_new_tokens")
     parser.add_argument("--budget-mb", type=int, default=2048, help="lens working memory (config lens.budget_mb)")
-    args = parser.parse_args()
+    parser.add_argument("--max-seconds", type=float, default=480, help="start no further model after this long")
+    parser.add_argument("--csv", type=Path, help="also write the rows here")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> list[dict]:
+    """Check each model in turn; print one line each (and write ``--csv``); return the rows."""
+    args = parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("no CUDA device is visible: run on a GPU node, or pass --device cpu for a smoke test")
-    dtype = getattr(torch, args.dtype)
-    print(
-        f"device {args.device} ({torch.cuda.get_device_name() if args.device.startswith('cuda') else 'cpu'}), "
-        f"{args.dtype}, {args.prompt_tokens} prompt tokens, {args.new_tokens} new tokens"
-    )
-    header = ("model", "batch", "s", "prompts/s", "tokens/s", "lens GFLOP/s", "peak GiB")
-    print(f"{header[0]:36s} " + " ".join(f"{h:>{w}s}" for h, w in zip(header[1:], (5, 7, 9, 9, 12, 8), strict=True)))
-    for source in args.models:
-        lm = random_model(source, layers=args.layers, dtype=dtype, device=args.device)
-        for batch in args.batches:
-            m = measure(
-                lm, batch, prompt_tokens=args.prompt_tokens, new_tokens=args.new_tokens, budget_mb=args.budget_mb
-            )
-            print(
-                f"{source:36s} {batch:5d} {m['seconds']:7.2f} {m['prompts_s']:9.2f} {m['tokens_s']:9.1f} "
-                f"{m['lens_gflops']:12.1f} {m['peak_gib']:8.2f}"
-            )
-        del lm
-        if args.device.startswith("cuda"):
-            torch.cuda.empty_cache()
+    shipped = shipped_model_configs()
+    sources = args.models or config_sources(args.configfile)
+    unknown = [s for s in sources if s not in shipped]
+    if unknown:
+        raise SystemExit(
+            f"no shipped config.json fields for {unknown}: add them to entropy_lens/data/model_configs.json "
+            "(docs/architecture.md, 'A model family')"
+        )
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
+    print(f"device {args.device} ({name}), {args.dtype}, batch {args.batch}, {args.prompt_tokens} prompt tokens, "
+          f"{args.new_tokens} new tokens, widths x {args.scale}")  # fmt: skip
+    print(f"{'model':40s} {'L':>4s} {'d':>6s} {'tokens':>6s} {'s':>8s} {'plan s':>8s} {'ratio':>6s} "
+          f"{'tokens/s':>9s} {'lens GF/s':>9s} {'GiB':>7s} {'plan GiB':>7s}")  # fmt: skip
+    rows, start = [], time.perf_counter()
+    for i, source in enumerate(sources):
+        if i and time.perf_counter() - start > args.max_seconds:  # the first model always runs
+            print(f"skipped (past --max-seconds {args.max_seconds:g}): {', '.join(sources[i:])}")
+            break
+        rows.append(check_model(source, scaled_fields(shipped[source], args.scale, args.layers), args))
+        print(_line(rows[-1]), flush=True)
+    if args.csv:
+        with args.csv.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

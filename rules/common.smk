@@ -9,6 +9,7 @@ from entropy_lens.workflow.plan import (
     lens_profile_pairs,
     plan_from_config,
     plan_inputs,
+    run_models,
     skip_models,
 )
 from entropy_lens.workflow.settings import check_config, synthetic_stories
@@ -23,7 +24,9 @@ from entropy_lens.prompts.datasets import LETTERS
 check_config(config)
 
 
-MODELS = list(config["models"])
+# The configured models some job reads: an overlay (config/paper.yaml) keeps config.yaml's models in
+# config["models"], and none of its datasets lists them; they are not materialized.
+MODELS = run_models(config)
 # Enabled dataset -> the models profiled on it (datasets.<name>.models, default all); the cost
 # plan lists its jobs from the same two functions.
 DATASET_MODELS = dataset_models(config)

@@ -15,6 +15,7 @@ from entropy_lens.analysis import outcomes as O
 from entropy_lens.analysis import paper as P
 from entropy_lens.analysis import render as R
 from entropy_lens.analysis import verdicts as V
+from entropy_lens.analysis.absent_rows import absent_rows
 from entropy_lens.analysis.pairs import ALIGNMENT_GAP, CENTRED, FAMILY_GAP, NATS, NORMALIZED, RESOLUTION_GAP
 from entropy_lens.analysis.skip_rows import NO_RANK_CLAIM
 from entropy_lens.answers.accuracy import ALL_STYLES
@@ -733,3 +734,17 @@ def test_correctness_reads_the_greedy_letter_and_the_calibrated_letter_is_an_ext
     calibrated = table[table["claim"] == C.BY_ID["mmlu_correct_calibrated"].name].iloc[0]
     assert calibrated["role"] == C.EXTENSION and calibrated["split"] == ALL_STYLES
     assert "letter bias" not in calibrated["why"] and "at chance" not in calibrated["why"]
+
+
+def test_no_absent_row_where_a_model_cannot_or_need_not_read_a_finding():
+    """An image classifier owes the text sets' findings no "not run" row, nor a GPT-2 model MMLU correctness
+    (the study states it for Llama and Gemma); a Gemma model left off MMLU and a Llama one off the tasks still do."""
+    expected = P.Expected(
+        datasets={"tasks": ["gpt2", "gem"], "mmlu": ["llama"], "images": ["vit"]},
+        families={"gpt2": "gpt2", "gem": "gemma", "llama": "llama", "vit": "vit"},
+    )
+    absent = {(r["claim"], r["model"]): r["why"] for r in absent_rows([], expected)}
+    assert (C.TASK, "vit") not in absent and (C.FORMAT, "vit") not in absent and (C.MMLU_CORRECT, "vit") not in absent
+    assert (C.MMLU_CORRECT, "gpt2") not in absent
+    assert "gem is not profiled on 'mmlu'" in absent[(C.MMLU_CORRECT, "gem")]
+    assert "llama is not profiled on 'tasks'" in absent[(C.TASK, "llama")]

@@ -444,6 +444,22 @@ def test_paper_moe_and_vit_jobs_use_active_flops_and_total_memory(offline):
     assert plan.model_shape("google/vit-base-patch16-224").n_params == 86_567_656  # ViT-B/16, ImageNet-1k head
 
 
+def test_run_models_leave_out_the_overlaid_defaults():
+    merged = load_config(DEFAULT, PAPER)
+    paper = list(load(PAPER)["models"])
+    assert set(merged["models"]) - set(paper) == {"smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"}
+    assert plan.run_models(merged) == sorted(paper)  # the default's models are in the config, not in the run
+    default = load(DEFAULT)
+    assert plan.run_models(default) == sorted(default["models"])  # blank profiles every model
+    default["datasets"]["blank"]["models"] = default["datasets"]["mmlu"]["models"] = ["gemma3-270m"]
+    assert plan.run_models(default) == ["gemma3-270m", "smollm2-135m"]  # smollm2 writes the stories
+    default["datasets"]["tasks"]["source"] = "hub"
+    assert plan.run_models(default) == ["gemma3-270m", "smollm2-135m"]  # still profiled on tasks and formats
+    default["datasets"]["tasks"]["enabled"] = default["datasets"]["formats"]["enabled"] = False
+    default["fitted_lens"]["enabled"] = False
+    assert plan.run_models(default) == ["gemma3-270m"]
+
+
 def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
     config = load(DEFAULT)
     config["datasets"]["blank"]["models"] = ["gemma3-270m"]

@@ -65,6 +65,19 @@ def test_gathered_shards_equal_the_whole_job(lm):
     xr.testing.assert_identical(gathered, whole)
 
 
+def test_shards_extracted_at_different_commits_gather_with_each_commit_recorded(lm):
+    """A commit between two shards of a queued job changes provenance, not settings: the shards gather."""
+    table = build_formats(TOPICS[:2])
+    shards = [_extract(lm, table, Shard(i, 4)) for i in range(2)]
+    shas = ["a" * 40, "b" * 40]
+    moved = [s.assign_attrs(git_sha=sha) for s, sha in zip(shards, shas, strict=True)]
+    gathered = gather_shards(moved, table["prompt_id"].tolist())
+    assert gathered.attrs["git_sha"] == ",".join(shas)
+    same = gather_shards([s.assign_attrs(git_sha=shas[0]) for s in shards], table["prompt_id"].tolist())
+    assert same.attrs["git_sha"] == shas[0] and "shard" not in same.attrs
+    xr.testing.assert_identical(gathered.drop_attrs(), same.drop_attrs())
+
+
 def test_gather_refuses_missing_repeated_or_mismatched_shards(lm):
     table = build_formats(TOPICS[:2])
     shards = [_extract(lm, table, Shard(i, 2)) for i in range(3)]
@@ -74,7 +87,7 @@ def test_gather_refuses_missing_repeated_or_mismatched_shards(lm):
     with pytest.raises(ValueError, match="repeated: 2"):
         gather_shards([shards[0], shards[0], shards[2]], ids[:4] + ids[4:])
     other = shards[2].assign_attrs(top_p=0.9)
-    with pytest.raises(ValueError, match="different settings"):
+    with pytest.raises(ValueError, match=r"different settings \(attrs \['top_p'\] differ\)"):
         gather_shards([shards[0], shards[1], other], ids)
     with pytest.raises(ValueError, match="no shard"):
         gather_shards([], ids)

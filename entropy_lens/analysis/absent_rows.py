@@ -18,6 +18,7 @@ from entropy_lens.analysis.render import (
 )
 from entropy_lens.analysis.rows import Expected, family_shortfall, pair_shortfall, row
 from entropy_lens.analysis.separability_rows import knn_claim
+from entropy_lens.prompts.datasets import IMAGE, KINDS
 
 
 def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str, Any]]:
@@ -29,7 +30,12 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
         claim, role = knn_claim(target, expected)
         dataset = C.KNN_DATASETS[target]
         profiled = list(expected.datasets.get(dataset, ()))
-        wanted = [POOLED_MODEL] if target == "family" else profiled if target in C.EXTENSION_TARGETS else models
+        if target == "family":
+            wanted = [POOLED_MODEL]
+        elif target in C.EXTENSION_TARGETS:
+            wanted = profiled
+        else:
+            wanted = [m for m in models if m in profiled or _in_scope(target, dataset, m, expected)]
         out += [
             row(claim, m, AUC, V.not_run(_why_absent(dataset, m, profiled, target)), role=role)
             for m in wanted
@@ -38,6 +44,25 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
     out += _absent_skip_rows(seen, models, expected) + _absent_pair_rows(seen, expected)
     out += _absent_shape_rows(seen, models, expected)
     return out + unmeasured_claims([*rows, *out], expected)
+
+
+# kNN findings whose study figures are per family: a model of another family left off their dataset owes no row.
+FAMILY_SCOPED = {"mmlu_correct": C.STUDY_MMLU_AUC}
+
+
+def _in_scope(target: str, dataset: str, model: str, expected: Expected) -> bool:
+    """Whether a model left off a kNN finding's dataset still owes it a "not run" row: not where it could not read
+    that dataset (an image classifier, profiled on image sets only, and a text set), nor where the study states
+    the finding for other families only (MMLU correctness: Llama and Gemma); such a row would be an extension, and
+    an extension the configuration did not run has no row."""
+    own = [d for d, ms in expected.datasets.items() if model in ms]
+    if own and all(_image_set(d) for d in own) != _image_set(dataset):
+        return False
+    return target not in FAMILY_SCOPED or str(expected.families.get(model, "")).lower() in FAMILY_SCOPED[target]
+
+
+def _image_set(dataset: str) -> bool:
+    return any(column.name == IMAGE for column in KINDS.get(dataset, ()))
 
 
 def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str, Any]]:

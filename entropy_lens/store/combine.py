@@ -194,6 +194,10 @@ def combine_dataset(
 
 
 SHARD_ATTRS = ("shard", "prompts_per_job")
+# Provenance that may differ between the shards of one job without their settings differing: a commit made while
+# a paper run's shards wait in a cluster queue (docs only, say) must not throw away the GPU hours of the others.
+# The gathered store records every shard's commit, in shard order, comma-separated.
+SHARD_PROVENANCE = ("git_sha",)
 
 
 def gather_shards(shards: Sequence[xr.Dataset], prompt_ids: Sequence[str]) -> xr.Dataset:
@@ -206,16 +210,18 @@ def gather_shards(shards: Sequence[xr.Dataset], prompt_ids: Sequence[str]) -> xr
 
     Returns:
         The store the unsharded job would have written, plus ``attrs["gathered_shards"]``
-        (the shard count) as a provenance note.
+        (the shard count) as a provenance note; where the shards were extracted at different commits,
+        ``attrs["git_sha"]`` lists each shard's, in shard order, comma-separated.
 
     Raises:
         ValueError: when the shards miss or repeat a prompt, or disagree in settings.
     """
     if not shards:
         raise ValueError("no shard to gather")
-    settings = [{k: v for k, v in s.attrs.items() if k not in SHARD_ATTRS} for s in shards]
-    if any(s != settings[0] for s in settings[1:]):
-        raise ValueError("shards were profiled with different settings (attrs differ); extract them again")
+    settings = [{k: v for k, v in s.attrs.items() if k not in SHARD_ATTRS + SHARD_PROVENANCE} for s in shards]
+    differ = sorted({k for s in settings[1:] for k in set(s) | set(settings[0]) if s.get(k) != settings[0].get(k)})
+    if differ:
+        raise ValueError(f"shards were profiled with different settings (attrs {differ} differ); extract them again")
     held = [str(p) for s in shards for p in s.indexes[schema.PROMPT]]
     wanted = [str(p) for p in prompt_ids]
     if sorted(held) != sorted(wanted):
@@ -225,6 +231,12 @@ def gather_shards(shards: Sequence[xr.Dataset], prompt_ids: Sequence[str]) -> xr
             f"(missing {missing[:3]}, unexpected {extra[:3]}, repeated: {len(held) - len(set(held))})"
         )
     gathered = xr.concat(list(shards), dim=schema.PROMPT, combine_attrs="override").sel({schema.PROMPT: wanted})
-    gathered.attrs = {**settings[0], "gathered_shards": len(shards)}
+    provenance = {k: _joined([s.attrs[k] for s in shards]) for k in SHARD_PROVENANCE if k in shards[0].attrs}
+    gathered.attrs = {**settings[0], **provenance, "gathered_shards": len(shards)}
     schema.validate_profiles(gathered)
     return gathered
+
+
+def _joined(values: Sequence[object]) -> object:
+    """One value where the shards agree; else each shard's, comma-separated, in shard order."""
+    return values[0] if len(set(map(str, values))) == 1 else ",".join(map(str, values))

@@ -36,6 +36,7 @@ from entropy_lens.workflow.plan.config import (
     plan_from_config,
     plan_inputs,
     run_from_config,
+    run_models,
     settings_from_config,
     skip_models,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "plan_vs_run",
     "predicted_s",
     "run_from_config",
+    "run_models",
     "run_records",
     "settings_from_config",
     "shape_from_fields",

@@ -30,7 +30,7 @@ from entropy_lens.workflow.plan.prompts import (
 )
 from entropy_lens.workflow.plan.settings import PlanSettings, RunSettings, config_value, scaled_to_host
 from entropy_lens.workflow.plan.shapes import ModelShape, model_shape
-from entropy_lens.workflow.settings import section_models
+from entropy_lens.workflow.settings import section_models, synthetic_stories
 
 # compute.dtype's per-host choice (entropy_lens.model.loading.WHERE_FAST; not imported: it imports torch).
 WHERE_FAST = "bfloat16_where_fast"
@@ -176,6 +176,21 @@ def lens_fit_models(config: Mapping) -> list[str]:
     """The models whose lenses are fitted (``fitted_lens.models``, empty: all); none unless it is enabled."""
     lenses = config.get("fitted_lens", {})
     return section_models(config, "fitted_lens", lenses.get("models", [])) if lenses.get("enabled", False) else []
+
+
+def run_models(config: Mapping) -> list[str]:
+    """The configured models some job of the run reads, in config order: those profiled on an enabled
+    dataset, those of the layer-skip experiment and the fitted lenses, and the synthetic stories' writer.
+
+    An overlay's models join those of the config it overlays (Snakemake merges ``models`` key by key), so
+    ``config/paper.yaml`` on ``config.yaml`` names the default's three models too; none of its datasets
+    lists them, and nothing materializes them.
+    """
+    used = {m for models in dataset_models(config).values() for m in models}
+    used |= set(skip_models(config)) | set(lens_fit_models(config))
+    if synthetic_stories(config):
+        used.add(config_value(config, "stories", "model"))
+    return [name for name in config_value(config, "models") if name in used]
 
 
 def lens_profile_pairs(config: Mapping) -> list[tuple[str, str]]:
