@@ -307,3 +307,18 @@ def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():
     assert table["delta_h_linear"].isna().all() and criteria.present(table) == criteria.CRITERIA
     assert readings.frames_readings(*readings.readings_frames(got)).entropy_linear is None
     assert "delta_h_linear" not in set(pruning.drop_sets(table, got, "m", [ALL_BLOCKS])["criterion"])
+
+
+def test_drop_rows_reach_the_full_paper_table_but_not_the_headline():
+    from entropy_lens.analysis import claims as C
+    from entropy_lens.analysis import paper as P
+
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
+    scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=200, seed=0)
+    expected = P.Expected(datasets={"mmlu": ["m"]}, layer_skip=["m"], families={"m": "qwen"})
+    table = P.paper_table(drop_scores=scores, expected=expected)
+    drop_name = C.BY_ID["drop_sets"].name
+    assert (table["claim"] == drop_name).sum() == len(scores)
+    assert table.loc[table["claim"] == drop_name, "split"].str.match(r"k=\d+ \(\d+% of blocks\)").all()
+    top = P.headline(table)
+    assert not top.empty and drop_name not in set(top["claim"])

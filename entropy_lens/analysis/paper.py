@@ -29,7 +29,7 @@ from entropy_lens.analysis import claims as C
 from entropy_lens.analysis.absent_rows import absent_rows
 from entropy_lens.analysis.baselines import BASELINE_READING
 from entropy_lens.analysis.claim_rows import OVERLAP_RULE, SPEARMAN_RULE, accuracy_rows, pair_rows, shape_rule
-from entropy_lens.analysis.drop_rows import DROP_RULE
+from entropy_lens.analysis.drop_rows import DROP_RULE, DROP_SETS
 from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
 from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
 from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
@@ -239,14 +239,12 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     keep &= ~claim.eq(C.RENYI) | split.eq("")  # the claim's summary; its per-order rows name a split
     keep &= ~claim.eq(C.OVERLAP) | measure.eq(CONTAINMENT_STATISTIC)
     keep &= ~claim.isin([C.CLUSTERING, C.SIZE_RESOLUTION]) | measure.isin([HEADLINE_SCALE, ""])
-    skip_ks = split.where(claim.isin(C.SKIP_CLAIMS) & split.str.startswith("k=")).dropna()
+    # the drop sets (one row per criterion, share, variant and statistic) stay in the full table, in their section
+    keep &= ~claim.eq(C.BY_ID[DROP_SETS].name)
+    k = pd.to_numeric(split.str.extract(r"^k=(\d+)", expand=False), errors="coerce")
+    skip_ks = k.where(claim.isin(C.SKIP_CLAIMS)).dropna()
     if not skip_ks.empty:
-        smallest = min(skip_ks, key=lambda text: int(text[2:].split(",")[0]))
-        keep &= (
-            ~claim.isin(C.SKIP_CLAIMS)
-            | ~split.str.startswith("k=")
-            | split.str.startswith(smallest.split(",")[0] + ",")
-        )
+        keep &= ~claim.isin(C.SKIP_CLAIMS) | k.isna() | k.eq(skip_ks.min())
     top = table[keep]
     not_run = top["why"].astype(str).str.startswith(NOT_RUN)
     top, not_run = top[~(not_run & (top["role"] == C.EXTENSION))], not_run[~(not_run & (top["role"] == C.EXTENSION))]
