@@ -35,6 +35,7 @@ from entropy_lens.answers.criteria import ACCURACY, COSTS, GOLD_LOGPROB
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.core.frames import NULL_CONTRACT, Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.core.multiplicity import unit_set_pair
 
 BETTER, WORSE, SAME, UNDECIDED = "better than random", "worse than random", "no difference", "undecided"
 # The skip comparisons' margins (entropy_lens.analysis.outcomes): accuracy 0-1, nats.
@@ -81,9 +82,7 @@ def one_set_draws(a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int) -> np
         n_boot: Replicates.
         seed: Seed of :func:`numpy.random.default_rng`.
     """
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.ndim != 1 or b.ndim != 2 or b.shape[0] != a.size or a.size == 0 or b.shape[1] == 0:
-        raise ValueError(f"need a [N] and b [N, S] with N, S > 0, got shapes {a.shape} and {b.shape}")
+    a, b = unit_set_pair(a, b)
     n_boot = check_positive_int(n_boot, "n_boot")
     rng = np.random.default_rng(seed)
     units = rng.multinomial(a.size, np.full(a.size, 1 / a.size), n_boot) / a.size  # [R, N] weights

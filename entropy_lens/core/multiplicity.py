@@ -36,11 +36,21 @@ def paired_draws(a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int) -> np.
     return diff[picks].mean(axis=1)
 
 
-def paired_set_draws(a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray:
-    """``[n_boot]`` bootstrap draws of ``mean(a) - mean(b)``, ``b`` ``[N, S]`` over sets: units and sets resampled."""
+def unit_set_pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` ``[N]`` per-unit scores and ``b`` ``[N, S]`` the same units' scores under ``S`` sets, as float64.
+
+    Raises:
+        ValueError: naming both shapes unless they are ``[N]`` and ``[N, S]`` with ``N, S > 0``.
+    """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.ndim != 1 or b.ndim != 2 or b.shape[0] != a.size or a.size == 0 or b.shape[1] == 0:
         raise ValueError(f"need a [N] and b [N, S] with N, S > 0, got shapes {a.shape} and {b.shape}")
+    return a, b
+
+
+def paired_set_draws(a: np.ndarray, b: np.ndarray, *, n_boot: int, seed: int) -> np.ndarray:
+    """``[n_boot]`` bootstrap draws of ``mean(a) - mean(b)``, ``b`` ``[N, S]`` over sets: units and sets resampled."""
+    a, b = unit_set_pair(a, b)
     n_boot = check_positive_int(n_boot, "n_boot")
     rng = np.random.default_rng(seed)
     units = rng.multinomial(a.size, np.full(a.size, 1 / a.size), n_boot) / a.size  # [B, N] weights
