@@ -264,7 +264,8 @@ def planted_null_rate(
 
     Each draw simulates 0/1 answers of ``n_questions`` questions under the intact model (70% right) and
     ``n_sets + 1`` random sets, each set losing its own share of the answers (uniform 0-40 points: sets
-    differ, as random block sets do); set 0 is relabelled as the chosen one and read by the same code.
+    differ, as random block sets do); set 0 is relabelled as the chosen one and read by the same rule
+    (:func:`drop_reading`).
     """
     rng = np.random.default_rng(seed)
     shown = 0
@@ -272,8 +273,8 @@ def planted_null_rate(
         know = rng.random(n_questions) < 0.7
         kept = 1.0 - rng.uniform(0.0, 0.4, size=n_sets + 1)  # [S + 1] each set's retained share
         scores = (know[:, None] & (rng.random((n_questions, n_sets + 1)) < kept)).astype(float)  # [N, S + 1]
-        _, low, _ = beyond_random(scores[:, 0], scores[:, 1:], n_boot=n_boot, seed=draw)
-        shown += low > 0
+        _, low, high = beyond_random(scores[:, 0], scores[:, 1:], n_boot=n_boot, seed=draw)
+        shown += drop_reading(low, high, MARGINS[ACCURACY]) == BETTER
     return shown / draws
 
 
