@@ -29,6 +29,8 @@ def _pad_layers(ds: xr.Dataset, n_max: int) -> xr.Dataset:
             xr.Dataset(floats).reindex(layer=layers, fill_value=np.nan),
             xr.Dataset(ints).reindex(layer=layers, fill_value=schema.MASKED_INT),
         ],
+        compat="no_conflicts",  # today's defaults, stated: newer xarray warns that they will change
+        join="outer",
         combine_attrs="override",
     )
     return padded.drop_vars(schema.DEPTH, errors="ignore")
