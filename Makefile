@@ -58,12 +58,15 @@ study: models-extra
 # every hub model and hub dataset of the paper config as a tiny random-init stand-in under its own hub id, in a
 # local Hugging Face cache that only this target points to; every rule of the paper DAG runs. Its numbers come
 # from random weights and mean nothing (the verdict table says so).
+# Through SLURM: make rehearsal REHEARSAL_ARGS="--profile profiles/slurm" (on this machine, start a one-node
+# cluster first: scripts/slurm_localhost.sh start DIR; export SLURM_CONF=DIR/slurm.conf).
 REHEARSAL_DIR ?= runs/rehearsal
+REHEARSAL_ARGS ?=
 REHEARSAL_CACHE = $(CURDIR)/$(REHEARSAL_DIR)/hf_cache
 REHEARSAL_ENV = HF_HUB_OFFLINE=1 HF_HUB_CACHE=$(REHEARSAL_CACHE)/hub HF_DATASETS_CACHE=$(REHEARSAL_CACHE)/datasets
 REHEARSAL_SNAKEMAKE = $(REHEARSAL_ENV) $(BIN)/snakemake --cores $(CORES) -s $(CURDIR)/Snakefile \
 	--directory $(REHEARSAL_DIR) --configfile $(CURDIR)/config.yaml $(CURDIR)/config/paper.yaml \
-	$(CURDIR)/config/rehearsal.yaml
+	$(CURDIR)/config/rehearsal.yaml $(REHEARSAL_ARGS)
 rehearsal: models
 	$(BIN)/python scripts/rehearsal_cache.py $(REHEARSAL_CACHE) --configfile config/paper.yaml
 	if [ -d $(REHEARSAL_DIR)/.snakemake ]; then $(BIN)/entropy-lens unlock --directory $(REHEARSAL_DIR); fi
