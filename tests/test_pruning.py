@@ -106,9 +106,9 @@ def test_readings_do_not_depend_on_the_batching(lm):
 def test_readings_round_trip_through_their_tables():
     got = recorded(tiny_model("llama", n_layers=N_LAYERS, scale=3.0), batch_size=2)
     frame, angles = readings.readings_frames(got)
-    assert list(frame.columns) == [*readings.READING_COLUMNS, readings.LINEAR_COLUMN] and len(frame) == len(PROMPTS) * (
-        N_LAYERS + 1
-    )
+    assert list(frame.columns) == [*readings.READING_COLUMNS, *readings.LINEAR_COLUMNS] and len(frame) == len(
+        PROMPTS
+    ) * (N_LAYERS + 1)
     back = readings.frames_readings(frame.sample(frac=1.0, random_state=0), angles)
     assert sorted(back.questions) == sorted(got.questions) and back.questions != got.questions  # really shuffled
     order = [back.questions.index(q) for q in got.questions]
@@ -116,6 +116,37 @@ def test_readings_round_trip_through_their_tables():
         np.testing.assert_allclose(getattr(back, name)[order], getattr(got, name), atol=1e-6, err_msg=name)
     with pytest.raises(ValueError, match=r"lacks columns \['angle'\]"):
         readings.frames_readings(frame, angles.drop(columns="angle"))
+
+
+def test_linear_letters_are_the_translated_residual_through_the_models_own_head():
+    """Written apart from the recorder: plain hooks for the residual, the translator as a matmul, then the HF
+    model's own final norm and unembedding, log-softmax, gathered at the letters' token ids."""
+    from test_drop_sets import linear_lens
+
+    lm = tiny_model("llama", n_layers=N_LAYERS, scale=3.0)
+    lens = linear_lens(lm)
+    recorder = ReadingRecorder(lm, len(PROMPTS), translators=lens)
+    skipping.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=3, observe=recorder)
+    got = recorder.result([f"q{i}" for i in range(len(PROMPTS))])
+    assert got.letters_linear.shape == (len(PROMPTS), N_LAYERS + 1, len(LETTERS))
+    assert np.isnan(got.letters_linear[:, 0]).all() and np.isfinite(got.letters_linear[:, 1:]).all()
+    queries, _ = rendered_queries(lm, PROMPTS, LETTERS, chat_template=False)
+    letter_ids = lm.tokenizer.convert_tokens_to_ids(list(LETTERS))
+    norm, head = lm.model.model.norm, lm.model.lm_head
+    for row, query in enumerate(queries):
+        states = hooked_states(lm, list(query.input_ids))
+        for block in range(N_LAYERS):
+            mapped = torch.from_numpy(states[block + 1][-1]) @ lens.weight[block] + lens.bias[block]  # [d]
+            with torch.inference_mode():
+                logp = torch.log_softmax(head(norm(mapped)).float(), dim=-1)  # [V]
+            np.testing.assert_allclose(got.letters_linear[row, block + 1], logp[letter_ids].numpy(), atol=1e-4)
+    np.testing.assert_allclose(got.letters_linear[:, -1], got.letters[:, -1], atol=1e-5)  # the model's own answer
+    assert not np.allclose(got.letters_linear[:, 1:-1], got.letters[:, 1:-1], atol=1e-2)  # the translators matter
+    frame, angles = readings.readings_frames(got)
+    back = readings.frames_readings(frame, angles)
+    np.testing.assert_allclose(back.letters_linear, got.letters_linear, atol=1e-6)
+    older = readings.frames_readings(frame.drop(columns=list(readings.LINEAR_LETTER_COLUMNS)), angles)
+    assert older.letters_linear is None and older.entropy_linear is not None  # a table from before: no letters
 
 
 def test_recorder_refuses_unseen_prompts_and_wrong_ids():
