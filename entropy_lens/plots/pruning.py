@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from entropy_lens.answers.criteria import CRITERIA, CRITERION_TEXT, criterion_ranks
 from entropy_lens.answers.exit import LINEAR, LOGIT
@@ -91,4 +92,5 @@ def plot_exit_curve(curve: pd.DataFrame, path: str | Path, *, title: str = "") -
     axes[1].set(ylabel="log p(gold) among 4")
     axes[2].set(ylabel="lens entropy (nats)", xlabel="blocks run (0: embeddings)")
     axes[2].legend(fontsize="small", title="lens", title_fontsize="small")
+    axes[2].xaxis.set_major_locator(MaxNLocator(integer=True))  # positions are whole blocks
     style.save_figure(fig, path)
