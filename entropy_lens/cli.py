@@ -14,6 +14,7 @@ import pandas as pd
 import xarray as xr
 from tqdm import tqdm
 
+from entropy_lens.answers.exit import LOGIT
 from entropy_lens.core.tables import read_csv_table
 from entropy_lens.model.hub import uncached_hub_models, uncached_line
 from entropy_lens.store import storage
@@ -239,18 +240,30 @@ def _best_criterion(group: pd.DataFrame) -> str:
 
 
 def render_exit(rows: pd.DataFrame) -> str:
-    """Where the answer forms: the first block whose lens accuracy reaches the model's own (one model, measure)."""
-    rows = rows.sort_values("position")
-    final = rows.iloc[-1]
-    reached = rows[rows["ci_high"] >= final["accuracy"]]
-    first = int(reached["position"].iloc[0])
+    """Where the answer forms: per lens, the first block whose accuracy reaches the model's own (one model, measure).
+
+    Args:
+        rows: One model's and measure's rows of :func:`entropy_lens.answers.exit.exit_curve`; a table written
+            before its ``lens`` column reads as the logit lens's.
+    """
+    rows = rows if "lens" in rows else rows.assign(lens=LOGIT)
+    own = rows[rows["lens"] == LOGIT].sort_values("position").iloc[-1]  # x_L: the model's own answer
+    parts = [f"exit curve: the model's own answer {100 * own['accuracy']:.1f}%"]
+    for lens, group in rows.groupby("lens", sort=False):
+        reached = group.loc[group["ci_high"] >= own["accuracy"], "position"]
+        where = _first_block(int(reached.min()), int(own["position"])) if len(reached) else "never"
+        parts.append(
+            f"read through the logit lens, the answer's accuracy first reaches it (within its interval) {where}"
+            if lens == LOGIT
+            else f"through the {lens} lens, {where}"
+        )
+    return "; ".join(parts)
+
+
+def _first_block(first: int, blocks: int) -> str:
     if first == 0:
-        return f"exit curve: the model's own answer {100 * final['accuracy']:.1f}%, matched already at the embeddings"
-    return (
-        f"exit curve: the model's own answer {100 * final['accuracy']:.1f}%; read through the logit lens, the "
-        f"answer's accuracy first reaches it (within its interval) after block {first - 1} "
-        f"({first} of {len(rows) - 1} blocks run)"
-    )
+        return "already at the embeddings"
+    return f"after block {first - 1} ({first} of {blocks} blocks run)"
 
 
 def _interval_text(value: float, low: float, high: float, digits: int) -> str:

@@ -1,6 +1,8 @@
 """Pruning criteria read off the sweep's intact pass, checked against plain hooks; their Spearman with the cost."""
 
+import dataclasses
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -106,9 +108,9 @@ def test_readings_do_not_depend_on_the_batching(lm):
 def test_readings_round_trip_through_their_tables():
     got = recorded(tiny_model("llama", n_layers=N_LAYERS, scale=3.0), batch_size=2)
     frame, angles = readings.readings_frames(got)
-    assert list(frame.columns) == [*readings.READING_COLUMNS, readings.LINEAR_COLUMN] and len(frame) == len(PROMPTS) * (
-        N_LAYERS + 1
-    )
+    assert list(frame.columns) == [*readings.READING_COLUMNS, *readings.LINEAR_COLUMNS] and len(frame) == len(
+        PROMPTS
+    ) * (N_LAYERS + 1)
     back = readings.frames_readings(frame.sample(frac=1.0, random_state=0), angles)
     assert sorted(back.questions) == sorted(got.questions) and back.questions != got.questions  # really shuffled
     order = [back.questions.index(q) for q in got.questions]
@@ -116,6 +118,37 @@ def test_readings_round_trip_through_their_tables():
         np.testing.assert_allclose(getattr(back, name)[order], getattr(got, name), atol=1e-6, err_msg=name)
     with pytest.raises(ValueError, match=r"lacks columns \['angle'\]"):
         readings.frames_readings(frame, angles.drop(columns="angle"))
+
+
+def test_linear_letters_are_the_translated_residual_through_the_models_own_head():
+    """Written apart from the recorder: plain hooks for the residual, the translator as a matmul, then the HF
+    model's own final norm and unembedding, log-softmax, gathered at the letters' token ids."""
+    from test_drop_sets import linear_lens
+
+    lm = tiny_model("llama", n_layers=N_LAYERS, scale=3.0)
+    lens = linear_lens(lm)
+    recorder = ReadingRecorder(lm, len(PROMPTS), translators=lens)
+    skipping.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=3, observe=recorder)
+    got = recorder.result([f"q{i}" for i in range(len(PROMPTS))])
+    assert got.letters_linear.shape == (len(PROMPTS), N_LAYERS + 1, len(LETTERS))
+    assert np.isnan(got.letters_linear[:, 0]).all() and np.isfinite(got.letters_linear[:, 1:]).all()
+    queries, _ = rendered_queries(lm, PROMPTS, LETTERS, chat_template=False)
+    letter_ids = lm.tokenizer.convert_tokens_to_ids(list(LETTERS))
+    norm, head = lm.model.model.norm, lm.model.lm_head
+    for row, query in enumerate(queries):
+        states = hooked_states(lm, list(query.input_ids))
+        for block in range(N_LAYERS):
+            mapped = torch.from_numpy(states[block + 1][-1]) @ lens.weight[block] + lens.bias[block]  # [d]
+            with torch.inference_mode():
+                logp = torch.log_softmax(head(norm(mapped)).float(), dim=-1)  # [V]
+            np.testing.assert_allclose(got.letters_linear[row, block + 1], logp[letter_ids].numpy(), atol=1e-4)
+    np.testing.assert_allclose(got.letters_linear[:, -1], got.letters[:, -1], atol=1e-5)  # the model's own answer
+    assert not np.allclose(got.letters_linear[:, 1:-1], got.letters[:, 1:-1], atol=1e-2)  # the translators matter
+    frame, angles = readings.readings_frames(got)
+    back = readings.frames_readings(frame, angles)
+    np.testing.assert_allclose(back.letters_linear, got.letters_linear, atol=1e-6)
+    older = readings.frames_readings(frame.drop(columns=list(readings.LINEAR_LETTER_COLUMNS)), angles)
+    assert older.letters_linear is None and older.entropy_linear is not None  # a table from before: no letters
 
 
 def test_recorder_refuses_unseen_prompts_and_wrong_ids():
@@ -317,6 +350,67 @@ def test_threshold_exit_trades_blocks_for_accuracy():
     assert early.tau_grid(got.entropy).max() > got.entropy[:, 1:].max()
 
 
+def with_linear(got: BlockReadings, answers: list[str], forms_at: int = 1) -> BlockReadings:
+    """``got`` with a linear lens whose gold letter wins from position ``forms_at`` (a wrong one before) and whose
+    entropy falls by two nats per block from 6 to 0; position 0 holds no reading (NaN), as the recorder writes."""
+    n, positions = got.entropy.shape
+    letters = np.full((n, positions, 4), -3.0)
+    for q, answer in enumerate(answers):
+        gold = LETTERS.index(answer)
+        letters[q, :forms_at, (gold + 2) % 4] = -0.5
+        letters[q, forms_at:, gold] = -0.5
+    entropy = np.tile(np.clip(6.0 - 2.0 * np.arange(positions, dtype=float), 0.0, None), (n, 1))
+    letters[:, 0], entropy[:, 0] = np.nan, np.nan
+    return dataclasses.replace(got, entropy_linear=entropy, letters_linear=letters)
+
+
+def test_exit_curve_reads_each_lens_from_its_first_position():
+    logit, answers = forming_answer(forms_at=3)
+    got = with_linear(logit, answers, forms_at=1)
+    curve = early.exit_curve(got, answers, ["base"] * len(answers), "m")
+    assert len(curve) == 2 * 7 + 2 * 6 and curve.notna().all().all()  # no row for the linear lens at 0
+    by_lens = curve.set_index(["lens", "measure", "position"]).sort_index()
+    for measure in early.MEASURES:
+        assert by_lens.loc[("linear", measure), "accuracy"].tolist() == [1.0] * 6  # blocks 1..6: formed from 1
+        assert by_lens.loc[("logit", measure), "accuracy"].tolist() == [0.0] * 3 + [1.0] * 4
+    assert by_lens.loc[("linear", "ll"), "entropy"].tolist() == [4.0, 2.0, 0.0, 0.0, 0.0, 0.0]
+    assert (
+        by_lens.loc[("linear", "ll", 1), "gold_logprob"]
+        > math.log(0.25)
+        > by_lens.loc[("logit", "ll", 1), "gold_logprob"]
+    )
+    late = early.exit_curve(with_linear(logit, answers, forms_at=4), answers, ["base"] * len(answers), "m")
+    late = late[(late["lens"] == "linear") & (late["measure"] == "ll")].set_index("position")
+    assert (
+        late.loc[[1, 2, 3], "accuracy"].tolist() == [0.0] * 3 and late.loc[[4, 5, 6], "accuracy"].tolist() == [1.0] * 3
+    )
+
+
+def test_without_a_linear_lens_the_exit_tables_hold_the_logit_lens_alone():
+    logit, answers = forming_answer()
+    styles = ["base"] * len(answers)
+    assert set(early.exit_curve(logit, answers, styles, "m")["lens"]) == {"logit"}
+    assert set(early.threshold_exit(logit, answers, styles, "m")["lens"]) == {"logit"}
+    older = dataclasses.replace(with_linear(logit, answers), letters_linear=None)  # entropy only: a table from before
+    assert set(early.exit_curve(older, answers, styles, "m")["lens"]) == {"logit"}
+
+
+def test_the_linear_lens_exits_by_its_own_entropy():
+    logit, answers = forming_answer(forms_at=3)
+    got = with_linear(logit, answers, forms_at=1)
+    table = early.threshold_exit(got, answers, ["base"] * len(answers), "m", taus=[5.5, 3.5, -10.0])
+    raw = table[table["measure"] == "ll"].set_index(["lens", "tau"]).sort_index()
+    # below 3.5 after three blocks through the logit lens (6 - p), after two through the linear lens (6 - 2p)
+    assert raw.loc[("logit", 3.5), ["mean_blocks", "accuracy"]].tolist() == [3.0, 1.0]
+    assert raw.loc[("linear", 3.5), ["mean_blocks", "accuracy"]].tolist() == [2.0, 1.0]
+    # below 5.5 after one block through both: too early for the logit lens, formed already through the linear one
+    assert raw.loc[("logit", 5.5), "accuracy"] == 0.0 and raw.loc[("linear", 5.5), "accuracy"] == 1.0
+    assert raw.loc[("linear", -10.0), "mean_blocks"] == 6.0  # never below: the full model
+    default = early.threshold_exit(got, answers, ["base"] * len(answers), "m")
+    linear_taus = default.loc[default["lens"] == "linear", "tau"]
+    assert linear_taus.min() == pytest.approx(0.0) and linear_taus.notna().all()  # its own entropies' grid
+
+
 def test_pruning_figures_are_written(tmp_path):
     from entropy_lens.answers import exit as early
     from entropy_lens.plots.pruning import plot_criteria, plot_exit_curve
@@ -327,8 +421,15 @@ def test_pruning_figures_are_written(tmp_path):
         {"layer": range(6), "d_logprob": -np.arange(6.0), "d_logprob_low": -np.arange(6.0) - 1, "d_logprob_high": 0.0}
     )
     plot_criteria(skip_map, table, tmp_path / "criteria.png", title="m")
-    plot_exit_curve(early.exit_curve(got, answers, ["base"] * 12, "m"), tmp_path / "exit.png", title="m")
+    plot_exit_curve(early.exit_curve(with_linear(got, answers), answers, ["base"] * 12, "m"), tmp_path / "exit.png")
     assert (tmp_path / "criteria.png").stat().st_size > 0 and (tmp_path / "exit.svg").is_file()
+    plot_exit_curve(early.exit_curve(got, answers, ["base"] * 12, "m"), tmp_path / "logit.svg")
+    svg, logit = ((tmp_path / f).read_text() for f in ("exit.svg", "logit.svg"))
+    assert {"ll, logit", "calibrated, linear", "linear"} <= set(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+    dashes = {
+        f: set(re.findall(r"stroke-dasharray: ([0-9.,]+)", text)) for f, text in (("both", svg), ("logit", logit))
+    }
+    assert dashes["both"] - dashes["logit"]  # the linear lens drawn in a dash of its own
     with pytest.raises(ValueError, match=r"lacks columns \['block_influence'\]"):
         plot_criteria(skip_map, table.drop(columns="block_influence"), tmp_path / "x.png")
 
@@ -343,7 +444,8 @@ def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path
     table = criteria.criteria_spearman(sweep_rows(3 * (1 - got.token_cos)), got, "m", [ALL_BLOCKS], n_boot=300)
     table.to_csv(tmp_path / "tables" / "skip_criteria_spearman.csv", index=False)
     forming, answers = forming_answer()
-    early.exit_curve(forming, answers, ["base"] * 12, "m").to_csv(tmp_path / "tables" / "skip_exit.csv", index=False)
+    curve = early.exit_curve(with_linear(forming, answers), answers, ["base"] * 12, "m")
+    curve.to_csv(tmp_path / "tables" / "skip_exit.csv", index=False)
     assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "cost = drop of gold_logprob, all_blocks (15 blocks, 30 questions):" in printed
@@ -351,7 +453,10 @@ def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path
     bi = next(line for line in section.splitlines() if line.strip().startswith("block_influence"))
     assert "+1.00" in bi and bi.endswith("predicts")
     assert "best: block_influence (its margin over the next best, paired: [+" in printed
-    assert "accuracy first reaches it (within its interval) after block 2 (3 of 6 blocks run)" in printed
+    assert (
+        "read through the logit lens, the answer's accuracy first reaches it (within its interval) after block 2 "
+        "(3 of 6 blocks run); through the linear lens, after block 0 (1 of 6 blocks run)" in printed
+    )
     from entropy_lens.answers.pruning import drop_sets
 
     drop_sets(criteria.criteria_table(got, "m"), got, "m", [ALL_BLOCKS]).to_csv(

@@ -244,7 +244,15 @@ def test_skip_criteria_and_exit_curve_per_block(tiny_run):
     assert llama["delta_h_linear"].iloc[1:].notna().all()
     assert criteria.loc[criteria["model"] == "tiny-qwen", "delta_h_linear"].isna().all()
     exit_curve = pd.read_csv(tiny_run / "results/tables/skip_exit.csv")
-    assert exit_curve.groupby(["model", "measure"]).size().eq(blocks + 1).all()
+    sizes = exit_curve.groupby(["lens", "model", "measure"]).size()
+    assert sizes["logit"].eq(blocks + 1).all() and exit_curve["accuracy"].notna().all()
+    # the linear lens, fitted for tiny-llama alone, reads blocks 1..L (no translator for the embeddings)
+    assert set(sizes["linear"].index.get_level_values("model")) == {"tiny-llama"} and sizes["linear"].eq(blocks).all()
+    last = exit_curve[(exit_curve["model"] == "tiny-llama") & (exit_curve["position"] == blocks)]
+    assert last.groupby("measure")["accuracy"].nunique().eq(1).all()  # both lenses read the model's own answer
+    threshold = pd.read_csv(tiny_run / "results/tables/skip_exit_threshold.csv")
+    lenses = threshold.groupby("model")["lens"].agg(set).to_dict()
+    assert lenses == {"tiny-llama": {"logit", "linear"}, "tiny-qwen": {"logit"}}
     assert (tiny_run / "results/figures/skip_criteria_tiny-llama.png").stat().st_size > 0
     assert (tiny_run / "results/figures/skip_exit_tiny-llama.png").stat().st_size > 0
     drops = pd.read_csv(tiny_run / "results/tables/skip_drop_sets.csv", keep_default_na=False)

@@ -18,5 +18,5 @@ plot_criteria(
 plot_exit_curve(
     read_csv_table(inputs.exit_curve).query("model == @model"),
     out.exit_curve,
-    title=f"{model}: the MMLU answer read through the logit lens at every block",
+    title=f"{model}: the MMLU answer read at every block",
 )

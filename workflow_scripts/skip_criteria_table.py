@@ -49,13 +49,13 @@ write_table(
     pd.concat(tables["exit"]),
     out.exit_curve,
     out.exit_curve_md,
-    title="MMLU read through the lens at every block",
+    title="MMLU read at every block through the logit lens and, where fitted, the linear lens",
 )
 write_table(
     pd.concat(tables["threshold"]),
     out.exit_threshold,
     out.exit_threshold_md,
-    title="entropy-threshold exit: stop at the first block whose lens entropy falls below tau",
+    title="entropy-threshold exit: stop at the first block whose entropy under each lens falls below tau",
 )
 write_table(
     pd.concat(tables["drop"]),
@@ -64,9 +64,7 @@ write_table(
     title="drop sets: the k least critical eligible blocks by each criterion, and Gromov's contiguous span",
 )
 write_table(
-    pd.concat(tables["scores"])
-    if any(t is not None for t in tables["scores"])
-    else pd.DataFrame(columns=SCORE_COLUMNS),
+    pd.concat(tables["scores"]),
     out.drop_scores,
     out.drop_scores_md,
     title="drop sets scored: each criterion's k blocks skipped together against random k-sets (95%, paired over "

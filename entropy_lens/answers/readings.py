@@ -15,7 +15,10 @@ inputs, batch by batch, before they are dropped, and keeps per question:
   under the same lens, for the exit curve;
 * ``entropy_linear`` ``[N, L+1]`` where a linear lens is fitted: the same entropy read through it
   (position 0, the embeddings, has no translator: NaN), so the ΔH criterion is read beside the logit
-  lens's, which reads the first blocks far from the model's own distribution.
+  lens's, which reads the first blocks far from the model's own distribution;
+* ``letters_linear`` ``[N, L+1, C]`` where a linear lens is fitted: the letters' log-probabilities
+  through it (NaN at position 0), so the exit curve is read through both lenses; from the same logits
+  as ``entropy_linear``.
 
 The last block's output costs one block per batch (rerun from its kept input); everything else is
 read from tensors the pass keeps anyway.  :func:`readings_frames` turns the record into two tidy
@@ -41,8 +44,10 @@ from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import LETTERS
 
 READING_COLUMNS = ("question", "position", "entropy", *(f"logprob_{c}" for c in LETTERS), "token_cos")
-# Written beside READING_COLUMNS (NaN where no linear lens was fitted); a table without it reads as none.
+# Written beside READING_COLUMNS (NaN where no linear lens was fitted); a table without them reads as none.
 LINEAR_COLUMN = "entropy_linear"
+LINEAR_LETTER_COLUMNS = tuple(f"logprob_linear_{c}" for c in LETTERS)
+LINEAR_COLUMNS = (LINEAR_COLUMN, *LINEAR_LETTER_COLUMNS)
 ANGLE_COLUMNS = ("question", "start", "end", "angle")
 
 
@@ -56,6 +61,7 @@ class BlockReadings:
     entropy: np.ndarray  # [N, L+1]
     letters: np.ndarray  # [N, L+1, C]
     entropy_linear: np.ndarray | None = None  # [N, L+1], NaN at 0; None without a linear lens
+    letters_linear: np.ndarray | None = None  # [N, L+1, C], NaN at 0; None without a linear lens
 
     @property
     def n_layers(self) -> int:
@@ -79,6 +85,7 @@ class ReadingRecorder:
         n, positions = n_prompts, lm.n_layers + 1
         self._lm, self._translators = lm, translators
         self._linear = np.full((n, positions), np.nan) if translators is not None else None
+        self._letters_linear = np.full((n, positions, n_choices), np.nan) if translators is not None else None
         self._seen = np.zeros(n, dtype=bool)
         self._token_cos = np.full((n, lm.n_layers), np.nan)
         self._angle = np.full((n, positions, positions), np.nan)
@@ -101,15 +108,10 @@ class ReadingRecorder:
         self._token_cos[index] = token_cosines(states, mask).cpu().numpy()
         last = torch.stack([s[:, -1, :] for s in states], dim=1)  # [B, L+1, d]
         self._angle[index] = pairwise_angles(last).cpu().numpy()
-        batch, positions = last.shape[:2]
-        logits = lens_logits(lm, last.reshape(batch * positions, -1))  # [B (L+1), V]: one product, not L+1
-        self._entropy[index] = shannon_entropy(logits).reshape(batch, positions).cpu().numpy()
-        letters = gather_logprobs(logits, np.repeat(np.asarray(ids), positions, axis=0))  # [B (L+1), C]
-        self._letters[index] = letters.reshape(batch, positions, -1)
+        self._entropy[index], self._letters[index] = head_reading(lm, last, ids)
         if self._translators is not None:
             mapped = self._translators.apply(last[:, 1:, :])  # [B, L, d]: block l's output through its translator
-            linear = shannon_entropy(lens_logits(lm, mapped.reshape(batch * (positions - 1), -1)))
-            self._linear[index, 1:] = linear.reshape(batch, positions - 1).cpu().numpy()
+            self._linear[index, 1:], self._letters_linear[index, 1:] = head_reading(lm, mapped, ids)
         self._seen[index] = True
 
     def result(self, questions: Sequence[str]) -> BlockReadings:
@@ -123,8 +125,24 @@ class ReadingRecorder:
         if not self._seen.all():
             raise ValueError(f"prompts {np.flatnonzero(~self._seen).tolist()} were never recorded; run the pass first")
         return BlockReadings(
-            tuple(str(q) for q in questions), self._token_cos, self._angle, self._entropy, self._letters, self._linear
+            tuple(str(q) for q in questions),
+            self._token_cos,
+            self._angle,
+            self._entropy,
+            self._letters,
+            self._linear,
+            self._letters_linear,
         )
+
+
+def head_reading(lm: LensModel, resid: torch.Tensor, ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``[B, P]`` Shannon entropy (nats) and ``[B, P, C]`` letter log-probabilities of ``[B, P, d]`` residuals
+    read through the model's head, both from one product (``ids`` ``[B][C]`` each prompt's letter token ids)."""
+    batch, positions = resid.shape[:2]
+    logits = lens_logits(lm, resid.reshape(batch * positions, -1))  # [B P, V]: one product, not P
+    entropy = shannon_entropy(logits).reshape(batch, positions).cpu().numpy()
+    letters = gather_logprobs(logits, np.repeat(np.asarray(ids), positions, axis=0))  # [B P, C]
+    return entropy, letters.reshape(batch, positions, -1)
 
 
 def token_cosines(states: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
@@ -152,9 +170,13 @@ def pairwise_angles(last: torch.Tensor) -> torch.Tensor:
 def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two tidy tables of a record: :data:`READING_COLUMNS` (one row per question and position ``0..L``;
     ``token_cos`` of the block whose input the position is, NaN at ``L``) and :data:`ANGLE_COLUMNS`
-    (one row per question and pair ``start < end``)."""
+    (one row per question and pair ``start < end``); beside the first, :data:`LINEAR_COLUMNS` (NaN without a
+    linear lens)."""
     n, positions = readings.entropy.shape
     token_cos = np.concatenate([readings.token_cos, np.full((n, 1), np.nan)], axis=1)
+    linear = np.full((n, positions), np.nan) if readings.entropy_linear is None else readings.entropy_linear
+    shape = (n, positions, len(LETTERS))
+    letters_linear = np.full(shape, np.nan) if readings.letters_linear is None else readings.letters_linear
     frame = pd.DataFrame(
         {
             "question": np.repeat(readings.questions, positions),
@@ -162,9 +184,8 @@ def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame
             "entropy": readings.entropy.ravel(),
             **{f"logprob_{c}": readings.letters[:, :, i].ravel() for i, c in enumerate(LETTERS)},
             "token_cos": token_cos.ravel(),
-            LINEAR_COLUMN: (
-                np.full((n, positions), np.nan) if readings.entropy_linear is None else readings.entropy_linear
-            ).ravel(),
+            LINEAR_COLUMN: linear.ravel(),
+            **{column: letters_linear[:, :, i].ravel() for i, column in enumerate(LINEAR_LETTER_COLUMNS)},
         }
     )
     start, end = np.triu_indices(positions, k=1)
@@ -176,11 +197,14 @@ def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame
             "angle": readings.angle[:, start, end].ravel(),
         }
     )
-    return frame[[*READING_COLUMNS, LINEAR_COLUMN]], angles[list(ANGLE_COLUMNS)]
+    return frame[[*READING_COLUMNS, *LINEAR_COLUMNS]], angles[list(ANGLE_COLUMNS)]
 
 
 def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
     """The :class:`BlockReadings` back from :func:`readings_frames`'s tables.
+
+    The linear lens's entropy and letters each read as ``None`` where their columns are absent (a table
+    written before they were) or hold no value (no linear lens fitted).
 
     Raises:
         ValueError: for a table without its columns or a question without every position.
@@ -202,12 +226,26 @@ def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
     a, b, value = angles["start"].to_numpy(int), angles["end"].to_numpy(int), angles["angle"].to_numpy(float)
     angle[qi, a, b] = value
     angle[qi, b, a] = value
-    linear = ordered[LINEAR_COLUMN].to_numpy(float).reshape(shape) if LINEAR_COLUMN in ordered else None
+    linear = _present(ordered, [LINEAR_COLUMN], shape)
     return BlockReadings(
         questions,
         ordered["token_cos"].to_numpy(float).reshape(shape)[:, :-1],
         angle,
         ordered["entropy"].to_numpy(float).reshape(shape),
-        np.stack([ordered[f"logprob_{c}"].to_numpy(float).reshape(shape) for c in LETTERS], axis=-1),
-        linear if linear is not None and np.isfinite(linear).any() else None,
+        _stacked(ordered, [f"logprob_{c}" for c in LETTERS], shape),
+        None if linear is None else linear[:, :, 0],
+        _present(ordered, LINEAR_LETTER_COLUMNS, shape),
     )
+
+
+def _stacked(ordered: pd.DataFrame, columns: Sequence[str], shape: tuple[int, int]) -> np.ndarray:
+    """``[N, P, K]`` of ``K`` columns of a table ordered by question and position (``shape`` ``(N, P)``)."""
+    return np.stack([ordered[c].to_numpy(float).reshape(shape) for c in columns], axis=-1)
+
+
+def _present(ordered: pd.DataFrame, columns: Sequence[str], shape: tuple[int, int]) -> np.ndarray | None:
+    """:func:`_stacked`, or ``None`` where a column is absent or every value is NaN."""
+    if any(c not in ordered for c in columns):
+        return None
+    values = _stacked(ordered, columns, shape)
+    return values if np.isfinite(values).any() else None

@@ -6,11 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from entropy_lens.answers.criteria import CRITERIA, CRITERION_TEXT, criterion_ranks
+from entropy_lens.answers.exit import LINEAR, LOGIT
 from entropy_lens.plots import style
 
 EXIT_COLORS = {"ll": "tab:gray", "calibrated": "tab:blue"}
+EXIT_LINES = {LOGIT: "-", LINEAR: "--"}
 
 
 def plot_criteria(skip_map: pd.DataFrame, criteria: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
@@ -50,7 +53,8 @@ def _extent(blocks: list[int], n_rows: int) -> tuple[float, float, float, float]
 
 
 def plot_exit_curve(curve: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
-    """MMLU accuracy and the gold letter's log-probability read at every block, beside the lens entropy.
+    """MMLU accuracy and the gold letter's log-probability read at every block, beside the lens entropy; one line
+    style per lens (the logit lens solid, the linear lens dashed where fitted).
 
     Args:
         curve: One model's rows of :func:`entropy_lens.answers.exit.exit_curve`.
@@ -58,22 +62,35 @@ def plot_exit_curve(curve: pd.DataFrame, path: str | Path, *, title: str = "") -
         title: Figure title.
     """
     style.require_columns(
-        curve, ["measure", "position", "accuracy", "ci_low", "ci_high", "gold_logprob", "entropy"], "exit"
+        curve, ["lens", "measure", "position", "accuracy", "ci_low", "ci_high", "gold_logprob", "entropy"], "exit"
     )
     fig = style.figure(6.0, 6.5)
     axes = fig.subplots(3, 1, sharex=True)
-    for measure, rows in curve.groupby("measure", sort=False):
+    for (lens, measure), rows in curve.groupby(["lens", "measure"], sort=False):
         rows = rows.sort_values("position")
-        color = EXIT_COLORS.get(str(measure), "tab:orange")
-        axes[0].plot(rows["position"], 100 * rows["accuracy"], marker=".", color=color, label=str(measure))
-        axes[0].fill_between(rows["position"], 100 * rows["ci_low"], 100 * rows["ci_high"], color=color, alpha=0.2)
-    first = curve[curve["measure"] == curve["measure"].iloc[0]].sort_values("position")
+        color, line = EXIT_COLORS.get(str(measure), "tab:orange"), EXIT_LINES.get(str(lens), ":")
+        axes[0].plot(
+            rows["position"],
+            100 * rows["accuracy"],
+            marker=".",
+            color=color,
+            linestyle=line,
+            label=f"{measure}, {lens}",
+        )
+        axes[0].fill_between(rows["position"], 100 * rows["ci_low"], 100 * rows["ci_high"], color=color, alpha=0.15)
+    for lens, rows in curve.groupby("lens", sort=False):
+        first = rows[rows["measure"] == rows["measure"].iloc[0]].sort_values("position")
+        line = EXIT_LINES.get(str(lens), ":")
+        axes[1].plot(
+            first["position"], first["gold_logprob"], marker=".", color="tab:green", linestyle=line, label=lens
+        )
+        axes[2].plot(first["position"], first["entropy"], marker=".", color="tab:purple", linestyle=line, label=lens)
     axes[0].axhline(25.0, color="black", linestyle=":", linewidth=0.8)
     axes[0].set(ylabel="accuracy (%)", title=title)
-    axes[0].legend(fontsize="small", title="letters", title_fontsize="small")
-    axes[1].plot(first["position"], first["gold_logprob"], marker=".", color="tab:green")
+    axes[0].legend(fontsize="small", title="letters, lens", title_fontsize="small")
     axes[1].axhline(np.log(0.25), color="black", linestyle=":", linewidth=0.8)
     axes[1].set(ylabel="log p(gold) among 4")
-    axes[2].plot(first["position"], first["entropy"], marker=".", color="tab:purple")
     axes[2].set(ylabel="lens entropy (nats)", xlabel="blocks run (0: embeddings)")
+    axes[2].legend(fontsize="small", title="lens", title_fontsize="small")
+    axes[2].xaxis.set_major_locator(MaxNLocator(integer=True))  # positions are whole blocks
     style.save_figure(fig, path)
