@@ -4,8 +4,8 @@ Snakemake runs every ``script:`` job in a new Python process, so a job imports i
 2-core host importing torch alone costs seconds, about half the CPU of a small table job. This runs the import
 statements of every ``workflow_scripts/*.py`` (read from its source, not executed) in a fresh subprocess, rounds
 alternating and the fastest of each kept, beside an interpreter that imports nothing and one that imports what
-Snakemake's own preamble does, and reports per job the wall seconds, the share over the bare interpreter and
-which heavy packages got loaded.
+Snakemake's own preamble does, and reports per job the wall seconds, their multiple of the bare interpreter's,
+the CPU seconds (steadier than the wall on a shared host) and which heavy packages got loaded.
 
     python benchmarks/bench_imports.py [--rounds 2] [--jobs extract_profiles,paper_table]
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -42,10 +43,9 @@ TORCH_JOBS = {
 }
 # What Snakemake's preamble imports in every script job before the script's first line (snakemake 9).
 PREAMBLE = "import snakemake.script\nfrom snakemake.logging import logger\nfrom snakemake.iocontainers import Snakemake"
-PROBE = """import json, sys, time
-began = time.perf_counter()
+PROBE = """import json, sys
 {code}
-print(json.dumps([time.perf_counter() - began, [m for m in {heavy!r} if m in sys.modules]]))
+print(json.dumps([m for m in {heavy!r} if m in sys.modules]))
 """
 
 
@@ -57,8 +57,16 @@ def script_imports(path: Path) -> str:
     return "\n".join(ast.unparse(n) for n in sorted(nodes, key=lambda n: n.lineno))
 
 
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def fresh_import(code: str) -> tuple[float, float, list[str]]:
-    """(wall s of the process, s inside the imports, heavy packages loaded) of ``code`` in a new interpreter."""
+    """(wall s of the process, its CPU s, heavy packages loaded) of ``code`` in a new interpreter.
+
+    The CPU time moves less than the wall time on a host that other jobs share."""
+    cpu = _children_cpu()
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", PROBE.format(code=code, heavy=HEAVY)],
@@ -67,11 +75,10 @@ def fresh_import(code: str) -> tuple[float, float, list[str]]:
         check=False,
         cwd=REPO,
     )
-    wall = time.perf_counter() - began
+    wall, cpu = time.perf_counter() - began, _children_cpu() - cpu
     if done.returncode:
         raise RuntimeError(f"importing failed:\n{code}\n{done.stderr.strip()}")
-    inside, loaded = json.loads(done.stdout)
-    return wall, inside, loaded
+    return wall, cpu, json.loads(done.stdout)
 
 
 def job_imports(names: list[str] | None = None) -> dict[str, str]:
@@ -105,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     jobs = job_imports([j for j in args.jobs.split(",") if j] or None)
     best = measure({"(bare python)": "pass", "(snakemake preamble)": PREAMBLE, **jobs}, args.rounds)
     bare = best["(bare python)"][0]
-    print(f"{'job':24s} {'wall s':>7s} {'x bare':>7s}  heavy packages loaded")
+    print(f"{'job':24s} {'wall s':>7s} {'x bare':>7s} {'CPU s':>7s}  heavy packages loaded")
     wrong = []
-    for name, (wall, _, loaded) in best.items():
-        print(f"{name:24s} {wall:7.2f} {wall / bare:7.1f}  {' '.join(loaded)}")
+    for name, (wall, cpu, loaded) in best.items():
+        print(f"{name:24s} {wall:7.2f} {wall / bare:7.1f} {cpu:7.2f}  {' '.join(loaded)}")
         if name in jobs and name not in TORCH_JOBS and set(loaded) & set(MODEL_PACKAGES):
             wrong.append(name)
     light = [n for n in jobs if n not in TORCH_JOBS]
