@@ -31,14 +31,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.store import schema
+
+if TYPE_CHECKING:
+    # Annotations only: the skip tables and figures use the conditions without opening a store.
+    import xarray as xr
 
 INTACT = "intact"
 SINGLE = "single"

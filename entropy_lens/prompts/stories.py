@@ -14,15 +14,18 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from entropy_lens.model.generation import GenerationSettings, generate, row_seed
-from entropy_lens.model.loading import LensModel
 from entropy_lens.prompts.datasets import STORY_ID, TEXT, read_parquet, write_parquet
 from entropy_lens.prompts.sources import check_hub_columns, read_local
 from entropy_lens.prompts.tasks import check_stories
+
+if TYPE_CHECKING:
+    from entropy_lens.model.generation import GenerationSettings
+    from entropy_lens.model.loading import LensModel
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +159,9 @@ def generate_stories(
         raise ValueError(f"openings must be non-empty strings, got {openings!r}")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature!r}")
+    # Imported here: generation imports torch, which the jobs that only read stories (prepare_tasks) never need.
+    from entropy_lens.model.generation import GenerationSettings
+
     settings = GenerationSettings(max_new_tokens, temperature > 0, temperature or 1.0, seed)
     attempts = max_attempts if max_attempts is not None else MAX_ATTEMPTS_PER_STORY * n
     rng = np.random.default_rng(seed)
@@ -183,6 +189,8 @@ def generate_stories(
 
 
 def _continue(lm: LensModel, openings: list[str], settings: GenerationSettings, candidates: range) -> list[str]:
+    from entropy_lens.model.generation import generate, row_seed  # torch: see generate_stories
+
     tok = lm.tokenizer
     prompts = [tok(o)["input_ids"] for o in openings]
     seeds = [row_seed(settings.seed, k) for k in candidates]

@@ -78,12 +78,15 @@ import subprocess
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 from entropy_lens.core.version import __version__
+
+if TYPE_CHECKING:
+    # Annotations only: the answer tables read these names without opening a store, and xarray costs them ~0.5 s.
+    import xarray as xr
 
 PROMPT = "prompt"
 TOKEN = "token"
