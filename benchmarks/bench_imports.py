@@ -39,7 +39,6 @@ TORCH_JOBS = {
     "score_mmlu": "runs the model",
     "plot_heatmap": "decodes token ids with the model's tokenizer (transformers imports torch)",
     "paper_table": "the planted expansion nulls run the lens's torch metrics",
-    "skip_criteria_table": "answers.readings holds BlockReadings beside the torch recorder",
 }
 # What Snakemake's preamble imports in every script job before the script's first line (snakemake 9).
 PREAMBLE = "import snakemake.script\nfrom snakemake.logging import logger\nfrom snakemake.iocontainers import Snakemake"

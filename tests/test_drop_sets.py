@@ -10,7 +10,7 @@ from entropy_lens.answers import drop_scores as D
 from entropy_lens.answers import pruning, skipping
 from entropy_lens.answers.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, set_conditions
 from entropy_lens.answers.criteria import ACCURACY, GOLD_LOGPROB, criteria_table
-from entropy_lens.answers.readings import ReadingRecorder
+from entropy_lens.answers.recorder import ReadingRecorder
 from entropy_lens.prompts.datasets import LETTERS
 
 N_LAYERS = 10

@@ -13,7 +13,8 @@ from tiny import tiny_model
 from entropy_lens.answers import criteria, readings, skipping
 from entropy_lens.answers import exit as early
 from entropy_lens.answers.conditions import ALL_BLOCKS, NO_FINAL, Condition, sweep_conditions
-from entropy_lens.answers.readings import BlockReadings, ReadingRecorder
+from entropy_lens.answers.readings import BlockReadings
+from entropy_lens.answers.recorder import ReadingRecorder
 from entropy_lens.lens.choices import rendered_queries
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.prompts.datasets import LETTERS

@@ -3,7 +3,8 @@ what the intact pass shows at every block (the pruning criteria's readings), and
 criterion chooses from those readings scored beside random sets of its size."""
 
 from entropy_lens.answers.plan import read_plan
-from entropy_lens.answers.readings import ReadingRecorder, readings_frames
+from entropy_lens.answers.readings import readings_frames
+from entropy_lens.answers.recorder import ReadingRecorder
 from entropy_lens.answers.skipping import evaluate_drop_sets, evaluate_skips
 from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings

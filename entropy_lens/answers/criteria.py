@@ -26,20 +26,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from entropy_lens.answers.conditions import INTACT, SINGLE, eligible_layers, layer_text
+from entropy_lens.answers.readings import BlockReadings
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT
-
-if TYPE_CHECKING:
-    # Annotations only: readings.py holds the torch recorder, which the table and plot jobs never run.
-    from entropy_lens.answers.readings import BlockReadings
 
 DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION = "delta_h", "block_influence", "angular", "position"
 CRITERIA = (DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION)

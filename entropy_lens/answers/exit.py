@@ -23,17 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from entropy_lens.answers.letters import calibrate
+from entropy_lens.answers.readings import BlockReadings
 from entropy_lens.core.intervals import DEFAULT_LEVEL, wilson_interval
 from entropy_lens.prompts.datasets import LETTERS
-
-if TYPE_CHECKING:  # the record's type only: reading the tables needs no torch
-    from entropy_lens.answers.readings import BlockReadings
 
 MEASURES = ("ll", "calibrated")
 LOGIT, LINEAR = "logit", "linear"

@@ -11,17 +11,13 @@ job scores on the shared intact prefix; :mod:`entropy_lens.answers.drop_scores` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from entropy_lens.answers.conditions import DROP, RANDOM, Condition, eligible_layers, random_population
 from entropy_lens.answers.criteria import ALL_CRITERIA, gromov_choice, present
-
-if TYPE_CHECKING:
-    # Annotations only: readings.py holds the torch recorder, which the table and plot jobs never run.
-    from entropy_lens.answers.readings import BlockReadings
+from entropy_lens.answers.readings import BlockReadings
 
 DEFAULT_SHARES = (0.12, 0.25)
 GROMOV = "gromov_contiguous"

@@ -203,7 +203,7 @@ def condition_letter_logprobs(
         batch_size: Prompts per forward pass.
         chat_template: Render prompts with the model's chat template.
         observe: Called after each batch's intact pass with every block's input kept
-            (e.g. :class:`entropy_lens.answers.readings.ReadingRecorder`).
+            (e.g. :class:`entropy_lens.answers.recorder.ReadingRecorder`).
 
     Returns:
         ``{condition name: [N, 4] float32 log-probabilities of A-D}``.
