@@ -6,8 +6,8 @@ import importlib
 
 import pytest
 
-from entropy_lens.analysis import claims as C
 from entropy_lens.analysis.targets import STUDY_TARGETS
+from entropy_lens.verdicts import registry as C
 
 
 def test_each_claim_is_one_record_with_a_unique_id_and_name():
@@ -18,8 +18,8 @@ def test_each_claim_is_one_record_with_a_unique_id_and_name():
 
 @pytest.mark.parametrize("claim", C.CLAIMS, ids=lambda c: c.id)
 def test_each_claim_names_a_verdict_rule_and_a_figure_that_exist(claim):
-    module, function = claim.rule.split(".")
-    assert callable(getattr(importlib.import_module(f"entropy_lens.analysis.{module}"), function))
+    module, _, function = claim.rule.rpartition(".")
+    assert callable(getattr(importlib.import_module(f"entropy_lens.verdicts.{module}"), function))
     assert claim.unit
     if claim.figure:
         assert claim.figure in C.STUDY["figures"] or claim.figure in C.STUDY["sentences"]

@@ -7,12 +7,13 @@ import math
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import baselines, equivalence, expansion, heldout, knn, pairs, paper, shapes
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.rows import COLUMNS, RowRule, rows_of
+from entropy_lens.analysis import baselines, equivalence, expansion, heldout, knn, pairs, shapes
 from entropy_lens.answers import accuracy, criticality, drop_scores
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts import table as paper
+from entropy_lens.verdicts.rows import COLUMNS, RowRule, rows_of
 
 # Each paper-table input -> the columns its analysis writes (its data contract on disk).
 ANALYSIS_COLUMNS = {

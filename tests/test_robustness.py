@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import robustness as R
+from entropy_lens.verdicts import robustness as R
 
 
 def _table(rows):
@@ -105,8 +105,8 @@ def test_entropies_of_different_generations_are_refused():
 
 
 def test_the_verdict_table_gets_each_lens_verdict_where_its_scope_is_one_model():
-    from entropy_lens.analysis.render import display
-    from entropy_lens.analysis.rows import COLUMNS
+    from entropy_lens.verdicts.render import display
+    from entropy_lens.verdicts.rows import COLUMNS
 
     top = LOGIT.assign(split=["formats", "tasks", "blank", "", "", ""])
     changes = R.verdict_changes(top, LENS.assign(split=["formats", "tasks", "blank", "", ""]), "linear")

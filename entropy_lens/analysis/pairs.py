@@ -43,8 +43,8 @@ Intervals: each model's blank samples are generated independently of every other
 so a replicate resamples samples within each model on its own
 (:func:`entropy_lens.core.intervals.bootstrap_group_means`).  A sample's profile is its mean
 over valid tokens (:func:`entropy_lens.analysis.shapes.source_profiles`, each sample its
-own source).  Verdicts: :func:`entropy_lens.analysis.verdicts.family_not_size` and
-:func:`~entropy_lens.analysis.verdicts.size_resolution`.
+own source).  Verdicts: :func:`entropy_lens.verdicts.rules.family_not_size` and
+:func:`~entropy_lens.verdicts.rules.size_resolution`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The study's claims as this project tests them: their names, roles, scopes and published figures.
 
-A row of the paper table (:mod:`entropy_lens.analysis.paper`) names one of these claims.  Its
+A row of the paper table (:mod:`entropy_lens.verdicts.table`) names one of these claims.  Its
 *role* says how it is counted:
 
 * ``finding``: a claim of the study about models of the scope it names;
@@ -44,7 +44,7 @@ class Claim:
             (:func:`skip_scope`, :func:`shape_scope`).
         unit: What the interval resamples (stories, questions, ...): the unit of the verdict's n.
         dataset: The prompt set it reads.
-        rule: The verdict rule, ``module.function`` under ``entropy_lens.analysis``
+        rule: The verdict rule, ``module.function`` under ``entropy_lens.verdicts``
             (``docs/verdicts.md`` states each).
         figure: Key of the study's published figure under ``figures`` in ``data/study.yaml``, or of
             its sentence under ``sentences`` where it gives no number; ``""`` for none.
@@ -64,7 +64,7 @@ class Claim:
 
 
 # The registry, in the order a reader meets the claims. A claim is one record here, its analysis, and
-# its row builder in entropy_lens.analysis.claim_rows (docs/architecture.md, "Adding a claim").
+# its row rule in its topic's module of entropy_lens.verdicts.claims (docs/architecture.md, "A claim").
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="task",
@@ -73,7 +73,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="stories",
         dataset="tasks",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="task_auc",
         knn_target="task",
     ),
@@ -84,7 +84,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="stories",
         dataset="tasks",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="task_auc",
         knn_target="task_scrambled",
     ),
@@ -95,7 +95,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="topics",
         dataset="formats",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="format_auc",
         knn_target="format",
     ),
@@ -106,7 +106,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="family",
         knn_target="family",
     ),
@@ -117,7 +117,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.held_out_family",
+        rule="rules.held_out_family",
         figure="family",
     ),
     Claim(
@@ -127,7 +127,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.separability",
+        rule="rules.separability",
     ),
     Claim(
         id="image_class",
@@ -136,7 +136,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="images",
         dataset="images",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="",
         knn_target="image_class",
     ),
@@ -147,7 +147,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="tasks",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
         figure="spearman",
     ),
     Claim(
@@ -157,7 +157,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="tasks",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
         figure="overlap",
     ),
     Claim(
@@ -167,7 +167,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="mmlu_auc",
         knn_target="mmlu_correct",
     ),
@@ -227,7 +227,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="sources of each split",
         dataset="",
-        rule="verdicts.renyi_equivalence",
+        rule="rules.renyi_equivalence",
         figure="renyi",
     ),
     Claim(
@@ -237,7 +237,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.family_not_size",
+        rule="rules.family_not_size",
         figure="family",
     ),
     Claim(
@@ -247,7 +247,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.size_resolution",
+        rule="rules.size_resolution",
         figure="resolution",
     ),
     Claim(
@@ -257,7 +257,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="",
-        rule="verdicts.family_shape",
+        rule="rules.family_shape",
         figure="shape",
     ),
     Claim(
@@ -267,7 +267,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="",
-        rule="verdicts.family_shape",
+        rule="rules.family_shape",
         figure="shape",
     ),
     Claim(
@@ -277,7 +277,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=PRECONDITION,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.accuracy",
+        rule="rules.accuracy",
         figure="mmlu_accuracy",
     ),
     Claim(
@@ -287,7 +287,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.separability",
+        rule="rules.separability",
         knn_target="mmlu_correct_calibrated",
     ),
     Claim(
@@ -297,7 +297,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
     ),
     Claim(
         id="task_beyond_baselines",
@@ -306,7 +306,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="stories",
         dataset="tasks",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
     ),
     Claim(
         id="format_beyond_baselines",
@@ -315,7 +315,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="topics",
         dataset="formats",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
     ),
     Claim(
         id="drop_sets",
@@ -326,7 +326,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions, random sets",
         dataset="layer_skip_eval",
-        rule="drop_rows.drop_verdict",
+        rule="claims.drop_sets.drop_verdict",
     ),
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}

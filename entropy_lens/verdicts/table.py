@@ -8,11 +8,11 @@ One row per claim, model and split.  Each row carries
 * the baseline it is judged against (the dummy classifier, chance, the majority letter or the
   intact model), the study-protocol (ungrouped folds) figure beside the grouped one,
 * the study's magnitude or sentence, and
-* a verdict (:mod:`entropy_lens.analysis.verdicts`, :mod:`entropy_lens.analysis.outcomes`) with
-  the reason, in the words of the row's role (:mod:`entropy_lens.analysis.claims`).
+* a verdict (:mod:`entropy_lens.verdicts.rules`, :mod:`entropy_lens.verdicts.outcomes`) with
+  the reason, in the words of the row's role (:mod:`entropy_lens.verdicts.registry`).
 
 Claims the configuration did not measure get a row that says so: nothing is dropped silently.
-:func:`headline` picks the rows a reader needs first; :mod:`entropy_lens.analysis.render`
+:func:`headline` picks the rows a reader needs first; :mod:`entropy_lens.verdicts.render`
 writes them out.
 """
 
@@ -25,26 +25,12 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis.absent_rows import absent_rows
 from entropy_lens.analysis.baselines import BASELINE_READING
-from entropy_lens.analysis.claim_rows import OVERLAP_RULE, SPEARMAN_RULE, accuracy_rows, pair_rows, shape_rule
-from entropy_lens.analysis.drop_rows import DROP_RULE, DROP_SETS
 from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
 from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
 from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
 from entropy_lens.analysis.pairs import NORMALIZED, PAIR_READING
-from entropy_lens.analysis.render import (
-    ACC,
-    AUC,
-    LOGPROB,
-    NOT_RUN,
-    POINTS,
-)
-from entropy_lens.analysis.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
-from entropy_lens.analysis.separability_rows import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
 from entropy_lens.analysis.shapes import SHAPE_READING
-from entropy_lens.analysis.skip_rows import comparison_rows, rank_rule
 from entropy_lens.analysis.targets import KNN_READING
 from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.criticality import COMPARISON_READING
@@ -53,6 +39,17 @@ from entropy_lens.answers.drop_scores import DROP_SCORE_READING
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts.absences import absent_rows
+from entropy_lens.verdicts.claims.accuracy import accuracy_rows
+from entropy_lens.verdicts.claims.drop_sets import DROP_RULE, DROP_SETS
+from entropy_lens.verdicts.claims.expansion import OVERLAP_RULE, SPEARMAN_RULE
+from entropy_lens.verdicts.claims.families import pair_rows, shape_rule
+from entropy_lens.verdicts.claims.separability import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
+from entropy_lens.verdicts.claims.skipping import comparison_rows, rank_rule
+from entropy_lens.verdicts.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
+from entropy_lens.verdicts.rules import NOT_RUN
+from entropy_lens.verdicts.units import ACC, AUC, LOGPROB, POINTS
 
 log = logging.getLogger(__name__)
 # The pair scale the verdicts read (entropy / log V: vocabularies differ by more than the gaps).

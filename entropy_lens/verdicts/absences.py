@@ -7,18 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.knn import POOLED_MODEL
-from entropy_lens.analysis.render import (
-    AUC,
-    NATS,
-    POINTS,
-    SHARE,
-)
-from entropy_lens.analysis.rows import Expected, family_shortfall, pair_shortfall, row
-from entropy_lens.analysis.separability_rows import knn_claim
 from entropy_lens.prompts.datasets import IMAGE, KINDS
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.claims.separability import knn_claim
+from entropy_lens.verdicts.rows import Expected, family_shortfall, pair_shortfall, row
+from entropy_lens.verdicts.units import AUC, NATS, POINTS, SHARE
 
 
 def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str, Any]]:

@@ -10,18 +10,14 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.knn import GROUPED, STUDY
-from entropy_lens.analysis.render import (
-    AUC,
-    AUC_POINTS,
-    SHARE,
-)
-from entropy_lens.analysis.rows import Expected, Record, RowRule, family_shortfall, interval, row, rows_of, span, text
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.rows import Expected, Record, RowRule, family_shortfall, interval, row, rows_of, span, text
+from entropy_lens.verdicts.units import AUC, AUC_POINTS, SHARE
 
 
 def _study_auc(target: str, model: str, family: str, measure: str) -> str:

@@ -17,11 +17,11 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import outcomes as O
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.render import NOT_RUN
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, NULL_CONTRACT, SOURCES, SPLIT, N
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.rules import NOT_RUN
 
 COLUMNS = (
     "claim",
@@ -118,7 +118,7 @@ def word(verdict: V.Verdict | O.Outcome, role: str) -> str:
 def row(
     claim: str, model: str, unit: str, verdict: V.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
 ) -> dict[str, Any]:
-    """One table row; intervals (:class:`~entropy_lens.analysis.verdicts.Interval`) expand into columns.
+    """One table row; intervals (:class:`~entropy_lens.verdicts.rules.Interval`) expand into columns.
 
     Missing numbers are NaN, missing text ``""``.
     """
@@ -215,7 +215,7 @@ class RowRule:
     columns beside the analysis's own).
 
     Attributes:
-        claim: The ``claim`` column: a registered claim's name (:attr:`entropy_lens.analysis.claims.Claim.name`).
+        claim: The ``claim`` column: a registered claim's name (:attr:`entropy_lens.verdicts.registry.Claim.name`).
         unit: The estimate's unit.
         judge: ``(estimate, record) -> verdict`` (or an outcome), the claim's verdict rule applied.
         role: Finding, precondition or extension; default the registry's role of the claim (a rule sets it

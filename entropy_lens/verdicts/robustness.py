@@ -22,14 +22,14 @@ from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, FeatureSettings
 from entropy_lens.analysis.heldout import BLANK, family_heldout
 from entropy_lens.analysis.knn import KnnSettings
 from entropy_lens.analysis.pairs import family_pairs
-from entropy_lens.analysis.paper import headline, paper_table
-from entropy_lens.analysis.render import NOT_RUN, UNDER_LENS
-from entropy_lens.analysis.rows import Expected
 from entropy_lens.analysis.shapes import profile_shapes
 from entropy_lens.analysis.targets import knn_table
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 from entropy_lens.store.combine import combine_dataset
+from entropy_lens.verdicts.render import NOT_RUN, UNDER_LENS
+from entropy_lens.verdicts.rows import Expected
+from entropy_lens.verdicts.table import headline, paper_table
 
 KEY = ("claim", "role", "model", "split", "measure", "unit")
 NUMBERS = ("estimate", "ci_low", "ci_high")
@@ -52,7 +52,7 @@ def verdict_changes(logit: pd.DataFrame, lens: pd.DataFrame, kind: str) -> pd.Da
     verdict, is left out: it says nothing about the lens).
 
     Args:
-        logit: The paper table under the logit lens (:func:`entropy_lens.analysis.paper.paper_table`).
+        logit: The paper table under the logit lens (:func:`entropy_lens.verdicts.table.paper_table`).
         lens: The paper table of the same analyses under the fitted lens.
         kind: The fitted lens's kind (a label of the rows).
 
@@ -204,7 +204,7 @@ def dataset_robustness(
     Returns:
         ``(changes, blocks)``, kind by kind: :func:`verdict_changes` rows with ``dataset``, ``scope`` (the
         models read, comma-separated: the scope of a row pooling them), ``headline`` (whether the verdict table
-        shows the row: :func:`entropy_lens.analysis.paper.headline`) and ``blocks`` (the
+        shows the row: :func:`entropy_lens.verdicts.table.headline`) and ``blocks`` (the
         :func:`driving_blocks` of the row's model; ``""`` for a row of several models), and the
         :func:`block_differences` rows of every model with ``model``, ``dataset`` and ``kind``.
 
