@@ -246,7 +246,7 @@ def test_every_absent_claim_gets_a_reason():
     assert "dataset 'mmlu' is disabled" in reasons[(C.MMLU_CORRECT, "gemma-2-2b-it")]
     assert "not in layer_skip.models" in reasons[(C.SKIP_VS_PRUNING, "gemma-2-2b-it")]  # the Gemma-2 finding
     gemma = absent[absent["model"] == "gemma-2-2b-it"]
-    assert set(gemma.loc[gemma["claim"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING}  # rank: extension
+    assert set(gemma.loc[gemma["claim_id"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING}  # rank: extension
     findings = absent["role"] == C.FINDING
     assert (absent.loc[findings, "verdict"] == V.INCONCLUSIVE).all()
     # every finding and precondition of the registry has a row, measured or not
@@ -379,7 +379,7 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
     top = P.headline(P.paper_table(layer_skip=skip, skip_spearman=_rank("qwen-1.5b"), expected=expected))
     not_run = top["why"].str.startswith("not run")
-    skip_rows = top[top["claim"].isin(C.SKIP_CLAIMS) & ~not_run]
+    skip_rows = top[top["claim_id"].isin(C.SKIP_CLAIMS) & ~not_run]
     assert not (top["claim"].eq(C.SKIP_RANK) & top["role"].ne(C.EXTENSION)).any()  # no finding, even where missing
     assert set(skip_rows["split"]) == {
         "k=1, all blocks eligible",
@@ -408,7 +408,7 @@ def test_headline_keeps_the_verdict_measure_and_shannon():
     assert (top["verdict"] != "").all()
     findings = top[top["role"] == C.FINDING]
     measured = findings[~findings["why"].str.startswith("not run")]
-    order = [C.CLAIM_ORDER.index(c) for c in measured["claim"]]
+    order = [C.CLAIM_ORDER.index(c) for c in measured["claim_id"]]
     assert order == sorted(order)
     not_run = findings["why"].str.startswith("not run").tolist()
     assert not_run == sorted(not_run)  # findings not run come after those measured

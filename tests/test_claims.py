@@ -12,7 +12,7 @@ from entropy_lens.verdicts import registry as C
 
 def test_each_claim_is_one_record_with_a_unique_id_and_name():
     assert len({c.id for c in C.CLAIMS}) == len({c.name for c in C.CLAIMS}) == len(C.CLAIMS)
-    assert tuple(c.name for c in C.CLAIMS) == C.CLAIM_ORDER
+    assert tuple(c.id for c in C.CLAIMS) == C.CLAIM_ORDER
     assert {c.role for c in C.CLAIMS} <= set(C.ROLES)
 
 
@@ -32,8 +32,9 @@ def test_every_knn_target_tests_a_registered_claim():
 
 
 def test_an_unknown_claim_is_named():
-    with pytest.raises(ValueError, match="unknown claim 'no such claim'"):
+    with pytest.raises(ValueError, match="unknown claim id 'no such claim'"):
         C.claim("no such claim")
+    assert C.claim("spearman").name == C.SPEARMAN
 
 
 def test_study_figures_are_the_papers():

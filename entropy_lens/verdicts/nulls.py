@@ -132,7 +132,7 @@ def nulls_table(
     rates: dict[tuple[str, int], float] = {}
     out = []
     for rec in has.to_dict("records"):
-        claim_id = C.claim(str(rec["claim"])).id
+        claim_id = C.claim(str(rec["claim_id"])).id
         n = int(rec["n_sources"]) if pd.notna(rec["n_sources"]) else 0
         n_sim = min(n, MAX_UNITS.get(claim_id, n))
         key = (claim_id, n_sim)

@@ -332,9 +332,8 @@ CLAIMS: tuple[Claim, ...] = (
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
 # The dataset of the layer-skip claims: the experiment's questions, not a profiled prompt set.
 SKIP_EXPERIMENT = "layer_skip_eval"
-BY_NAME: dict[str, Claim] = {c.name: c for c in CLAIMS}
 
-# Claims, as rows name them.
+# Claims, as rows name them (the ``claim`` column, for readers; code keys rows by ``claim_id``).
 TASK, SCRAMBLED, FORMAT = (BY_ID[i].name for i in ("task", "scrambled", "format"))
 FAMILY, FAMILY_HELDOUT, MODEL_IDENTITY = (BY_ID[i].name for i in ("family", "family_heldout", "model_identity"))
 IMAGE_CLASS, SPEARMAN, OVERLAP = (BY_ID[i].name for i in ("image_class", "spearman", "overlap"))
@@ -345,19 +344,20 @@ SKIP_COLLAPSE, SKIP_VS_RANDOM, SKIP_VS_PRUNING, PRUNING_VS_RANDOM, SKIP_RANK = (
 CLUSTERING, SIZE_RESOLUTION = BY_ID["clustering"].name, BY_ID["size_resolution"].name
 SHAPE_GPT, SHAPE_LLAMA = BY_ID["shape_gpt"].name, BY_ID["shape_llama"].name
 
-CLAIM_ORDER = tuple(c.name for c in CLAIMS)
-SKIP_CLAIMS = tuple(c.name for c in CLAIMS if c.dataset == SKIP_EXPERIMENT)
-# kNN target -> its claim, the unit its intervals resample and its prompt set.
-KNN_CLAIMS = {c.knn_target: c.name for c in CLAIMS if c.knn_target}
+# Claim ids in reading order, and the ids of the layer-skip claims.
+CLAIM_ORDER = tuple(c.id for c in CLAIMS)
+SKIP_CLAIMS = tuple(c.id for c in CLAIMS if c.dataset == SKIP_EXPERIMENT)
+# kNN target -> its claim's id, the unit its intervals resample and its prompt set.
+KNN_CLAIMS = {c.knn_target: c.id for c in CLAIMS if c.knn_target}
 KNN_UNITS = {c.knn_target: c.unit for c in CLAIMS if c.knn_target}
 KNN_DATASETS = {c.knn_target: c.dataset for c in CLAIMS if c.knn_target}
 # Targets beyond the study's claims (extensions).
 EXTENSION_TARGETS = tuple(c.knn_target for c in CLAIMS if c.knn_target and c.role == EXTENSION)
-# Comparisons of the skip experiment (first, second) -> the claim their row names.
+# Comparisons of the skip experiment (first, second) -> the id of the claim their row names.
 SKIP_COMPARISON_CLAIMS = {
-    (EXPANSION, RANDOM): SKIP_VS_RANDOM,
-    (PRUNING, RANDOM): PRUNING_VS_RANDOM,
-    (EXPANSION, PRUNING): SKIP_VS_PRUNING,
+    (EXPANSION, RANDOM): "skip_vs_random",
+    (PRUNING, RANDOM): "pruning_vs_random",
+    (EXPANSION, PRUNING): "skip_vs_pruning",
 }
 
 # ----------------------------------------------------------------------- the study's figures (data/study.yaml)
@@ -395,33 +395,34 @@ STUDY_SKIP_SENTENCE = {
 }
 SKIP_SCOPE_NAMES = {LLAMA_SCOPE: "the Llama family", GEMMA2_SCOPE: "Gemma-2-2B-it"}
 NO_SKIP_CLAIM = "no claim for this model (the study: Llama, expansion layers critical; Gemma-2-2B-it, pruning layers)"
-# Scope -> claim -> the outcome the study's sentence implies; claims not listed are extensions there.
+# Scope -> claim id -> the outcome the study's sentence implies; claims not listed are extensions there.
 SKIP_EXPECTED: dict[str, dict[str, str]] = {
     LLAMA_SCOPE: {
-        SKIP_COLLAPSE: "collapse",
-        SKIP_VS_RANDOM: f"{EXPANSION} more critical",
-        SKIP_VS_PRUNING: f"{EXPANSION} more critical",
+        "skip_collapse": "collapse",
+        "skip_vs_random": f"{EXPANSION} more critical",
+        "skip_vs_pruning": f"{EXPANSION} more critical",
     },
     GEMMA2_SCOPE: {
-        SKIP_VS_PRUNING: f"{PRUNING} more critical",
+        "skip_vs_pruning": f"{PRUNING} more critical",
     },
 }
 # Family shape claims: config families they cover, and the architecture (config.json model_type)
 # whose models of another family get the same rows as extensions.
 SHAPE_FAMILIES: dict[str, tuple[str, ...]] = {"gpt": ("gpt", "gpt2"), "llama": ("llama",)}
 SHAPE_ARCHITECTURES: dict[str, tuple[str, ...]] = {"gpt": ("gpt2",), "llama": ("llama",)}
-SHAPE_ROWS = {"gpt": SHAPE_GPT, "llama": SHAPE_LLAMA}
+# Shape claim key -> its claim id.
+SHAPE_ROWS = {"gpt": "shape_gpt", "llama": "shape_llama"}
 
 
-def claim(name: str) -> Claim:
-    """The registered claim a row names.
+def claim(claim_id: str) -> Claim:
+    """The registered claim of an id (a row's ``claim_id``).
 
     Raises:
-        ValueError: naming the unknown claim and the registered ones.
+        ValueError: naming the unknown id and the registered ones.
     """
-    if name not in BY_NAME:
-        raise ValueError(f"unknown claim {name!r}; registered: {list(BY_NAME)}")
-    return BY_NAME[name]
+    if claim_id not in BY_ID:
+        raise ValueError(f"unknown claim id {claim_id!r}; registered: {list(BY_ID)}")
+    return BY_ID[claim_id]
 
 
 def study_model_for(model: str) -> str | None:

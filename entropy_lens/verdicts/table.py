@@ -207,7 +207,7 @@ def standard_frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None
 
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     rank = {claim: i for i, claim in enumerate(C.CLAIM_ORDER)}
-    order = table["claim"].map(rank).fillna(len(rank))
+    order = table["claim_id"].map(rank).fillna(len(rank))
     return table.assign(_o=order).sort_values(["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
@@ -223,21 +223,21 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     normalized scale; the Rényi claim's summary row.  Everything else stays in the full table;
     rows without a verdict and extensions the configuration did not run are left out.
     """
-    claim, measure, split, unit = table["claim"], table["measure"], table["split"].astype(str), table["unit"]
+    claim, measure, split, unit = table["claim_id"], table["measure"], table["split"].astype(str), table["unit"]
     keep = table["verdict"] != ""
-    keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq(C.MODEL_IDENTITY) | measure.isin(["shannon", ""])
-    keep &= ~claim.eq(C.MODEL_IDENTITY) | measure.eq("shannon")
-    keep &= ~claim.eq(C.ACCURACY) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq("model_identity") | measure.isin(["shannon", ""])
+    keep &= ~claim.eq("model_identity") | measure.eq("shannon")
+    keep &= ~claim.eq("accuracy") | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
     # correctness: the study reports it per style, so the per-style rows are the findings (pooled: a summary)
-    keep &= ~claim.eq(C.MMLU_CORRECT) | ~split.eq(ALL_STYLES) | ~_has_per_style(table)
-    keep &= ~claim.eq(C.FAMILY_HELDOUT) | measure.eq("shannon")
-    keep &= ~claim.isin([C.ACCURACY, *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
+    keep &= ~claim.eq("mmlu_correct") | ~split.eq(ALL_STYLES) | ~_has_per_style(table)
+    keep &= ~claim.eq("family_heldout") | measure.eq("shannon")
+    keep &= ~claim.isin(["accuracy", *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
     keep &= ~claim.isin(C.SKIP_CLAIMS) | ~unit.eq(LOGPROB)
-    keep &= ~claim.eq(C.RENYI) | split.eq("")  # the claim's summary; its per-order rows name a split
-    keep &= ~claim.eq(C.OVERLAP) | measure.eq(CONTAINMENT_STATISTIC)
-    keep &= ~claim.isin([C.CLUSTERING, C.SIZE_RESOLUTION]) | measure.isin([HEADLINE_SCALE, ""])
+    keep &= ~claim.eq("renyi") | split.eq("")  # the claim's summary; its per-order rows name a split
+    keep &= ~claim.eq("overlap") | measure.eq(CONTAINMENT_STATISTIC)
+    keep &= ~claim.isin(["clustering", "size_resolution"]) | measure.isin([HEADLINE_SCALE, ""])
     # the drop sets (one row per criterion, share, variant and statistic) stay in the full table, in their section
-    keep &= ~claim.eq(C.BY_ID[DROP_SETS].name)
+    keep &= ~claim.eq(DROP_SETS)
     k = pd.to_numeric(split.str.extract(r"^k=(\d+)", expand=False), errors="coerce")
     skip_ks = k.where(claim.isin(C.SKIP_CLAIMS)).dropna()
     if not skip_ks.empty:
@@ -261,16 +261,19 @@ def _has_per_style(table: pd.DataFrame) -> pd.Series:
     """Per row: whether its (claim, model) has a row of one MMLU style."""
     styled = {
         (c, m)
-        for c, m, s in zip(table["claim"], table["model"], table["split"], strict=True)
+        for c, m, s in zip(table["claim_id"], table["model"], table["split"], strict=True)
         if s not in (ALL_STYLES, "")
     }
-    return pd.Series([(c, m) in styled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
+    pairs = zip(table["claim_id"], table["model"], strict=True)
+    return pd.Series([(c, m) in styled for c, m in pairs], index=table.index)
 
 
 def _has_pooled(table: pd.DataFrame) -> pd.Series:
     """Per row: whether its (claim, model) has a row pooled over MMLU styles."""
-    pooled = {(c, m) for c, m, s in zip(table["claim"], table["model"], table["split"], strict=True) if s == ALL_STYLES}
-    return pd.Series([(c, m) in pooled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
+    rows = zip(table["claim_id"], table["model"], table["split"], strict=True)
+    pooled = {(c, m) for c, m, s in rows if s == ALL_STYLES}
+    pairs = zip(table["claim_id"], table["model"], strict=True)
+    return pd.Series([(c, m) in pooled for c, m in pairs], index=table.index)
 
 
 def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: Expected) -> pd.DataFrame:

@@ -38,7 +38,7 @@ def accuracy_rule(families: Mapping[str, str]) -> RowRule:
         return C.NO_FIGURE
 
     return RowRule(
-        claim=C.ACCURACY,
+        claim="accuracy",
         unit=ACC,
         judge=lambda acc, rec: V.accuracy(
             acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=int(rec["n_questions"])

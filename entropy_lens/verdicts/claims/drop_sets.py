@@ -61,7 +61,7 @@ def drop_verdict(rec: Record) -> V.Verdict:
 
 
 DROP_RULE = RowRule(
-    claim=C.BY_ID[DROP_SETS].name,
+    claim=DROP_SETS,
     unit=lambda rec: POINTS if _accuracy(rec) else LOGPROB,
     judge=lambda _, rec: drop_verdict(rec),
     role=C.EXTENSION,

@@ -24,7 +24,7 @@ def _study_spearman(rec: Record) -> str:
 
 
 SPEARMAN_RULE = RowRule(
-    claim=C.SPEARMAN,
+    claim="spearman",
     unit=RHO,
     judge=lambda rho, rec: V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"),
     study=_study_spearman,
@@ -36,7 +36,7 @@ SPEARMAN_RULE = RowRule(
 
 
 OVERLAP_RULE = RowRule(
-    claim=C.OVERLAP,
+    claim="overlap",
     unit=lambda rec: CONTAINMENT if str(rec["measure"]).startswith(CONTAINMENT_STATISTIC) else JACCARD,
     judge=lambda value, rec: V.above_threshold(
         value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])

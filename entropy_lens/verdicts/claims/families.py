@@ -77,11 +77,11 @@ def _flat_null(claim: str, statistics: Mapping[str, V.Interval]) -> V.Null | Non
     return V.Null("flat profile (weakest part)", V.Interval(0.0, 0.0, 0.0), weakest, margin=V.NULL_MARGINS["gap"])
 
 
-# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study text and note.
+# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim id, verdict rule, study text and note.
 PAIR_CLAIMS = {
-    FAMILY_GAP: (C.CLUSTERING, V.family_not_size, C.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
+    FAMILY_GAP: ("clustering", V.family_not_size, C.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
     ALIGNMENT_GAP: (
-        C.SIZE_RESOLUTION,
+        "size_resolution",
         V.size_resolution,
         C.STUDY_RESOLUTION_CLAIM,
         "r({small}, {large} at its depths)",

@@ -78,10 +78,10 @@ def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """Accuracy with the largest-expansion block skipped (``k = 1``) against chance and the intact model."""
 
     def finding(rec: Record) -> bool:
-        return C.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get(C.SKIP_COLLAPSE) is not None
+        return C.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get("skip_collapse") is not None
 
     return RowRule(
-        claim=C.SKIP_COLLAPSE,
+        claim="skip_collapse",
         unit="accuracy %",
         judge=lambda skipped, rec: O.collapse(
             skipped, intact=_intact(rec), chance=float(rec["chance"]), n=int(rec["n"])
@@ -127,7 +127,7 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
         return O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
 
     return RowRule(
-        claim=C.SKIP_RANK,
+        claim="skip_rank",
         unit=RHO,
         judge=lambda _, rec: judged(rec),
         role=C.EXTENSION,
