@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
 import pytest
 
@@ -50,3 +51,61 @@ def test_study_figures_are_the_papers():
     assert C.STUDY_MMLU_ACCURACY == {"llama": (50.89, 60.62), "gemma": (55.0, 56.0)}
     assert C.STUDY_MMLU_AUC == {"llama": (67.23, 73.61), "gemma": (68.36, 72.78)}
     assert C.study_model_for("meta-llama/Meta-Llama-3-8B-Instruct") == "Llama-3-8B"
+
+
+# --------------------------------------------------------------------------- the named rule is the rule applied
+
+
+def _spy_on_rules(monkeypatch) -> list[str]:
+    """Replace every public function of the rule modules by a spy that logs ``module.function`` (as
+    ``Claim.rule`` names it) and calls through; returns the log."""
+    from entropy_lens.verdicts import outcomes, rules
+    from entropy_lens.verdicts.claims import drop_sets, families
+
+    log: list[str] = []
+    spies = {}
+    for prefix, module in (("rules", rules), ("outcomes", outcomes), ("claims.drop_sets", drop_sets)):
+        for name, function in list(vars(module).items()):
+            if inspect.isfunction(function) and function.__module__ == module.__name__ and not name.startswith("_"):
+                spies[function] = _spy(f"{prefix}.{name}", function, log)
+                monkeypatch.setattr(module, name, spies[function])
+    for statistic, (claim, judge, *rest) in families.PAIR_CLAIMS.items():  # rules held as objects, not looked up
+        monkeypatch.setitem(families.PAIR_CLAIMS, statistic, (claim, spies[judge], *rest))
+    return log
+
+
+def _spy(name: str, function, log: list[str]):
+    def spy(*args, **kwargs):
+        log.append(name)
+        return function(*args, **kwargs)
+
+    return spy
+
+
+def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
+    """Every judged row (rows_of) of the claims the paper-table fixtures reach calls ``Claim.rule``: a row
+    rule that judged a claim by another function than its record names fails here."""
+    import test_analysis_paper as T
+
+    from entropy_lens.verdicts import rows as W
+
+    log = _spy_on_rules(monkeypatch)
+    called: dict[str, list[set[str]]] = {}
+    build = W.row
+
+    def row(claim_id, *args, **kwargs):
+        called.setdefault(claim_id, []).append(set(log))
+        log.clear()
+        return build(claim_id, *args, **kwargs)
+
+    monkeypatch.setattr(W, "row", row)  # rows_of's rows only: the judged ones
+    families = {"llama-3.2-1b": "llama", "gemma-2-2b-it": "gemma", "qwen-1.5b": "qwen"}
+    skip = T.pd.concat([T._skip_frame(m) for m in families], ignore_index=True)
+    rank = T.pd.concat([T._rank(m) for m in families], ignore_index=True)
+    T.P.paper_table(layer_skip=skip, skip_spearman=rank, expected=T.P.Expected(layer_skip=list(families)))
+    T.P.paper_table(knn=T._knn(), accuracy=T._accuracy(), heldout=T._heldout(), expected=T._expected())
+    T.P.paper_table(renyi=T._renyi(), knn=T._knn(), overlap=T._overlap(), shapes=T._shapes(), expected=T._expected())
+    T.P.paper_table(family_pairs=T._pairs(), expected=T._family_expected(T.PAIR_FAMILIES))
+    judged_by_another = {claim for claim, calls in called.items() if not any(C.claim(claim).rule in c for c in calls)}
+    assert judged_by_another == set()
+    assert len(called) >= 16, sorted(set(C.BY_ID) - set(called))  # the fixtures reach 16 of the claims
