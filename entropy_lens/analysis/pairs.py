@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.families import family_size_pairs, layer_profiles
+from entropy_lens.analysis.families import family_size_pairs, layer_profiles, subsampled_rmse
 from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, depth_grid, model_depth, model_names, model_profiles
 from entropy_lens.analysis.shapes import prompt_sources, source_profiles
 from entropy_lens.core.frames import SPLIT, Reading
@@ -270,7 +270,7 @@ def resolution_gap(
     small, large = pair
     at = depths[small]
     read_large = _interp(means[large], depths[large], at)
-    same = _rms(read_large, means[small])
+    same = subsampled_rmse(means[small], at, means[large], depths[large])
     values, gaps = [], []
     for other in others:
         covered = at >= depths[other][0] - DEPTH_TOLERANCE
