@@ -23,13 +23,13 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens import load_model
-from entropy_lens.analysis import outcomes as O
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.answers.criticality import ACCURACY, criticality_spearman, skip_comparisons
 from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.answers.skipping import evaluate_skips
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.mmlu import build_mmlu, layer_skip_tables, load_questions, stratified_sample
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import rules as V
 
 STUDY_SEED = 0
 STUDY_CALIBRATION = 32

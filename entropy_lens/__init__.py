@@ -8,7 +8,7 @@ The public API::
     ds = extract_profiles(lm, ["Once upon a time"], generation=GenerationSettings(8), lens=LensSettings(top_p=0.6))
 
 The package's folders are its layers, lowest first: ``core``, ``store``, ``model``, ``prompts``,
-``lens``, ``answers``, ``analysis``, ``workflow``; ``cli`` and ``plots`` face the user.  A module
+``lens``, ``answers``, ``analysis``, ``verdicts``, ``workflow``; ``cli`` and ``plots`` face the user.  A module
 imports only its own layer and those below it (docs/architecture.md).
 
 The names below are imported on first use, so that ``import entropy_lens.prompts.datasets`` or an

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from entropy_lens.analysis.render import digest_markdown
-from entropy_lens.analysis.robustness import robustness_lines
+from entropy_lens.verdicts.render import digest_markdown
+from entropy_lens.verdicts.robustness import robustness_lines
 
 
 def replace_section(text: str, section: str, body: str) -> str:

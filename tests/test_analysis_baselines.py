@@ -8,12 +8,12 @@ import pytest
 from synthetic import combined_dataset
 
 from entropy_lens.analysis import baselines as B
-from entropy_lens.analysis import claims as C
 from entropy_lens.analysis import targets as T
 from entropy_lens.analysis.knn import KnnSettings
-from entropy_lens.analysis.rows import rows_of
-from entropy_lens.analysis.separability_rows import BASELINE_RULE
 from entropy_lens.store import schema
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts.claims.separability import BASELINE_RULE
+from entropy_lens.verdicts.rows import rows_of
 
 FAST = KnnSettings(k=7, n_splits=5, n_repeats=2)
 TASKS = ("continue", "count", "gist")

@@ -9,9 +9,9 @@ import pytest
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import pairs as PA
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.core.intervals import bootstrap_group_means, percentile_interval
 from entropy_lens.store import schema
+from entropy_lens.verdicts import rules as V
 
 SIZES = {"small": 6, "large": 12}
 VOCAB = 50_000

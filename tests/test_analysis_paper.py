@@ -9,17 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import claim_verdicts as CV
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import outcomes as O
-from entropy_lens.analysis import paper as P
-from entropy_lens.analysis import render as R
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.absent_rows import absent_rows
 from entropy_lens.analysis.pairs import ALIGNMENT_GAP, CENTRED, FAMILY_GAP, NATS, NORMALIZED, RESOLUTION_GAP
-from entropy_lens.analysis.skip_rows import NO_RANK_CLAIM
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.tables import to_markdown, write_table
+from entropy_lens.verdicts import claim_verdicts as CV
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import render as R
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts import table as P
+from entropy_lens.verdicts import units as U
+from entropy_lens.verdicts.absences import absent_rows
+from entropy_lens.verdicts.claims.skipping import NO_RANK_CLAIM
 
 
 def _csv(rows: list[dict]) -> pd.DataFrame:
@@ -175,7 +176,7 @@ def test_held_out_family_rows():
     expected = P.Expected(datasets={"blank": list(families)}, families=families)
     table = P.paper_table(heldout=_heldout(), expected=expected)
     row = table[table["claim"] == C.FAMILY_HELDOUT].iloc[0]
-    assert row["verdict"] == V.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == R.SHARE
+    assert row["verdict"] == V.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == U.SHARE
     assert "predicted: qwen 18; gemma 2" in row["note"]
     low = P.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
     assert low.loc[low["claim"] == C.FAMILY_HELDOUT, "verdict"].item() == V.NOT_REPRODUCED
@@ -213,7 +214,7 @@ def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
     rows = table[table["claim"] == C.RENYI]
     summary, per_row = rows[rows["model"] == "all"].iloc[0], rows[rows["model"] != "all"]
     assert summary["verdict"] == V.REPRODUCED and len(per_row) == 1
-    assert per_row.iloc[0]["split"] == f"{C.TASK}, α = 5" and per_row.iloc[0]["unit"] == R.AUC_POINTS
+    assert per_row.iloc[0]["split"] == f"{C.TASK}, α = 5" and per_row.iloc[0]["unit"] == U.AUC_POINTS
     # the headline keeps the claim's summary alone, also when a per-order row is pooled over models ("all")
     pooled = table.copy()  # a per-order row pooled over models, as family separability's is
     pooled.loc[(pooled["claim"] == C.RENYI) & (pooled["split"] != ""), "model"] = "all"
@@ -245,7 +246,7 @@ def test_every_absent_claim_gets_a_reason():
     assert "dataset 'mmlu' is disabled" in reasons[(C.MMLU_CORRECT, "gemma-2-2b-it")]
     assert "not in layer_skip.models" in reasons[(C.SKIP_VS_PRUNING, "gemma-2-2b-it")]  # the Gemma-2 finding
     gemma = absent[absent["model"] == "gemma-2-2b-it"]
-    assert set(gemma.loc[gemma["claim"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING}  # rank: extension
+    assert set(gemma.loc[gemma["claim_id"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING}  # rank: extension
     findings = absent["role"] == C.FINDING
     assert (absent.loc[findings, "verdict"] == V.INCONCLUSIVE).all()
     # every finding and precondition of the registry has a row, measured or not
@@ -343,7 +344,7 @@ def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
     k1 = table[table["split"] == "k=1, all blocks eligible"]
 
     def row(model, claim):
-        hit = k1[(k1["model"] == model) & (k1["claim"] == claim) & (k1["unit"] != R.LOGPROB)]
+        hit = k1[(k1["model"] == model) & (k1["claim"] == claim) & (k1["unit"] != U.LOGPROB)]
         assert len(hit) == 1, hit
         return hit.iloc[0]
 
@@ -359,7 +360,7 @@ def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
     qwen = row("qwen-1.5b", C.SKIP_VS_RANDOM)
     assert (qwen["role"], qwen["verdict"]) == (C.EXTENSION, "expansion more critical")
     assert qwen["study"] == C.NO_SKIP_CLAIM and not (k1["model"].eq("qwen-1.5b") & k1["role"].eq(C.FINDING)).any()
-    no_final = table[(table["split"] == "k=1, final block excluded") & (table["unit"] == R.POINTS)]
+    no_final = table[(table["split"] == "k=1, final block excluded") & (table["unit"] == U.POINTS)]
     flipped = no_final[(no_final["model"] == "llama-3.2-1b") & (no_final["claim"] == C.SKIP_VS_RANDOM)].iloc[0]
     assert flipped["verdict"] == V.NOT_REPRODUCED and "random more critical" in flipped["why"]
     same = no_final[(no_final["model"] == "qwen-1.5b") & (no_final["claim"] == C.PRUNING_VS_RANDOM)].iloc[0]
@@ -378,7 +379,7 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
     top = P.headline(P.paper_table(layer_skip=skip, skip_spearman=_rank("qwen-1.5b"), expected=expected))
     not_run = top["why"].str.startswith("not run")
-    skip_rows = top[top["claim"].isin(C.SKIP_CLAIMS) & ~not_run]
+    skip_rows = top[top["claim_id"].isin(C.SKIP_CLAIMS) & ~not_run]
     assert not (top["claim"].eq(C.SKIP_RANK) & top["role"].ne(C.EXTENSION)).any()  # no finding, even where missing
     assert set(skip_rows["split"]) == {
         "k=1, all blocks eligible",
@@ -386,7 +387,7 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
         "all blocks eligible",
         "final block excluded",
     }
-    assert R.LOGPROB not in set(skip_rows["unit"])
+    assert U.LOGPROB not in set(skip_rows["unit"])
     lines = R.summary(top)
     # llama: vs random and vs pruning and the collapse under all blocks, the collapse under no_final; the two
     # no_final comparisons went the other way
@@ -407,7 +408,7 @@ def test_headline_keeps_the_verdict_measure_and_shannon():
     assert (top["verdict"] != "").all()
     findings = top[top["role"] == C.FINDING]
     measured = findings[~findings["why"].str.startswith("not run")]
-    order = [C.CLAIM_ORDER.index(c) for c in measured["claim"]]
+    order = [C.CLAIM_ORDER.index(c) for c in measured["claim_id"]]
     assert order == sorted(order)
     not_run = findings["why"].str.startswith("not run").tolist()
     assert not_run == sorted(not_run)  # findings not run come after those measured
@@ -619,7 +620,7 @@ def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_nor
     table = P.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
     rows = table[table["claim"].isin([C.CLUSTERING, C.SIZE_RESOLUTION])].set_index(["claim", "measure"])
     assert len(rows) == 6 and set(rows["verdict"]) == {V.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
-    assert rows.loc[(C.CLUSTERING, NORMALIZED), "unit"] == R.LOG_V and rows.loc[(C.CLUSTERING, NATS), "unit"] == R.NATS
+    assert rows.loc[(C.CLUSTERING, NORMALIZED), "unit"] == U.LOG_V and rows.loc[(C.CLUSTERING, NATS), "unit"] == U.NATS
     assert "(s-135m)" in rows.loc[(C.CLUSTERING, NATS), "why"]
     assert "on absolute layer 0.600" in rows.loc[(C.SIZE_RESOLUTION, NATS), "note"]
     assert RESOLUTION_GAP not in " ".join(table["note"])  # the old closeness statistic is no verdict any more
@@ -692,7 +693,7 @@ def test_a_precondition_not_run_is_counted_apart():
 
 
 def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
-    from entropy_lens.analysis import nulls as NU
+    from entropy_lens.verdicts import nulls as NU
 
     spear = _csv(
         [

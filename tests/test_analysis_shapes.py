@@ -9,9 +9,9 @@ import pytest
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis import shapes as S
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
+from entropy_lens.verdicts import rules as V
 
 SHAPES = {
     "gpt": lambda d: 5.0 - 4.0 * d,  # starts high, falls all the way

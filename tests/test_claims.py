@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
 import pytest
 
-from entropy_lens.analysis import claims as C
 from entropy_lens.analysis.targets import STUDY_TARGETS
+from entropy_lens.verdicts import registry as C
 
 
 def test_each_claim_is_one_record_with_a_unique_id_and_name():
     assert len({c.id for c in C.CLAIMS}) == len({c.name for c in C.CLAIMS}) == len(C.CLAIMS)
-    assert tuple(c.name for c in C.CLAIMS) == C.CLAIM_ORDER
+    assert tuple(c.id for c in C.CLAIMS) == C.CLAIM_ORDER
     assert {c.role for c in C.CLAIMS} <= set(C.ROLES)
 
 
 @pytest.mark.parametrize("claim", C.CLAIMS, ids=lambda c: c.id)
 def test_each_claim_names_a_verdict_rule_and_a_figure_that_exist(claim):
-    module, function = claim.rule.split(".")
-    assert callable(getattr(importlib.import_module(f"entropy_lens.analysis.{module}"), function))
+    module, _, function = claim.rule.rpartition(".")
+    assert callable(getattr(importlib.import_module(f"entropy_lens.verdicts.{module}"), function))
     assert claim.unit
     if claim.figure:
         assert claim.figure in C.STUDY["figures"] or claim.figure in C.STUDY["sentences"]
@@ -32,8 +33,9 @@ def test_every_knn_target_tests_a_registered_claim():
 
 
 def test_an_unknown_claim_is_named():
-    with pytest.raises(ValueError, match="unknown claim 'no such claim'"):
+    with pytest.raises(ValueError, match="unknown claim id 'no such claim'"):
         C.claim("no such claim")
+    assert C.claim("spearman").name == C.SPEARMAN
 
 
 def test_study_figures_are_the_papers():
@@ -49,3 +51,63 @@ def test_study_figures_are_the_papers():
     assert C.STUDY_MMLU_ACCURACY == {"llama": (50.89, 60.62), "gemma": (55.0, 56.0)}
     assert C.STUDY_MMLU_AUC == {"llama": (67.23, 73.61), "gemma": (68.36, 72.78)}
     assert C.study_model_for("meta-llama/Meta-Llama-3-8B-Instruct") == "Llama-3-8B"
+
+
+# --------------------------------------------------------------------------- the named rule is the rule applied
+
+
+def _spy_on_rules(monkeypatch) -> list[str]:
+    """Replace every public function of the rule modules by a spy that logs ``module.function`` (as
+    ``Claim.rule`` names it) and calls through; returns the log."""
+    from entropy_lens.verdicts import outcomes, rules
+    from entropy_lens.verdicts.claims import drop_sets, families
+
+    log: list[str] = []
+    spies = {}
+    for prefix, module in (("rules", rules), ("outcomes", outcomes), ("claims.drop_sets", drop_sets)):
+        for name, function in list(vars(module).items()):
+            if inspect.isfunction(function) and function.__module__ == module.__name__ and not name.startswith("_"):
+                spies[function] = _spy(f"{prefix}.{name}", function, log)
+                monkeypatch.setattr(module, name, spies[function])
+    for statistic, (claim, judge, *rest) in families.PAIR_CLAIMS.items():  # rules held as objects, not looked up
+        monkeypatch.setitem(families.PAIR_CLAIMS, statistic, (claim, spies[judge], *rest))
+    return log
+
+
+def _spy(name: str, function, log: list[str]):
+    def spy(*args, **kwargs):
+        log.append(name)
+        return function(*args, **kwargs)
+
+    return spy
+
+
+def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
+    """Every judged row (rows_of) of the claims the paper-table fixtures reach calls ``Claim.rule``: a row
+    rule that judged a claim by another function than its record names fails here."""
+    import test_analysis_paper as T
+
+    from entropy_lens.verdicts import rows as W
+
+    log = _spy_on_rules(monkeypatch)
+    called: dict[str, list[set[str]]] = {}
+    build = W.row
+
+    def row(claim_id, *args, **kwargs):
+        called.setdefault(claim_id, []).append(set(log))
+        log.clear()
+        return build(claim_id, *args, **kwargs)
+
+    monkeypatch.setattr(W, "row", row)  # rows_of's rows only: the judged ones
+    families = {"llama-3.2-1b": "llama", "gemma-2-2b-it": "gemma", "qwen-1.5b": "qwen"}
+    skip = T.pd.concat([T._skip_frame(m) for m in families], ignore_index=True)
+    rank = T.pd.concat([T._rank(m) for m in families], ignore_index=True)
+    T.P.paper_table(layer_skip=skip, skip_spearman=rank, expected=T.P.Expected(layer_skip=list(families)))
+    T.P.paper_table(knn=T._knn(), accuracy=T._accuracy(), heldout=T._heldout(), expected=T._expected())
+    T.P.paper_table(renyi=T._renyi(), knn=T._knn(), overlap=T._overlap(), shapes=T._shapes(), expected=T._expected())
+    T.P.paper_table(family_pairs=T._pairs(), expected=T._family_expected(T.PAIR_FAMILIES))
+    spearman = {"model": "m", "n": 900, "n_prompts": 30, "spearman": 0.9, "ci_low": 0.85, "ci_high": 0.94}
+    T.P.paper_table(expansion=T._csv([spearman | {"dataset": "blank"}]), expected=T._expected())
+    judged_by_another = {claim for claim, calls in called.items() if not any(C.claim(claim).rule in c for c in calls)}
+    assert judged_by_another == set()
+    assert len(called) >= 17, sorted(set(C.BY_ID) - set(called))  # the fixtures reach 17 of the claims

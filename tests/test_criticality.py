@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import outcomes as O
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.answers import conditions
 from entropy_lens.answers import criticality as K
 from entropy_lens.answers.conditions import CORRECT_COLUMNS, Condition
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import rules as V
 
 N_LAYERS = 8
 N_QUESTIONS = 200

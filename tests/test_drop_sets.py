@@ -191,34 +191,34 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
 
 
 def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
-    from entropy_lens.analysis import claims as C
-    from entropy_lens.analysis import drop_rows
+    from entropy_lens.verdicts import registry as C
+    from entropy_lens.verdicts.claims import drop_sets
 
     rows, drops = scenario({"keeps": 0.95, "loses": 0.2, "typical": 0.62}, random_keep=0.6)
     scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
-    table = pd.DataFrame(drop_rows.drop_set_rows(scores)).set_index(["measure", "unit", "split"])
+    table = pd.DataFrame(drop_sets.drop_set_rows(scores)).set_index(["measure", "unit", "split"])
     assert len(table) == len(scores) and set(table["role"]) == {C.EXTENSION}
     assert set(table["claim"]) == {C.BY_ID["drop_sets"].name}
-    accuracy = table.xs(drop_rows.POINTS, level="unit").reset_index()
+    accuracy = table.xs(drop_sets.POINTS, level="unit").reset_index()
     words = dict(zip(accuracy["split"].str.rsplit(", ", n=1).str[-1], accuracy["verdict"], strict=True))
     assert words == {"keeps": "holds", "loses": "does not hold", "typical": "undecided"}
     assert accuracy["beyond_low"].notna().all() and accuracy["null"].str.startswith("random k-sets").all()
 
 
 def test_drop_verdict_needs_a_population_and_an_intact_model_above_chance():
-    from entropy_lens.analysis import drop_rows
+    from entropy_lens.verdicts.claims import drop_sets
 
     rec = {"statistic": ACCURACY, "intact": 0.6, "n_sets": 20, "beyond": 0.1, "beyond_low": 0.02,
            "beyond_high": 0.2, "layers": "3,4", "beats": 1.0, "best": True}  # fmt: skip
     assert (
-        drop_rows.drop_verdict(rec).verdict == "reproduced"
-        and "best of the criteria" in drop_rows.drop_verdict(rec).why
+        drop_sets.drop_verdict(rec).verdict == "reproduced"
+        and "best of the criteria" in drop_sets.drop_verdict(rec).why
     )
-    assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.04}).verdict == "not reproduced"
-    assert drop_rows.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.06}).verdict == "inconclusive"
-    assert "not above chance" in drop_rows.drop_verdict(rec | {"intact": 0.25}).why
-    assert "random baseline of 19 sets" in drop_rows.drop_verdict(rec | {"n_sets": 19}).why
-    flat = drop_rows.drop_verdict(rec | {"beyond": 0.0, "beyond_low": 0.0, "beyond_high": 0.0})
+    assert drop_sets.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.04}).verdict == "not reproduced"
+    assert drop_sets.drop_verdict(rec | {"beyond_low": -0.1, "beyond_high": 0.06}).verdict == "inconclusive"
+    assert "not above chance" in drop_sets.drop_verdict(rec | {"intact": 0.25}).why
+    assert "random baseline of 19 sets" in drop_sets.drop_verdict(rec | {"n_sets": 19}).why
+    flat = drop_sets.drop_verdict(rec | {"beyond": 0.0, "beyond_low": 0.0, "beyond_high": 0.0})
     assert flat.verdict == "inconclusive" and "zero width" in flat.why
 
 
@@ -310,8 +310,8 @@ def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():
 
 
 def test_drop_rows_reach_the_full_paper_table_but_not_the_headline():
-    from entropy_lens.analysis import claims as C
-    from entropy_lens.analysis import paper as P
+    from entropy_lens.verdicts import registry as C
+    from entropy_lens.verdicts import table as P
 
     rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
     scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=200, seed=0)

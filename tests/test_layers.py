@@ -23,6 +23,7 @@ LAYERS = (
     ("lens", ("entropy_lens.lens",)),
     ("answers", ("entropy_lens.answers",)),
     ("analysis", ("entropy_lens.analysis",)),
+    ("verdicts", ("entropy_lens.verdicts",)),
     ("workflow", ("entropy_lens.workflow",)),
     # The package root is the public API: it re-exports the model and lens layers, so it sits on top and
     # is matched by its own name only (as a prefix it would hold every module and hide a missing layer).
@@ -32,7 +33,7 @@ LAYERS = (
 PACKAGE = "entropy_lens"
 # The top-level folders of entropy_lens that hold code: each must be a layer, or (plots/) a package of the faces
 # (data/ holds no modules).
-PACKAGE_FOLDERS = {"analysis", "answers", "core", "lens", "model", "plots", "prompts", "store", "workflow"}
+PACKAGE_FOLDERS = {"analysis", "answers", "core", "lens", "model", "plots", "prompts", "store", "verdicts", "workflow"}
 
 
 def module_files(repo: Path) -> dict[str, Path]:

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import outcomes as O
 from entropy_lens.answers.corrections import with_holm
 from entropy_lens.core import multiplicity as M
 from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.verdicts import outcomes as O
 
 
 def test_draws_are_the_intervals_own():

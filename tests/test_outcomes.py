@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from entropy_lens.analysis import outcomes as O
-from entropy_lens.analysis import skip_nulls
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts import skip_nulls
 
 INTACT = V.Interval(0.6, 0.54, 0.65)
 

@@ -4,12 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import robustness as R
+from entropy_lens.verdicts import robustness as R
 
 
 def _table(rows):
+    """Rows as the table writes them: the claim's id in ``claim_id`` (here the same text as its name)."""
     base = {"role": "finding", "split": "", "measure": "shannon", "unit": "AUC", "ci_low": 0.5, "ci_high": 0.9}
-    return pd.DataFrame([{**base, **row} for row in rows])
+    return pd.DataFrame([{**base, **row, "claim_id": row["claim"]} for row in rows])
 
 
 LOGIT = _table(
@@ -46,8 +47,16 @@ def test_only_rows_decided_under_both_lenses_are_compared():
     assert R.robustness_headline(changes.iloc[:0], "tuned") == "No verdict was read under the tuned lens."
 
 
+def test_rows_are_joined_by_the_claims_id_not_its_wording():
+    reworded = LENS.assign(claim="reworded in the lens table")
+    changes = R.verdict_changes(LOGIT, reworded, "linear")
+    assert changes["claim_id"].tolist() == ["format", "task"]
+    assert changes["claim"].tolist() == ["format", "task"]  # the name comes from the logit table
+    assert R.verdict_changes(LOGIT, LENS.assign(claim_id=LENS["claim_id"] + "_other"), "linear").empty
+
+
 def test_a_table_that_cannot_be_joined_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"lens paper table gives a row twice: .*'claim': 'format'"):
+    with pytest.raises(ValueError, match=r"lens paper table gives a row twice: \{'claim_id': 'format'"):
         R.verdict_changes(LOGIT, pd.concat([LENS, LENS.iloc[:1]]), "linear")
     with pytest.raises(ValueError, match=r"logit paper table lacks the columns \['why'\]"):
         R.verdict_changes(LOGIT.drop(columns="why"), LENS, "linear")
@@ -105,8 +114,8 @@ def test_entropies_of_different_generations_are_refused():
 
 
 def test_the_verdict_table_gets_each_lens_verdict_where_its_scope_is_one_model():
-    from entropy_lens.analysis.render import display
-    from entropy_lens.analysis.rows import COLUMNS
+    from entropy_lens.verdicts.render import display
+    from entropy_lens.verdicts.rows import COLUMNS
 
     top = LOGIT.assign(split=["formats", "tasks", "blank", "", "", ""])
     changes = R.verdict_changes(top, LENS.assign(split=["formats", "tasks", "blank", "", ""]), "linear")
@@ -125,7 +134,7 @@ def test_the_verdict_table_gets_each_lens_verdict_where_its_scope_is_one_model()
 def test_a_row_pooling_every_model_gets_the_lens_verdict_only_where_the_lens_read_them_all():
     top = LOGIT.assign(split=["formats", "tasks", "blank", "", "", ""])
     changes = R.verdict_changes(top, LENS.assign(split=["formats", "tasks", "blank", "", ""]), "linear")
-    pooled = changes.iloc[:1].assign(model="all", claim="family", split="", verdict_lens="not reproduced")
+    pooled = changes.iloc[:1].assign(model="all", claim_id="family", split="", verdict_lens="not reproduced")
     changes = pd.concat([changes, pooled], ignore_index=True).assign(dataset="blank", scope="a, b")
     family = top["model"].eq("all")
     full = R.with_robustness(top, changes, {"blank": ["b", "a"]})  # the lens read both of blank's models

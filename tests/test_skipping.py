@@ -13,6 +13,7 @@ from tiny import ARCHS, N_LAYERS, tiny_model
 
 from entropy_lens.answers import conditions, criticality, scoring, skipping
 from entropy_lens.answers.conditions import Condition
+from entropy_lens.answers.letters import calibrate
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.checks import check_layers
 from entropy_lens.model.batching import left_pad
@@ -432,6 +433,16 @@ def test_shared_prefix_equals_the_plain_skip(lm):
     assert all(not block._forward_pre_hooks and not block._forward_hooks for block in lm.blocks)
 
 
+def _letter_scorer(prompts: list[str], styles: list[str], *, batch_size: int) -> skipping.Scorer:
+    """The reference scorer: a full forward pass per condition, raw and calibrated letter log-likelihood."""
+
+    def score(lm):
+        logprobs = scoring.letter_logprobs(lm, prompts, batch_size=batch_size)
+        return {"ll": logprobs, "calibrated": calibrate(logprobs, styles)}
+
+    return score
+
+
 def test_shared_prefix_scores_equal_scoring_under_skip_blocks():
     lm = tiny_model("gemma2")  # alternating sliding and global layers: per-block masks are replayed
     questions = [f"q{i}" for i in range(len(MMLU_PROMPTS))]
@@ -439,7 +450,7 @@ def test_shared_prefix_scores_equal_scoring_under_skip_blocks():
         {"prompt_text": MMLU_PROMPTS, "style": "base", "answer": list("ABCDA"), "question_id": questions}
     )
     shared = skipping.score_conditions_shared(lm, table, SHARED_CONDITIONS, batch_size=3)
-    score = skipping.letter_scorer(table["prompt_text"], table["style"], batch_size=3)
+    score = _letter_scorer(table["prompt_text"].tolist(), table["style"].tolist(), batch_size=3)
     plain = skipping.score_conditions(lm, SHARED_CONDITIONS, score, table["answer"].tolist(), questions)
     pd.testing.assert_frame_equal(shared, plain)
 

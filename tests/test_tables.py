@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis.paper import Expected, paper_table_from_files
 from entropy_lens.core.tables import DamagedTableError, check_csv, read_csv_table, write_csv
+from entropy_lens.verdicts.table import Expected, paper_table_from_files
 
 TABLE = pd.DataFrame({"model": ["a", "b", "c"], "auc": [0.5, 0.75, 1.0], "note": ["x", "two\nlines", ""]})
 

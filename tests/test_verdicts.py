@@ -10,9 +10,9 @@ import pytest
 from synthetic import combined_dataset
 
 from entropy_lens.analysis import knn as K
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion import nucleus_overlap
 from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.verdicts import rules as V
 
 SETTINGS = K.KnnSettings(k=29, n_splits=5, n_repeats=3)
 
@@ -362,7 +362,7 @@ def test_planted_null_fixed_bar_rules_show_beyond_at_most_5_percent():
 
 
 def test_claim_verdicts_count_claims_not_rows():
-    from entropy_lens.analysis import claim_verdicts as CV
+    from entropy_lens.verdicts import claim_verdicts as CV
 
     assert CV.combine(["reproduced", "inconclusive"], *CV.ROLE_WORDS["finding"]) == "reproduced"
     assert CV.combine(["reproduced", "not reproduced"], *CV.ROLE_WORDS["finding"]) == CV.MIXED

@@ -37,13 +37,13 @@ from workflow_tiny import (
 )
 
 from entropy_lens import cli
-from entropy_lens.analysis import claims
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.outcomes import OUTCOMES
 from entropy_lens.answers.plan import read_plan
 from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.store import schema, storage
+from entropy_lens.verdicts import registry as claims
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.outcomes import OUTCOMES
 from entropy_lens.workflow import plan as planning
 from entropy_lens.workflow.settings import load_config
 

@@ -7,11 +7,11 @@ import pandas as pd
 
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.knn import KnnSettings
-from entropy_lens.analysis.robustness import dataset_robustness, robustness_lines
-from entropy_lens.analysis.rows import Expected
 from entropy_lens.core.tables import to_markdown, write_csv
 from entropy_lens.model.registry import folder_model_type
 from entropy_lens.store import storage
+from entropy_lens.verdicts.robustness import dataset_robustness, robustness_lines
+from entropy_lens.verdicts.rows import Expected
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from entropy_lens.analysis.nulls import nulls_table
-from entropy_lens.analysis.paper import Expected, headline, paper_table_from_files
-from entropy_lens.analysis.render import display, terminal_table, verdicts_html, verdicts_markdown
-from entropy_lens.analysis.robustness import robustness_lines, with_robustness
 from entropy_lens.core.tables import read_csv_table, write_csv, write_table
 from entropy_lens.model.registry import folder_model_type
+from entropy_lens.verdicts.nulls import nulls_table
+from entropy_lens.verdicts.render import display, terminal_table, verdicts_html, verdicts_markdown
+from entropy_lens.verdicts.robustness import robustness_lines, with_robustness
+from entropy_lens.verdicts.table import Expected, headline, paper_table_from_files
 from entropy_lens.workflow.jobs import setup_logging
 
 REHEARSAL_WARNING = (

@@ -12,21 +12,11 @@ Modules:
     expansion_nulls, expansion_planted   their cross-prompt nulls, and planted data through the lens's functions.
     routing      Delta H against routing entropy in mixture-of-experts models.
     lens_fit     fit quality of a fitted lens per block (where the logit lens can be trusted).
-    robustness   whether the verdicts survive a lens fitted to the model.
     families     blank-prompt fingerprints on a normalized-depth grid: distances, clustering, embeddings.
     pairs        same-family pairs: family, resolution and alignment gaps on three scales, bootstrapped.
     shapes       the family shape claims: rise, refine and plateau drift of mean profiles vs normalized depth.
-    claims       the study's claims: names, roles (finding / precondition / extension), scopes, figures.
-    verdicts     the rules that turn an estimate and its interval into reproduced / not reproduced / inconclusive.
-    outcomes     layer skipping: three outcomes per comparison, and the study's direction where it names one.
-    skip_nulls   planted nulls of the layer-skip comparisons.
-    rows         the paper table's row: its columns, the one builder (rows_of) that turns a standard frame
-                 (entropy_lens.core.frames) into rows under a claim's RowRule, and what the config expected.
-    separability_rows, claim_rows, skip_rows, absent_rows   each kind of claim's row rules; the absences.
-    paper        the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.
-    claim_verdicts  one verdict per claim from its rows (the headline counts claims, not rows).
-    nulls        the null-calibration table: per claim, its null, observed and null values, planted-null rates.
-    render       the table for readers: intervals as text, counts by role, Markdown, HTML, the terminal.
+
+The verdicts these findings get are in :mod:`entropy_lens.verdicts`, a layer above; nothing here imports it.
 
 Every function reads lazily opened (dask-backed) stores one model slice at a time.
 """

@@ -12,7 +12,7 @@ Nadeau-Bengio corrected resampled-t interval (variance times
 ``[-1, 1]``.  Shannon is scored once per row and its fold AUCs are reused for every order.
 
 This module produces the numbers only; the equivalence margin and the verdict belong to
-:mod:`entropy_lens.analysis.verdicts`.
+:mod:`entropy_lens.verdicts.rules`.
 """
 
 from __future__ import annotations

@@ -349,6 +349,22 @@ def family_size_pairs(profiles: xr.DataArray) -> list[tuple[str, str]]:
     return pairs
 
 
+def subsampled_rmse(
+    small: np.ndarray, small_depth: np.ndarray, large: np.ndarray, large_depth: np.ndarray
+) -> np.ndarray:
+    """``rmse_subsampled``: the RMS difference of the smaller model's profile and the larger one read (linearly
+    interpolated) at the smaller one's depths; exact subsampling where those are layer depths of the larger.
+
+    Args:
+        small: ``[..., L_small]`` the smaller model's profile(s) at ``small_depth`` ``[L_small]``.
+        large: ``[..., L_large]`` the larger model's, at ``large_depth`` ``[L_large]``.
+
+    Returns:
+        ``[...]`` in the profiles' unit (nats, or fractions of log V on the normalized scale).
+    """
+    return np.sqrt(np.mean((resample_depth(large, large_depth, small_depth) - small) ** 2, axis=-1))
+
+
 def size_pairs(
     profiles: xr.DataArray,
     pairs: Sequence[tuple[str, str]] | None = None,
@@ -386,7 +402,7 @@ def size_pairs(
                 "small_layers": d_s.size,
                 "large_layers": d_l.size,
                 "corr_depth": _pearson(a, b),
-                "rmse_subsampled": float(np.sqrt(np.mean(err**2))),
+                "rmse_subsampled": float(subsampled_rmse(v_s, d_s, v_l, d_l)),
                 "mae_subsampled": float(np.mean(np.abs(err))),
             }
         )

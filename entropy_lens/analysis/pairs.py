@@ -43,8 +43,8 @@ Intervals: each model's blank samples are generated independently of every other
 so a replicate resamples samples within each model on its own
 (:func:`entropy_lens.core.intervals.bootstrap_group_means`).  A sample's profile is its mean
 over valid tokens (:func:`entropy_lens.analysis.shapes.source_profiles`, each sample its
-own source).  Verdicts: :func:`entropy_lens.analysis.verdicts.family_not_size` and
-:func:`~entropy_lens.analysis.verdicts.size_resolution`.
+own source).  Verdicts: :func:`entropy_lens.verdicts.rules.family_not_size` and
+:func:`~entropy_lens.verdicts.rules.size_resolution`.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.families import family_size_pairs, layer_profiles
+from entropy_lens.analysis.families import family_size_pairs, layer_profiles, subsampled_rmse
 from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, depth_grid, model_depth, model_names, model_profiles
 from entropy_lens.analysis.shapes import prompt_sources, source_profiles
 from entropy_lens.core.frames import SPLIT, Reading
@@ -270,7 +270,7 @@ def resolution_gap(
     small, large = pair
     at = depths[small]
     read_large = _interp(means[large], depths[large], at)
-    same = _rms(read_large, means[small])
+    same = subsampled_rmse(means[small], at, means[large], depths[large])
     values, gaps = [], []
     for other in others:
         covered = at >= depths[other][0] - DEPTH_TOLERANCE

@@ -21,7 +21,7 @@ Each prompt's profile is first averaged over its valid tokens; prompts of one so
 (story, question, topic; a blank sample is its own source) are averaged into one
 profile, and the mean profile is the mean over sources.  Intervals resample sources,
 the independent unit (:func:`entropy_lens.core.intervals.bootstrap_mean_statistic`).  The
-verdicts are :func:`entropy_lens.analysis.verdicts.family_shape`.
+verdicts are :func:`entropy_lens.verdicts.rules.family_shape`.
 """
 
 from __future__ import annotations

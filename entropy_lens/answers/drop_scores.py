@@ -38,7 +38,7 @@ from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, paired_bo
 from entropy_lens.core.multiplicity import unit_set_pair
 
 BETTER, WORSE, SAME, UNDECIDED = "better than random", "worse than random", "no difference", "undecided"
-# The skip comparisons' margins (entropy_lens.analysis.outcomes): accuracy 0-1, nats.
+# The skip comparisons' margins (entropy_lens.verdicts.outcomes): accuracy 0-1, nats.
 MARGINS = {ACCURACY: 0.05, GOLD_LOGPROB: 0.10}
 RANDOM_SETS_NULL = "random k-sets of the eligible blocks (one set per replicate against the chosen one)"
 SCORE_COLUMNS = (

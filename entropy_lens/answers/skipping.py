@@ -26,7 +26,6 @@ from entropy_lens.answers.letters import calibrate
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.answers.pruning import drop_conditions, drop_sets
 from entropy_lens.answers.readings import BlockReadings
-from entropy_lens.answers.scoring import letter_logprobs
 from entropy_lens.answers.selection import shannon_only
 from entropy_lens.core.checks import check_layers, check_positive_int
 from entropy_lens.lens.choices import rendered_queries
@@ -46,24 +45,6 @@ PROGRESS_SECONDS = 5.0
 Scorer = Callable[[LensModel], Mapping[str, np.ndarray]]
 # Reads the intact pass of a batch: (prompt rows, attention mask [B, S], every block's call, letter ids [B][C]).
 Observer = Callable[[Sequence[int], torch.Tensor, dict, Sequence[Sequence[int]]], None]
-
-
-def letter_scorer(
-    prompts: Sequence[str], styles: Sequence[str], *, batch_size: int = 8, chat_template: bool = False
-) -> Scorer:
-    """A scorer of MMLU prompts by raw (``ll``) and calibrated letter log-likelihood.
-
-    The letter prior is taken under the same skip as the answers (see
-    :func:`entropy_lens.answers.letters.calibrate`), so a skip that shifts the letter prior does
-    not pass for knowledge lost or gained.
-    """
-    texts, labels = list(prompts), list(styles)
-
-    def score(lm: LensModel) -> dict[str, np.ndarray]:
-        logprobs = letter_logprobs(lm, texts, batch_size=batch_size, chat_template=chat_template)
-        return {"ll": logprobs, "calibrated": calibrate(logprobs, labels)}
-
-    return score
 
 
 def answer_indices(answers: Sequence[int | str], n_choices: int) -> np.ndarray:

@@ -12,7 +12,7 @@ An analysis keeps writing its own table (its column names are its data contract 
 declares, beside the function that computes it, a :class:`Reading`: the name each standard column
 has in that table.  :meth:`Reading.frame` adds the standard columns next to the table's own, which
 stay for the verdict rule and the row's note.  The paper table reads only standard frames
-(``entropy_lens.analysis.rows.rows_of``).
+(``entropy_lens.verdicts.rows.rows_of``).
 """
 
 from __future__ import annotations

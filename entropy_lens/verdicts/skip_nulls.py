@@ -7,7 +7,7 @@ holds (every block's skip drawn from one distribution, the entropy change that s
 drawn independently of it), with an optional planted cost on the selected blocks, and
 :func:`planted_null_rate` sends them through the same code path as a run
 (:func:`~entropy_lens.answers.criticality.skip_comparisons`, Holm within the claim, then
-:func:`~entropy_lens.analysis.outcomes.comparison_outcome`) and counts the draws in which any row of
+:func:`~entropy_lens.verdicts.outcomes.comparison_outcome`) and counts the draws in which any row of
 the claim on the model decides "expansion more critical".
 
 ``block_spread`` plants a harder null: blocks whose costs differ (a few blocks costly, as in real
@@ -25,7 +25,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from entropy_lens.analysis.outcomes import comparison_outcome, more_critical
 from entropy_lens.answers.conditions import (
     CORRECT_COLUMNS,
     EXPANSION,
@@ -37,6 +36,7 @@ from entropy_lens.answers.conditions import (
 from entropy_lens.answers.criticality import skip_comparisons
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.checks import check_positive_int
+from entropy_lens.verdicts.outcomes import comparison_outcome, more_critical
 
 # The synthetic model: its blocks, its accuracy, what a skipped block costs the gold letter (nats) and how
 # a cost turns into lost answers.

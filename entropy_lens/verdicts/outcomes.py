@@ -43,9 +43,9 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
 from entropy_lens.answers.criticality import ACCURACY
+from entropy_lens.verdicts import rules as V
 
 # Accuracy (0-1): two skips whose difference lies inside +- this cost the same.
 SKIP_MARGIN = 0.05

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.claims import EXTENSION, FINDING, PRECONDITION
-from entropy_lens.analysis.outcomes import UNDECIDED
-from entropy_lens.analysis.verdicts import NOT_RUN
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.outcomes import UNDECIDED
+from entropy_lens.verdicts.registry import EXTENSION, FINDING, PRECONDITION
+from entropy_lens.verdicts.rules import NOT_RUN
 
 MIXED = "mixed"
 NO_NULL = "no null"

@@ -1,6 +1,6 @@
 """Rendering the paper table for readers: strings with intervals, counts by role, Markdown and HTML.
 
-The rows are :func:`entropy_lens.analysis.paper.paper_table`'s; nothing here decides a verdict.
+The rows are :func:`entropy_lens.verdicts.table.paper_table`'s; nothing here decides a verdict.
 """
 
 from __future__ import annotations
@@ -14,26 +14,14 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.claim_verdicts import BEYOND, MIXED, NO_NULL, claim_verdicts
-from entropy_lens.analysis.claims import EXTENSION, FINDING, PRECONDITION
-from entropy_lens.analysis.outcomes import UNDECIDED
 from entropy_lens.core.tables import to_markdown
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.claim_verdicts import BEYOND, MIXED, NO_NULL, claim_verdicts
+from entropy_lens.verdicts.outcomes import UNDECIDED
+from entropy_lens.verdicts.registry import EXTENSION, FINDING, PRECONDITION
+from entropy_lens.verdicts.units import RHO, SCALES, THREE_DIGITS
 
-PERCENT = 100.0
 NOT_RUN = V.NOT_RUN
-AUC, RHO, ACC, POINTS, CONTAINMENT, JACCARD, NATS = (
-    "AUC %",
-    "rho",
-    "accuracy %",
-    "accuracy points",
-    "containment",
-    "Jaccard",
-    "nats",
-)
-LOGPROB, SHARE, AUC_POINTS, LOG_V = "nats (log p gold)", "share %", "AUC points", "fraction of log V"
-SCALES = {AUC: PERCENT, ACC: PERCENT, POINTS: PERCENT, SHARE: PERCENT, AUC_POINTS: PERCENT}
-THREE_DIGITS = (RHO, CONTAINMENT, JACCARD, NATS, LOGPROB, LOG_V)
 
 GREEN, RED, AMBER, BLUE = "#1a7f37", "#cf222e", "#9a6700", "#0969da"
 VERDICT_COLOURS = {
@@ -135,16 +123,16 @@ def _fmt(row: Mapping[str, Any], value: str, prefix: str) -> str:
 
 
 def by_role(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The rows of each role, in :data:`entropy_lens.analysis.claims.ROLES` order."""
+    """The rows of each role, in :data:`entropy_lens.verdicts.registry.ROLES` order."""
     return {role: table[table["role"] == role] for role in (FINDING, EXTENSION, PRECONDITION)}
 
 
 def summary(table: pd.DataFrame) -> list[str]:
-    """The headline's counts, one verdict per claim (:mod:`entropy_lens.analysis.claim_verdicts`): findings
+    """The headline's counts, one verdict per claim (:mod:`entropy_lens.verdicts.claim_verdicts`): findings
     (measured, then not run) with how many cleared their nulls, extensions and preconditions, apart.
 
     Args:
-        table: :func:`entropy_lens.analysis.paper.headline` rows.
+        table: :func:`entropy_lens.verdicts.table.headline` rows.
 
     Returns:
         One sentence per role present (findings always).

@@ -1,7 +1,7 @@
 """The null-calibration table: per claim's rows, its null, the run's observed and null values, the excess
 with its interval, and how often the rule shows "beyond its null" on data planted under that null.
 
-Every row of the paper table that carries a null (:func:`entropy_lens.analysis.rows.table_null`, or a
+Every row of the paper table that carries a null (:func:`entropy_lens.verdicts.rows.table_null`, or a
 fixed bar: chance, the majority letter, no structure) becomes one row here. The planted-null rate is
 simulated at the row's own sample size (its ``n_sources``) through the rule's own interval and decision
 (:data:`PLANTED`); a rate above :data:`MAX_PLANTED_RATE` says the rule could pass on null data.
@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.expansion_planted import overlap_planted_rate, spearman_planted_rate
 from entropy_lens.analysis.knn_nulls import planted_baseline_null_rate, planted_null_rate
-from entropy_lens.analysis.skip_nulls import planted_null_rate as planted_skip
 from entropy_lens.answers.drop_scores import planted_null_rate as planted_drop
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.skip_nulls import planted_null_rate as planted_skip
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def nulls_table(
     """One row per paper-table row that carries a null, with the planted-null rate of its claim's rule.
 
     Args:
-        table: :func:`entropy_lens.analysis.paper.paper_table` rows.
+        table: :func:`entropy_lens.verdicts.table.paper_table` rows.
         planted: Claim id -> simulator (default :data:`PLANTED`); a claim without one gets NaN.
         draws: Planted draws per row.
         seed: Seed of the first draw.
@@ -132,7 +132,7 @@ def nulls_table(
     rates: dict[tuple[str, int], float] = {}
     out = []
     for rec in has.to_dict("records"):
-        claim_id = C.claim(str(rec["claim"])).id
+        claim_id = C.claim(str(rec["claim_id"])).id
         n = int(rec["n_sources"]) if pd.notna(rec["n_sources"]) else 0
         n_sim = min(n, MAX_UNITS.get(claim_id, n))
         key = (claim_id, n_sim)

@@ -1,8 +1,8 @@
 """Paper-table rows of the layer-skip experiment: comparisons, collapse and the rank over blocks.
 
-Each comparison gets its outcome first (:mod:`entropy_lens.analysis.outcomes`); it becomes a
+Each comparison gets its outcome first (:mod:`entropy_lens.verdicts.outcomes`); it becomes a
 finding's verdict only where the study names a direction for the model
-(:data:`entropy_lens.analysis.claims.SKIP_EXPECTED`), and is an extension row elsewhere.
+(:data:`entropy_lens.verdicts.registry.SKIP_EXPECTED`), and is an extension row elsewhere.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import outcomes as O
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.render import LOGPROB, POINTS, RHO
-from entropy_lens.analysis.rows import Record, RowRule, interval, rows_of, table_null
 from entropy_lens.answers.conditions import EXPANSION, RANDOM, VARIANT_TEXT
 from entropy_lens.answers.criticality import ACCURACY
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
+from entropy_lens.verdicts.units import LOGPROB, POINTS, RHO
 
 
 def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[V.Verdict | O.Outcome, str, str]:
@@ -78,10 +78,10 @@ def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """Accuracy with the largest-expansion block skipped (``k = 1``) against chance and the intact model."""
 
     def finding(rec: Record) -> bool:
-        return C.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get(C.SKIP_COLLAPSE) is not None
+        return C.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get("skip_collapse") is not None
 
     return RowRule(
-        claim=C.SKIP_COLLAPSE,
+        claim="skip_collapse",
         unit="accuracy %",
         judge=lambda skipped, rec: O.collapse(
             skipped, intact=_intact(rec), chance=float(rec["chance"]), n=int(rec["n"])
@@ -127,7 +127,7 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
         return O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
 
     return RowRule(
-        claim=C.SKIP_RANK,
+        claim="skip_rank",
         unit=RHO,
         judge=lambda _, rec: judged(rec),
         role=C.EXTENSION,

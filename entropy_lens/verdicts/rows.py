@@ -17,14 +17,15 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import outcomes as O
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.render import NOT_RUN
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, NULL_CONTRACT, SOURCES, SPLIT, N
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.rules import NOT_RUN
 
 COLUMNS = (
     "claim",
+    "claim_id",
     "role",
     "model",
     "split",
@@ -116,14 +117,22 @@ def word(verdict: V.Verdict | O.Outcome, role: str) -> str:
 
 
 def row(
-    claim: str, model: str, unit: str, verdict: V.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
+    claim_id: str, model: str, unit: str, verdict: V.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
 ) -> dict[str, Any]:
-    """One table row; intervals (:class:`~entropy_lens.analysis.verdicts.Interval`) expand into columns.
+    """One table row of the registered claim ``claim_id``; intervals (:class:`~entropy_lens.verdicts.rules.Interval`)
+    expand into columns.
 
+    The row carries the claim's id (``claim_id``, what code keys rows by) and its name (``claim``, for readers).
     Missing numbers are NaN, missing text ``""``.
+
+    Raises:
+        ValueError: for an id the registry does not hold.
     """
+    name = C.claim(claim_id).name
     row: dict[str, Any] = {c: math.nan if c in NUMBER_COLUMNS else "" for c in COLUMNS}
-    row.update(claim=claim, role=role, model=model, unit=unit, verdict=word(verdict, role), why=verdict.why)
+    row.update(
+        claim=name, claim_id=claim_id, role=role, model=model, unit=unit, verdict=word(verdict, role), why=verdict.why
+    )
     for key, value in values.items():
         if isinstance(value, V.Null):
             row.update(_null_columns(value, verdict, _units(values.get("n_sources")), unit))
@@ -215,7 +224,8 @@ class RowRule:
     columns beside the analysis's own).
 
     Attributes:
-        claim: The ``claim`` column: a registered claim's name (:attr:`entropy_lens.analysis.claims.Claim.name`).
+        claim: The registered claim's id (:attr:`entropy_lens.verdicts.registry.Claim.id`); rows carry it as
+            ``claim_id`` beside its name.
         unit: The estimate's unit.
         judge: ``(estimate, record) -> verdict`` (or an outcome), the claim's verdict rule applied.
         role: Finding, precondition or extension; default the registry's role of the claim (a rule sets it
@@ -271,7 +281,7 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
         claim = C.claim(_at(rule.claim, rec))
         out.append(
             row(
-                claim.name,
+                claim.id,
                 str(_at(rule.model, rec) if rule.model is not None else rec[MODEL]),
                 _at(rule.unit, rec),
                 rule.judge(ours, rec),

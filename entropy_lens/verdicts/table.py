@@ -8,11 +8,11 @@ One row per claim, model and split.  Each row carries
 * the baseline it is judged against (the dummy classifier, chance, the majority letter or the
   intact model), the study-protocol (ungrouped folds) figure beside the grouped one,
 * the study's magnitude or sentence, and
-* a verdict (:mod:`entropy_lens.analysis.verdicts`, :mod:`entropy_lens.analysis.outcomes`) with
-  the reason, in the words of the row's role (:mod:`entropy_lens.analysis.claims`).
+* a verdict (:mod:`entropy_lens.verdicts.rules`, :mod:`entropy_lens.verdicts.outcomes`) with
+  the reason, in the words of the row's role (:mod:`entropy_lens.verdicts.registry`).
 
 Claims the configuration did not measure get a row that says so: nothing is dropped silently.
-:func:`headline` picks the rows a reader needs first; :mod:`entropy_lens.analysis.render`
+:func:`headline` picks the rows a reader needs first; :mod:`entropy_lens.verdicts.render`
 writes them out.
 """
 
@@ -25,26 +25,12 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis.absent_rows import absent_rows
 from entropy_lens.analysis.baselines import BASELINE_READING
-from entropy_lens.analysis.claim_rows import OVERLAP_RULE, SPEARMAN_RULE, accuracy_rows, pair_rows, shape_rule
-from entropy_lens.analysis.drop_rows import DROP_RULE, DROP_SETS
 from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
 from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
 from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
 from entropy_lens.analysis.pairs import NORMALIZED, PAIR_READING
-from entropy_lens.analysis.render import (
-    ACC,
-    AUC,
-    LOGPROB,
-    NOT_RUN,
-    POINTS,
-)
-from entropy_lens.analysis.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
-from entropy_lens.analysis.separability_rows import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
 from entropy_lens.analysis.shapes import SHAPE_READING
-from entropy_lens.analysis.skip_rows import comparison_rows, rank_rule
 from entropy_lens.analysis.targets import KNN_READING
 from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.criticality import COMPARISON_READING
@@ -53,6 +39,17 @@ from entropy_lens.answers.drop_scores import DROP_SCORE_READING
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts.absences import absent_rows
+from entropy_lens.verdicts.claims.accuracy import accuracy_rows
+from entropy_lens.verdicts.claims.drop_sets import DROP_RULE, DROP_SETS
+from entropy_lens.verdicts.claims.expansion import OVERLAP_RULE, SPEARMAN_RULE
+from entropy_lens.verdicts.claims.families import pair_rows, shape_rule
+from entropy_lens.verdicts.claims.separability import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
+from entropy_lens.verdicts.claims.skipping import comparison_rows, rank_rule
+from entropy_lens.verdicts.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
+from entropy_lens.verdicts.rules import NOT_RUN
+from entropy_lens.verdicts.units import ACC, AUC, LOGPROB, POINTS
 
 log = logging.getLogger(__name__)
 # The pair scale the verdicts read (entropy / log V: vocabularies differ by more than the gaps).
@@ -210,7 +207,7 @@ def standard_frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None
 
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     rank = {claim: i for i, claim in enumerate(C.CLAIM_ORDER)}
-    order = table["claim"].map(rank).fillna(len(rank))
+    order = table["claim_id"].map(rank).fillna(len(rank))
     return table.assign(_o=order).sort_values(["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
@@ -226,21 +223,21 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     normalized scale; the Rényi claim's summary row.  Everything else stays in the full table;
     rows without a verdict and extensions the configuration did not run are left out.
     """
-    claim, measure, split, unit = table["claim"], table["measure"], table["split"].astype(str), table["unit"]
+    claim, measure, split, unit = table["claim_id"], table["measure"], table["split"].astype(str), table["unit"]
     keep = table["verdict"] != ""
-    keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq(C.MODEL_IDENTITY) | measure.isin(["shannon", ""])
-    keep &= ~claim.eq(C.MODEL_IDENTITY) | measure.eq("shannon")
-    keep &= ~claim.eq(C.ACCURACY) | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq("model_identity") | measure.isin(["shannon", ""])
+    keep &= ~claim.eq("model_identity") | measure.eq("shannon")
+    keep &= ~claim.eq("accuracy") | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
     # correctness: the study reports it per style, so the per-style rows are the findings (pooled: a summary)
-    keep &= ~claim.eq(C.MMLU_CORRECT) | ~split.eq(ALL_STYLES) | ~_has_per_style(table)
-    keep &= ~claim.eq(C.FAMILY_HELDOUT) | measure.eq("shannon")
-    keep &= ~claim.isin([C.ACCURACY, *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
+    keep &= ~claim.eq("mmlu_correct") | ~split.eq(ALL_STYLES) | ~_has_per_style(table)
+    keep &= ~claim.eq("family_heldout") | measure.eq("shannon")
+    keep &= ~claim.isin(["accuracy", *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
     keep &= ~claim.isin(C.SKIP_CLAIMS) | ~unit.eq(LOGPROB)
-    keep &= ~claim.eq(C.RENYI) | split.eq("")  # the claim's summary; its per-order rows name a split
-    keep &= ~claim.eq(C.OVERLAP) | measure.eq(CONTAINMENT_STATISTIC)
-    keep &= ~claim.isin([C.CLUSTERING, C.SIZE_RESOLUTION]) | measure.isin([HEADLINE_SCALE, ""])
+    keep &= ~claim.eq("renyi") | split.eq("")  # the claim's summary; its per-order rows name a split
+    keep &= ~claim.eq("overlap") | measure.eq(CONTAINMENT_STATISTIC)
+    keep &= ~claim.isin(["clustering", "size_resolution"]) | measure.isin([HEADLINE_SCALE, ""])
     # the drop sets (one row per criterion, share, variant and statistic) stay in the full table, in their section
-    keep &= ~claim.eq(C.BY_ID[DROP_SETS].name)
+    keep &= ~claim.eq(DROP_SETS)
     k = pd.to_numeric(split.str.extract(r"^k=(\d+)", expand=False), errors="coerce")
     skip_ks = k.where(claim.isin(C.SKIP_CLAIMS)).dropna()
     if not skip_ks.empty:
@@ -264,16 +261,19 @@ def _has_per_style(table: pd.DataFrame) -> pd.Series:
     """Per row: whether its (claim, model) has a row of one MMLU style."""
     styled = {
         (c, m)
-        for c, m, s in zip(table["claim"], table["model"], table["split"], strict=True)
+        for c, m, s in zip(table["claim_id"], table["model"], table["split"], strict=True)
         if s not in (ALL_STYLES, "")
     }
-    return pd.Series([(c, m) in styled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
+    pairs = zip(table["claim_id"], table["model"], strict=True)
+    return pd.Series([(c, m) in styled for c, m in pairs], index=table.index)
 
 
 def _has_pooled(table: pd.DataFrame) -> pd.Series:
     """Per row: whether its (claim, model) has a row pooled over MMLU styles."""
-    pooled = {(c, m) for c, m, s in zip(table["claim"], table["model"], table["split"], strict=True) if s == ALL_STYLES}
-    return pd.Series([(c, m) in pooled for c, m in zip(table["claim"], table["model"], strict=True)], index=table.index)
+    rows = zip(table["claim_id"], table["model"], table["split"], strict=True)
+    pooled = {(c, m) for c, m, s in rows if s == ALL_STYLES}
+    pairs = zip(table["claim_id"], table["model"], strict=True)
+    return pd.Series([(c, m) in pooled for c, m in pairs], index=table.index)
 
 
 def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: Expected) -> pd.DataFrame:

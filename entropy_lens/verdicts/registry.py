@@ -1,6 +1,6 @@
 """The study's claims as this project tests them: their names, roles, scopes and published figures.
 
-A row of the paper table (:mod:`entropy_lens.analysis.paper`) names one of these claims.  Its
+A row of the paper table (:mod:`entropy_lens.verdicts.table`) names one of these claims.  Its
 *role* says how it is counted:
 
 * ``finding``: a claim of the study about models of the scope it names;
@@ -44,7 +44,7 @@ class Claim:
             (:func:`skip_scope`, :func:`shape_scope`).
         unit: What the interval resamples (stories, questions, ...): the unit of the verdict's n.
         dataset: The prompt set it reads.
-        rule: The verdict rule, ``module.function`` under ``entropy_lens.analysis``
+        rule: The verdict rule, ``module.function`` under ``entropy_lens.verdicts``
             (``docs/verdicts.md`` states each).
         figure: Key of the study's published figure under ``figures`` in ``data/study.yaml``, or of
             its sentence under ``sentences`` where it gives no number; ``""`` for none.
@@ -64,7 +64,7 @@ class Claim:
 
 
 # The registry, in the order a reader meets the claims. A claim is one record here, its analysis, and
-# its row builder in entropy_lens.analysis.claim_rows (docs/architecture.md, "Adding a claim").
+# its row rule in its topic's module of entropy_lens.verdicts.claims (docs/architecture.md, "A claim").
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="task",
@@ -73,7 +73,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="stories",
         dataset="tasks",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="task_auc",
         knn_target="task",
     ),
@@ -84,7 +84,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="stories",
         dataset="tasks",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="task_auc",
         knn_target="task_scrambled",
     ),
@@ -95,7 +95,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="topics",
         dataset="formats",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="format_auc",
         knn_target="format",
     ),
@@ -106,7 +106,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="family",
         knn_target="family",
     ),
@@ -117,7 +117,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.held_out_family",
+        rule="rules.held_out_family",
         figure="family",
     ),
     Claim(
@@ -127,7 +127,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.separability",
+        rule="rules.separability",
     ),
     Claim(
         id="image_class",
@@ -136,7 +136,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="images",
         dataset="images",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="",
         knn_target="image_class",
     ),
@@ -147,7 +147,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="tasks",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
         figure="spearman",
     ),
     Claim(
@@ -157,7 +157,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="tasks",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
         figure="overlap",
     ),
     Claim(
@@ -167,7 +167,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.separability",
+        rule="rules.separability",
         figure="mmlu_auc",
         knn_target="mmlu_correct",
     ),
@@ -227,7 +227,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="sources of each split",
         dataset="",
-        rule="verdicts.renyi_equivalence",
+        rule="rules.renyi_equivalence",
         figure="renyi",
     ),
     Claim(
@@ -237,7 +237,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.family_not_size",
+        rule="rules.family_not_size",
         figure="family",
     ),
     Claim(
@@ -247,7 +247,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="verdicts.size_resolution",
+        rule="rules.size_resolution",
         figure="resolution",
     ),
     Claim(
@@ -257,7 +257,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="",
-        rule="verdicts.family_shape",
+        rule="rules.family_shape",
         figure="shape",
     ),
     Claim(
@@ -267,7 +267,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="",
-        rule="verdicts.family_shape",
+        rule="rules.family_shape",
         figure="shape",
     ),
     Claim(
@@ -277,7 +277,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=PRECONDITION,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.accuracy",
+        rule="rules.accuracy",
         figure="mmlu_accuracy",
     ),
     Claim(
@@ -287,7 +287,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.separability",
+        rule="rules.separability",
         knn_target="mmlu_correct_calibrated",
     ),
     Claim(
@@ -297,7 +297,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions",
         dataset="mmlu",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
     ),
     Claim(
         id="task_beyond_baselines",
@@ -306,7 +306,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="stories",
         dataset="tasks",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
     ),
     Claim(
         id="format_beyond_baselines",
@@ -315,7 +315,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="topics",
         dataset="formats",
-        rule="verdicts.above_threshold",
+        rule="rules.above_threshold",
     ),
     Claim(
         id="drop_sets",
@@ -326,15 +326,14 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions, random sets",
         dataset="layer_skip_eval",
-        rule="drop_rows.drop_verdict",
+        rule="claims.drop_sets.drop_verdict",
     ),
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
 # The dataset of the layer-skip claims: the experiment's questions, not a profiled prompt set.
 SKIP_EXPERIMENT = "layer_skip_eval"
-BY_NAME: dict[str, Claim] = {c.name: c for c in CLAIMS}
 
-# Claims, as rows name them.
+# Claims, as rows name them (the ``claim`` column, for readers; code keys rows by ``claim_id``).
 TASK, SCRAMBLED, FORMAT = (BY_ID[i].name for i in ("task", "scrambled", "format"))
 FAMILY, FAMILY_HELDOUT, MODEL_IDENTITY = (BY_ID[i].name for i in ("family", "family_heldout", "model_identity"))
 IMAGE_CLASS, SPEARMAN, OVERLAP = (BY_ID[i].name for i in ("image_class", "spearman", "overlap"))
@@ -345,19 +344,20 @@ SKIP_COLLAPSE, SKIP_VS_RANDOM, SKIP_VS_PRUNING, PRUNING_VS_RANDOM, SKIP_RANK = (
 CLUSTERING, SIZE_RESOLUTION = BY_ID["clustering"].name, BY_ID["size_resolution"].name
 SHAPE_GPT, SHAPE_LLAMA = BY_ID["shape_gpt"].name, BY_ID["shape_llama"].name
 
-CLAIM_ORDER = tuple(c.name for c in CLAIMS)
-SKIP_CLAIMS = tuple(c.name for c in CLAIMS if c.dataset == SKIP_EXPERIMENT)
-# kNN target -> its claim, the unit its intervals resample and its prompt set.
-KNN_CLAIMS = {c.knn_target: c.name for c in CLAIMS if c.knn_target}
+# Claim ids in reading order, and the ids of the layer-skip claims.
+CLAIM_ORDER = tuple(c.id for c in CLAIMS)
+SKIP_CLAIMS = tuple(c.id for c in CLAIMS if c.dataset == SKIP_EXPERIMENT)
+# kNN target -> its claim's id, the unit its intervals resample and its prompt set.
+KNN_CLAIMS = {c.knn_target: c.id for c in CLAIMS if c.knn_target}
 KNN_UNITS = {c.knn_target: c.unit for c in CLAIMS if c.knn_target}
 KNN_DATASETS = {c.knn_target: c.dataset for c in CLAIMS if c.knn_target}
 # Targets beyond the study's claims (extensions).
 EXTENSION_TARGETS = tuple(c.knn_target for c in CLAIMS if c.knn_target and c.role == EXTENSION)
-# Comparisons of the skip experiment (first, second) -> the claim their row names.
+# Comparisons of the skip experiment (first, second) -> the id of the claim their row names.
 SKIP_COMPARISON_CLAIMS = {
-    (EXPANSION, RANDOM): SKIP_VS_RANDOM,
-    (PRUNING, RANDOM): PRUNING_VS_RANDOM,
-    (EXPANSION, PRUNING): SKIP_VS_PRUNING,
+    (EXPANSION, RANDOM): "skip_vs_random",
+    (PRUNING, RANDOM): "pruning_vs_random",
+    (EXPANSION, PRUNING): "skip_vs_pruning",
 }
 
 # ----------------------------------------------------------------------- the study's figures (data/study.yaml)
@@ -395,33 +395,34 @@ STUDY_SKIP_SENTENCE = {
 }
 SKIP_SCOPE_NAMES = {LLAMA_SCOPE: "the Llama family", GEMMA2_SCOPE: "Gemma-2-2B-it"}
 NO_SKIP_CLAIM = "no claim for this model (the study: Llama, expansion layers critical; Gemma-2-2B-it, pruning layers)"
-# Scope -> claim -> the outcome the study's sentence implies; claims not listed are extensions there.
+# Scope -> claim id -> the outcome the study's sentence implies; claims not listed are extensions there.
 SKIP_EXPECTED: dict[str, dict[str, str]] = {
     LLAMA_SCOPE: {
-        SKIP_COLLAPSE: "collapse",
-        SKIP_VS_RANDOM: f"{EXPANSION} more critical",
-        SKIP_VS_PRUNING: f"{EXPANSION} more critical",
+        "skip_collapse": "collapse",
+        "skip_vs_random": f"{EXPANSION} more critical",
+        "skip_vs_pruning": f"{EXPANSION} more critical",
     },
     GEMMA2_SCOPE: {
-        SKIP_VS_PRUNING: f"{PRUNING} more critical",
+        "skip_vs_pruning": f"{PRUNING} more critical",
     },
 }
 # Family shape claims: config families they cover, and the architecture (config.json model_type)
 # whose models of another family get the same rows as extensions.
 SHAPE_FAMILIES: dict[str, tuple[str, ...]] = {"gpt": ("gpt", "gpt2"), "llama": ("llama",)}
 SHAPE_ARCHITECTURES: dict[str, tuple[str, ...]] = {"gpt": ("gpt2",), "llama": ("llama",)}
-SHAPE_ROWS = {"gpt": SHAPE_GPT, "llama": SHAPE_LLAMA}
+# Shape claim key -> its claim id.
+SHAPE_ROWS = {"gpt": "shape_gpt", "llama": "shape_llama"}
 
 
-def claim(name: str) -> Claim:
-    """The registered claim a row names.
+def claim(claim_id: str) -> Claim:
+    """The registered claim of an id (a row's ``claim_id``).
 
     Raises:
-        ValueError: naming the unknown claim and the registered ones.
+        ValueError: naming the unknown id and the registered ones.
     """
-    if name not in BY_NAME:
-        raise ValueError(f"unknown claim {name!r}; registered: {list(BY_NAME)}")
-    return BY_NAME[name]
+    if claim_id not in BY_ID:
+        raise ValueError(f"unknown claim id {claim_id!r}; registered: {list(BY_ID)}")
+    return BY_ID[claim_id]
 
 
 def study_model_for(model: str) -> str | None:

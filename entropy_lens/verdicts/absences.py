@@ -7,23 +7,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.knn import POOLED_MODEL
-from entropy_lens.analysis.render import (
-    AUC,
-    NATS,
-    POINTS,
-    SHARE,
-)
-from entropy_lens.analysis.rows import Expected, family_shortfall, pair_shortfall, row
-from entropy_lens.analysis.separability_rows import knn_claim
 from entropy_lens.prompts.datasets import IMAGE, KINDS
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.claims.separability import knn_claim
+from entropy_lens.verdicts.rows import Expected, family_shortfall, pair_shortfall, row
+from entropy_lens.verdicts.units import AUC, NATS, POINTS, SHARE
 
 
 def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str, Any]]:
     """A row for every claim and model the configuration did not measure, saying why."""
-    seen = {(r["claim"], r["model"]) for r in rows}
+    seen = {(r["claim_id"], r["model"]) for r in rows}
     models = list(dict.fromkeys(m for ms in expected.datasets.values() for m in ms))
     out = []
     for target in C.KNN_CLAIMS:
@@ -74,17 +69,17 @@ def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[di
     new one whose analysis gave no rows.  Extensions are not the study's claims: one the
     configuration did not run has no row.
     """
-    named = {(r["claim"], r["role"]) for r in rows}
+    named = {(r["claim_id"], r["role"]) for r in rows}
     return [
-        row(claim.name, "all", "", V.not_run(_why_unmeasured(claim, expected)), role=claim.role)
+        row(claim.id, "all", "", V.not_run(_why_unmeasured(claim, expected)), role=claim.role)
         for claim in C.CLAIMS
-        if claim.role != C.EXTENSION and (claim.name, claim.role) not in named
+        if claim.role != C.EXTENSION and (claim.id, claim.role) not in named
     ]
 
 
 def _why_unmeasured(claim: C.Claim, expected: Expected) -> str:
-    if claim.name in C.SKIP_CLAIMS:
-        scopes = [scope for scope, claims in C.SKIP_EXPECTED.items() if claim.name in claims]
+    if claim.id in C.SKIP_CLAIMS:
+        scopes = [scope for scope, claims in C.SKIP_EXPECTED.items() if claim.id in claims]
         if not scopes:
             return "the study names no direction for it on any model: every row of it is an extension"
         scoped = [model for model, scope in expected.skip_scopes().items() if scope in scopes]
@@ -92,7 +87,7 @@ def _why_unmeasured(claim: C.Claim, expected: Expected) -> str:
             names = " or ".join(C.SKIP_SCOPE_NAMES[s] for s in scopes)
             return f"no model of {names} (the study's scope) in this configuration; other models' rows are extensions"
         return _skip_shortfall(scoped, expected, named=True)
-    if claim.name == C.FAMILY and expected.one_model_per_family():
+    if claim.id == "family" and expected.one_model_per_family():
         return "one model per family: family and model identity coincide, so the model-identity extension reads it"
     if claim.dataset not in ("", C.SKIP_EXPERIMENT) and claim.dataset not in expected.datasets:
         return f"dataset {claim.dataset!r} is disabled"
@@ -118,7 +113,7 @@ def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expecte
             continue
         reason = _skip_shortfall([model], expected, named=False)
         scope = scopes.get(model)
-        claims = list(C.SKIP_EXPECTED.get(scope or "", {})) or [C.SKIP_VS_RANDOM]
+        claims = list(C.SKIP_EXPECTED.get(scope or "", {})) or ["skip_vs_random"]
         role = C.FINDING if scope else C.EXTENSION
         study = C.STUDY_SKIP_SENTENCE[scope] if scope else C.NO_SKIP_CLAIM
         out += [row(claim, model, POINTS, V.not_run(reason), role=role, study=study) for claim in claims]
@@ -131,12 +126,12 @@ def _absent_pair_rows(seen: set[tuple[str, str]], expected: Expected) -> list[di
     why = family_shortfall(expected) or "no result"
     rows = [
         row(claim, ", ".join(blank) or "all", NATS, V.not_run(why))
-        for claim in (C.CLUSTERING, C.SIZE_RESOLUTION)
+        for claim in ("clustering", "size_resolution")
         if not any(c == claim for c, _ in seen)
     ]
-    if not any(c == C.FAMILY_HELDOUT for c, _ in seen):
+    if not any(c == "family_heldout" for c, _ in seen):
         reason = family_shortfall(expected) or pair_shortfall(blank, expected.families)
-        rows.append(row(C.FAMILY_HELDOUT, ", ".join(blank) or "all", SHARE, V.not_run(reason)))
+        rows.append(row("family_heldout", ", ".join(blank) or "all", SHARE, V.not_run(reason)))
     return rows
 
 

@@ -22,18 +22,20 @@ from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, FeatureSettings
 from entropy_lens.analysis.heldout import BLANK, family_heldout
 from entropy_lens.analysis.knn import KnnSettings
 from entropy_lens.analysis.pairs import family_pairs
-from entropy_lens.analysis.paper import headline, paper_table
-from entropy_lens.analysis.render import NOT_RUN, UNDER_LENS
-from entropy_lens.analysis.rows import Expected
 from entropy_lens.analysis.shapes import profile_shapes
 from entropy_lens.analysis.targets import knn_table
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 from entropy_lens.store.combine import combine_dataset
+from entropy_lens.verdicts.render import NOT_RUN, UNDER_LENS
+from entropy_lens.verdicts.rows import Expected
+from entropy_lens.verdicts.table import headline, paper_table
 
-KEY = ("claim", "role", "model", "split", "measure", "unit")
+# A row is the same row under two lenses when these agree (its claim by id; the name rides along).
+KEY = ("claim_id", "role", "model", "split", "measure", "unit")
 NUMBERS = ("estimate", "ci_low", "ci_high")
 CHANGE_COLUMNS = (
+    "claim",
     *KEY,
     "kind",
     "verdict_logit",
@@ -52,7 +54,7 @@ def verdict_changes(logit: pd.DataFrame, lens: pd.DataFrame, kind: str) -> pd.Da
     verdict, is left out: it says nothing about the lens).
 
     Args:
-        logit: The paper table under the logit lens (:func:`entropy_lens.analysis.paper.paper_table`).
+        logit: The paper table under the logit lens (:func:`entropy_lens.verdicts.table.paper_table`).
         lens: The paper table of the same analyses under the fitted lens.
         kind: The fitted lens's kind (a label of the rows).
 
@@ -61,14 +63,14 @@ def verdict_changes(logit: pd.DataFrame, lens: pd.DataFrame, kind: str) -> pd.Da
     """
     sides = {"logit": logit, "lens": lens}
     for name, table in sides.items():
-        missing = sorted({*KEY, "verdict", "why", *NUMBERS} - set(table.columns))
+        missing = sorted({"claim", *KEY, "verdict", "why", *NUMBERS} - set(table.columns))
         if missing:
             raise ValueError(f"the {name} paper table lacks the columns {missing}")
         twice = table[table.duplicated(list(KEY), keep=False)]
         if not twice.empty:
             raise ValueError(f"the {name} paper table gives a row twice: {twice.iloc[0][list(KEY)].to_dict()}")
     measured = [_measured(table, name) for name, table in sides.items()]
-    joined = measured[0].merge(measured[1], on=list(KEY), how="inner")
+    joined = measured[0].merge(measured[1].drop(columns="claim"), on=list(KEY), how="inner")
     joined.insert(len(KEY), "kind", kind)
     joined["changed"] = joined["verdict_logit"] != joined["verdict_lens"]
     return joined[list(CHANGE_COLUMNS)].reset_index(drop=True)
@@ -77,7 +79,7 @@ def verdict_changes(logit: pd.DataFrame, lens: pd.DataFrame, kind: str) -> pd.Da
 def _measured(table: pd.DataFrame, side: str) -> pd.DataFrame:
     decided = (table["verdict"].astype(str) != "") & ~table["why"].astype(str).str.startswith(NOT_RUN)
     renamed = {c: f"{c}_{side}" for c in ("verdict", *NUMBERS)}
-    return table.loc[decided, [*KEY, "verdict", *NUMBERS]].rename(columns=renamed)
+    return table.loc[decided, ["claim", *KEY, "verdict", *NUMBERS]].rename(columns=renamed)
 
 
 def robustness_headline(changes: pd.DataFrame, kind: str) -> str:
@@ -204,7 +206,7 @@ def dataset_robustness(
     Returns:
         ``(changes, blocks)``, kind by kind: :func:`verdict_changes` rows with ``dataset``, ``scope`` (the
         models read, comma-separated: the scope of a row pooling them), ``headline`` (whether the verdict table
-        shows the row: :func:`entropy_lens.analysis.paper.headline`) and ``blocks`` (the
+        shows the row: :func:`entropy_lens.verdicts.table.headline`) and ``blocks`` (the
         :func:`driving_blocks` of the row's model; ``""`` for a row of several models), and the
         :func:`block_differences` rows of every model with ``model``, ``dataset`` and ``kind``.
 
@@ -276,7 +278,7 @@ def with_robustness(
     only where the lens read every model the run profiled on that dataset (``datasets``: dataset -> the run's
     models; ``changes``' ``scope``); otherwise its scope is not the same and it stays ``""``."""
     out = top.copy()
-    keys = ["claim", "model", "split", "measure", "unit"]
+    keys = ["claim_id", "model", "split", "measure", "unit"]
     complete = {
         d for d, models in (datasets or {}).items() if set(models) and _scope(changes, d) == set(map(str, models))
     }

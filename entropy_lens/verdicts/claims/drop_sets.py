@@ -8,7 +8,7 @@ change (questions and sets resampled); beyond it, the set minus one random set p
 Rule, fixed before any result was read: ``holds`` (better than random) when the beyond interval lies above 0;
 ``does not hold`` when it lies below the margin (5 accuracy points, 0.10 nats: no better than random by
 more than the skip comparisons' margin); else ``undecided``.  Fewer than
-:data:`~entropy_lens.analysis.outcomes.MIN_RANDOM_SETS` random sets, or an intact model not above chance,
+:data:`~entropy_lens.verdicts.outcomes.MIN_RANDOM_SETS` random sets, or an intact model not above chance,
 leave it undecided, and so does a degenerate interval (zero width, or none).
 """
 
@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
-from entropy_lens.analysis.outcomes import MIN_RANDOM_SETS
-from entropy_lens.analysis.render import LOGPROB, POINTS
-from entropy_lens.analysis.rows import Record, RowRule, interval, rows_of, table_null
 from entropy_lens.answers.conditions import VARIANT_TEXT
 from entropy_lens.answers.criteria import ACCURACY, CRITERION_TEXT
 from entropy_lens.answers.drop_scores import DROP_SCORE_READING, MARGINS
 from entropy_lens.answers.pruning import GROMOV
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.outcomes import MIN_RANDOM_SETS
+from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
+from entropy_lens.verdicts.units import LOGPROB, POINTS
 
 DROP_SETS = "drop_sets"
 NO_DROP_CLAIM = "no claim of the study's own (it names no pruning criterion)"
@@ -61,7 +61,7 @@ def drop_verdict(rec: Record) -> V.Verdict:
 
 
 DROP_RULE = RowRule(
-    claim=C.BY_ID[DROP_SETS].name,
+    claim=DROP_SETS,
     unit=lambda rec: POINTS if _accuracy(rec) else LOGPROB,
     judge=lambda _, rec: drop_verdict(rec),
     role=C.EXTENSION,

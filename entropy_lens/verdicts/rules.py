@@ -3,7 +3,7 @@
 Every finding gets one of :data:`VERDICTS` and a sentence saying why; a precondition reads the
 same rule as ``met`` / ``not met`` / ``undecided`` (:data:`PRECONDITION_WORDS`); an extension (a
 model or family the study made no claim about) reports what the rule found in words of its own
-(:data:`EXTENSION_WORDS`, or a three-way outcome of :mod:`entropy_lens.analysis.outcomes`).  The
+(:data:`EXTENSION_WORDS`, or a three-way outcome of :mod:`entropy_lens.verdicts.outcomes`).  The
 rules are fixed here, before any result is looked at, and written out in the README:
 
 Separability (task, scrambled control, format, MMLU correctness; kNN AUC under grouped folds
@@ -36,7 +36,7 @@ Rényi leaves the conclusions intact (:func:`renyi_equivalence`, :func:`renyi_su
     difference from Shannon on identical folds: equivalent when its interval lies inside
     ``+-`` :data:`RENYI_MARGIN`.
 
-Layer skipping: :mod:`entropy_lens.analysis.outcomes` (three outcomes, the direction the study
+Layer skipping: :mod:`entropy_lens.verdicts.outcomes` (three outcomes, the direction the study
 states for the family it names).
 
 Family shapes (:data:`SHAPE_CLAIMS`; statistics of the mean entropy profile against

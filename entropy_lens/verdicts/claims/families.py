@@ -1,29 +1,19 @@
-"""Paper-table rows of the claims read from profiles and answers beyond the kNN: Spearman ΔH vs Δ
-nucleus size, MMLU accuracy (a precondition), adjacent-layer overlap, family shapes and the
-same-family pairs (family, not size; size as resolution).
-"""
+"""Paper-table rows of the family claims: family shapes and the same-family pairs (family, not size;
+size as resolution)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.pairs import ALIGNMENT_GAP, FAMILY_GAP, NORMALIZED
 from entropy_lens.analysis.pairs import NATS as NATS_SCALE
-from entropy_lens.analysis.render import (
-    ACC,
-    CONTAINMENT,
-    LOG_V,
-    NATS,
-    RHO,
-)
-from entropy_lens.analysis.rows import (
-    CONTAINMENT_STATISTIC,
+from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.rows import (
     Expected,
     Record,
     RowRule,
@@ -32,99 +22,9 @@ from entropy_lens.analysis.rows import (
     pair_shortfall,
     row,
     rows_of,
-    span,
     text,
 )
-from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
-from entropy_lens.answers.accuracy import ALL_STYLES
-from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, SOURCES
-
-
-def _sources(rec: Record) -> int:
-    """The unit's count of a record, 0 where the analysis gave none."""
-    return int(rec[SOURCES]) if pd.notna(rec[SOURCES]) else 0
-
-
-def _study_spearman(rec: Record) -> str:
-    matched = C.study_model_for(str(rec["model"]))
-    if matched in C.STUDY_SPEARMAN:
-        return f"{C.STUDY_SPEARMAN[matched]:.3f}"
-    return span(C.STUDY_SPEARMAN.values(), ".3f")
-
-
-SPEARMAN_RULE = RowRule(
-    claim=C.SPEARMAN,
-    unit=RHO,
-    judge=lambda rho, rec: V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"),
-    study=_study_spearman,
-    note="n counts (token, layer) pairs; the interval resamples prompts",
-    margin=V.NULL_MARGINS["rho"],
-    bar=V.SPEARMAN_THRESHOLD,
-    instead="it cannot tell whether the same shortlist grows and shrinks; adjacent-set containment is the claim's test",
-)
-
-
-def _questions(accuracy: pd.DataFrame) -> list[int]:
-    """Questions behind each accuracy row: its ``n``, or for a row pooled over styles (whose ``n``
-    counts prompts) the most answered in one style of that model and measure."""
-    per_style = accuracy[accuracy["style"] != ALL_STYLES].groupby(["model", "measure"])["n"].max()
-    return [
-        int(per_style.get((m, measure), n)) if style == ALL_STYLES else int(n)
-        for m, style, measure, n in zip(
-            accuracy["model"], accuracy["style"], accuracy["measure"], accuracy["n"], strict=True
-        )
-    ]
-
-
-def accuracy_rule(families: Mapping[str, str]) -> RowRule:
-    """Accuracy against the larger of chance and the majority letter, judged over questions."""
-
-    def study(rec: Record) -> str:
-        family = families.get(str(rec["model"]), "").lower()
-        if family in C.STUDY_MMLU_ACCURACY:
-            return f"{span(C.STUDY_MMLU_ACCURACY[family])} ({family} family)"
-        return C.NO_FIGURE
-
-    return RowRule(
-        claim=C.ACCURACY,
-        unit=ACC,
-        judge=lambda acc, rec: V.accuracy(
-            acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=int(rec["n_questions"])
-        ),
-        study=study,
-        note=lambda rec: (
-            f"answered {rec['top_letter']} for {100 * rec['top_share']:.0f}%; gold {rec['majority_letter']} "
-            f"{100 * rec['majority_baseline']:.0f}%; {int(rec['n_unparsed'])} unparsed"
-        ),
-        extra=lambda rec: {"baseline": _bar(rec, "majority_baseline")},
-        null=lambda rec: V.fixed_null(
-            "chance or the majority letter",
-            interval(rec, ESTIMATE, LOW, HIGH),
-            _bar(rec, "majority_baseline").estimate,
-            margin=V.NULL_MARGINS["accuracy"],
-        ),
-    )
-
-
-def _bar(rec: Record, majority: str) -> V.Interval:
-    """The baseline a share must beat: the larger of chance and the majority's share, without an interval."""
-    return V.Interval(max(float(rec["chance"]), float(rec[majority])), math.nan, math.nan)
-
-
-def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
-    return rows_of(accuracy.assign(n_questions=_questions(accuracy)), accuracy_rule(families))
-
-
-OVERLAP_RULE = RowRule(
-    claim=C.OVERLAP,
-    unit=lambda rec: CONTAINMENT if str(rec["measure"]).startswith(CONTAINMENT_STATISTIC) else "Jaccard",
-    judge=lambda value, rec: V.above_threshold(
-        value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
-    ),
-    note="mean over (token, layer) cells; the interval resamples prompts",
-    margin=V.NULL_MARGINS["containment"],
-    bar=V.CONTAINMENT_THRESHOLD,
-)
+from entropy_lens.verdicts.units import LOG_V, NATS
 
 
 def shape_rule(expected: Expected) -> RowRule:
@@ -177,11 +77,11 @@ def _flat_null(claim: str, statistics: Mapping[str, V.Interval]) -> V.Null | Non
     return V.Null("flat profile (weakest part)", V.Interval(0.0, 0.0, 0.0), weakest, margin=V.NULL_MARGINS["gap"])
 
 
-# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study text and note.
+# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim id, verdict rule, study text and note.
 PAIR_CLAIMS = {
-    FAMILY_GAP: (C.CLUSTERING, V.family_not_size, C.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
+    FAMILY_GAP: ("clustering", V.family_not_size, C.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
     ALIGNMENT_GAP: (
-        C.SIZE_RESOLUTION,
+        "size_resolution",
         V.size_resolution,
         C.STUDY_RESOLUTION_CLAIM,
         "r({small}, {large} at its depths)",

@@ -10,18 +10,14 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis import claims as C
-from entropy_lens.analysis import verdicts as V
 from entropy_lens.analysis.knn import GROUPED, STUDY
-from entropy_lens.analysis.render import (
-    AUC,
-    AUC_POINTS,
-    SHARE,
-)
-from entropy_lens.analysis.rows import Expected, Record, RowRule, family_shortfall, interval, row, rows_of, span, text
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.rows import Expected, Record, RowRule, family_shortfall, interval, row, rows_of, span, text
+from entropy_lens.verdicts.units import AUC, AUC_POINTS, SHARE
 
 
 def _study_auc(target: str, model: str, family: str, measure: str) -> str:
@@ -40,9 +36,9 @@ def _study_auc(target: str, model: str, family: str, measure: str) -> str:
 
 
 def knn_claim(target: str, expected: Expected) -> tuple[str, str]:
-    """(claim, role) of a kNN target's rows."""
+    """(claim id, role) of a kNN target's rows."""
     if target == "family" and expected.one_model_per_family():
-        return C.MODEL_IDENTITY, C.EXTENSION
+        return "model_identity", C.EXTENSION
     role = C.EXTENSION if target in C.EXTENSION_TARGETS else C.FINDING
     return C.KNN_CLAIMS.get(target, target), role
 
@@ -142,7 +138,7 @@ def _heldout_note(rec: Record) -> str:
 
 
 HELDOUT_RULE = RowRule(
-    claim=C.FAMILY_HELDOUT,
+    claim="family_heldout",
     unit=SHARE,
     judge=_heldout_verdict,
     note=_heldout_note,
@@ -157,10 +153,10 @@ HELDOUT_RULE = RowRule(
 
 # kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.baselines).
 BASELINE_CLAIMS = {
-    "task": C.BY_ID["task_beyond_baselines"].name,
-    "task_scrambled": C.BY_ID["task_beyond_baselines"].name,
-    "format": C.BY_ID["format_beyond_baselines"].name,
-    "mmlu_correct": C.BY_ID["correct_beyond_confidence"].name,
+    "task": "task_beyond_baselines",
+    "task_scrambled": "task_beyond_baselines",
+    "format": "format_beyond_baselines",
+    "mmlu_correct": "correct_beyond_confidence",
 }
 
 
@@ -203,18 +199,19 @@ BASELINE_RULE = RowRule(
 
 
 def _renyi_key(rec: Record) -> tuple[str, str, str]:
-    """(claim, model, split) of the Shannon row a Rényi record repeats."""
+    """(claim id, model, split) of the Shannon row a Rényi record repeats."""
     target = str(rec["target"])
     return C.KNN_CLAIMS.get(target, target), str(rec["model"]), split_of(rec)
 
 
 def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tuple[str, ...], V.Null]) -> RowRule:
     def split(rec: Record) -> str:
-        claim, _, shannon_split = _renyi_key(rec)
+        claim_id, _, shannon_split = _renyi_key(rec)
+        claim = C.BY_ID[claim_id].name if claim_id in C.BY_ID else claim_id
         return f"{claim}{', ' + shannon_split if shannon_split else ''}, α = {float(rec['alpha']):g}"
 
     return RowRule(
-        claim=C.RENYI,
+        claim="renyi",
         unit=AUC_POINTS,
         judge=lambda diff, rec: V.renyi_equivalence(
             diff, n_groups=int(rec["n_groups"]), unit=C.KNN_UNITS.get(str(rec["target"]), "sources")
@@ -231,14 +228,14 @@ def _order_nulls(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], V.Null]:
     Shannon row it repeats and the order: equivalence to Shannon means something only where the order's own
     profile beats the dummy."""
     return {
-        (r["claim"], r["model"], r["split"], r["measure"]): V.Null(
+        (r["claim_id"], r["model"], r["split"], r["measure"]): V.Null(
             f"{r['null']} ({r['measure']} profile)",
             interval(r, "null_estimate", "null_low", "null_high"),
             interval(r, "beyond", "beyond_low", "beyond_high"),
             margin=V.NULL_MARGINS["AUC"],
         )
         for r in rows
-        if r["claim"] in C.KNN_CLAIMS.values() and r["measure"] != "shannon" and text(r.get("beyond_verdict"))
+        if r["claim_id"] in C.KNN_CLAIMS.values() and r["measure"] != "shannon" and text(r.get("beyond_verdict"))
     }
 
 
@@ -248,9 +245,9 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
     if equivalence is None or equivalence.empty:
         return []
     decided = {
-        (r["claim"], r["model"], r["split"]): r
+        (r["claim_id"], r["model"], r["split"]): r
         for r in rows
-        if r["claim"] in C.KNN_CLAIMS.values()
+        if r["claim_id"] in C.KNN_CLAIMS.values()
         and r["measure"] == "shannon"
         and r["role"] == C.FINDING
         and r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED)
@@ -270,4 +267,4 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
             margin=V.NULL_MARGINS["AUC"],
         )
         extra["n_sources"] = weakest["n_sources"]
-    return [row(C.RENYI, "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM, **extra), *out]
+    return [row("renyi", "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM, **extra), *out]

@@ -1,0 +1,22 @@
+"""Verdicts: each claim of the study judged from the analyses' tables, against the study and its null.
+
+Modules:
+    registry        the study's claims: one record each (id, name, role, scope, unit, rule, figure), in reading order.
+    rules           the rules that turn an estimate and its interval into reproduced / not reproduced / inconclusive.
+    outcomes        layer skipping: three outcomes per comparison, and the study's direction where it names one.
+    skip_nulls      planted nulls of the layer-skip comparisons.
+    units           the table's units and how a number in each is shown.
+    rows            the table's row: its columns, the one builder (rows_of) that turns a standard frame
+                    (entropy_lens.core.frames) into rows under a claim's RowRule, and what the config expected.
+    claims/         each topic's row rules: separability (kNN, held-out family, baselines, Rényi), expansion
+                    (Spearman, overlap), families (shapes, same-family pairs), accuracy (the MMLU precondition),
+                    skipping (layer-skip comparisons and rank), drop_sets (pruning criteria).
+    absences        the "not run" rows of claims the configuration did not measure.
+    table           the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.
+    claim_verdicts  one verdict per claim from its rows (the headline counts claims, not rows).
+    nulls           the null-calibration table: per claim, its null, observed and null values, planted-null rates.
+    robustness      whether the verdicts survive a lens fitted to the model.
+    render          the table for readers: intervals as text, counts by role, Markdown, HTML, the terminal.
+
+This layer sits above ``entropy_lens.analysis`` (the science); ``analysis`` imports nothing from it.
+"""

@@ -1,0 +1,67 @@
+"""Paper-table rows of MMLU accuracy: a precondition of the correctness and layer-skip claims."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
+from entropy_lens.verdicts.units import ACC
+
+
+def _questions(accuracy: pd.DataFrame) -> list[int]:
+    """Questions behind each accuracy row: its ``n``, or for a row pooled over styles (whose ``n``
+    counts prompts) the most answered in one style of that model and measure."""
+    per_style = accuracy[accuracy["style"] != ALL_STYLES].groupby(["model", "measure"])["n"].max()
+    return [
+        int(per_style.get((m, measure), n)) if style == ALL_STYLES else int(n)
+        for m, style, measure, n in zip(
+            accuracy["model"], accuracy["style"], accuracy["measure"], accuracy["n"], strict=True
+        )
+    ]
+
+
+def accuracy_rule(families: Mapping[str, str]) -> RowRule:
+    """Accuracy against the larger of chance and the majority letter, judged over questions."""
+
+    def study(rec: Record) -> str:
+        family = families.get(str(rec["model"]), "").lower()
+        if family in C.STUDY_MMLU_ACCURACY:
+            return f"{span(C.STUDY_MMLU_ACCURACY[family])} ({family} family)"
+        return C.NO_FIGURE
+
+    return RowRule(
+        claim="accuracy",
+        unit=ACC,
+        judge=lambda acc, rec: V.accuracy(
+            acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=int(rec["n_questions"])
+        ),
+        study=study,
+        note=lambda rec: (
+            f"answered {rec['top_letter']} for {100 * rec['top_share']:.0f}%; gold {rec['majority_letter']} "
+            f"{100 * rec['majority_baseline']:.0f}%; {int(rec['n_unparsed'])} unparsed"
+        ),
+        extra=lambda rec: {"baseline": _bar(rec, "majority_baseline")},
+        null=lambda rec: V.fixed_null(
+            "chance or the majority letter",
+            interval(rec, ESTIMATE, LOW, HIGH),
+            _bar(rec, "majority_baseline").estimate,
+            margin=V.NULL_MARGINS["accuracy"],
+        ),
+    )
+
+
+def _bar(rec: Record, majority: str) -> V.Interval:
+    """The baseline a share must beat: the larger of chance and the majority's share, without an interval."""
+    return V.Interval(max(float(rec["chance"]), float(rec[majority])), math.nan, math.nan)
+
+
+def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
+    return rows_of(accuracy.assign(n_questions=_questions(accuracy)), accuracy_rule(families))
