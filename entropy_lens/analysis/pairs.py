@@ -59,7 +59,14 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.families import family_size_pairs, layer_profiles, subsampled_rmse
-from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, depth_grid, model_depth, model_names, model_profiles
+from entropy_lens.analysis.features import (
+    DEFAULT_GRID_POINTS,
+    depth_grid,
+    model_depth,
+    model_names,
+    model_profiles,
+    resample_depth,
+)
 from entropy_lens.analysis.shapes import prompt_sources, source_profiles
 from entropy_lens.core.frames import SPLIT, Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, bootstrap_group_means, percentile_interval
@@ -218,12 +225,6 @@ def _rms(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean((a - b) ** 2, axis=-1))
 
 
-def _interp(values: np.ndarray, depth: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """``[B, len(at)]`` rows of ``[B, L]`` ``values`` read at depths ``at`` (linear)."""
-    weights = np.stack([np.interp(at, depth, row) for row in np.eye(depth.size)])  # [L, len(at)]
-    return values @ weights
-
-
 def family_gap(
     means: Mapping[str, np.ndarray],
     depths: Mapping[str, np.ndarray],
@@ -245,7 +246,7 @@ def family_gap(
         nearer of the pair, and ``[B, O]`` that distance minus ``same``; the gap is the
         minimum of the last over ``O``.
     """
-    on_grid = {m: _interp(means[m], depths[m], grid) for m in (*pair, *others)}
+    on_grid = {m: resample_depth(means[m], depths[m], grid) for m in (*pair, *others)}
     same = _rms(on_grid[pair[0]], on_grid[pair[1]])
     cross = [np.minimum(*(_rms(on_grid[m], on_grid[o]) for m in pair)) for o in others]
     values = np.stack(cross, axis=1) if cross else np.empty((same.size, 0))
@@ -269,13 +270,13 @@ def resolution_gap(
     """
     small, large = pair
     at = depths[small]
-    read_large = _interp(means[large], depths[large], at)
+    read_large = resample_depth(means[large], depths[large], at)
     same = subsampled_rmse(means[small], at, means[large], depths[large])
     values, gaps = [], []
     for other in others:
         covered = at >= depths[other][0] - DEPTH_TOLERANCE
         mine = means[small][:, covered]
-        values.append(_rms(_interp(means[other], depths[other], at[covered]), mine))
+        values.append(_rms(resample_depth(means[other], depths[other], at[covered]), mine))
         gaps.append(values[-1] - _rms(read_large[:, covered], mine))
     if not others:
         return same, np.empty((same.size, 0)), np.empty((same.size, 0))
@@ -297,7 +298,7 @@ def alignment_gap(
         and ``[B, 1]`` ``r_abs - r_norm``.
     """
     coarse, fine = sorted(pair, key=lambda m: depths[m].size)
-    r_norm = _rms(_interp(means[fine], depths[fine], depths[coarse]), means[coarse])
+    r_norm = _rms(resample_depth(means[fine], depths[fine], depths[coarse]), means[coarse])
     r_abs = _rms(means[fine][:, : depths[coarse].size], means[coarse])
     return r_norm, r_abs[:, None], (r_abs - r_norm)[:, None]
 
