@@ -13,11 +13,18 @@ A ratio measured / predicted far from 1 says which ``cuda_*`` rate of the plan t
     python benchmarks/gpu_check.py                         # the 15 models of config/paper.yaml (--max-seconds 480)
     python benchmarks/gpu_check.py --models google/gemma-2-2b-it --batch 8
     python benchmarks/gpu_check.py --device cpu --dtype float32 --scale 0.02 --layers 2   # CPU smoke test
+    python benchmarks/gpu_check.py --fit benchmarks/measured/gpu_check_h200_*.csv    # the plan's CUDA rates
 
 ``--scale`` shrinks every width (head size, hidden and MLP sizes, vocabulary) by that factor and keeps the
 architecture: it makes the script testable on a CPU, not its numbers meaningful there.  Models still
 waiting when ``--max-seconds`` is spent are listed as skipped.  Random weights make random text: the
 numbers are about cost, not about profiles.
+
+``--fit`` reads such rows back (no model is built) and fits the plan's ``cuda_*`` rates to them
+(:func:`entropy_lens.workflow.plan.fit_rates`, without the per-job overhead: the rows time one extraction
+after a warm-up), leaving out the first row of each file (it pays the process's CUDA start-up). Printed: the
+``plan:`` fields for the config, and each row's predicted / measured seconds in sample and with its model left
+out of the fit.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pandas as pd
 import torch
 import yaml
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -46,17 +54,22 @@ from entropy_lens.workflow.plan import (
     PlanSettings,
     RunSettings,
     Workload,
+    fit_rates,
     plan_job,
     shape_from_fields,
     shipped_model_configs,
 )
+from entropy_lens.workflow.plan.cost import compute_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = REPO / "config" / "paper.yaml"
 ALPHAS = (0.5, 1.0, 5.0)  # config/paper.yaml's lens.alphas
 GIB = 2**30
-COLUMNS = ("source", "model_type", "layers", "hidden", "vocab", "batch", "tokens", "seconds", "predicted_s",
-           "tokens_s", "lens_gflops", "predicted_lens_gflops", "peak_gib", "predicted_peak_gib")  # fmt: skip
+COLUMNS = ("source", "model_type", "layers", "hidden", "vocab", "batch", "prompt_tokens", "new_tokens", "tokens",
+           "seconds", "predicted_s", "tokens_s", "lens_gflops", "predicted_lens_gflops", "peak_gib",
+           "predicted_peak_gib")  # fmt: skip
+# The plan settings a --fit prints: the CUDA rates and the metrics' vocabulary exponent.
+CUDA_FIELDS = ("cuda_gflops", "cuda_gbps", "cuda_metric_ns", "cuda_step_us", "cuda_metric_vocab_exponent")
 
 
 def config_sources(path: Path) -> list[str]:
@@ -202,12 +215,64 @@ def check_model(source: str, fields: Mapping, args: argparse.Namespace) -> dict:
     lens_flops = 2.0 * shape.n_layers * shape.hidden_size * shape.vocab_size * read
     return {
         "source": source, "model_type": shape.model_type, "layers": shape.n_layers, "hidden": shape.hidden_size,
-        "vocab": shape.vocab_size, "batch": args.batch, "tokens": read, "seconds": seconds,
+        "vocab": shape.vocab_size, "batch": args.batch, "prompt_tokens": args.prompt_tokens,
+        "new_tokens": args.new_tokens, "tokens": read, "seconds": seconds,
         "predicted_s": plan.compute_s, "tokens_s": read / seconds, "lens_gflops": lens_flops / seconds / 1e9,
         "predicted_lens_gflops": matmul,
         "peak_gib": peak,
         "predicted_peak_gib": (plan.weights_bytes + plan.kv_bytes + plan.activation_bytes + plan.lens_bytes) / GIB,
     }  # fmt: skip
+
+
+def _fit_row(row: pd.Series, shipped: Mapping, args: argparse.Namespace):
+    """The run settings, the plan of one timed row's workload (at its recorded shape) and its seconds."""
+    image = row["model_type"] == "vit"
+    new = 1 if image else int(row["new_tokens"])
+    prompt = int(row["prompt_tokens"]) if pd.notna(row["prompt_tokens"]) else args.prompt_tokens
+    again = argparse.Namespace(**{**vars(args), "prompt_tokens": prompt, "new_tokens": new})
+    _, job, _ = predicted(shipped[row["source"]], int(row["batch"]), again)
+    run = RunSettings("cuda", args.dtype, args.budget_mb, threads=1)
+    return run, job, float(row["seconds"])
+
+
+def fit_table(paths: Sequence[Path], args: argparse.Namespace) -> tuple[PlanSettings, pd.DataFrame]:
+    """The plan settings fitted to the rows of ``paths`` (each file's first row left out), and per row the
+    predicted / measured seconds in sample (``ratio``) and with the row's model out of the fit (``held_out``)."""
+    tables = [pd.read_csv(path).iloc[1:] for path in paths]
+    table = pd.concat(tables, ignore_index=True)
+    if "new_tokens" not in table:  # rows written before the workload had columns of its own
+        table["new_tokens"], table["prompt_tokens"] = table["tokens"] // table["batch"], math.nan
+    shipped = shipped_model_configs()
+    unknown = sorted(set(table["source"]) - set(shipped))
+    if unknown:
+        raise SystemExit(f"{', '.join(map(str, paths))}: no shipped config.json fields for {unknown}")
+    rows = [_fit_row(row, shipped, args) for _, row in table.iterrows()]
+    fitted = fit_rates(rows, PlanSettings(), "cuda", overhead=False)
+    table["ratio"] = [_predicted(job, fitted, run) / s for run, job, s in rows]
+    held = []
+    for source, run, job, seconds in zip(table["source"], *zip(*rows, strict=True), strict=True):
+        others = [r for r, other in zip(rows, table["source"], strict=True) if other != source]
+        held.append(_predicted(job, fit_rates(others, PlanSettings(), "cuda", overhead=False), run) / seconds)
+    table["held_out"] = held
+    return fitted, table
+
+
+def _predicted(job, settings: PlanSettings, run: RunSettings) -> float:
+    """Compute seconds of ``job`` under ``settings`` (no per-job overhead: the rows time the extraction only)."""
+    return compute_seconds(job.terms, settings.rates(run), job.vocab_size)
+
+
+def report_fit(paths: Sequence[Path], args: argparse.Namespace) -> pd.DataFrame:
+    """Print the fitted ``plan:`` fields and the fit per row; return the rows with their ratios."""
+    fitted, table = fit_table(paths, args)
+    fields = ", ".join(f"{name}: {getattr(fitted, name):.4g}" for name in CUDA_FIELDS)
+    print(f"plan: {{{fields}}}")
+    shown = table[["source", "batch", "new_tokens", "seconds", "ratio", "held_out"]]
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    for column in ("ratio", "held_out"):
+        print(f"{column}: predicted / measured {table[column].min():.2f}-{table[column].max():.2f} "
+              f"(median {table[column].median():.2f}) over {len(table)} rows")  # fmt: skip
+    return table
 
 
 def _line(row: Mapping) -> str:
@@ -233,12 +298,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget-mb", type=int, default=2048, help="lens working memory (config lens.budget_mb)")
     parser.add_argument("--max-seconds", type=float, default=480, help="start no further model after this long")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
+    parser.add_argument("--fit", type=Path, nargs="+", metavar="CSV", help="fit the plan's CUDA rates to these rows")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     """Check each model in turn; print one line each (and write ``--csv``); return the rows."""
     args = parse_args(argv)
+    if args.fit:
+        return report_fit(args.fit, args).to_dict("records")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("no CUDA device is visible: run on a GPU node, or pass --device cpu for a smoke test")
     shipped = shipped_model_configs()

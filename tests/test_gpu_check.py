@@ -66,3 +66,50 @@ def test_gpu_check_refuses_cuda_where_none_is_visible(monkeypatch: pytest.Monkey
     monkeypatch.setattr(gpu_check.torch.cuda, "is_available", lambda: False)
     with pytest.raises(SystemExit, match=r"no CUDA device is visible.*--device cpu"):
         gpu_check.main(["--device", "cuda"])
+
+
+def _timed_rows(truth, workloads: list[tuple[int, int]]) -> list[dict]:
+    """gpu_check rows of every paper model whose seconds are the plan's compute time under ``truth``."""
+    shipped, rows = shipped_model_configs(), []
+    for batch, new in workloads:
+        args = gpu_check.parse_args(["--batch", str(batch), "--new-tokens", str(new)])
+        for source in PAPER_SOURCES:
+            shape, job, _ = gpu_check.predicted(shipped[source], batch, args)
+            run = gpu_check.RunSettings("cuda", "bfloat16", args.budget_mb, threads=1)
+            seconds = gpu_check._predicted(job, truth, run)
+            rows.append({"source": source, "model_type": shape.model_type, "batch": batch, "prompt_tokens": 256,
+                         "new_tokens": new, "tokens": batch * new, "seconds": seconds})  # fmt: skip
+    return rows
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_fit_recovers_the_cuda_rates_the_rows_were_timed_at(tmp_path: Path) -> None:
+    truth = gpu_check.PlanSettings(cuda_gflops=200_000.0, cuda_gbps=3_000.0, cuda_metric_ns=0.5, cuda_step_us=1_500.0)
+    rows = _timed_rows(truth, [(32, 32), (8, 32), (32, 8)])
+    startup = {**rows[0], "seconds": rows[0]["seconds"] + 5.0}  # the process's first row pays CUDA's start-up
+    path = _write(tmp_path / "check.csv", [startup, *rows])
+    fitted, table = gpu_check.fit_table([path], gpu_check.parse_args([]))
+    assert len(table) == len(rows)  # the first row is left out, not fitted
+    for name in ("cuda_metric_ns", "cuda_step_us"):
+        assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=1e-3), name
+    assert fitted.cuda_metric_vocab_exponent == pytest.approx(0.0, abs=1e-3)
+    assert table["ratio"].to_numpy() == pytest.approx(1.0, abs=1e-3)
+    assert table["held_out"].to_numpy() == pytest.approx(1.0, abs=1e-3)
+
+
+def test_fit_shows_a_model_the_rates_cannot_explain(tmp_path: Path) -> None:
+    truth = gpu_check.PlanSettings(cuda_metric_ns=0.5, cuda_step_us=1_500.0)
+    rows = _timed_rows(truth, [(32, 32), (8, 32)])
+    slow = "meta-llama/Llama-3.2-1B-Instruct"
+    rows = [{**r, "seconds": r["seconds"] * (3.0 if r["source"] == slow else 1.0)} for r in rows]
+    _, table = gpu_check.fit_table([_write(tmp_path / "check.csv", [rows[0], *rows])], gpu_check.parse_args([]))
+    held = table.groupby("source")["held_out"].mean()
+    assert held[slow] == pytest.approx(1 / 3, rel=0.05)  # fitted without it, the plan reads it at its real rates
+    assert held.drop(slow).to_numpy() == pytest.approx(1.0, abs=0.08)  # their fits hold the slow model's rows

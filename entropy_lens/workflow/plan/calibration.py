@@ -166,26 +166,45 @@ def calibrate(plan: Plan, comparison: pd.DataFrame, others: Sequence[tuple[Plan,
     devices = {p.run.device for p, _ in runs}
     if len(devices) != 1:
         raise ValueError(f"calibrate runs of one device at a time, got {sorted(devices)}")
-    rows = [(p.run, job, measured) for p, c in runs for job, measured in _measured_jobs(p, c)]
-    exponent_field = plan.settings.vocab_exponent_field(plan.run.device)
-    exponent = getattr(plan.settings, exponent_field)
+    rows = [(p.run, job, measured - job.io_s - job.host_s) for p, c in runs for job, measured in _measured_jobs(p, c)]
+    return fit_rates(rows, plan.settings, plan.run.device)
+
+
+# A row of a fit: the run's settings, the job (or workload) planned under them, the seconds its cost terms
+# (and, where fitted, the per-job overhead) took.
+FitRow = tuple[RunSettings, JobPlan, float]
+
+
+def fit_rates(rows: Sequence[FitRow], settings: PlanSettings, device: str, *, overhead: bool = True) -> PlanSettings:
+    """``settings`` with ``device``'s rates (and ``overhead_s`` unless ``overhead`` is false) fitted to ``rows``.
+
+    :func:`calibrate` on measured jobs; also timed workloads that leave the per-job overhead out
+    (``benchmarks/gpu_check.py --fit``: one extraction each, after a warm-up). Non-negative least squares on
+    relative error; the metrics' vocabulary exponent as :func:`calibrate` says.
+
+    Raises:
+        ValueError: with fewer rows than unknowns.
+    """
+    exponent_field = settings.vocab_exponent_field(device)
+    exponent = getattr(settings, exponent_field)
     design = _design(rows, exponent)
-    present = [0, *(i + 1 for i in range(len(COST_TERMS)) if rows and design[:, i + 1].any())]
+    present = [*([0] if overhead else []), *(i + 1 for i in range(len(COST_TERMS)) if rows and design[:, i + 1].any())]
     if len(rows) < len(present) + 1:
         raise ValueError(f"{len(rows)} measured jobs cannot fit {len(present)} cost terms; benchmark more jobs")
-    spent = np.array([measured - job.io_s - job.host_s for _, job, measured in rows])
+    spent = np.array([seconds for _, _, seconds in rows])
     values: dict[str, float] = {}
     metric = COST_TERMS.index("lens_logits") + 1
     if metric in present and len({job.vocab_size for _, job, _ in rows}) > 1:
         exponent = _best_exponent(lambda e: _nnls(_design(rows, e), present, spent)[1])
         values[exponent_field] = exponent
     fitted = _nnls(_design(rows, exponent), present, spent)[0]
-    fields = plan.settings.rate_fields(plan.run.device)
-    values["overhead_s"] = float(fitted[0])
-    for i, (name, kind) in enumerate(zip(fields, ("rate", "rate", "rate", "ns", "us"), strict=True)):
+    if overhead:
+        values["overhead_s"] = float(fitted[0])
+    kinds = ("rate", "rate", "rate", "ns", "us")
+    for i, (name, kind) in enumerate(zip(settings.rate_fields(device), kinds, strict=True)):
         if i + 1 in fitted:
             values[name] = _setting(fitted[i + 1], kind)
-    return dataclasses.replace(plan.settings, **values)
+    return dataclasses.replace(settings, **values)
 
 
 # The metrics' vocabulary exponent is searched on [0, EXPONENT_MAX], first on a grid of EXPONENT_STEP.
