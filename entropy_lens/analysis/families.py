@@ -362,7 +362,20 @@ def subsampled_rmse(
     Returns:
         ``[...]`` in the profiles' unit (nats, or fractions of log V on the normalized scale).
     """
-    return np.sqrt(np.mean((resample_depth(large, large_depth, small_depth) - small) ** 2, axis=-1))
+    return rms_of(subsampled_error(small, small_depth, large, large_depth))
+
+
+def subsampled_error(
+    small: np.ndarray, small_depth: np.ndarray, large: np.ndarray, large_depth: np.ndarray
+) -> np.ndarray:
+    """The larger model's profile(s) read at the smaller one's depths, minus the smaller one's: ``[..., L_small]``
+    (the differences :func:`subsampled_rmse` summarises)."""
+    return resample_depth(large, large_depth, small_depth) - small
+
+
+def rms_of(differences: np.ndarray) -> np.ndarray:
+    """The root mean square over the last axis."""
+    return np.sqrt(np.mean(differences**2, axis=-1))
 
 
 def size_pairs(
@@ -393,7 +406,7 @@ def size_pairs(
         (d_s, v_s), (d_l, v_l) = _real(profiles, small), _real(profiles, large)
         grid = depth_grid([d_s.size, d_l.size], grid_points)
         a, b = resample_depth(v_s, d_s, grid), resample_depth(v_l, d_l, grid)
-        err = resample_depth(v_l, d_l, d_s) - v_s
+        err = subsampled_error(v_s, d_s, v_l, d_l)
         rows.append(
             {
                 "family": str(profiles[schema.FAMILY].sel({schema.MODEL: small}).values),
@@ -402,7 +415,7 @@ def size_pairs(
                 "small_layers": d_s.size,
                 "large_layers": d_l.size,
                 "corr_depth": _pearson(a, b),
-                "rmse_subsampled": float(subsampled_rmse(v_s, d_s, v_l, d_l)),
+                "rmse_subsampled": float(rms_of(err)),
                 "mae_subsampled": float(np.mean(np.abs(err))),
             }
         )

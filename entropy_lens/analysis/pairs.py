@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.families import family_size_pairs, layer_profiles, subsampled_rmse
+from entropy_lens.analysis.families import family_size_pairs, layer_profiles, rms_of
 from entropy_lens.analysis.features import (
     DEFAULT_GRID_POINTS,
     depth_grid,
@@ -271,7 +271,7 @@ def resolution_gap(
     small, large = pair
     at = depths[small]
     read_large = resample_depth(means[large], depths[large], at)
-    same = subsampled_rmse(means[small], at, means[large], depths[large])
+    same = rms_of(read_large - means[small])  # rmse_subsampled (families.subsampled_rmse), read once
     values, gaps = [], []
     for other in others:
         covered = at >= depths[other][0] - DEPTH_TOLERANCE
