@@ -31,9 +31,21 @@ LAYERS = (
     ("benchmarks", ("benchmarks",)),
 )
 PACKAGE = "entropy_lens"
-# The top-level folders of entropy_lens that hold code: each must be a layer, or (plots/) a package of the faces
+# The top-level folders of entropy_lens that hold code: each must be a layer, or (cli/, plots/) a package of the faces
 # (data/ holds no modules).
-PACKAGE_FOLDERS = {"analysis", "answers", "core", "lens", "model", "plots", "prompts", "store", "verdicts", "workflow"}
+PACKAGE_FOLDERS = {
+    "analysis",
+    "answers",
+    "cli",
+    "core",
+    "lens",
+    "model",
+    "plots",
+    "prompts",
+    "store",
+    "verdicts",
+    "workflow",
+}
 
 
 def module_files(repo: Path) -> dict[str, Path]:
