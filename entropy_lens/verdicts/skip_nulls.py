@@ -30,10 +30,10 @@ from entropy_lens.answers.conditions import (
     EXPANSION,
     RANDOM,
     Condition,
-    selections,
     set_conditions,
 )
 from entropy_lens.answers.criticality import skip_comparisons
+from entropy_lens.answers.delta_h import selections
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.verdicts.outcomes import comparison_outcome, more_critical
