@@ -208,17 +208,30 @@ def skip_map(
             if key is None or key not in hits or names.get("") not in hits:
                 continue
             pair = (key, names[""])
-            rows.append(_map_row(hits, logp, pair, layer, plan, n_boot, seed, level) | {"measure": measure})
+            rows.append(
+                _map_row(hits, logp, pair, layer, plan, boot={"n_boot": n_boot, "seed": seed}, level=level)
+                | {"measure": measure}
+            )
     return pd.DataFrame(rows, columns=list(MAP_COLUMNS))
 
 
 def _map_row(
-    hits, logp, pair: tuple[str, str], layer: int, plan: SkipPlan, n_boot: int, seed: int, level: float
+    hits: pd.DataFrame,
+    logp: pd.DataFrame,
+    pair: tuple[str, str],
+    layer: int,
+    plan: SkipPlan,
+    *,
+    boot: dict[str, int],
+    level: float,
 ) -> dict:
+    """The criticality map's row of one block: ``hits`` and ``logp`` hold correctness and the gold letter's
+    log-probability per question (rows) and condition (columns); ``pair`` names the block's condition and the
+    intact one."""
     key, intact = pair
     both = hits[[key, intact]].dropna().index
-    d_acc = paired_bootstrap(hits.loc[both, key], hits.loc[both, intact], n_boot=n_boot, seed=seed, level=level)
-    d_logp = paired_bootstrap(logp.loc[both, key], logp.loc[both, intact], n_boot=n_boot, seed=seed, level=level)
+    d_acc = paired_bootstrap(hits.loc[both, key], hits.loc[both, intact], **boot, level=level)
+    d_logp = paired_bootstrap(logp.loc[both, key], logp.loc[both, intact], **boot, level=level)
     return {
         "model": plan.model,
         "layer": layer,
