@@ -9,7 +9,7 @@ sharding) so a store stays a modest number of files for DVC.
 The chunk layout (:class:`Layout`) is how a store is written, not what it holds: the same
 dataset reads back identical under any layout.  The workflow therefore hands it to the
 writing job from the run's config at write time, never as a rule param, so that changing it
-does not rerun the extraction that produced the values (docs/guide.md, "Stores").
+does not rerun the extraction that produced the values (docs/guide.md, "Store schema").
 """
 
 from __future__ import annotations
