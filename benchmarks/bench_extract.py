@@ -31,6 +31,7 @@ from bench_lens import add_arguments, report
 
 from entropy_lens import extract_profiles, load_model
 from entropy_lens.lens.decoding import LensSettings, lens_logits
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.model.generation import GenerationSettings, record_residuals
 
 ALPHAS = (0.5, 1.0, 5.0)
@@ -146,7 +147,9 @@ def main() -> None:
 
     def run_ours(batch_size: int):
         t0 = time.perf_counter()
-        ds = extract_profiles(lm, prompts, generation=generation, lens=lens, batch_size=batch_size)
+        ds = extract_profiles(
+            lm, prompts, generation=generation, lens=lens, prompting=PromptSettings(batch_size=batch_size)
+        )
         return ds, time.perf_counter() - t0
 
     # ours runs before and after the baseline, so a drift in machine load biases neither side

@@ -39,6 +39,7 @@ from entropy_lens import load_model
 from entropy_lens.answers import scoring, skipping
 from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import extract_table
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import skip_blocks
@@ -70,7 +71,7 @@ def best_of(rounds: int, sides: dict[str, Callable[[], object]]) -> tuple[dict[s
 
 def letters_sides(lm, table: pd.DataFrame, batch_size: int) -> dict[str, Callable[[], np.ndarray]]:
     """Profile + second pass (before) and profile with the readout (now); each returns [N, 4]."""
-    settings = dict(generation=GenerationSettings(2), lens=LensSettings(), batch_size=batch_size, chat_template=False)
+    settings = dict(generation=GenerationSettings(2), lens=LensSettings(), prompting=PromptSettings(batch_size))
 
     def before() -> np.ndarray:
         extract_table(lm, table, "mmlu", **settings)

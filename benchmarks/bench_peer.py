@@ -26,6 +26,8 @@ from bench_common import story_prompts
 
 from entropy_lens import extract_profiles, load_model
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import default_cache_dir
 
 TOP_P = 0.6
@@ -87,12 +89,18 @@ def main() -> None:
     print(f"model {folder.name}: {lm.n_layers} blocks, vocab {lm.vocab_size}, torch threads {torch.get_num_threads()}")
     print(f"{len(prompts)} prompts of about {args.prompt_tokens} tokens x {args.new_tokens} new tokens, float32")
     lens = LensSettings(top_p=TOP_P, alphas=ALPHAS)
-    extract_profiles(lm, prompts[:1], max_new_tokens=2, lens=lens)  # warm-up, both sides
+    extract_profiles(lm, prompts[:1], generation=GenerationSettings(2), lens=lens)  # warm-up, both sides
     profiler.profile_text(prompts[0], max_new_tokens=2)
 
     def run_ours(batch_size: int):
         t0 = time.perf_counter()
-        ds = extract_profiles(lm, prompts, max_new_tokens=args.new_tokens, lens=lens, batch_size=batch_size)
+        ds = extract_profiles(
+            lm,
+            prompts,
+            generation=GenerationSettings(args.new_tokens),
+            lens=lens,
+            prompting=PromptSettings(batch_size=batch_size),
+        )
         return ds, time.perf_counter() - t0
 
     before = {batch: run_ours(batch) for batch in args.batch_sizes}

@@ -22,6 +22,7 @@ from unittest import mock
 import xarray as xr
 import zarr
 
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.store import storage
 
 
@@ -57,7 +58,7 @@ def embedded_profiles() -> xr.Dataset:
     from entropy_lens import extract_profiles, load_model
 
     lm = load_model("smollm2-135m", device="cpu")
-    return extract_profiles(lm, story_prompts(lm.tokenizer, 64, 48, seed=0), max_new_tokens=16)
+    return extract_profiles(lm, story_prompts(lm.tokenizer, 64, 48, seed=0), generation=GenerationSettings(16))
 
 
 def main() -> None:

@@ -45,7 +45,9 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageClas
 
 from entropy_lens import extract_profiles
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.vision import extract_image_profiles
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import wrap_model
 from entropy_lens.store import schema
 from entropy_lens.workflow.plan import (
@@ -172,8 +174,10 @@ def run_once(lm, batch: int, *, prompt_tokens: int, new_tokens: int, budget_mb: 
         run = lambda: extract_image_profiles(lm, images, lens=lens, batch_size=batch)  # noqa: E731
     else:
         texts = _texts(batch, prompt_tokens, lm.vocab_size, seed=batch)
-        extract_profiles(lm, texts[:1], max_new_tokens=2, batch_size=1, lens=lens)  # warm-up
-        run = lambda: extract_profiles(lm, texts, max_new_tokens=new_tokens, batch_size=batch, lens=lens)  # noqa: E731
+        warm, timed = GenerationSettings(2), GenerationSettings(new_tokens)
+        extract_profiles(lm, texts[:1], generation=warm, prompting=PromptSettings(batch_size=1), lens=lens)  # warm-up
+        batched = PromptSettings(batch_size=batch)
+        run = lambda: extract_profiles(lm, texts, generation=timed, prompting=batched, lens=lens)  # noqa: E731
     device = str(lm.device)
     _sync(device)
     if device.startswith("cuda"):

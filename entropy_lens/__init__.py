@@ -2,10 +2,11 @@
 
 The public API::
 
-    from entropy_lens import GenerationSettings, LensSettings, extract_profiles, load_model
+    from entropy_lens import GenerationSettings, LensSettings, PromptSettings, extract_profiles, load_model
     lm = load_model("smollm2-135m")
-    ds = extract_profiles(lm, ["Once upon a time"], max_new_tokens=8)
-    ds = extract_profiles(lm, ["Once upon a time"], generation=GenerationSettings(8), lens=LensSettings(top_p=0.6))
+    ds = extract_profiles(lm, ["Once upon a time"], generation=GenerationSettings(8))
+    generation, lens, prompting = GenerationSettings(8), LensSettings(top_p=0.6), PromptSettings(batch_size=2)
+    ds = extract_profiles(lm, ["Once", "The cat"], generation=generation, lens=lens, prompting=prompting)
 
 The package's folders are its layers, lowest first: ``core``, ``store``, ``model``, ``prompts``,
 ``lens``, ``answers``, ``analysis``, ``verdicts``, ``workflow``; ``cli`` and ``plots`` face the user.  A module
@@ -25,6 +26,7 @@ from entropy_lens.core.version import __version__
 _LAZY = {
     "extract_profiles": "entropy_lens.lens.text",
     "LensSettings": "entropy_lens.lens.decoding",
+    "PromptSettings": "entropy_lens.lens.encoding",
     "GenerationSettings": "entropy_lens.model.generation",
     "REGISTRY": "entropy_lens.model.registry",
     "LensModel": "entropy_lens.model.loading",
@@ -36,6 +38,7 @@ __all__ = [
     "GenerationSettings",
     "LensModel",
     "LensSettings",
+    "PromptSettings",
     "__version__",
     "extract_profiles",
     "load_model",

@@ -1,6 +1,8 @@
 # One extraction job per (model, dataset) pair the config asks for, each writing its own store atomically;
 # with compute.prompts_per_job > 0 one job per shard (its own store, rerun alone when killed), and
 # gather_shards joins a pair's shards into the same per-model store.
+# The stores' chunk layout (config storage) is no param of any rule here: each job reads it from the config
+# when it writes (workflow.jobs.store_layout), so changing the layout reruns no extraction.
 
 rule extract_profiles:
     input:
@@ -13,7 +15,6 @@ rule extract_profiles:
         lens=config["lens"],
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
-        storage=config["storage"],
         shard=shard_spec,
     log:
         f"logs/extract_profiles/{EXTRACT_JOB}.log",
@@ -37,8 +38,6 @@ if SHARD_SIZE:
             table="results/datasets/{dataset}.parquet",
         output:
             directory("results/profiles/{model}/{dataset}.zarr"),
-        params:
-            storage=config["storage"],
         log:
             "logs/gather_shards/{model}/{dataset}.log",
         benchmark:
@@ -75,7 +74,6 @@ rule combine_profiles:
     params:
         models=dataset_models,
         labels=model_labels,
-        storage=config["storage"],
     log:
         "logs/combine_profiles/{dataset}.log",
     benchmark:

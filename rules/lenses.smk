@@ -80,7 +80,6 @@ rule extract_lens_profiles:
         lens=config["lens"],
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
-        storage=config["storage"],
         shard=None,
     log:
         "logs/extract_lens_profiles/{model}/{kind}/{dataset}.log",

@@ -16,6 +16,7 @@ from entropy_lens.analysis.routing import (
     routing_pairs,
     routing_tables,
 )
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.store import schema
 from entropy_lens.store.combine import combine_models
 
@@ -90,8 +91,8 @@ def test_summary_row_reads_a_combined_store():
 
 def test_tiny_moe_store_gives_a_row_per_moe_model_and_none_for_dense():
     prompts = ["the cat", "once upon a time", "how many words", "the dog ran", "a big tree", "the sun"]
-    moe = extract_profiles(tiny_model("qwen2_moe"), prompts, max_new_tokens=3)
-    dense = extract_profiles(tiny_model("llama"), prompts, max_new_tokens=3)
+    moe = extract_profiles(tiny_model("qwen2_moe"), prompts, generation=GenerationSettings(3))
+    dense = extract_profiles(tiny_model("llama"), prompts, generation=GenerationSettings(3))
     combined = combine_models(
         {"moe": moe, "dense": dense}, families={"moe": "qwen", "dense": "llama"}, n_params={"moe": 1, "dense": 1}
     )
@@ -105,7 +106,7 @@ def test_tiny_moe_store_gives_a_row_per_moe_model_and_none_for_dense():
 
 
 def test_no_moe_model_gives_empty_tables_with_their_columns():
-    dense = extract_profiles(tiny_model("llama"), ["the cat"], max_new_tokens=2)
+    dense = extract_profiles(tiny_model("llama"), ["the cat"], generation=GenerationSettings(2))
     summary, per_layer = routing_tables({"blank": combine_models({"d": dense}, families={"d": "l"}, n_params={"d": 1})})
     assert summary.empty and list(summary.columns) == list(SUMMARY_COLUMNS)
     assert per_layer.empty and list(per_layer.columns) == list(LAYER_COLUMNS)

@@ -22,6 +22,7 @@ from workflow_tiny import copy_workdir, edit_config, jobs_in, run_snakemake
 
 from entropy_lens import extract_profiles, load_model
 from entropy_lens.lens.entropy import shannon_entropy
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import cpu_has_bf16_matmul
 from entropy_lens.store import storage
 
@@ -50,8 +51,8 @@ def _pair(folder, prompts, tokens):
     b16 = load_model(folder, device="cpu", dtype="bfloat16")
     return (
         b16,
-        extract_profiles(f32, prompts, max_new_tokens=tokens),
-        extract_profiles(b16, prompts, max_new_tokens=tokens),
+        extract_profiles(f32, prompts, generation=GenerationSettings(tokens)),
+        extract_profiles(b16, prompts, generation=GenerationSettings(tokens)),
     )
 
 

@@ -11,6 +11,8 @@ from tiny import ARCHS, VOCAB_SIZE, tiny_model
 
 from entropy_lens import extract_profiles
 from entropy_lens.lens import decoding, encoding
+from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.store import schema
 
@@ -23,7 +25,13 @@ ALPHAS = (0.5, 1.0, 5.0, math.inf)
 @pytest.fixture(scope="module", params=ARCHS)
 def arch_run(request):
     lm = tiny_model(request.param)
-    ds = extract_profiles(lm, PROMPTS, max_new_tokens=TOKENS, top_p=TOP_P, alphas=ALPHAS, batch_size=3)
+    ds = extract_profiles(
+        lm,
+        PROMPTS,
+        generation=GenerationSettings(TOKENS),
+        lens=LensSettings(top_p=TOP_P, alphas=ALPHAS),
+        prompting=PromptSettings(batch_size=3),
+    )
     return lm, ds
 
 
@@ -69,9 +77,13 @@ def test_last_layer_equals_model_logits():
 
 def test_batched_equals_one_by_one():
     lm = tiny_model("qwen2")
-    together = extract_profiles(lm, PROMPTS, max_new_tokens=TOKENS, batch_size=3)
+    together = extract_profiles(
+        lm, PROMPTS, generation=GenerationSettings(TOKENS), prompting=PromptSettings(batch_size=3)
+    )
     alone = [
-        extract_profiles(lm, [p], max_new_tokens=TOKENS, batch_size=1, prompt_ids=[pid])
+        extract_profiles(
+            lm, [p], generation=GenerationSettings(TOKENS), prompting=PromptSettings(batch_size=1), prompt_ids=[pid]
+        )
         for p, pid in zip(PROMPTS, together.prompt.values, strict=True)
     ]
     merged = xr.concat(alone, dim="prompt")
@@ -83,9 +95,9 @@ def test_batched_equals_one_by_one():
 
 def test_eos_masks_later_slots():
     lm = tiny_model("llama")
-    first = extract_profiles(lm, PROMPTS[:1], max_new_tokens=1).token_id.values[0, 0]
+    first = extract_profiles(lm, PROMPTS[:1], generation=GenerationSettings(1)).token_id.values[0, 0]
     lm.model.generation_config.eos_token_id = int(first)
-    ds = extract_profiles(lm, PROMPTS[:2], max_new_tokens=4, batch_size=2)
+    ds = extract_profiles(lm, PROMPTS[:2], generation=GenerationSettings(4), prompting=PromptSettings(batch_size=2))
     assert ds.token_id.values[0].tolist() == [first, -1, -1, -1]
     assert np.isfinite(ds.entropy.values[0, 0]).all()
     assert np.isnan(ds.entropy.values[0, 1:]).all() and np.isnan(ds.renyi.values[0, 1:]).all()
@@ -95,17 +107,21 @@ def test_eos_masks_later_slots():
 
 def test_sampling_is_reproducible_and_batch_independent():
     lm = tiny_model("gpt2")
-    kwargs = dict(max_new_tokens=6, do_sample=True, temperature=1.5)
-    a = extract_profiles(lm, PROMPTS, seed=11, batch_size=3, **kwargs)
-    b = extract_profiles(lm, PROMPTS, seed=11, batch_size=1, **kwargs)
-    c = extract_profiles(lm, PROMPTS, seed=12, batch_size=3, **kwargs)
+
+    def run(seed: int, batch_size: int):
+        generation = GenerationSettings(6, do_sample=True, temperature=1.5, seed=seed)
+        return extract_profiles(lm, PROMPTS, generation=generation, prompting=PromptSettings(batch_size))
+
+    a, b, c = run(11, 3), run(11, 1), run(12, 3)
     np.testing.assert_array_equal(a.token_id.values, b.token_id.values)
     assert not np.array_equal(a.token_id.values, c.token_id.values)
 
 
 def test_chat_template_is_rendered_and_recorded():
     lm = tiny_model("llama")
-    ds = extract_profiles(lm, ["the cat"], max_new_tokens=2, chat_template=True)
+    ds = extract_profiles(
+        lm, ["the cat"], generation=GenerationSettings(2), prompting=PromptSettings(chat_template=True)
+    )
     assert ds.prompt_text.values[0] == "<bos>user the cat<eos><bos>assistant"
     assert ds.attrs["chat_template"] is True
 
@@ -117,68 +133,45 @@ def test_blank_prompt_is_bos_alone():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("settings", "message"),
     [
-        (dict(prompts=[]), "non-empty list"),
-        (dict(max_new_tokens=0), "max_new_tokens must be a positive integer, got 0"),
-        (dict(top_p=1.2), r"top_p must lie in \(0, 1\], got 1.2"),
-        (dict(alphas=(0.5, -1.0)), "alpha must be >= 0"),
-        (dict(batch_size=0), "batch_size must be a positive integer"),
-        (dict(budget_bytes=100), "chunk budget of 100 bytes is below one row"),
-        (dict(prompt_ids=["a", "a"]), "distinct ids"),
+        (lambda: dict(prompts=[]), "non-empty list"),
+        (lambda: dict(generation=GenerationSettings(0)), "max_new_tokens must be a positive integer, got 0"),
+        (lambda: dict(lens=LensSettings(top_p=1.2)), r"top_p must lie in \(0, 1\], got 1.2"),
+        (lambda: dict(lens=LensSettings(alphas=(0.5, -1.0))), "alpha must be >= 0"),
+        (lambda: dict(prompting=PromptSettings(batch_size=0)), "batch_size must be a positive integer"),
+        (lambda: dict(lens=LensSettings(budget_bytes=100)), "chunk budget of 100 bytes is below one row"),
+        (lambda: dict(prompt_ids=["a", "a"]), "distinct ids"),
     ],
 )
-def test_bad_arguments_are_refused(kwargs, message):
+def test_bad_arguments_are_refused(settings, message):
     lm = tiny_model("llama")
-    args = dict(prompts=["the cat", "a dog"], max_new_tokens=2) | kwargs
     with pytest.raises(ValueError, match=message):
+        args = dict(prompts=["the cat", "a dog"], generation=GenerationSettings(2)) | settings()
         extract_profiles(lm, **args)
 
 
-def test_settings_objects_equal_keywords():
-    lm = tiny_model("qwen2")
-    keywords = extract_profiles(
-        lm, PROMPTS, max_new_tokens=3, top_p=0.8, alphas=(0.5, 2.0), do_sample=True, seed=3, budget_bytes=2**20
-    )
-    objects = extract_profiles(
-        lm,
-        PROMPTS,
-        generation=GenerationSettings(max_new_tokens=3, do_sample=True, seed=3),
-        lens=decoding.LensSettings(top_p=0.8, alphas=(0.5, 2.0), budget_bytes=2**20),
-    )
-    xr.testing.assert_identical(keywords.drop_attrs(), objects.drop_attrs())
-    mixed = extract_profiles(
-        lm, PROMPTS, generation=GenerationSettings(3, do_sample=True, seed=3), top_p=0.8, alphas=[0.5, 2]
-    )
-    xr.testing.assert_identical(keywords.drop_attrs(), mixed.drop_attrs())
-
-
 @pytest.mark.parametrize(
-    ("kwargs", "error", "message"),
+    ("settings", "message"),
     [
-        (
-            dict(generation=GenerationSettings(2), max_new_tokens=3),
-            ValueError,
-            r"max_new_tokens given both .*generation=",
-        ),
-        (dict(generation=GenerationSettings(2), seed=1, do_sample=True), ValueError, "do_sample, seed given both"),
-        (
-            dict(lens=decoding.LensSettings(), max_new_tokens=2, top_p=0.5),
-            ValueError,
-            r"top_p given both as keyword and in lens=LensSettings",
-        ),
-        (
-            dict(lens=decoding.LensSettings(), max_new_tokens=2, budget_bytes=2**20),
-            ValueError,
-            "budget_bytes given both",
-        ),
-        (dict(), ValueError, "max_new_tokens is required"),
-        (dict(generation={"max_new_tokens": 2}), TypeError, "generation must be a GenerationSettings, got dict"),
+        (lambda: dict(generation={"max_new_tokens": 2}), "generation must be a GenerationSettings, got dict"),
+        (lambda: dict(lens={"top_p": 0.5}), "lens must be a LensSettings, got dict"),
+        (lambda: dict(prompting=4), "prompting must be a PromptSettings, got int"),
+        (lambda: dict(prompting=PromptSettings(chat_template=1)), "chat_template must be True or False, got 1"),
     ],
 )
-def test_settings_given_twice_or_wrongly_are_refused(kwargs, error, message):
-    with pytest.raises(error, match=message):
-        extract_profiles(tiny_model("llama"), ["the cat"], **kwargs)
+def test_settings_of_the_wrong_type_are_refused(settings, message):
+    with pytest.raises(TypeError, match=message):
+        extract_profiles(tiny_model("llama"), ["the cat"], **(dict(generation=GenerationSettings(2)) | settings()))
+
+
+def test_settings_read_from_an_extraction_job_params():
+    params = {"max_new_tokens": 3, "do_sample": True, "temperature": 0.7, "seed": 5, "batch_size": 2}
+    params |= {"chat_template": False, "choices": []}
+    assert GenerationSettings.from_config(params) == GenerationSettings(3, True, 0.7, 5)
+    assert PromptSettings.from_config(params) == PromptSettings(batch_size=2, chat_template=False)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
+        PromptSettings.from_config(params | {"batch_size": 0})
 
 
 def test_lens_settings_from_the_config_section():
@@ -206,7 +199,7 @@ def test_bfloat16_tiles_equal_the_model_head(arch):
         torch.testing.assert_close(tile, whole, rtol=0, atol=0)
         if not lm.softcap:  # Gemma 2 caps its bf16 logits in bf16, the lens in float32
             torch.testing.assert_close(tile, real, rtol=0, atol=0)
-    ds = extract_profiles(lm, PROMPTS, max_new_tokens=3)
+    ds = extract_profiles(lm, PROMPTS, generation=GenerationSettings(3))
     generated = ds.token_id.values >= 0
     np.testing.assert_array_equal(ds.top1_id.values[..., -1][generated], ds.token_id.values[generated])
 
@@ -216,7 +209,7 @@ def test_prompts_past_the_context_window_are_refused_before_any_work():
     window = lm.model.config.n_positions
     long_prompt = " ".join(["the cat"] * window)
     with pytest.raises(ValueError, match=rf"1 prompts need more than .*context of {window} tokens, e.g. 'p0001'"):
-        extract_profiles(lm, ["a short one", long_prompt], max_new_tokens=2)
+        extract_profiles(lm, ["a short one", long_prompt], generation=GenerationSettings(2))
 
 
 def test_cross_prompt_overlap_pairs_each_prompt_with_its_batch_partner():
@@ -224,7 +217,7 @@ def test_cross_prompt_overlap_pairs_each_prompt_with_its_batch_partner():
     sets: the cross-prompt overlap equals the adjacent one. The long prompt is a batch of one."""
     lm = tiny_model("qwen2")
     prompts = ["the cat", "once upon a time there was a little girl", "the cat"]
-    ds = extract_profiles(lm, prompts, max_new_tokens=TOKENS, batch_size=2)
+    ds = extract_profiles(lm, prompts, generation=GenerationSettings(TOKENS), prompting=PromptSettings(batch_size=2))
     schema.validate_profiles(ds)
     assert ds.partner.values.tolist() == ["p0002", "", "p0000"]
     for i in (0, 2):
@@ -235,9 +228,9 @@ def test_cross_prompt_overlap_pairs_each_prompt_with_its_batch_partner():
 
 def test_cross_prompt_overlap_is_masked_once_the_partner_is_done():
     lm = tiny_model("llama")
-    first = extract_profiles(lm, PROMPTS[:1], max_new_tokens=1).token_id.values[0, 0]
+    first = extract_profiles(lm, PROMPTS[:1], generation=GenerationSettings(1)).token_id.values[0, 0]
     lm.model.generation_config.eos_token_id = int(first)
-    ds = extract_profiles(lm, PROMPTS[:2], max_new_tokens=4, batch_size=2)
+    ds = extract_profiles(lm, PROMPTS[:2], generation=GenerationSettings(4), prompting=PromptSettings(batch_size=2))
     assert ds.partner.values.tolist() == ["p0001", "p0000"]
     cross = ds.nucleus_jaccard_cross.values
     assert np.isfinite(cross[:, 0, :-1]).all() and np.isnan(cross[:, :, -1]).all()

@@ -15,8 +15,10 @@ from workflow_tiny import REPO
 from entropy_lens import extract_profiles
 from entropy_lens.analysis.lens_fit import COLUMNS, kl_by_block, lens_fit_table
 from entropy_lens.lens.decoding import lens_logits
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.translators import corpus_ids, corpus_residuals, fit_kind, held_out_kl, held_out_kls, identity
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.plots.lenses import plot_lens_fit
 from entropy_lens.prompts.datasets import QUESTION_ID
 from entropy_lens.prompts.mmlu import lens_corpus_tables, load_questions, split_ids
@@ -153,9 +155,13 @@ def test_profiles_under_a_fitted_lens_decode_each_blocks_mapped_residual(lm):
     prompts = ["once upon a time there was", "the cat saw the dog and"]
     linear = fit_kind(lm, "linear", corpus(30, 1, lm.tokenizer), batch_size=8)
     logit = fit_kind(lm, "logit", corpus(3, 1, lm.tokenizer))
-    plain = extract_profiles(lm, prompts, max_new_tokens=2, batch_size=2)
-    under_logit = extract_profiles(lm, prompts, max_new_tokens=2, batch_size=2, translators=logit)
-    under_linear = extract_profiles(lm, prompts, max_new_tokens=2, batch_size=2, translators=linear)
+    plain = extract_profiles(lm, prompts, generation=GenerationSettings(2), prompting=PromptSettings(batch_size=2))
+    under_logit = extract_profiles(
+        lm, prompts, generation=GenerationSettings(2), prompting=PromptSettings(batch_size=2), translators=logit
+    )
+    under_linear = extract_profiles(
+        lm, prompts, generation=GenerationSettings(2), prompting=PromptSettings(batch_size=2), translators=linear
+    )
     np.testing.assert_array_equal(under_logit[schema.ENTROPY].values, plain[schema.ENTROPY].values)
     np.testing.assert_array_equal(under_linear[schema.TOKEN_ID].values, plain[schema.TOKEN_ID].values)
     np.testing.assert_allclose(under_linear[schema.ENTROPY].values[..., -1], plain[schema.ENTROPY].values[..., -1],
@@ -170,7 +176,9 @@ def test_profiles_under_a_fitted_lens_decode_each_blocks_mapped_residual(lm):
             expected = shannon_entropy(lens_logits(lm, linear.apply(resid)[0]))
         np.testing.assert_allclose(under_linear[schema.ENTROPY].values[row, 0], expected.numpy(), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="do not fit"):
-        extract_profiles(tiny_model("llama", seed=3, n_layers=3), prompts, max_new_tokens=1, translators=linear)
+        extract_profiles(
+            tiny_model("llama", seed=3, n_layers=3), prompts, generation=GenerationSettings(1), translators=linear
+        )
 
 
 def test_another_split_gets_its_own_ids_and_only_the_hub_has_splits():

@@ -12,6 +12,7 @@ from torch import nn
 
 from entropy_lens import REGISTRY, extract_profiles, load_model
 from entropy_lens.lens.decoding import lens_logits
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.model import loading as models
 from entropy_lens.model import registry
 from entropy_lens.model.generation import GenerationSettings, generate
@@ -82,7 +83,10 @@ def test_real_smollm2_profile(smollm2):
     assert lm.n_params == 134_515_008  # SmolLM2-135M's published count (tied embeddings)
     assert len(lm.sha256) == 64
     ds = extract_profiles(
-        lm, ["The capital of France is", "Once upon a time, there was a little"], max_new_tokens=4, batch_size=2
+        lm,
+        ["The capital of France is", "Once upon a time, there was a little"],
+        generation=GenerationSettings(4),
+        prompting=PromptSettings(batch_size=2),
     )
     assert ds.attrs["n_params"] == lm.n_params
     text = lm.tokenizer.decode([t for t in ds.token_id.values[0] if t >= 0])

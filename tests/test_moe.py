@@ -11,6 +11,7 @@ from tiny import DENSE_QWEN2_MOE_LAYER, MAX_PARAMS, MOE_ARCHS, N_EXPERTS, N_LAYE
 
 from entropy_lens import extract_profiles, load_model
 from entropy_lens.lens import decoding
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.model.routing import find_routers, record_routing, routing_metrics
 from entropy_lens.store import schema, storage
@@ -29,7 +30,7 @@ def dense_layers(arch: str) -> set[int]:
 @pytest.fixture(scope="module", params=MOE_ARCHS)
 def moe_run(request):
     lm = tiny_model(request.param)
-    ds = extract_profiles(lm, PROMPTS, max_new_tokens=TOKENS, batch_size=3)
+    ds = extract_profiles(lm, PROMPTS, generation=GenerationSettings(TOKENS), prompting=PromptSettings(batch_size=3))
     return request.param, lm, ds
 
 
@@ -45,7 +46,7 @@ def test_tiny_moe_models_are_tiny_and_their_routers_are_found(moe_run):
 def test_dense_models_have_no_router():
     lm = tiny_model("llama")
     assert find_routers(lm.blocks, lm.model.config) == [None] * N_LAYERS
-    ds = extract_profiles(lm, PROMPTS[:1], max_new_tokens=2)
+    ds = extract_profiles(lm, PROMPTS[:1], generation=GenerationSettings(2))
     assert schema.ROUTING_ENTROPY not in ds and schema.EXPERT_RANK not in ds.dims
 
 
@@ -146,7 +147,9 @@ def test_routing_matches_router_logits_computed_by_hand(arch):
 def test_batching_does_not_change_results(moe_run):
     _, lm, together = moe_run
     alone = [
-        extract_profiles(lm, [p], max_new_tokens=TOKENS, batch_size=1, prompt_ids=[pid])
+        extract_profiles(
+            lm, [p], generation=GenerationSettings(TOKENS), prompting=PromptSettings(batch_size=1), prompt_ids=[pid]
+        )
         for p, pid in zip(PROMPTS, together.prompt.values, strict=True)
     ]
     merged = xr.concat(alone, dim="prompt")
@@ -160,9 +163,11 @@ def test_batching_does_not_change_results(moe_run):
 @pytest.mark.parametrize("arch", MOE_ARCHS)
 def test_bf16_path_tracks_float32(arch, tmp_path):
     folder = save_tiny_model(arch, tmp_path / arch, arch)
-    f32 = extract_profiles(load_model(folder, device="cpu", dtype="float32"), PROMPTS, max_new_tokens=TOKENS)
+    f32 = extract_profiles(
+        load_model(folder, device="cpu", dtype="float32"), PROMPTS, generation=GenerationSettings(TOKENS)
+    )
     b16_model = load_model(folder, device="cpu", dtype="bfloat16")
-    b16 = extract_profiles(b16_model, PROMPTS, max_new_tokens=TOKENS)
+    b16 = extract_profiles(b16_model, PROMPTS, generation=GenerationSettings(TOKENS))
     assert b16_model.dtype == torch.bfloat16 and b16.attrs["dtype"] == "bfloat16"
     assert b16.entropy.dtype == np.float32 and b16[schema.ROUTING_ENTROPY].dtype == np.float32
     assert np.nanmax(np.abs(b16.entropy.values - f32.entropy.values)) < BF16_MAX_NATS
@@ -170,8 +175,8 @@ def test_bf16_path_tracks_float32(arch, tmp_path):
 
 
 def test_combined_store_fills_routing_for_dense_models():
-    moe = extract_profiles(tiny_model("olmoe"), PROMPTS, max_new_tokens=2)
-    dense = extract_profiles(tiny_model("llama"), PROMPTS, max_new_tokens=2)
+    moe = extract_profiles(tiny_model("olmoe"), PROMPTS, generation=GenerationSettings(2))
+    dense = extract_profiles(tiny_model("llama"), PROMPTS, generation=GenerationSettings(2))
     labels = {"families": {"moe": "olmoe", "dense": "llama"}, "n_params": {"moe": 1, "dense": 1}}
     combined = combine_models({"moe": moe, "dense": dense}, **labels)
     schema.validate_profiles(combined, combined=True)
@@ -181,6 +186,6 @@ def test_combined_store_fills_routing_for_dense_models():
 
 
 def test_a_store_with_half_the_routing_variables_is_refused():
-    ds = extract_profiles(tiny_model("olmoe"), PROMPTS[:1], max_new_tokens=2)
+    ds = extract_profiles(tiny_model("olmoe"), PROMPTS[:1], generation=GenerationSettings(2))
     with pytest.raises(ValueError, match="routing variables come together"):
         schema.validate_profiles(ds.drop_vars(schema.ROUTING_EXPERTS))

@@ -15,6 +15,7 @@ from entropy_lens.answers import accuracy, letters, scoring
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.lens.choices import readout_of
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import extract_table
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import wrap_model
@@ -315,8 +316,7 @@ def _extracted_letters(lm, prompts, *, chat_template=False, batch_size=3):
         "blank",  # any kind: the readout does not depend on it
         generation=GenerationSettings(2),
         lens=LensSettings(alphas=(1.0,)),
-        batch_size=batch_size,
-        chat_template=chat_template,
+        prompting=PromptSettings(batch_size, chat_template),
         choices=LETTERS,
     )
     return ds["choice_logprob"].sel(choice=LETTERS).values, readout
@@ -352,7 +352,7 @@ def test_store_logprobs_round_trip_and_refusals(tmp_path):
     lm = wrap_model(tiny_model("llama").model, tok, name="tiny-llama")
     table = build_mmlu(_questions(), n=1, seed=0, styles=["base", "instruct"])
     ds = extract_table(
-        lm, table, "mmlu", generation=GenerationSettings(1), lens=LensSettings(), batch_size=2, chat_template=False
+        lm, table, "mmlu", generation=GenerationSettings(1), lens=LensSettings(), prompting=PromptSettings(2)
     )
     with pytest.raises(ValueError, match=r"has no 'choice_logprob'.*--forcerun extract_profiles"):
         scoring.store_logprobs(ds, table["prompt_id"])
@@ -362,8 +362,7 @@ def test_store_logprobs_round_trip_and_refusals(tmp_path):
         "mmlu",
         generation=GenerationSettings(1),
         lens=LensSettings(),
-        batch_size=2,
-        chat_template=False,
+        prompting=PromptSettings(2),
         choices=LETTERS,
     )
     storage.write_profiles(ds, tmp_path / "m.zarr")
@@ -386,8 +385,7 @@ def test_real_model_extraction_letters_equal_letter_logprobs(smollm2):
             "mmlu",
             generation=GenerationSettings(1),
             lens=LensSettings(alphas=(1.0,)),
-            batch_size=4,
-            chat_template=chat,
+            prompting=PromptSettings(4, chat),
             choices=LETTERS,
         )
         want = scoring.letter_logprobs(smollm2, table["prompt_text"].tolist(), batch_size=4, chat_template=chat)

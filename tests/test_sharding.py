@@ -20,6 +20,7 @@ from workflow_tiny import (
 )
 
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import Shard, extract_table, shard_rows
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.prompts.counts import prompt_count
@@ -39,7 +40,7 @@ def lm():
 
 def _extract(lm, table, shard=None, batch_size=2):
     return extract_table(
-        lm, table, "formats", generation=GENERATION, lens=LENS, batch_size=batch_size, chat_template=False, shard=shard
+        lm, table, "formats", generation=GENERATION, lens=LENS, prompting=PromptSettings(batch_size), shard=shard
     )
 
 

@@ -10,17 +10,20 @@ import zarr
 from tiny import tiny_model
 
 from entropy_lens import extract_profiles
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.store import storage
 
 
 @pytest.fixture(scope="module")
 def profiles():
-    ds = extract_profiles(tiny_model("llama"), ["the cat", "a dog ran", "once upon a time"], max_new_tokens=3)
+    ds = extract_profiles(
+        tiny_model("llama"), ["the cat", "a dog ran", "once upon a time"], generation=GenerationSettings(3)
+    )
     return ds.assign_coords(task=("prompt", np.array(["count", "gist", "count"], dtype=object)))
 
 
 def test_round_trip_is_identical_and_lazy(profiles, tmp_path):
-    path = storage.write_profiles(profiles, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    path = storage.write_profiles(profiles, tmp_path / "s.zarr", layout=storage.Layout(2, 2))
     back = storage.open_profiles(path)
     assert back.entropy.chunks == ((2, 1), (3,), (3,))
     xr.testing.assert_identical(back.load(), profiles)
@@ -87,7 +90,7 @@ def _damaged_copy(store, tmp_path, relative: str, damage) -> object:
     ],
 )
 def test_damaged_metadata_names_the_store_and_the_rebuild(profiles, tmp_path, relative, damage, cause):
-    store = storage.write_profiles(profiles, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    store = storage.write_profiles(profiles, tmp_path / "s.zarr", layout=storage.Layout(2, 2))
     damaged = _damaged_copy(store, tmp_path, relative, damage)
     rebuild = r"`snakemake --force .*damaged\.zarr`.*`snakemake --forcerun extract_profiles`"
     expected = rf"profile store .*damaged\.zarr is damaged \({cause}.*{rebuild}"
@@ -96,7 +99,7 @@ def test_damaged_metadata_names_the_store_and_the_rebuild(profiles, tmp_path, re
 
 
 def test_damaged_chunk_names_the_store_when_it_is_read(profiles, tmp_path):
-    store = storage.write_profiles(profiles, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    store = storage.write_profiles(profiles, tmp_path / "s.zarr", layout=storage.Layout(2, 2))
     damaged = _damaged_copy(store, tmp_path, "entropy/c/1/0/0", lambda b: b[: len(b) // 2])
     ds = storage.open_profiles(damaged)  # data chunks are read lazily
     ds.entropy.isel(prompt=[0, 1]).load()  # the intact shard reads
@@ -107,7 +110,7 @@ def test_damaged_chunk_names_the_store_when_it_is_read(profiles, tmp_path):
 
 def test_every_flipped_byte_of_a_chunk_is_refused_naming_the_store_and_the_array(profiles, tmp_path):
     """Each array's chunks carry a CRC-32C: flipping any one byte of a shard file fails it when read."""
-    store = storage.write_profiles(profiles, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    store = storage.write_profiles(profiles, tmp_path / "s.zarr", layout=storage.Layout(2, 2))
     shard = store / "entropy/c/0/0/0"
     intact = shard.read_bytes()
     silent = []
@@ -133,7 +136,7 @@ def test_a_missing_chunk_file_is_refused_at_open_naming_the_store_the_array_and_
     """Zarr reads an absent chunk as its fill value: every chunk is written (all-NaN ones too), so absence is
     damage, refused on every read."""
     nan = profiles.assign(entropy=profiles.entropy.where(profiles.entropy < 0))  # an all-fill array
-    store = storage.write_profiles(nan, tmp_path / "s.zarr", chunk_prompts=2, shard_prompts=2)
+    store = storage.write_profiles(nan, tmp_path / "s.zarr", layout=storage.Layout(2, 2))
     assert storage.missing_chunks(store) == {}
     xr.testing.assert_identical(storage.open_profiles(store).load(), nan)
     (store / "entropy/c/1/0/0").unlink()

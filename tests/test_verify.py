@@ -12,6 +12,7 @@ import yaml
 from tiny import tiny_model
 
 from entropy_lens import cli, extract_profiles
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.store import storage
 from entropy_lens.store.manifest import MANIFEST, write_manifest
 from entropy_lens.store.verify import verify
@@ -19,14 +20,16 @@ from entropy_lens.store.verify import verify
 
 @pytest.fixture(scope="module")
 def profiles():
-    return extract_profiles(tiny_model("llama"), ["the cat", "a dog ran", "once upon a time"], max_new_tokens=3)
+    return extract_profiles(
+        tiny_model("llama"), ["the cat", "a dog ran", "once upon a time"], generation=GenerationSettings(3)
+    )
 
 
 @pytest.fixture
 def results(profiles, tmp_path):
     """A results folder of a DVC repository: a store, a CSV and a Parquet table, the tables folder tracked."""
     root = tmp_path / "repo" / "results"
-    storage.write_profiles(profiles, root / "profiles" / "tiny" / "blank.zarr", chunk_prompts=2, shard_prompts=2)
+    storage.write_profiles(profiles, root / "profiles" / "tiny" / "blank.zarr", layout=storage.Layout(2, 2))
     tables = root / "tables"
     tables.mkdir(parents=True)
     pd.DataFrame({"model": ["a", "b"], "auc": [0.9, 0.8]}).to_csv(tables / "knn_auc.csv", index=False)

@@ -15,6 +15,7 @@ from entropy_lens import cli
 from entropy_lens.lens.decoding import LensSettings, _merge_top, decode_residuals, lens_logits
 from entropy_lens.lens.profiles import ProfileBuffers, build_dataset
 from entropy_lens.lens.text import extract_profiles
+from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.plots import view
 from entropy_lens.store import combine, schema, storage
 
@@ -61,7 +62,9 @@ def test_config_section_without_top_k_keeps_none():
 
 def test_store_keeps_top_k_round_trips_and_combined_stores_drop_it(tmp_path):
     lm = tiny_model("llama")
-    ds = extract_profiles(lm, ["the cat", "once upon a time"], max_new_tokens=3, lens=LensSettings(top_k=4))
+    ds = extract_profiles(
+        lm, ["the cat", "once upon a time"], generation=GenerationSettings(3), lens=LensSettings(top_k=4)
+    )
     assert ds[schema.TOP_IDS].dims == (schema.PROMPT, schema.TOKEN, schema.LAYER, schema.TOP_RANK)
     storage.write_profiles(ds, tmp_path / "s.zarr")
     back = storage.open_profiles(tmp_path / "s.zarr").load()
@@ -70,7 +73,7 @@ def test_store_keeps_top_k_round_trips_and_combined_stores_drop_it(tmp_path):
     np.testing.assert_array_equal(ids[..., 0], back[schema.TOP1_ID].values[live])
     assert (np.diff(probs, axis=-1) <= 0).all() and (probs.sum(-1) <= 1 + 1e-6).all()
     assert (back[schema.TOP_IDS].values[~live] == -1).all() and np.isnan(back[schema.TOP_PROBS].values[~live]).all()
-    plain = extract_profiles(lm, ["the cat", "once upon a time"], max_new_tokens=3)
+    plain = extract_profiles(lm, ["the cat", "once upon a time"], generation=GenerationSettings(3))
     assert schema.TOP_IDS not in plain and schema.TOP_RANK not in plain.coords  # absent unless asked
     both = combine.combine_models({"a": back, "b": plain}, families={"a": "x", "b": "x"}, n_params={"a": 1, "b": 1})
     assert schema.TOP_IDS not in both and schema.TOP_RANK not in both.coords
@@ -78,7 +81,7 @@ def test_store_keeps_top_k_round_trips_and_combined_stores_drop_it(tmp_path):
 
 def test_validator_names_a_top_k_variable_of_the_wrong_dtype():
     lm = tiny_model("llama")
-    ds = extract_profiles(lm, ["the cat"], max_new_tokens=2, lens=LensSettings(top_k=2))
+    ds = extract_profiles(lm, ["the cat"], generation=GenerationSettings(2), lens=LensSettings(top_k=2))
     bad = ds.assign({schema.TOP_PROBS: ds[schema.TOP_PROBS].astype("float64")})
     with pytest.raises(ValueError, match="variable 'top_probs' has dtype float64, expected float32"):
         schema.validate_profiles(bad)

@@ -23,6 +23,7 @@ from tiny import (
 
 from entropy_lens import extract_profiles, load_model
 from entropy_lens.lens.decoding import LensSettings, lens_logits
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.extract import Shard, extract_table
 from entropy_lens.lens.vision import classify_with_readouts, extract_image_profiles, pixel_values
@@ -95,7 +96,7 @@ def test_image_store_follows_the_text_contract(vision_run, tmp_path):
 def test_image_store_has_the_text_stores_provenance(vision_run):
     """One provenance builder: a text store's attrs, in order, then the image's modality and read-out."""
     arch, _, ds = vision_run
-    text = extract_profiles(tiny_model(), ["the cat"], max_new_tokens=1)
+    text = extract_profiles(tiny_model(), ["the cat"], generation=GenerationSettings(1))
     assert list(ds.attrs) == [*text.attrs, "modality", "readout"]
     one_pass = {"max_new_tokens": 1, "do_sample": False, "temperature": 1.0, "seed": 0, "chat_template": False}
     assert {key: ds.attrs[key] for key in one_pass} == one_pass and ds.attrs["softcap"] is None
@@ -133,7 +134,7 @@ def test_a_head_reading_two_tokens_is_refused():
 
 def test_text_and_image_models_refuse_the_other_input():
     with pytest.raises(ValueError, match="is an image classifier"):
-        extract_profiles(tiny_vision_model("vit"), ["the cat"], max_new_tokens=2)
+        extract_profiles(tiny_vision_model("vit"), ["the cat"], generation=GenerationSettings(2))
     with pytest.raises(ValueError, match="is a causal LM, not an image classifier"):
         extract_image_profiles(tiny_model("llama"), IMAGES)
 
@@ -192,7 +193,7 @@ def test_a_folder_without_images_is_refused(tmp_path):
 def test_extract_table_labels_the_image_store_and_shards_it(image_folder):
     lm = tiny_vision_model("vit")
     table = build_images(folder_records(image_folder))
-    settings = dict(generation=GenerationSettings(1), lens=LensSettings(), batch_size=4, chat_template=False)
+    settings = dict(generation=GenerationSettings(1), lens=LensSettings(), prompting=PromptSettings(4))
     ds = extract_table(lm, table, "images", **settings)
     assert list(ds[LABEL].values) == table[LABEL].tolist() and IMAGE not in ds.coords
     assert ds.attrs["dataset"] == "images"

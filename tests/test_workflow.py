@@ -115,8 +115,8 @@ def test_lint_passes():
         (lambda c: c["models"]["tiny-llama"].update(family=7), "family"),
         (lambda c: c["analysis"].setdefault("knn", {}).update(test="bonferroni"), "('test' was unexpected)"),
         (
-            lambda c: c["analysis"].setdefault("knn", {}).update(folds=2),
-            "analysis.knn.folds (2) x analysis.knn.repeats",
+            lambda c: c["analysis"].setdefault("knn", {}).update(folds=3, repeats=1),
+            "analysis.knn.folds (3) x analysis.knn.repeats",
         ),
         (lambda c: c["models"]["tiny-llama"].update(source="./tiny_models/tiny-lama"), "models.tiny-llama.source"),
         (lambda c: c["models"]["tiny-llama"].update(source="smollm2"), "unknown model source 'smollm2'"),

@@ -1,18 +1,17 @@
 """Rule extract_profiles: profile one model on one prompt set (or one shard of it) into a store."""
 
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import Shard, extract_table
 from entropy_lens.lens.translators import Translators
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.store import storage
-from entropy_lens.workflow.jobs import job_model, setup_logging
+from entropy_lens.workflow.jobs import job_model, setup_logging, store_layout
 
 setup_logging(snakemake)
-gen, lens, store = snakemake.params.generation, snakemake.params.lens, snakemake.params.storage
+gen = snakemake.params.generation
 dataset, shard = snakemake.wildcards.dataset, Shard.of(snakemake.params.shard)
-generation = GenerationSettings(gen["max_new_tokens"], gen["do_sample"], gen["temperature"], gen["seed"])
-lens_settings = LensSettings.from_config(lens)
 
 table = read_table(snakemake.input.table, dataset)
 # extract_lens_profiles reads the residuals through fitted translators; extract_profiles through the logit lens.
@@ -23,14 +22,11 @@ with job_model(snakemake) as lm:
         lm,
         table,
         dataset,
-        generation=generation,
-        lens=lens_settings,
-        batch_size=gen["batch_size"],
-        chat_template=gen["chat_template"],
+        generation=GenerationSettings.from_config(gen),
+        lens=LensSettings.from_config(snakemake.params.lens),
+        prompting=PromptSettings.from_config(gen),
         shard=shard,
         choices=gen["choices"],
         translators=translators,
     )
-storage.write_profiles(
-    ds, snakemake.output[0], chunk_prompts=store["chunk_prompts"], shard_prompts=store["shard_prompts"]
-)
+storage.write_profiles(ds, snakemake.output[0], layout=store_layout(snakemake))

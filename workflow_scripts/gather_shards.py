@@ -3,16 +3,11 @@
 from entropy_lens.prompts.datasets import PROMPT_ID, read_table
 from entropy_lens.store import storage
 from entropy_lens.store.combine import gather_shards
-from entropy_lens.workflow.jobs import setup_logging
+from entropy_lens.workflow.jobs import setup_logging, store_layout
 
 setup_logging(snakemake)
-store = snakemake.params.storage
 
 table = read_table(snakemake.input.table, snakemake.wildcards.dataset)
 shards = list(storage.open_all(dict(enumerate(snakemake.input.shards)), load=True).values())
-storage.write_profiles(
-    gather_shards(shards, table[PROMPT_ID].tolist()),
-    snakemake.output[0],
-    chunk_prompts=store["chunk_prompts"],
-    shard_prompts=store["shard_prompts"],
-)
+gathered = gather_shards(shards, table[PROMPT_ID].tolist())
+storage.write_profiles(gathered, snakemake.output[0], layout=store_layout(snakemake))

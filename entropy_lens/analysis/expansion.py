@@ -142,7 +142,7 @@ def expansion_spearman(
                 "ci_low": lo,
                 "ci_high": hi,
                 "p_value": p,
-                **_spearman_null(ds, model, entropy, nucleus, log_nucleus, n_boot, seed),
+                **_spearman_null(ds, model, (entropy, nucleus), log_nucleus=log_nucleus, n_boot=n_boot, seed=seed),
             }
         )
     return pd.DataFrame(rows, columns=list(SPEARMAN_COLUMNS))
@@ -162,7 +162,17 @@ SPEARMAN_COLUMNS = (
 )
 
 
-def _spearman_null(ds, model, entropy, nucleus, log_nucleus: bool, n_boot: int, seed: int) -> dict[str, object]:
+def _spearman_null(
+    ds: xr.Dataset,
+    model: str,
+    arrays: tuple[np.ndarray, np.ndarray],
+    *,
+    log_nucleus: bool,
+    n_boot: int,
+    seed: int,
+) -> dict[str, object]:
+    """The cross-prompt null's columns of one model; ``arrays`` are its ``[P, T, L]`` entropy and nucleus size."""
+    entropy, nucleus = arrays
     partner, name = nulls.partners(ds, model)
     return nulls.spearman_null(entropy, nucleus, partner, name, log_nucleus=log_nucleus, n_boot=n_boot, seed=seed)
 

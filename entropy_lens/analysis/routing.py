@@ -146,14 +146,25 @@ def routing_correlation(
         routing = model_values(ds, model, schema.ROUTING_ENTROPY)
         if not np.isfinite(routing).any():
             continue
-        d_h, r, layer, prompt = routing_pairs(model_values(ds, model, schema.ENTROPY), routing)
-        means = layer_means(d_h, r, layer)
+        pairs = routing_pairs(model_values(ds, model, schema.ENTROPY), routing)
+        means = layer_means(*pairs[:3])
         layers.append(means.assign(model=model, depth=model_depth(ds, model)[means["layer"]]))
-        rows.append(_summary_row(ds, model, d_h, r, layer, prompt, means, n_boot, seed))
+        rows.append(_summary_row(ds, model, pairs=pairs, means=means, n_boot=n_boot, seed=seed))
     return _frames(rows, layers, dataset=False)
 
 
-def _summary_row(ds, model, d_h, r, layer, prompt, means, n_boot, seed) -> dict:
+def _summary_row(
+    ds: xr.Dataset,
+    model: str,
+    *,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    means: pd.DataFrame,
+    n_boot: int,
+    seed: int,
+) -> dict:
+    """One model's summary row; ``pairs`` are the ``[n]`` (ΔH, routing entropy, layer, prompt) of its cells
+    (:func:`routing_pairs`) and ``means`` their per-layer means."""
+    d_h, r, layer, prompt = pairs
     family = str(ds[schema.FAMILY].sel({schema.MODEL: model}).values) if schema.FAMILY in ds.coords else ""
     row = {"model": model, "family": family, "n_layers": model_n_layers(ds, model), "n_moe_layers": len(means)}
     row |= {"n": int(d_h.size), "n_prompts": int(np.unique(prompt).size), "mean_routing_entropy": float(r.mean())}

@@ -34,6 +34,7 @@ from entropy_lens.answers.conditions import (
     RANDOM,
     SINGLE,
     VARIANT_SHORT,
+    Selection,
     eligible_layers,
     in_variant,
     layer_text,
@@ -207,17 +208,30 @@ def skip_map(
             if key is None or key not in hits or names.get("") not in hits:
                 continue
             pair = (key, names[""])
-            rows.append(_map_row(hits, logp, pair, layer, plan, n_boot, seed, level) | {"measure": measure})
+            rows.append(
+                _map_row(hits, logp, pair, layer, plan, boot={"n_boot": n_boot, "seed": seed}, level=level)
+                | {"measure": measure}
+            )
     return pd.DataFrame(rows, columns=list(MAP_COLUMNS))
 
 
 def _map_row(
-    hits, logp, pair: tuple[str, str], layer: int, plan: SkipPlan, n_boot: int, seed: int, level: float
+    hits: pd.DataFrame,
+    logp: pd.DataFrame,
+    pair: tuple[str, str],
+    layer: int,
+    plan: SkipPlan,
+    *,
+    boot: dict[str, int],
+    level: float,
 ) -> dict:
+    """The criticality map's row of one block: ``hits`` and ``logp`` hold correctness and the gold letter's
+    log-probability per question (rows) and condition (columns); ``pair`` names the block's condition and the
+    intact one."""
     key, intact = pair
     both = hits[[key, intact]].dropna().index
-    d_acc = paired_bootstrap(hits.loc[both, key], hits.loc[both, intact], n_boot=n_boot, seed=seed, level=level)
-    d_logp = paired_bootstrap(logp.loc[both, key], logp.loc[both, intact], n_boot=n_boot, seed=seed, level=level)
+    d_acc = paired_bootstrap(hits.loc[both, key], hits.loc[both, intact], **boot, level=level)
+    d_logp = paired_bootstrap(logp.loc[both, key], logp.loc[both, intact], **boot, level=level)
     return {
         "model": plan.model,
         "layer": layer,
@@ -284,12 +298,31 @@ def skip_comparisons(
             for statistic in STATISTICS:
                 wide = wides["correct" if statistic == ACCURACY else GOLD_LOGPROB]
                 rows += _comparison_rows(
-                    wide, wides["correct"], by_measure, selection, plan, (measure, statistic), n_boot, seed, level
+                    wide,
+                    hits=wides["correct"],
+                    rows=by_measure,
+                    selection=selection,
+                    plan=plan,
+                    keys=(measure, statistic),
+                    boot={"n_boot": n_boot, "seed": seed},
+                    level=level,
                 )
     return with_holm(pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))[list(COMPARISON_COLUMNS)]
 
 
-def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, level) -> list[dict]:
+def _comparison_rows(
+    wide: pd.DataFrame,
+    *,
+    hits: pd.DataFrame,
+    rows: pd.DataFrame,
+    selection: Selection,
+    plan: SkipPlan,
+    keys: tuple[str, str],
+    boot: dict[str, int],
+    level: float,
+) -> list[dict]:
+    """The comparisons of one selection under one (measure, statistic): ``wide`` holds the statistic per
+    question (rows) and condition (columns), ``hits`` the correctness the Wilson intervals read."""
     measure, statistic = keys
     names = _by_layers(rows)
     picked = [names.get(layer_text(selection.layers(kind))) for kind in (EXPANSION, PRUNING)]
@@ -310,7 +343,6 @@ def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, leve
     for first, second in COMPARISONS:
         a = wide[columns[first][0]].to_numpy(float)
         b = wide[columns[second]].to_numpy(float)
-        boot = {"n_boot": n_boot, "seed": seed}
         # The units behind the mean minus one: the questions, or the random sets where they are fewer.
         df = max(1, min(a.size, b.shape[1] if second == RANDOM and selection.k >= 2 else a.size) - 1)
         if second == RANDOM and selection.k >= 2:
@@ -350,7 +382,7 @@ def _comparison_rows(wide, hits, rows, selection, plan, keys, n_boot, seed, leve
     return out
 
 
-def _describe(selection, kind: str, n_sets: int) -> str:
+def _describe(selection: Selection, kind: str, n_sets: int) -> str:
     if kind != RANDOM:
         return layer_text(selection.layers(kind))
     return f"mean of {n_sets} eligible blocks" if selection.k == 1 else f"mean of {n_sets} random sets"

@@ -170,12 +170,35 @@ def drop_scores(
                     if in_variant(_parse(t), n_layers, variant)
                 ]
                 keys = {"model": group["model"].iloc[0], "measure": measure, "statistic": statistic, "variant": variant}
-                rows += _group_rows(wide, intact.iloc[0], pool, group, chosen, keys, statistic, boot, level)
+                rows += _group_rows(
+                    wide,
+                    intact=intact.iloc[0],
+                    pool=pool,
+                    group=group,
+                    chosen=chosen,
+                    keys=keys,
+                    boot=boot,
+                    level=level,
+                )
     return pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
 
 
-def _group_rows(wide, intact, pool, group, chosen, keys, statistic, boot, level) -> list[dict]:
-    """The rows of one variant and ``k``: each criterion's set against the intact model and the random pool."""
+def _group_rows(
+    wide: pd.DataFrame,
+    *,
+    intact: str,
+    pool: list[str],
+    group: pd.DataFrame,
+    chosen: dict[str, str],
+    keys: dict[str, str],
+    boot: dict[str, int],
+    level: float,
+) -> list[dict]:
+    """The rows of one variant and ``k``: each criterion's set against the intact model and the random pool.
+
+    ``wide`` holds the statistic per question (rows) and condition (columns); ``chosen`` maps a drop set's
+    layers to its condition; ``keys`` names the model, measure, statistic and variant of every row."""
+    statistic = keys["statistic"]
     missing = [t for t in group["layers"] if t not in chosen]
     if missing:
         raise ValueError(f"drop sets {missing} were not scored; rerun layer_skip_eval with the same drop settings")

@@ -22,6 +22,7 @@ from entropy_lens.answers.conditions import VARIANTS, set_conditions
 from entropy_lens.answers.delta_h import protected_layers, question_delta_h, selections, top_block_shares
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.lens.decoding import LensSettings
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.text import extract_profiles
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.loading import LensModel
@@ -84,7 +85,7 @@ def calibrate_skips(
         prompt_ids=table["prompt_id"].tolist(),
         generation=GenerationSettings(ANSWER_POSITION_TOKENS),
         lens=shannon_only(lens),
-        chat_template=chat_template,
+        prompting=PromptSettings(chat_template=chat_template),
     ).sel({schema.PROMPT: table["prompt_id"].tolist()})
     per_question = question_delta_h(ds)  # [Q, L]
     delta_h = np.concatenate([[math.nan], np.nanmean(per_question[:, 1:], axis=0)])

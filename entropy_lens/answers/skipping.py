@@ -30,6 +30,7 @@ from entropy_lens.answers.selection import shannon_only
 from entropy_lens.core.checks import check_layers, check_positive_int
 from entropy_lens.lens.choices import rendered_queries
 from entropy_lens.lens.decoding import LensSettings, gather_logprobs, lens_logits
+from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.text import extract_profiles
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.generation import GenerationSettings
@@ -280,7 +281,7 @@ def profile_conditions(
                 list(prompts),
                 generation=GenerationSettings(max_new_tokens),
                 lens=shannon_only(lens),
-                chat_template=chat_template,
+                prompting=PromptSettings(chat_template=chat_template),
             )
         mean = ds["entropy"].mean(("prompt", "token"), skipna=True)
         rows += [

@@ -93,6 +93,7 @@ def _profile(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.endswith(".zarr"):
         raise ValueError(f"--out must name a .zarr store, got {args.out!r}")
     from entropy_lens.lens.decoding import LensSettings
+    from entropy_lens.lens.encoding import PromptSettings
     from entropy_lens.lens.text import extract_profiles
     from entropy_lens.model.generation import GenerationSettings  # torch loads only for commands that need it
     from entropy_lens.model.loading import load_model
@@ -104,8 +105,7 @@ def _profile(args: argparse.Namespace) -> int:
             args.prompt,
             generation=GenerationSettings(args.max_new_tokens, args.sample, args.temperature, args.seed),
             lens=LensSettings(args.top_p, tuple(args.alphas)),
-            batch_size=args.batch_size,
-            chat_template=args.chat_template,
+            prompting=PromptSettings(args.batch_size, args.chat_template),
             progress=bar.update,
         )
     print(render_profile(ds, lambda ids: lm.tokenizer.decode(ids)))

@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from entropy_lens.model.loading import LensModel
+
+
+@dataclass(frozen=True)
+class PromptSettings:
+    """How prompts are fed to the model.
+
+    Attributes:
+        batch_size: Prompts per forward pass (> 0); prompts are length-sorted into batches, and a
+            prompt's profile does not depend on its batch.
+        chat_template: Render each prompt as a user turn with the model's chat template.
+    """
+
+    batch_size: int = 8
+    chat_template: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.chat_template, bool):
+            raise TypeError(f"chat_template must be True or False, got {self.chat_template!r}")
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> PromptSettings:
+        """The settings of an extraction job's ``generation`` params (``batch_size``, ``chat_template``)."""
+        return cls(section["batch_size"], section["chat_template"])
 
 
 def blank_prompt_ids(tokenizer) -> list[int]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from entropy_lens.lens.choices import choice_logprobs, readout_of
 from entropy_lens.lens.decoding import LensSettings
-from entropy_lens.lens.encoding import encode_prompts
+from entropy_lens.lens.encoding import PromptSettings, encode_prompts
 from entropy_lens.lens.text import extract_profiles
 from entropy_lens.lens.translators import Translators
 from entropy_lens.lens.vision import extract_image_profiles
@@ -88,8 +88,7 @@ def extract_table(
     *,
     generation: GenerationSettings,
     lens: LensSettings,
-    batch_size: int,
-    chat_template: bool,
+    prompting: PromptSettings,
     shard: Shard | None = None,
     choices: Sequence[str] = (),
     translators: Translators | None = None,
@@ -102,8 +101,7 @@ def extract_table(
         dataset: ``tasks``, ``formats``, ``mmlu`` or ``blank``.
         generation: Token choice and count.
         lens: What is measured.
-        batch_size: Prompts per forward pass.
-        chat_template: Render prompts with the model's chat template.
+        prompting: Prompts per forward pass and the chat template (images: the batch size alone).
         shard: Profile only this shard (see the module docstring); ``None``: all prompts.
         choices: Answer choices (e.g. ``A``..``D``) whose log-probabilities are read from the
             first generation step into ``choice_logprob`` (see :mod:`entropy_lens.lens.choices`);
@@ -120,7 +118,7 @@ def extract_table(
             f"a fitted lens ({translators.kind}) reads text profiles; the {dataset!r} images use the logit lens"
         )
     if shard is not None:
-        table = table.iloc[shard_rows(lm, table, shard, chat_template=chat_template)]
+        table = table.iloc[shard_rows(lm, table, shard, chat_template=prompting.chat_template)]
     with tqdm(
         total=len(table), desc=f"{lm.name} {dataset}", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS
     ) as bar:
@@ -131,12 +129,19 @@ def extract_table(
                 prompt_ids=table[PROMPT_ID].tolist(),
                 references=table[PROMPT_TEXT].tolist(),
                 lens=lens,
-                batch_size=batch_size,
+                batch_size=prompting.batch_size,
                 progress=bar.update,
             )
         else:
             ds = _text_profiles(
-                lm, table, generation, lens, batch_size, chat_template, choices, bar.update, translators
+                lm,
+                table,
+                generation=generation,
+                lens=lens,
+                prompting=prompting,
+                choices=choices,
+                progress=bar.update,
+                translators=translators,
             )
     labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table and c != IMAGE}
     ds = ds.assign_coords(labels).assign_attrs(dataset=dataset)
@@ -144,10 +149,19 @@ def extract_table(
 
 
 def _text_profiles(
-    lm, table, generation, lens, batch_size, chat_template, choices, progress, translators=None
+    lm: LensModel,
+    table: pd.DataFrame,
+    *,
+    generation: GenerationSettings,
+    lens: LensSettings,
+    prompting: PromptSettings,
+    choices: Sequence[str],
+    progress: Callable[[int], None],
+    translators: Translators | None,
 ) -> xr.Dataset:
     """Profiles of a text prompt table, with the choices' log-probabilities where asked."""
     prompts = table[PROMPT_TEXT].tolist()
+    chat_template = prompting.chat_template
     readout = readout_of(lm, prompts, choices, chat_template=chat_template) if choices else None
     ds = extract_profiles(
         lm,
@@ -156,15 +170,16 @@ def _text_profiles(
         generation=generation,
         lens=lens,
         sample_seeds=table[SEED].tolist() if SEED in table else None,
-        batch_size=batch_size,
-        chat_template=chat_template,
+        prompting=prompting,
         progress=progress,
         readout=readout,
         translators=translators,
     )
     if readout is None:
         return ds
-    return _score_unread(lm, ds, prompts, ~readout.readable, batch_size=batch_size, chat_template=chat_template)
+    return _score_unread(
+        lm, ds, prompts, ~readout.readable, batch_size=prompting.batch_size, chat_template=chat_template
+    )
 
 
 def _score_unread(

@@ -100,13 +100,27 @@ def _nucleus_by_histogram(logp: torch.Tensor, probs: torch.Tensor, target: float
     for _ in range(_MAX_LEVELS):
         if int(count_true(cand).max()) <= _MAX_CANDIDATES:
             break
-        lo, hi = _refine(logp, probs, cand, member, mass_above, lo, hi, target)
+        lo, hi = _refine(logp, probs, cand=cand, member=member, mass_above=mass_above, bounds=(lo, hi), target=target)
     _close_with_topk(probs, cand, member, mass_above, target)
     return count_true(member), member
 
 
-def _refine(logp, probs, cand, member, mass_above, lo, hi, target):
-    """One histogram level: move whole bins above the crossing bin into ``member``."""
+def _refine(
+    logp: torch.Tensor,
+    probs: torch.Tensor,
+    *,
+    cand: torch.Tensor,
+    member: torch.Tensor,
+    mass_above: torch.Tensor,
+    bounds: tuple[torch.Tensor, torch.Tensor],
+    target: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One histogram level: move whole bins above the crossing bin into ``member``.
+
+    ``logp`` and ``probs`` are ``[R, V]``; ``cand`` and ``member`` ``[R, V]`` bool masks and ``mass_above``
+    the ``[R]`` float64 mass already in ``member``, all three updated in place; ``bounds`` the ``[R]``
+    log-probability range still searched. Returns the next level's bounds."""
+    lo, hi = bounds
     width = (hi - lo).clamp_min(1e-12)
     scale = (_HIST_BINS / width)[:, None]
     idx = ((logp - lo[:, None]) * scale).long().clamp_(0, _HIST_BINS - 1)  # [R, V] bins

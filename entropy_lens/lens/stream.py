@@ -149,7 +149,9 @@ class TileStream:
         rows, ids, values = (torch.cat(parts) for parts in zip(*self.found, strict=True))
         keep = values >= self.threshold[rows]  # every token at or above the final threshold
         self.found = []
-        size, top1, member = _settle(rows[keep], ids[keep], values[keep], self.top, log_norm, self.target)
+        size, top1, member = _settle(
+            (rows[keep], ids[keep], values[keep]), top=self.top, log_norm=log_norm, target=self.target
+        )
         return StreamResult(entropy.float(), renyi.float(), size, top1, *member, self.top, log_norm)
 
     def _renyi(self, alpha: float, log_norm: torch.Tensor, entropy: torch.Tensor) -> torch.Tensor:
@@ -206,13 +208,23 @@ def _block_sums(block: torch.Tensor, top: torch.Tensor, orders: Sequence[float],
     torch.linalg.vecdot(probs, shifted, dim=0, out=out[1])
 
 
-def _settle(rows, ids, values, top, log_norm, target):
+def _settle(
+    candidates: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    *,
+    top: torch.Tensor,
+    log_norm: torch.Tensor,
+    target: float,
+) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
     """Top-p sets of the rows whose candidates reach ``target`` (see :meth:`TileStream.finish`).
+
+    ``candidates`` are the ``[C]`` row, token id and logit of each candidate; ``top`` the ``[R]`` max
+    logit ``m`` and ``log_norm`` the ``[R]`` float64 ``log S0`` of each row.
 
     Candidates are ranked by logit within each row (stable sorts keep ids ascending among
     ties) and weighed ``exp(z - m - log S0)`` in float64, so a set is the one float64
     arithmetic finds from the float32 logits (float32 log-softmax weights err by ~1e-6).
     """
+    rows, ids, values = candidates
     n = len(top)
     order = torch.sort(values, descending=True, stable=True).indices
     order = order[torch.sort(rows[order], stable=True).indices]

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 import xarray as xr
 
 from entropy_lens.lens.decoding import LensSettings, decode_residuals, gather_logprobs
-from entropy_lens.lens.encoding import check_context, encode_prompts
+from entropy_lens.lens.encoding import PromptSettings, check_context, encode_prompts
 from entropy_lens.lens.profiles import ProfileBuffers, build_dataset, profile_attrs
 from entropy_lens.lens.translators import Translators
 from entropy_lens.model.batching import batch_partners, batches
@@ -55,37 +56,23 @@ def extract_profiles(
     lm: LensModel,
     prompts: Sequence[str],
     *,
-    generation: GenerationSettings | None = None,
+    generation: GenerationSettings,
     lens: LensSettings | None = None,
-    batch_size: int = 8,
-    chat_template: bool = False,
+    prompting: PromptSettings | None = None,
     prompt_ids: Sequence[str] | None = None,
     sample_seeds: Sequence[int] | None = None,
     progress: Callable[[int], None] | None = None,
     readout: Readout | None = None,
     translators: Translators | None = None,
-    max_new_tokens: int | None = None,
-    top_p: float | None = None,
-    alphas: Sequence[float] | None = None,
-    budget_bytes: int | None = None,
-    do_sample: bool | None = None,
-    temperature: float | None = None,
-    seed: int | None = None,
 ) -> xr.Dataset:
     """Generate from each prompt and record the entropy profile of every new token.
-
-    Settings come either as objects (``generation=``, ``lens=``) or, for quick use, as
-    the keywords that mirror their fields (``max_new_tokens``, ``do_sample``,
-    ``temperature``, ``seed``; ``top_p``, ``alphas``, ``budget_bytes``); a keyword left
-    out takes the field's default.  Giving one setting both ways raises ``ValueError``.
 
     Args:
         lm: Model from :func:`entropy_lens.load_model`.
         prompts: ``N`` prompt texts (before any chat template).
         generation: Token choice and the token slots ``T`` per prompt.
-        lens: Nucleus mass, Renyi orders and the memory budget of the lens.
-        batch_size: Prompts per forward pass (prompts are length-sorted into batches).
-        chat_template: Render each prompt as a user turn with the model's template.
+        lens: Nucleus mass, Renyi orders and the memory budget of the lens (default :class:`LensSettings`).
+        prompting: Batch size and chat template (default :class:`PromptSettings`).
         prompt_ids: Stable ids (default ``p0000``...).
         sample_seeds: Per-prompt sampling seeds (default derived from the seed and the
             prompt's position), so a prompt samples the same whatever its batch.
@@ -97,8 +84,6 @@ def extract_profiles(
             by its translator before the head decodes it (the final block's is the identity; generation
             reads the model's own logits either way). Default: the logit lens. The store records the kind
             and the translators' checksum (attrs ``lens_kind``, ``lens_sha256``).
-        max_new_tokens, do_sample, temperature, seed: Fields of ``generation``.
-        top_p, alphas, budget_bytes: Fields of ``lens``.
 
     Returns:
         A dataset following :mod:`entropy_lens.store.schema` with dims
@@ -109,11 +94,11 @@ def extract_profiles(
             f"model {lm.name!r} is an image classifier: it profiles images (the 'images' dataset, "
             "entropy_lens.lens.vision.extract_image_profiles), not text prompts"
         )
-    keywords = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, seed=seed)
-    settings = _settings(GenerationSettings, "generation", generation, keywords)
-    lens = _settings(LensSettings, "lens", lens, dict(top_p=top_p, alphas=alphas, budget_bytes=budget_bytes))
-    ids = _check_prompts(prompts, prompt_ids, batch_size)
-    encoded, rendered = encode_prompts(lm, prompts, chat_template=chat_template)
+    settings = _checked(GenerationSettings, "generation", generation)
+    lens = _checked(LensSettings, "lens", LensSettings() if lens is None else lens)
+    prompting = _checked(PromptSettings, "prompting", PromptSettings() if prompting is None else prompting)
+    ids = _check_prompts(prompts, prompt_ids)
+    encoded, rendered = encode_prompts(lm, prompts, chat_template=prompting.chat_template)
     check_context(lm, encoded, settings.max_new_tokens, ids)
     n_choices = _check_readout(readout, len(prompts))
     if translators is not None:
@@ -130,14 +115,23 @@ def extract_profiles(
         cross=True,
     )
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
-    for rows in batches([len(e) for e in encoded], batch_size):
-        batch = [encoded[r] for r in rows]
-        choice_ids = None if readout is None else np.asarray(readout.token_ids)[rows]
-        _run_batch(lm, batch, rows, [seeds[r] for r in rows], settings, lens, buf, routers, choice_ids, translators)
+    for rows in batches([len(e) for e in encoded], prompting.batch_size):
+        _run_batch(
+            lm,
+            [encoded[r] for r in rows],
+            rows,
+            seeds=[seeds[r] for r in rows],
+            settings=settings,
+            lens=lens,
+            buf=buf,
+            routers=routers,
+            choice_ids=None if readout is None else np.asarray(readout.token_ids)[rows],
+            translators=translators,
+        )
         if progress is not None:
             progress(len(rows))
     fitted = {} if translators is None else {"lens_kind": translators.kind, "lens_sha256": translators.digest()}
-    attrs = profile_attrs(lm, lens, settings, chat_template=chat_template, **fitted)
+    attrs = profile_attrs(lm, lens, settings, chat_template=prompting.chat_template, **fitted)
     labels = () if readout is None else readout.labels
     return build_dataset(buf.arrays, ids, rendered, lm.n_layers, lens.alphas, attrs, labels)
 
@@ -152,20 +146,10 @@ def _check_readout(readout: Readout | None, n_prompts: int) -> int:
     return len(readout.labels)
 
 
-def _settings(cls: type, name: str, given: object | None, keywords: dict):
-    """``given`` (an instance of ``cls``), or one built from the keywords that are not ``None``."""
-    keywords = {key: value for key, value in keywords.items() if value is not None}
-    if given is None:
-        if cls is GenerationSettings and "max_new_tokens" not in keywords:
-            raise ValueError("max_new_tokens is required: pass it, or generation=GenerationSettings(...)")
-        return cls(**keywords)
+def _checked(cls: type, name: str, given: object) -> Any:
+    """``given``, refused unless it is an instance of ``cls``."""
     if not isinstance(given, cls):
         raise TypeError(f"{name} must be a {cls.__name__}, got {type(given).__name__}")
-    if keywords:
-        both = ", ".join(keywords)
-        raise ValueError(
-            f"{both} given both as keyword and in {name}={cls.__name__}(...); set each setting in one place only"
-        )
     return given
 
 
@@ -176,11 +160,9 @@ def _sample_seeds(sample_seeds: Sequence[int] | None, seed: int, n_prompts: int)
     return seeds
 
 
-def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, batch_size: int) -> list[str]:
+def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None) -> list[str]:
     if isinstance(prompts, str) or not len(prompts):
         raise ValueError(f"prompts must be a non-empty list of strings, got {prompts!r}")
-    if not isinstance(batch_size, int) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     ids = list(prompt_ids) if prompt_ids is not None else [f"p{i:04d}" for i in range(len(prompts))]
     if len(ids) != len(prompts) or len(set(ids)) != len(ids):
         raise ValueError(f"prompt_ids must be {len(prompts)} distinct ids, got {len(ids)} ({len(set(ids))} distinct)")
@@ -188,8 +170,20 @@ def _check_prompts(prompts: Sequence[str], prompt_ids: Sequence[str] | None, bat
 
 
 def _run_batch(
-    lm, batch, rows, seeds, settings, lens, buf, routers: list[Router | None], choice_ids, translators=None
+    lm: LensModel,
+    batch: list[list[int]],
+    rows: np.ndarray,
+    *,
+    seeds: list[int],
+    settings: GenerationSettings,
+    lens: LensSettings,
+    buf: ProfileBuffers,
+    routers: list[Router | None],
+    choice_ids: np.ndarray | None,
+    translators: Translators | None,
 ) -> None:
+    """Generate from one batch (``rows`` of the prompts, token ids ``batch``) and record its profiles in ``buf``;
+    ``choice_ids`` are the ``[B, C]`` choice tokens the first step reads, ``None`` for none."""
     moe = any(r is not None for r in routers)
     partners = batch_partners(rows)
     buf.arrays[schema.PARTNER][rows] = partners

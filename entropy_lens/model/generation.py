@@ -9,8 +9,9 @@ positions follow the mask, so a padded row computes what it would alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -47,6 +48,12 @@ class GenerationSettings:
             raise ValueError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> GenerationSettings:
+        """The settings of an extraction job's ``generation`` params (``max_new_tokens``, ``do_sample``,
+        ``temperature``, ``seed``)."""
+        return cls(section["max_new_tokens"], section["do_sample"], section["temperature"], section["seed"])
 
 
 def stop_token_ids(lm: LensModel) -> list[int]:

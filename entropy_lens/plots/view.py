@@ -310,18 +310,33 @@ def generation_from_store(
 
 
 def generation_from_model(
-    lm, prompt: str, *, max_new_tokens: int, top_k: int = DEFAULT_TOP_K, every: int = 1, **settings
+    lm,
+    prompt: str,
+    *,
+    max_new_tokens: int,
+    top_k: int = DEFAULT_TOP_K,
+    every: int = 1,
+    top_p: float | None = None,
+    chat_template: bool = False,
 ) -> Generation:
-    """Generate from ``prompt`` with ``lm`` (a :class:`~entropy_lens.model.loading.LensModel`) and keep the
-    lens's top ``top_k`` tokens of every cell; ``settings`` go to :class:`~entropy_lens.lens.decoding.LensSettings`
-    (``top_p``) and :func:`~entropy_lens.lens.text.extract_profiles` (``chat_template``, ``do_sample``...)."""
+    """Generate greedily from ``prompt`` with ``lm`` (a :class:`~entropy_lens.model.loading.LensModel`) and keep
+    the lens's top ``top_k`` tokens of every cell; ``top_p`` is the lens's nucleus mass (default
+    :class:`~entropy_lens.lens.decoding.LensSettings`'), ``chat_template`` renders the prompt as a user turn."""
     from entropy_lens.lens.decoding import LensSettings
+    from entropy_lens.lens.encoding import PromptSettings
     from entropy_lens.lens.text import extract_profiles
+    from entropy_lens.model.generation import GenerationSettings
 
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer (the tokens shown on hover), got {top_k!r}")
-    lens = LensSettings(top_p=settings.pop("top_p", LensSettings.top_p), top_k=top_k)
-    ds = extract_profiles(lm, [prompt], max_new_tokens=max_new_tokens, lens=lens, **settings)
+    lens = LensSettings(top_p=LensSettings.top_p if top_p is None else top_p, top_k=top_k)
+    ds = extract_profiles(
+        lm,
+        [prompt],
+        generation=GenerationSettings(max_new_tokens),
+        lens=lens,
+        prompting=PromptSettings(chat_template=chat_template),
+    )
     decode = decoder(lm.tokenizer)
     return generation_of(
         ds.isel({schema.PROMPT: 0}), decode, every=every, title=f"{Path(lm.name).name}: a fresh generation"

@@ -5,6 +5,11 @@ directory and renamed into place once complete, so a path either holds a whole,
 schema-valid store or nothing: an interrupted job never leaves a store that looks
 finished.  Arrays are chunked along ``prompt`` and grouped into shards (Zarr v3
 sharding) so a store stays a modest number of files for DVC.
+
+The chunk layout (:class:`Layout`) is how a store is written, not what it holds: the same
+dataset reads back identical under any layout.  The workflow therefore hands it to the
+writing job from the run's config at write time, never as a rule param, so that changing it
+does not rerun the extraction that produced the values (docs/guide.md, "Store schema").
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -37,15 +44,40 @@ DEFAULT_CHUNK_PROMPTS = 16
 DEFAULT_SHARD_PROMPTS = 512
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How a store's arrays are cut into files along ``prompt``.
+
+    Attributes:
+        chunk_prompts: Prompts per chunk (the unit read and checksummed).
+        shard_prompts: Prompts per shard file (rounded down to whole chunks, at least one).
+    """
+
+    chunk_prompts: int = DEFAULT_CHUNK_PROMPTS
+    shard_prompts: int = DEFAULT_SHARD_PROMPTS
+
+    def __post_init__(self) -> None:
+        if self.chunk_prompts <= 0 or self.shard_prompts <= 0:
+            raise ValueError(
+                f"chunk_prompts and shard_prompts must be positive, got {self.chunk_prompts}, {self.shard_prompts}"
+            )
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> Layout:
+        """The layout of the workflow config's ``storage`` section (``chunk_prompts``, ``shard_prompts``)."""
+        return cls(section["chunk_prompts"], section["shard_prompts"])
+
+
 def _codecs() -> tuple:
     """Bytes-to-bytes codecs of every array: zstd, then a CRC-32C of the compressed chunk, so that any
     flipped byte of a chunk fails its checksum when read (:func:`open_profiles` names the store)."""
     return (zarr.codecs.ZstdCodec(level=ZSTD_LEVEL), zarr.codecs.Crc32cCodec())
 
 
-def _encoding(ds: xr.Dataset, chunk_prompts: int, shard_prompts: int) -> dict[str, dict]:
+def _encoding(ds: xr.Dataset, layout: Layout) -> dict[str, dict]:
     """Per-variable Zarr encoding: zstd and a checksum for every array (coordinates too); data variables
-    in chunks of ``chunk_prompts`` along the prompt dim, ``shard_prompts`` per shard file."""
+    in chunks of ``layout.chunk_prompts`` along the prompt dim, ``layout.shard_prompts`` per shard file."""
+    chunk_prompts, shard_prompts = layout.chunk_prompts, layout.shard_prompts
     encoding = {name: {"compressors": _codecs()} for name in ds.coords}
     shard = max(shard_prompts // chunk_prompts, 1) * chunk_prompts
     for name, var in ds.data_vars.items():
@@ -69,8 +101,7 @@ def write_profiles(
     path: str | os.PathLike,
     *,
     combined: bool = False,
-    chunk_prompts: int = DEFAULT_CHUNK_PROMPTS,
-    shard_prompts: int = DEFAULT_SHARD_PROMPTS,
+    layout: Layout | None = None,
 ) -> Path:
     """Validate ``ds`` and write it to a Zarr v3 store at ``path``, whole or not at all.
 
@@ -78,14 +109,12 @@ def write_profiles(
         ds: A per-model or combined profile dataset.
         path: Target directory (``*.zarr``); replaced if it exists.
         combined: Validate as a combined (model-dim) dataset.
-        chunk_prompts: Prompts per chunk.
-        shard_prompts: Prompts per shard (one file per shard per variable).
+        layout: Prompts per chunk and per shard file (one file per shard per variable); default :class:`Layout`.
 
     Raises:
         ValueError: when ``ds`` breaks the schema (nothing is written).
     """
-    if chunk_prompts <= 0 or shard_prompts <= 0:
-        raise ValueError(f"chunk_prompts and shard_prompts must be positive, got {chunk_prompts}, {shard_prompts}")
+    layout = Layout() if layout is None else layout
     schema.validate_profiles(ds, combined=combined)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -97,7 +126,7 @@ def write_profiles(
             mode="w",
             zarr_format=3,
             consolidated=False,
-            encoding=_encoding(ds, chunk_prompts, shard_prompts),
+            encoding=_encoding(ds, layout),
             write_empty_chunks=True,
         )
         _replace_dir(staged, target)

@@ -21,6 +21,7 @@ from entropy_lens.workflow.timings import peak_line
 
 if TYPE_CHECKING:
     from entropy_lens.model.loading import LensModel
+    from entropy_lens.store.storage import Layout
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -82,3 +83,15 @@ def job_model(job: Any) -> Iterator[LensModel]:
     torch.set_num_threads(max(int(job.threads), 1))
     with claim_device(job.params.device) as claimed:
         yield load_model(job.input.model, device=claimed, dtype=job.params.dtype)
+
+
+def store_layout(job: Any) -> Layout:
+    """The chunk layout a job writes its store in: the run config's ``storage`` section (``job.config``).
+
+    Read at write time and never a rule param: the layout changes how a store is cut into files, not one
+    value in it, so changing it must not rerun the extraction that computed the values. Stores written
+    after the change take the new layout; ``--forcerun combine_profiles`` rewrites the combined ones.
+    """
+    from entropy_lens.store.storage import Layout
+
+    return Layout.from_config(job.config["storage"])
