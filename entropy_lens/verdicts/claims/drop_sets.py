@@ -20,8 +20,8 @@ from entropy_lens.answers.conditions import VARIANT_TEXT
 from entropy_lens.answers.criteria import ACCURACY, CRITERION_TEXT
 from entropy_lens.answers.drop_scores import DROP_SCORE_READING, MARGINS
 from entropy_lens.answers.pruning import GROMOV
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.outcomes import MIN_RANDOM_SETS
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
 from entropy_lens.verdicts.units import LOGPROB, POINTS
@@ -36,28 +36,30 @@ def _accuracy(rec: Record) -> bool:
     return rec["statistic"] == ACCURACY
 
 
-def drop_verdict(rec: Record) -> V.Verdict:
+def drop_verdict(rec: Record) -> D.Verdict:
     """Whether a criterion's drop set keeps more than random ``k``-sets (see the module docstring)."""
     scale, digits = (100.0, 1) if _accuracy(rec) else (1.0, 3)
     margin = MARGINS[str(rec["statistic"])]
     beyond = interval(rec, "beyond", "beyond_low", "beyond_high")
     intact = float(rec["intact"])
     if _accuracy(rec) and not intact > CHANCE:
-        return V.Verdict(V.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
+        return D.Verdict(D.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
     if int(rec["n_sets"]) < MIN_RANDOM_SETS:
-        return V.Verdict(V.INCONCLUSIVE, f"random baseline of {int(rec['n_sets'])} sets (needs {MIN_RANDOM_SETS})")
-    if V.degenerate(beyond):
-        return V.Verdict(V.INCONCLUSIVE, f"not decided: {V.degenerate(beyond)}")
+        return D.Verdict(D.INCONCLUSIVE, f"random baseline of {int(rec['n_sets'])} sets (needs {MIN_RANDOM_SETS})")
+    if D.degenerate(beyond):
+        return D.Verdict(D.INCONCLUSIVE, f"not decided: {D.degenerate(beyond)}")
     text = (
         f"set {rec['layers']} minus random k-sets {beyond.text(scale, digits)}; keeps more than "
         f"{100 * float(rec['beats']):.0f}% of {int(rec['n_sets'])} random sets"
         + ("; best of the criteria (its interval against every other lies above 0)" if bool(rec["best"]) else "")
     )
-    if beyond.low > 0:
-        return V.Verdict(V.REPRODUCED, f"{text}: better than random")
-    if beyond.high < margin:
-        return V.Verdict(V.NOT_REPRODUCED, f"{text}: no better than random by {margin * scale:g}")
-    return V.Verdict(V.INCONCLUSIVE, f"{text}: the interval straddles 0 and +{margin * scale:g}")
+    words = D.Decision(
+        reproduced="{text}: better than random",
+        not_reproduced=f"{{text}}: no better than random by {margin * scale:g}",
+        inconclusive=f"{{text}}: the interval straddles 0 and +{margin * scale:g}",
+    )
+    # n=0: its why names no units to decide (the random sets, not only the questions, set the spread).
+    return D.judge(D.above(beyond, 0.0, margin=margin), n=0, unit="questions", words=words, text=text)
 
 
 DROP_RULE = RowRule(
@@ -71,7 +73,7 @@ DROP_RULE = RowRule(
         f"{NAMES.get(str(rec['criterion']), str(rec['criterion']))}"
     ),
     note=lambda rec: f"blocks {rec['layers']} dropped together; baseline = intact; {rec['reading']}",
-    extra=lambda rec: {"baseline": V.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
+    extra=lambda rec: {"baseline": D.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
     null=lambda rec: table_null(rec, margin=MARGINS[str(rec["statistic"])]),
 )
 
