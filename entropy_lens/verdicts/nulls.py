@@ -60,7 +60,7 @@ Planted = Callable[[int, int, int], float]
 
 def planted_share_at_bar(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0, *, bar: float = 0.25) -> float:
     """A share (accuracy, held-out share) whose true value is its bar: binomial draws at ``bar``, Wilson
-    interval, the fixed-bar null (:func:`verdicts.fixed_null`)."""
+    interval, the fixed-bar null (:func:`~entropy_lens.verdicts.decision.fixed_null`)."""
     rng = np.random.default_rng(seed)
     shown = 0
     for hits in rng.binomial(max(n, 1), bar, size=draws):

@@ -288,3 +288,33 @@ def against_study(outcome: Outcome, expected: str) -> D.Verdict:
     if outcome.outcome == expected:
         return D.Verdict(D.REPRODUCED, outcome.why)
     return D.Verdict(D.NOT_REPRODUCED, f"{outcome.outcome}, where the study found {expected}: {outcome.why}")
+
+
+def drop_set(
+    beyond: D.Interval, *, margin: float, scale: float, intact: float | None, chance: float, n_sets: int, text: str
+) -> D.Verdict:
+    """Whether a pruning criterion's drop set keeps more than random ``k``-sets (an extension: holds or not).
+
+    Args:
+        beyond: The set's score minus one random set's, per replicate (accuracy 0-1, or nats).
+        margin: "No better than random" rules out an excess of this.
+        scale: How ``margin`` is shown (100 for accuracy points).
+        intact: The intact model's accuracy (``None`` for a log-probability row): at or below ``chance``
+            nothing can be kept.
+        chance: Chance accuracy.
+        n_sets: Random sets behind the baseline; fewer than :data:`MIN_RANDOM_SETS` leave it undecided.
+        text: The set and its interval, as the ``why`` shows them.
+    """
+    if intact is not None and not intact > chance:
+        return D.Verdict(D.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
+    if n_sets < MIN_RANDOM_SETS:
+        return D.Verdict(D.INCONCLUSIVE, f"random baseline of {n_sets} sets (needs {MIN_RANDOM_SETS})")
+    if reason := D.degenerate(beyond):
+        return D.Verdict(D.INCONCLUSIVE, f"not decided: {reason}")
+    words = D.Decision(
+        reproduced="{text}: better than random",
+        not_reproduced=f"{{text}}: no better than random by {margin * scale:g}",
+        inconclusive=f"{{text}}: the interval straddles 0 and +{margin * scale:g}",
+    )
+    # n=0: its why names no units to decide (the random sets, not only the questions, set the spread).
+    return D.judge(D.above(beyond, 0.0, margin=margin), n=0, unit="questions", words=words, text=text)

@@ -119,7 +119,7 @@ def word(verdict: D.Verdict | O.Outcome, role: str) -> str:
 def row(
     claim_id: str, model: str, unit: str, verdict: D.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
 ) -> dict[str, Any]:
-    """One table row of the registered claim ``claim_id``; intervals (:class:`~entropy_lens.verdicts.rules.Interval`)
+    """One table row of the registered claim ``claim_id``; intervals (:class:`~entropy_lens.verdicts.decision.Interval`)
     expand into columns.
 
     The row carries the claim's id (``claim_id``, what code keys rows by) and its name (``claim``, for readers).

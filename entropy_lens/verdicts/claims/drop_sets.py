@@ -14,16 +14,14 @@ leave it undecided, and so does a degenerate interval (zero width, or none).
 
 from __future__ import annotations
 
-import pandas as pd
-
 from entropy_lens.answers.conditions import VARIANT_TEXT
 from entropy_lens.answers.criteria import ACCURACY, CRITERION_TEXT
-from entropy_lens.answers.drop_scores import DROP_SCORE_READING, MARGINS
+from entropy_lens.answers.drop_scores import MARGINS
 from entropy_lens.answers.pruning import GROMOV
 from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts.outcomes import MIN_RANDOM_SETS
-from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
+from entropy_lens.verdicts.rows import Record, RowRule, interval, table_null
 from entropy_lens.verdicts.units import LOGPROB, POINTS
 
 DROP_SETS = "drop_sets"
@@ -37,29 +35,24 @@ def _accuracy(rec: Record) -> bool:
 
 
 def drop_verdict(rec: Record) -> D.Verdict:
-    """Whether a criterion's drop set keeps more than random ``k``-sets (see the module docstring)."""
+    """Whether a criterion's drop set keeps more than random ``k``-sets: its record read by
+    :func:`~entropy_lens.verdicts.outcomes.drop_set`."""
     scale, digits = (100.0, 1) if _accuracy(rec) else (1.0, 3)
-    margin = MARGINS[str(rec["statistic"])]
     beyond = interval(rec, "beyond", "beyond_low", "beyond_high")
-    intact = float(rec["intact"])
-    if _accuracy(rec) and not intact > CHANCE:
-        return D.Verdict(D.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
-    if int(rec["n_sets"]) < MIN_RANDOM_SETS:
-        return D.Verdict(D.INCONCLUSIVE, f"random baseline of {int(rec['n_sets'])} sets (needs {MIN_RANDOM_SETS})")
-    if D.degenerate(beyond):
-        return D.Verdict(D.INCONCLUSIVE, f"not decided: {D.degenerate(beyond)}")
     text = (
         f"set {rec['layers']} minus random k-sets {beyond.text(scale, digits)}; keeps more than "
         f"{100 * float(rec['beats']):.0f}% of {int(rec['n_sets'])} random sets"
         + ("; best of the criteria (its interval against every other lies above 0)" if bool(rec["best"]) else "")
     )
-    words = D.Decision(
-        reproduced="{text}: better than random",
-        not_reproduced=f"{{text}}: no better than random by {margin * scale:g}",
-        inconclusive=f"{{text}}: the interval straddles 0 and +{margin * scale:g}",
+    return O.drop_set(
+        beyond,
+        margin=MARGINS[str(rec["statistic"])],
+        scale=scale,
+        intact=float(rec["intact"]) if _accuracy(rec) else None,
+        chance=CHANCE,
+        n_sets=int(rec["n_sets"]),
+        text=text,
     )
-    # n=0: its why names no units to decide (the random sets, not only the questions, set the spread).
-    return D.judge(D.above(beyond, 0.0, margin=margin), n=0, unit="questions", words=words, text=text)
 
 
 DROP_RULE = RowRule(
@@ -76,10 +69,3 @@ DROP_RULE = RowRule(
     extra=lambda rec: {"baseline": D.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
     null=lambda rec: table_null(rec, margin=MARGINS[str(rec["statistic"])]),
 )
-
-
-def drop_set_rows(scores: pd.DataFrame | None) -> list[dict]:
-    """The paper-table rows of a :func:`~entropy_lens.answers.drop_scores.drop_scores` table (none for ``None``)."""
-    if scores is None or scores.empty:
-        return []
-    return rows_of(DROP_SCORE_READING.frame(scores, "drop_scores"), DROP_RULE)
