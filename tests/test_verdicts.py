@@ -331,6 +331,42 @@ def test_decide_reads_both_sides_of_its_bar_and_the_margin():
     assert D.decide(D.Interval(0.7, 0.6, 0.8), **{**at, "n": 3}).why == "only 3 prompts (need 6)"
 
 
+def test_a_test_needs_every_yes_condition_and_any_no_condition():
+    high, low, open_ = D.Interval(0.7, 0.6, 0.8), D.Interval(-0.7, -0.8, -0.6), D.Interval(0.0, -0.1, 0.1)
+    both_above = D.Test(yes=(D.Side(high, 0.0), D.Side(open_, -0.5)), no=(D.Side(low, 0.0, above=False),))
+    assert both_above.answer() == D.REPRODUCED
+    one_short = D.Test(yes=(D.Side(high, 0.0), D.Side(open_, 0.0)), no=(D.Side(high, 0.0, above=False),))
+    assert one_short.answer() == D.INCONCLUSIVE
+    one_fails = D.Test(yes=(D.Side(open_, 0.0),), no=(D.Side(high, 1.0, above=False), D.Side(open_, 0.5)))
+    assert one_fails.answer() == D.NOT_REPRODUCED
+
+
+def test_a_closed_side_counts_an_end_on_the_bar():
+    touching = D.Interval(0.1, 0.05, 0.2)
+    assert not D.Side(touching, 0.05).holds() and D.Side(touching, 0.05, closed=True).holds()
+    assert D.inside(touching, 0.05).answer() == D.NOT_REPRODUCED  # outside the open band +-0.05
+    assert D.inside(D.Interval(0.0, -0.04, 0.04), 0.05).answer() == D.REPRODUCED
+
+
+def test_units_of_a_test_wait_for_its_slowest_yes_and_its_fastest_no():
+    value = D.Interval(0.02, -0.03, 0.07)  # half-width 0.05 on 100 units, inside +-0.1 needs both ends
+    band = D.inside(value, 0.1)
+    lower, upper = (D.units_to_decide(value, 100, [(-0.1, True)]), D.units_to_decide(value, 100, [(0.1, False)]))
+    assert (lower, upper) == (18, 40)  # 100 (0.05 / 0.12)^2 and 100 (0.05 / 0.08)^2, rounded up
+    assert band.units(100) == max(lower, upper)
+    # yes (above 0.1) and one no (below -0.1) lie behind the estimate: the other no (above 0) decides it
+    either = D.Test(yes=(D.Side(value, 0.1),), no=(D.Side(value, -0.1, above=False), D.Side(value, 0.0)))
+    assert either.units(100) == D.units_to_decide(value, 100, [(0.0, True)]) == 625
+
+
+def test_an_interval_above_a_rival_waits_for_both_to_narrow():
+    auc, dummy = D.Interval(0.6, 0.5, 0.7), D.Interval(0.5, 0.45, 0.55)
+    above = D.AboveRival(auc, dummy)
+    assert not above.holds() and D.AboveRival(auc, D.Interval(0.4, 0.35, 0.45)).holds()
+    assert above.units(10) == math.ceil(10 * ((0.1 + 0.05) / 0.1) ** 2)  # 23: both half-widths shrink
+    assert D.AboveRival(dummy, auc).units(10) == math.inf  # the rival's estimate is the higher
+
+
 def test_beyond_null_three_ways_and_a_null_that_reaches_the_bar():
     null = D.Interval(0.92, 0.9, 0.94)
     shown = D.beyond_null(D.Null("cross-prompt", null, D.Interval(0.05, 0.02, 0.08), margin=0.1), n=40, unit="prompts")
