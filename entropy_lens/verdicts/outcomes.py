@@ -163,22 +163,14 @@ def skip_outcome(
         NO_DIFFERENCE: f"{text} lies inside ±{margin * scale:g}",
         UNDECIDED: f"{text}: the interval includes 0",
     }
-    names = (more_critical(first), more_critical(second), NO_DIFFERENCE)
-    return _three_outcomes(difference, first_below=True, margin=margin, n=n, names=names, words=words)
+    return _three_outcomes(difference, first_below=True, margin=margin, n=n, words=words)
 
 
-def _three_outcomes(
-    value: D.Interval,
-    *,
-    first_below: bool,
-    margin: float,
-    n: int,
-    names: tuple[str, str, str],
-    words: Mapping[str, str],
-) -> Outcome:
-    """``names[0]`` when ``value`` lies below 0 (``first_below``; else above it), ``names[1]`` on the other side,
-    ``names[2]`` (no difference) inside ``+-margin``, else undecided with the questions that would decide it;
-    ``words``: each outcome's ``why``."""
+def _three_outcomes(value: D.Interval, *, first_below: bool, margin: float, n: int, words: dict[str, str]) -> Outcome:
+    """One of ``words``' outcomes (outcome -> its ``why``, in this order): the first when ``value`` lies below 0
+    (``first_below``; else above it), the second on the other side, the third (no difference) inside
+    ``+-margin``, else the fourth (undecided) with the questions that would decide it."""
+    names = list(words)
     sign = D.Test(yes=(D.Side(value, 0.0, above=not first_below),), no=(D.Side(value, 0.0, above=first_below),))
     band = D.inside(value, margin)
     answer = sign.answer()
@@ -187,9 +179,10 @@ def _three_outcomes(
         return Outcome(outcome, words[outcome])
     if band.answer() == D.REPRODUCED:
         return Outcome(names[2], words[names[2]])
-    # As first written: the band is reached at the sooner of its two ends, not the later.
+    # As first written, the band counts as reached at the sooner of its two ends; band.units (the later, which
+    # being inside needs) would change the whys of undecided skip rows, no verdict: left for a decision of its own.
     needed = min(sign.units(n), *(side.units(n) for side in band.yes))
-    return Outcome(UNDECIDED, words[UNDECIDED] + D.undecided_text(needed, n, "questions"))
+    return Outcome(names[3], words[names[3]] + D.undecided_text(needed, n, "questions"))
 
 
 def _unreadable(intact: D.Interval | None, chance: float, n_sets: int | None) -> Outcome | None:
@@ -276,8 +269,7 @@ def rank_outcome(rho: D.Interval, *, n: int, n_blocks: int) -> Outcome:
         NO_RELATION: f"{text} lies inside ±{RHO_MARGIN}",
         UNDECIDED: f"{text} includes 0",
     }
-    names = (more_critical(EXPANSION), more_critical(PRUNING), NO_RELATION)
-    return _three_outcomes(rho, first_below=False, margin=RHO_MARGIN, n=n, names=names, words=words)
+    return _three_outcomes(rho, first_below=False, margin=RHO_MARGIN, n=n, words=words)
 
 
 def against_study(outcome: Outcome, expected: str) -> D.Verdict:
