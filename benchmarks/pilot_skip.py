@@ -28,8 +28,8 @@ from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.answers.skipping import evaluate_skips
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.mmlu import build_mmlu, layer_skip_tables, load_questions, stratified_sample
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import rules as V
 
 STUDY_SEED = 0
 STUDY_CALIBRATION = 32
@@ -60,8 +60,8 @@ def pilot_tables(n_calibration: int, n_eval: int, max_eval: int) -> tuple[pd.Dat
 
 def needed(rec: pd.Series | dict, margin: float, n: int) -> float:
     """Questions that would decide a comparison (a direction, or no difference) at the measured spread."""
-    value = V.Interval(float(rec["difference"]), float(rec["ci_low"]), float(rec["ci_high"]))
-    return V.units_to_decide(value, n, [(0.0, False), (0.0, True), (-margin, True), (margin, False)])
+    value = D.Interval(float(rec["difference"]), float(rec["ci_low"]), float(rec["ci_high"]))
+    return D.units_to_decide(value, n, [(0.0, False), (0.0, True), (-margin, True), (margin, False)])
 
 
 def main() -> None:
@@ -129,9 +129,9 @@ def main() -> None:
         )
     ranks = criticality_spearman(correct, found.per_question, plan)
     for rec in ranks[ranks["measure"] == MEASURE].to_dict("records"):
-        rho = V.Interval(rec["rho"], rec["ci_low"], rec["ci_high"])
+        rho = D.Interval(rec["rho"], rec["ci_low"], rec["ci_high"])
         bars = [(0.0, True), (0.0, False), (-O.RHO_MARGIN, True), (O.RHO_MARGIN, False)]
-        n = V.units_to_decide(rho, int(rec["n"]), bars)
+        n = D.units_to_decide(rho, int(rec["n"]), bars)
         print(f"rank {rec['variant']}: rho {rho.text(1.0, 3)} on {rec['n']} questions; decided at about {n} questions")
 
 

@@ -11,6 +11,7 @@ from synthetic import combined_dataset, lazy
 from entropy_lens.analysis import pairs as PA
 from entropy_lens.core.intervals import bootstrap_group_means, percentile_interval
 from entropy_lens.store import schema
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
 
 SIZES = {"small": 6, "large": 12}
@@ -69,8 +70,8 @@ def _by_scale(ds, statistic, family, **kwargs):
     return {r["scale"]: r for r in mine.to_dict("records")}
 
 
-def _verdict(row) -> V.Verdict:
-    gap = V.Interval(row["gap"], row["gap_low"], row["gap_high"])
+def _verdict(row) -> D.Verdict:
+    gap = D.Interval(row["gap"], row["gap_low"], row["gap_high"])
     if row["statistic"] == PA.FAMILY_GAP:
         return V.family_not_size(gap, n_samples=int(row["n_samples"]), nearest=row["nearest"])
     return V.size_resolution(gap, n_samples=int(row["n_samples"]))
@@ -82,7 +83,7 @@ def test_families_with_their_own_schedule_reproduce_both_claims(tmp_path):
     assert len(rows) == 6
     for (statistic, family), row in rows.items():
         verdict = _verdict(row)
-        assert verdict.verdict == V.REPRODUCED, (statistic, family, verdict.why)
+        assert verdict.verdict == D.REPRODUCED, (statistic, family, verdict.why)
         assert row["gap_low"] <= row["gap"] <= row["gap_high"] and row["n_other"] == 4 and row["n_samples"] == 20
     assert rows[(PA.RESOLUTION_GAP, "rise")]["same"] < 0.1  # the same line, read at the smaller model's depths
     assert "lies above 0" in _verdict(rows[(PA.FAMILY_GAP, "rise")]).why
@@ -94,7 +95,7 @@ def test_profiles_set_by_size_not_family_are_not_reproduced():
     rows = _rows(ds)
     for key, row in rows.items():
         verdict = _verdict(row)
-        assert verdict.verdict == V.NOT_REPRODUCED, (key, verdict.why)
+        assert verdict.verdict == D.NOT_REPRODUCED, (key, verdict.why)
         assert "lies below 0" in verdict.why
     assert rows[(PA.FAMILY_GAP, "a")]["nearest"] in {"b-small", "b-large"}
     assert rows[(PA.RESOLUTION_GAP, "a")]["nearest"] == "b-small"
@@ -106,7 +107,7 @@ def test_an_effect_lost_in_sample_noise_is_inconclusive_with_the_samples_it_need
     ds = _store({"a": {"small": rise, "large": rise}, "b": shift}, n_samples=20, noise=1.0, seed=3)
     for row in _rows(ds).values():
         verdict = _verdict(row)
-        assert verdict.verdict == V.INCONCLUSIVE and "straddles 0" in verdict.why, verdict.why
+        assert verdict.verdict == D.INCONCLUSIVE and "straddles 0" in verdict.why, verdict.why
         assert "effect too small to decide with 20 blank samples per model: about" in verdict.why
 
 
@@ -116,7 +117,7 @@ def test_one_family_has_no_gap_and_few_samples_are_inconclusive():
     assert set(rows) == {(PA.FAMILY_GAP, "a"), (PA.RESOLUTION_GAP, "a")}
     row = rows[(PA.FAMILY_GAP, "a")]
     assert row["n_other"] == 0 and math.isnan(row["gap"]) and row["same"] >= 0
-    assert _verdict(row).verdict == V.INCONCLUSIVE and "not computed" in _verdict(row).why
+    assert _verdict(row).verdict == D.INCONCLUSIVE and "not computed" in _verdict(row).why
     aligned = _by_scale(_store({"a": {"small": rise, "large": rise}}, n_samples=4), PA.ALIGNMENT_GAP, "a")
     assert all(math.isfinite(r["gap"]) for r in aligned.values())  # the alignment gap needs the pair alone
     few = _rows(_store({"a": {"small": rise, "large": rise}, "b": {"small": fall}}, n_samples=4))

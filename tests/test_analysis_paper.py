@@ -13,10 +13,10 @@ from entropy_lens.analysis.pairs import ALIGNMENT_GAP, CENTRED, FAMILY_GAP, NATS
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.tables import to_markdown, write_table
 from entropy_lens.verdicts import claim_verdicts as CV
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import render as R
-from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts import table as P
 from entropy_lens.verdicts import units as U
 from entropy_lens.verdicts.absences import absent_rows
@@ -122,13 +122,13 @@ def test_separability_rows_carry_interval_study_protocol_and_verdict():
     assert list(table.columns) == list(P.COLUMNS)
     task = table[(table["claim"] == C.TASK) & (table["measure"] == "shannon")].set_index("model")
     row = task.loc["smollm2-135m"]
-    assert row["verdict"] == V.REPRODUCED and row["estimate"] == 0.9 and row["ci_low"] == 0.85
+    assert row["verdict"] == D.REPRODUCED and row["estimate"] == 0.9 and row["ci_low"] == 0.85
     assert row["study_protocol"] == 0.93 and row["baseline_high"] == 0.58 and row["n_sources"] == 20
     assert row["study"] == "94.77–98.38"  # not a study model: the study's range
     assert task.loc["meta-llama/Llama-3.2-1B", "study"] == "94.94"
     fmt = table[table["claim"] == C.FORMAT].set_index("model")
-    assert fmt.loc["smollm2-135m", "verdict"] == V.NOT_REPRODUCED
-    assert fmt.loc["gemma-2-2b-it", "verdict"] == V.INCONCLUSIVE and "k=29" in fmt.loc["gemma-2-2b-it", "why"]
+    assert fmt.loc["smollm2-135m", "verdict"] == D.NOT_REPRODUCED
+    assert fmt.loc["gemma-2-2b-it", "verdict"] == D.INCONCLUSIVE and "k=29" in fmt.loc["gemma-2-2b-it", "why"]
     assert fmt.loc["gemma-2-2b-it", "study"] == "98.7 ± 1.1"
     assert np.isnan(fmt.loc["gemma-2-2b-it", "study_protocol"])  # a missing number is NaN, not ""
 
@@ -143,7 +143,7 @@ def test_family_knn_with_one_model_per_family_is_model_identity_an_extension():
     pair = P.Expected(datasets={"blank": ["a", "b", "c"]}, families={"a": "x", "b": "x", "c": "y"})
     shared = P.paper_table(knn=_knn(), expected=pair)
     row = shared[shared["model"] == "all"].iloc[0]
-    assert row["claim"] == C.FAMILY and row["role"] == C.FINDING and row["verdict"] == V.REPRODUCED
+    assert row["claim"] == C.FAMILY and row["role"] == C.FINDING and row["verdict"] == D.REPRODUCED
 
 
 def _heldout(share=(0.9, 0.7, 0.97), model="q-1.5b") -> pd.DataFrame:
@@ -176,10 +176,10 @@ def test_held_out_family_rows():
     expected = P.Expected(datasets={"blank": list(families)}, families=families)
     table = P.paper_table(heldout=_heldout(), expected=expected)
     row = table[table["claim"] == C.FAMILY_HELDOUT].iloc[0]
-    assert row["verdict"] == V.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == U.SHARE
+    assert row["verdict"] == D.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == U.SHARE
     assert "predicted: qwen 18; gemma 2" in row["note"]
     low = P.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
-    assert low.loc[low["claim"] == C.FAMILY_HELDOUT, "verdict"].item() == V.NOT_REPRODUCED
+    assert low.loc[low["claim"] == C.FAMILY_HELDOUT, "verdict"].item() == D.NOT_REPRODUCED
     none = P.paper_table(knn=_knn(), expected=_expected())
     why = none.loc[none["claim"] == C.FAMILY_HELDOUT, "why"].item()
     assert why.startswith("not run: one model per family")
@@ -213,7 +213,7 @@ def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
     table = P.paper_table(knn=_knn(), renyi=_renyi(), expected=_expected())
     rows = table[table["claim"] == C.RENYI]
     summary, per_row = rows[rows["model"] == "all"].iloc[0], rows[rows["model"] != "all"]
-    assert summary["verdict"] == V.REPRODUCED and len(per_row) == 1
+    assert summary["verdict"] == D.REPRODUCED and len(per_row) == 1
     assert per_row.iloc[0]["split"] == f"{C.TASK}, α = 5" and per_row.iloc[0]["unit"] == U.AUC_POINTS
     # the headline keeps the claim's summary alone, also when a per-order row is pooled over models ("all")
     pooled = table.copy()  # a per-order row pooled over models, as family separability's is
@@ -221,9 +221,9 @@ def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
     top = P.headline(pooled)
     assert top.loc[top["claim"] == C.RENYI, "split"].tolist() == [""]
     far = P.paper_table(knn=_knn(), renyi=_renyi((-0.2, -0.25, -0.15)), expected=_expected())
-    assert far.loc[(far["claim"] == C.RENYI) & (far["model"] == "all"), "verdict"].item() == V.NOT_REPRODUCED
+    assert far.loc[(far["claim"] == C.RENYI) & (far["model"] == "all"), "verdict"].item() == D.NOT_REPRODUCED
     wide = P.paper_table(knn=_knn(), renyi=_renyi((0.0, -0.08, 0.08)), expected=_expected())
-    assert wide.loc[(wide["claim"] == C.RENYI) & (wide["model"] == "all"), "verdict"].item() == V.INCONCLUSIVE
+    assert wide.loc[(wide["claim"] == C.RENYI) & (wide["model"] == "all"), "verdict"].item() == D.INCONCLUSIVE
     # a row Shannon left undecided (gemma's capped k) carries no equivalence row
     undecided = P.paper_table(knn=_knn(), renyi=_renyi(target="format", model="gemma-2-2b-it"), expected=_expected())
     assert undecided.loc[undecided["claim"] == C.RENYI, "model"].tolist() == ["all"]
@@ -232,7 +232,7 @@ def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
 def test_mmlu_correctness_is_inconclusive_under_letter_bias():
     table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=1.0), expected=_expected())
     row = table[table["claim"] == C.MMLU_CORRECT].iloc[0]
-    assert row["verdict"] == V.INCONCLUSIVE and "letter bias: 'A' answered for 100%" in row["why"]
+    assert row["verdict"] == D.INCONCLUSIVE and "letter bias: 'A' answered for 100%" in row["why"]
     acc = table[(table["claim"] == C.ACCURACY) & (table["measure"] == "calibrated")].iloc[0]
     assert acc["verdict"] == "undecided" and acc["baseline"] == 0.3  # the majority letter beats chance
     assert acc["role"] == C.PRECONDITION and "gold C 30%" in acc["note"]
@@ -248,7 +248,7 @@ def test_every_absent_claim_gets_a_reason():
     gemma = absent[absent["model"] == "gemma-2-2b-it"]
     assert set(gemma.loc[gemma["claim_id"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING}  # rank: extension
     findings = absent["role"] == C.FINDING
-    assert (absent.loc[findings, "verdict"] == V.INCONCLUSIVE).all()
+    assert (absent.loc[findings, "verdict"] == D.INCONCLUSIVE).all()
     # every finding and precondition of the registry has a row, measured or not
     for claim in C.CLAIMS:
         if claim.role != C.EXTENSION:
@@ -349,12 +349,12 @@ def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
         return hit.iloc[0]
 
     llama = row("llama-3.2-1b", C.SKIP_VS_RANDOM)
-    assert (llama["role"], llama["verdict"]) == (C.FINDING, V.REPRODUCED)
+    assert (llama["role"], llama["verdict"]) == (C.FINDING, D.REPRODUCED)
     assert llama["study"] == C.STUDY_SKIP_SENTENCE[C.LLAMA_SCOPE]
     assert row("llama-3.2-1b", C.PRUNING_VS_RANDOM)["role"] == C.EXTENSION  # the study says nothing of it
-    assert row("llama-3.2-1b", C.SKIP_COLLAPSE)["verdict"] == V.REPRODUCED  # 27 [22, 32] < chance + 10
+    assert row("llama-3.2-1b", C.SKIP_COLLAPSE)["verdict"] == D.REPRODUCED  # 27 [22, 32] < chance + 10
     gemma = row("gemma-2-2b-it", C.SKIP_VS_PRUNING)
-    assert (gemma["role"], gemma["verdict"]) == (C.FINDING, V.NOT_REPRODUCED)  # expansion hurt more: not the claim
+    assert (gemma["role"], gemma["verdict"]) == (C.FINDING, D.NOT_REPRODUCED)  # expansion hurt more: not the claim
     assert "where the study found pruning more critical" in gemma["why"]
     assert row("gemma-2-2b-it", C.SKIP_VS_RANDOM)["role"] == C.EXTENSION
     qwen = row("qwen-1.5b", C.SKIP_VS_RANDOM)
@@ -362,11 +362,11 @@ def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
     assert qwen["study"] == C.NO_SKIP_CLAIM and not (k1["model"].eq("qwen-1.5b") & k1["role"].eq(C.FINDING)).any()
     no_final = table[(table["split"] == "k=1, final block excluded") & (table["unit"] == U.POINTS)]
     flipped = no_final[(no_final["model"] == "llama-3.2-1b") & (no_final["claim"] == C.SKIP_VS_RANDOM)].iloc[0]
-    assert flipped["verdict"] == V.NOT_REPRODUCED and "random more critical" in flipped["why"]
+    assert flipped["verdict"] == D.NOT_REPRODUCED and "random more critical" in flipped["why"]
     same = no_final[(no_final["model"] == "qwen-1.5b") & (no_final["claim"] == C.PRUNING_VS_RANDOM)].iloc[0]
     assert same["verdict"] == O.NO_DIFFERENCE
     few_sets = table[(table["split"].str.startswith("k=2")) & (table["model"] == "llama-3.2-1b")].iloc[0]
-    assert few_sets["verdict"] == V.INCONCLUSIVE and "random baseline of 12 sets" in few_sets["why"]
+    assert few_sets["verdict"] == D.INCONCLUSIVE and "random baseline of 12 sets" in few_sets["why"]
     # the rank over blocks is no claim of the study's: an extension with its outcome on every model
     ranks = table[(table["claim"] == C.SKIP_RANK)].set_index(["model", "split"])
     assert (ranks["role"] == C.EXTENSION).all() and (ranks["verdict"] == "expansion more critical").all()
@@ -512,9 +512,9 @@ def _overlap() -> pd.DataFrame:
 def test_overlap_is_judged_by_containment_with_jaccard_beside_it():
     table = P.paper_table(overlap=_overlap(), expected=_expected())
     rows = table[table["claim"] == C.OVERLAP].set_index(["split", "measure"])
-    assert rows.loc[("blank", "containment"), "verdict"] == V.REPRODUCED
-    assert rows.loc[("blank", "jaccard"), "verdict"] == V.NOT_REPRODUCED  # the same sets, the statistic that shrinks
-    assert rows.loc[("tasks", "containment"), "verdict"] == V.INCONCLUSIVE
+    assert rows.loc[("blank", "containment"), "verdict"] == D.REPRODUCED
+    assert rows.loc[("blank", "jaccard"), "verdict"] == D.NOT_REPRODUCED  # the same sets, the statistic that shrinks
+    assert rows.loc[("tasks", "containment"), "verdict"] == D.INCONCLUSIVE
     top = P.headline(table).query("claim == @C.OVERLAP")
     assert set(top["measure"]) == {"containment"} and set(top["split"]) == {"blank", "tasks"}
 
@@ -541,10 +541,10 @@ def test_family_shape_rows_findings_for_the_family_extensions_for_its_architectu
     )
     table = P.paper_table(shapes=_shapes(), expected=expected)
     llama = table[table["claim"] == C.SHAPE_LLAMA].set_index(["model", "split"])
-    assert llama.loc[("llama-3.2-1b", "blank"), "verdict"] == V.REPRODUCED
+    assert llama.loc[("llama-3.2-1b", "blank"), "verdict"] == D.REPRODUCED
     assert llama.loc[("llama-3.2-1b", "blank"), "role"] == C.FINDING
     assert "drift 0.050 [0.010, 0.100]" in llama.loc[("llama-3.2-1b", "blank"), "note"]
-    assert llama.loc[("llama-3.2-1b", "tasks"), "verdict"] == V.INCONCLUSIVE
+    assert llama.loc[("llama-3.2-1b", "tasks"), "verdict"] == D.INCONCLUSIVE
     smol = llama.loc[("smollm2-135m", "blank")]
     assert (smol["role"], smol["verdict"]) == (C.EXTENSION, "holds") and smol["note"].startswith("llama architecture")
     gpt = table[table["claim"] == C.SHAPE_GPT]
@@ -554,7 +554,7 @@ def test_family_shape_rows_findings_for_the_family_extensions_for_its_architectu
     shapes = _shapes().assign(model="gpt2-small", family="gpt2").iloc[:1]
     table = P.paper_table(shapes=shapes, expected=P.Expected(datasets={"blank": ["gpt2-small"]}, families=gpt2))
     rows = table[table["claim"] == C.SHAPE_GPT].set_index("model")
-    assert rows.loc["gpt2-small", "verdict"] == V.NOT_REPRODUCED  # it starts low: rise > 0 fails "starts high"
+    assert rows.loc["gpt2-small", "verdict"] == D.NOT_REPRODUCED  # it starts low: rise > 0 fails "starts high"
     assert rows.loc["gpt2-xl", "why"] == "not run: gpt2-xl is profiled on no dataset"
 
 
@@ -619,7 +619,7 @@ PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "smollm", "g-270m
 def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_normalized_one():
     table = P.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
     rows = table[table["claim"].isin([C.CLUSTERING, C.SIZE_RESOLUTION])].set_index(["claim", "measure"])
-    assert len(rows) == 6 and set(rows["verdict"]) == {V.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
+    assert len(rows) == 6 and set(rows["verdict"]) == {D.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
     assert rows.loc[(C.CLUSTERING, NORMALIZED), "unit"] == U.LOG_V and rows.loc[(C.CLUSTERING, NATS), "unit"] == U.NATS
     assert "(s-135m)" in rows.loc[(C.CLUSTERING, NATS), "why"]
     assert "on absolute layer 0.600" in rows.loc[(C.SIZE_RESOLUTION, NATS), "note"]
@@ -627,7 +627,7 @@ def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_nor
     top = P.headline(table)
     assert set(top.loc[top["claim"].isin([C.CLUSTERING, C.SIZE_RESOLUTION]), "measure"]) == {NORMALIZED}
     below = P.paper_table(family_pairs=_pairs((-0.3, -0.4, -0.2)), expected=_family_expected(PAIR_FAMILIES))
-    assert set(below.loc[below["claim"] == C.SIZE_RESOLUTION, "verdict"]) == {V.NOT_REPRODUCED}
+    assert set(below.loc[below["claim"] == C.SIZE_RESOLUTION, "verdict"]) == {D.NOT_REPRODUCED}
     wide = P.paper_table(
         family_pairs=_pairs((0.05, -0.1, 0.2), scales=(NATS,)), expected=_family_expected(PAIR_FAMILIES)
     )
@@ -642,7 +642,7 @@ def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_h
             clustering=frame if clustering else None, family_pairs=pairs, expected=_family_expected(families)
         )
         rows = table[table["claim"].isin(claims)]
-        assert (rows["verdict"] == V.INCONCLUSIVE).all()
+        assert (rows["verdict"] == D.INCONCLUSIVE).all()
         return set(rows["why"])
 
     assert reasons({"a": "x", "b": "y"}) == {
@@ -705,8 +705,8 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
     )
     table = P.paper_table(expansion=spear, accuracy=_accuracy(top_share=0.4), expected=_expected())
     rho = table[table["claim"] == C.SPEARMAN].iloc[0]
-    assert rho["verdict"] == V.REPRODUCED  # as stated: 0.9 clears 0.5
-    assert rho["beyond_verdict"] == V.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
+    assert rho["verdict"] == D.REPRODUCED  # as stated: 0.9 clears 0.5
+    assert rho["beyond_verdict"] == D.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
     assert "containment is the claim's test" in rho["beyond_why"]
     calls = []
     planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": NU.planted_share_at_bar}
@@ -731,7 +731,7 @@ def test_correctness_reads_the_greedy_letter_and_the_calibrated_letter_is_an_ext
     accuracy = pd.concat([accuracy, accuracy.assign(style=ALL_STYLES)], ignore_index=True)
     table = P.paper_table(knn=_csv(rows), accuracy=accuracy, expected=_expected())
     greedy = table[table["claim"] == C.MMLU_CORRECT].iloc[0]
-    assert greedy["verdict"] == V.INCONCLUSIVE and "letter bias" in greedy["why"]
+    assert greedy["verdict"] == D.INCONCLUSIVE and "letter bias" in greedy["why"]
     calibrated = table[table["claim"] == C.BY_ID["mmlu_correct_calibrated"].name].iloc[0]
     assert calibrated["role"] == C.EXTENSION and calibrated["split"] == ALL_STYLES
     assert "letter bias" not in calibrated["why"] and "at chance" not in calibrated["why"]

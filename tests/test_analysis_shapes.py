@@ -11,6 +11,7 @@ from synthetic import combined_dataset, lazy
 from entropy_lens.analysis import shapes as S
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
 
 SHAPES = {
@@ -27,8 +28,8 @@ def _profiles(shape, n_layers: int, *, n_prompts: int = 12, noise: float = 0.1, 
     return SHAPES[shape](depth) + noise * rng.normal(size=(n_prompts, 3, n_layers))
 
 
-def _verdict(row, claim: str) -> V.Verdict:
-    stats = {s: V.Interval(row[s], row[f"{s}_low"], row[f"{s}_high"]) for s in S.STATISTICS}
+def _verdict(row, claim: str) -> D.Verdict:
+    stats = {s: D.Interval(row[s], row[f"{s}_low"], row[f"{s}_high"]) for s in S.STATISTICS}
     return V.family_shape(claim, stats, n_sources=int(row["n_sources"]), third_layers=int(row["third_layers"]))
 
 
@@ -66,11 +67,11 @@ def test_each_family_shape_is_told_apart(tmp_path):
     assert list(table.columns) == list(S.COLUMNS[1:])
     assert table.loc["g", "family"] == "gpt2" and table.loc["l", "n_sources"] == 12
     verdicts = {(m, c): _verdict(table.loc[m], c).verdict for m in table.index for c in V.SHAPE_CLAIMS}
-    assert verdicts[("g", V.GPT_SHAPE)] == V.REPRODUCED
-    assert verdicts[("g", V.LLAMA_SHAPE)] == V.NOT_REPRODUCED
-    assert verdicts[("l", V.LLAMA_SHAPE)] == V.REPRODUCED
-    assert verdicts[("l", V.GPT_SHAPE)] == V.NOT_REPRODUCED
-    assert verdicts[("x", V.GPT_SHAPE)] == verdicts[("x", V.LLAMA_SHAPE)] == V.NOT_REPRODUCED
+    assert verdicts[("g", V.GPT_SHAPE)] == D.REPRODUCED
+    assert verdicts[("g", V.LLAMA_SHAPE)] == D.NOT_REPRODUCED
+    assert verdicts[("l", V.LLAMA_SHAPE)] == D.REPRODUCED
+    assert verdicts[("l", V.GPT_SHAPE)] == D.NOT_REPRODUCED
+    assert verdicts[("x", V.GPT_SHAPE)] == verdicts[("x", V.LLAMA_SHAPE)] == D.NOT_REPRODUCED
     why = _verdict(table.loc["x"], V.LLAMA_SHAPE).why
     assert "refines (last third below the middle third): refine" in why and "fails" in why
 
@@ -79,7 +80,7 @@ def test_noise_without_shape_is_inconclusive():
     ds = combined_dataset({"n": _profiles("flat", 12, noise=2.0)}, families={"n": "llama"})
     row = S.profile_shapes(ds, n_boot=300).iloc[0]
     verdict = _verdict(row, V.LLAMA_SHAPE)
-    assert verdict.verdict == V.INCONCLUSIVE and "open" in verdict.why, verdict.why
+    assert verdict.verdict == D.INCONCLUSIVE and "open" in verdict.why, verdict.why
 
 
 def test_intervals_resample_sources_not_prompts():
@@ -88,7 +89,7 @@ def test_intervals_resample_sources_not_prompts():
     row = S.profile_shapes(ds, n_boot=200).iloc[0]
     assert row["n_prompts"] == 12 and row["n_sources"] == 2
     verdict = _verdict(row, V.GPT_SHAPE)
-    assert verdict.verdict == V.INCONCLUSIVE and "only 2 independent sources" in verdict.why
+    assert verdict.verdict == D.INCONCLUSIVE and "only 2 independent sources" in verdict.why
 
 
 def test_too_few_layers_and_masked_prompts():
@@ -114,16 +115,16 @@ def test_bootstrap_mean_statistic():
 
 def test_shape_verdict_rules():
     def stats(rise, refine, drift):
-        return {n: V.Interval(sum(v) / 2, *v) for n, v in zip(S.STATISTICS, (rise, refine, drift), strict=True)}
+        return {n: D.Interval(sum(v) / 2, *v) for n, v in zip(S.STATISTICS, (rise, refine, drift), strict=True)}
 
     ok = dict(n_sources=20, third_layers=4)
-    assert V.family_shape(V.GPT_SHAPE, stats((-2, -1), (1, 2), (0.5, 0.6)), **ok).verdict == V.REPRODUCED
-    assert V.family_shape(V.GPT_SHAPE, stats((-2, 0.1), (1, 2), (0.5, 0.6)), **ok).verdict == V.INCONCLUSIVE
-    assert V.family_shape(V.LLAMA_SHAPE, stats((1, 2), (1, 2), (0.05, 0.2)), **ok).verdict == V.REPRODUCED
+    assert V.family_shape(V.GPT_SHAPE, stats((-2, -1), (1, 2), (0.5, 0.6)), **ok).verdict == D.REPRODUCED
+    assert V.family_shape(V.GPT_SHAPE, stats((-2, 0.1), (1, 2), (0.5, 0.6)), **ok).verdict == D.INCONCLUSIVE
+    assert V.family_shape(V.LLAMA_SHAPE, stats((1, 2), (1, 2), (0.05, 0.2)), **ok).verdict == D.REPRODUCED
     wide = V.family_shape(V.LLAMA_SHAPE, stats((1, 2), (1, 2), (0.1, 0.4)), **ok)
-    assert wide.verdict == V.INCONCLUSIVE and "plateaus" in wide.why and "open" in wide.why
+    assert wide.verdict == D.INCONCLUSIVE and "plateaus" in wide.why and "open" in wide.why
     no_plateau = V.family_shape(V.LLAMA_SHAPE, stats((1, 2), (1, 2), (0.3, 0.4)), **ok)
-    assert no_plateau.verdict == V.NOT_REPRODUCED
+    assert no_plateau.verdict == D.NOT_REPRODUCED
     unscored = stats((1, 2), (1, 2), (math.nan, math.nan))
     assert "no interval for ['drift']" in V.family_shape(V.LLAMA_SHAPE, unscored, **ok).why
     with pytest.raises(ValueError, match="unknown shape claim 'mistral'"):

@@ -10,6 +10,8 @@ import pytest
 from entropy_lens.analysis.targets import STUDY_TARGETS
 from entropy_lens.verdicts import registry as C
 
+RULE_MODULES = ("entropy_lens.verdicts.rules", "entropy_lens.verdicts.outcomes")
+
 
 def test_each_claim_is_one_record_with_a_unique_id_and_name():
     assert len({c.id for c in C.CLAIMS}) == len({c.name for c in C.CLAIMS}) == len(C.CLAIMS)
@@ -19,8 +21,10 @@ def test_each_claim_is_one_record_with_a_unique_id_and_name():
 
 @pytest.mark.parametrize("claim", C.CLAIMS, ids=lambda c: c.id)
 def test_each_claim_names_a_verdict_rule_and_a_figure_that_exist(claim):
-    module, _, function = claim.rule.rpartition(".")
-    assert callable(getattr(importlib.import_module(f"entropy_lens.verdicts.{module}"), function))
+    """The rule is a public function of the rule modules (a row rule's helper is not a rule)."""
+    module = importlib.import_module(claim.rule.__module__)
+    assert module.__name__ in RULE_MODULES and getattr(module, claim.rule.__name__) is claim.rule
+    assert not claim.rule.__name__.startswith("_")
     assert claim.unit
     if claim.figure:
         assert claim.figure in C.STUDY["figures"] or claim.figure in C.STUDY["sentences"]
@@ -56,27 +60,26 @@ def test_study_figures_are_the_papers():
 # --------------------------------------------------------------------------- the named rule is the rule applied
 
 
-def _spy_on_rules(monkeypatch) -> list[str]:
-    """Replace every public function of the rule modules by a spy that logs ``module.function`` (as
-    ``Claim.rule`` names it) and calls through; returns the log."""
-    from entropy_lens.verdicts import outcomes, rules
-    from entropy_lens.verdicts.claims import drop_sets, families
+def _spy_on_rules(monkeypatch) -> list:
+    """Replace every public function of the rule modules by a spy that logs the function (as ``Claim.rule``
+    holds it) and calls through; returns the log."""
+    from entropy_lens.verdicts.claims import families
 
-    log: list[str] = []
+    log: list = []
     spies = {}
-    for prefix, module in (("rules", rules), ("outcomes", outcomes), ("claims.drop_sets", drop_sets)):
+    for module in map(importlib.import_module, RULE_MODULES):
         for name, function in list(vars(module).items()):
             if inspect.isfunction(function) and function.__module__ == module.__name__ and not name.startswith("_"):
-                spies[function] = _spy(f"{prefix}.{name}", function, log)
+                spies[function] = _spy(function, log)
                 monkeypatch.setattr(module, name, spies[function])
     for statistic, (claim, judge, *rest) in families.PAIR_CLAIMS.items():  # rules held as objects, not looked up
         monkeypatch.setitem(families.PAIR_CLAIMS, statistic, (claim, spies[judge], *rest))
     return log
 
 
-def _spy(name: str, function, log: list[str]):
+def _spy(function, log: list):
     def spy(*args, **kwargs):
-        log.append(name)
+        log.append(function)
         return function(*args, **kwargs)
 
     return spy
@@ -90,7 +93,7 @@ def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
     from entropy_lens.verdicts import rows as W
 
     log = _spy_on_rules(monkeypatch)
-    called: dict[str, list[set[str]]] = {}
+    called: dict[str, list[set]] = {}
     build = W.row
 
     def row(claim_id, *args, **kwargs):

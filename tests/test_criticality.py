@@ -14,8 +14,8 @@ from entropy_lens.answers import delta_h as D
 from entropy_lens.answers.conditions import CORRECT_COLUMNS, Condition
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import rules as V
 
 N_LAYERS = 8
 N_QUESTIONS = 200
@@ -98,7 +98,7 @@ def test_k1_comparisons_use_the_census_of_eligible_blocks():
     assert no_final["first_layers"] == "5" and no_final["n_sets"] == 6
     assert no_final["difference"] == pytest.approx(-(1.2 - np.mean(COSTS[1:7])), abs=0.03)
     expected = O.more_critical("expansion")
-    diff = V.Interval(no_final["difference"], no_final["ci_low"], no_final["ci_high"])
+    diff = D.Interval(no_final["difference"], no_final["ci_low"], no_final["ci_high"])
     outcome = O.skip_outcome(diff, first="expansion", second="random", margin=O.LOGPROB_MARGIN, unit="nats", n=200)
     assert outcome.outcome == expected
     wide = correct.pivot_table(index="question", columns="condition", values="gold_logprob")
@@ -147,11 +147,11 @@ def test_paired_bootstrap_sets_covers_the_population_and_checks_shapes():
         paired_bootstrap_sets(a, b[:10])
 
 
-def _ranks(costs: np.ndarray, delta_h: np.ndarray, seed: int = 0) -> V.Interval:
+def _ranks(costs: np.ndarray, delta_h: np.ndarray, seed: int = 0) -> D.Interval:
     rng = np.random.default_rng(seed)
     cost = costs[None] + 0.1 * rng.normal(size=(150, costs.size))
     calib = delta_h[None] + 0.1 * rng.normal(size=(16, delta_h.size))
-    return V.Interval(*K.spearman_over_blocks(cost, calib, n_boot=400, seed=seed))
+    return D.Interval(*K.spearman_over_blocks(cost, calib, n_boot=400, seed=seed))
 
 
 def test_rank_over_blocks_finds_a_planted_relation():
@@ -169,7 +169,7 @@ def test_rank_over_blocks_planted_null_is_not_reproduced():
         costs = rng.permutation(2 * delta_h + 2.5)
         outcome = O.rank_outcome(_ranks(costs, delta_h, seed=trial), n=150, n_blocks=27)
         verdicts.append(O.against_study(outcome, O.more_critical("expansion")).verdict)
-    assert verdicts.count(V.REPRODUCED) <= 3, verdicts.count(V.REPRODUCED)  # about 1 in 40 at a 95% interval
+    assert verdicts.count(D.REPRODUCED) <= 3, verdicts.count(D.REPRODUCED)  # about 1 in 40 at a 95% interval
 
 
 def test_criticality_spearman_on_score_rows():

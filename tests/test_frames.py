@@ -10,6 +10,7 @@ import pytest
 from entropy_lens.analysis import baselines, equivalence, expansion, heldout, knn, pairs, shapes
 from entropy_lens.answers import accuracy, criticality, drop_scores
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts import table as paper
@@ -104,7 +105,7 @@ def test_rows_of_applies_the_rule_to_every_kept_record():
     rows = pd.DataFrame(rows_of(frame, rule), columns=list(COLUMNS))
     assert rows["model"].tolist() == ["a", "b"]
     assert rows["estimate"].tolist() == [0.9, 0.1] and rows["ci_high"].tolist() == [0.95, 0.2]
-    assert rows["verdict"].tolist() == [V.REPRODUCED, V.NOT_REPRODUCED]
+    assert rows["verdict"].tolist() == [D.REPRODUCED, D.NOT_REPRODUCED]
     assert rows["note"].tolist() == ["model a", "model b"] and set(rows["measure"]) == {"shannon"}
     assert rows["n"].tolist() == [30, 30] and rows["role"].tolist() == [C.FINDING, C.FINDING]
     assert set(rows["claim_id"]) == {"overlap"} and set(rows["claim"]) == {C.OVERLAP}  # keyed by id, named for readers
@@ -118,14 +119,14 @@ def _one_row():
 
 def test_a_rule_without_an_estimate_leaves_the_estimate_empty():
     frame = _one_row()
-    rule = RowRule(claim="shape_gpt", unit="", judge=lambda est, rec: V.not_run("none"), has_estimate=False)
+    rule = RowRule(claim="shape_gpt", unit="", judge=lambda est, rec: D.not_run("none"), has_estimate=False)
     (only,) = rows_of(frame, rule)
     assert math.isnan(only["estimate"]) and math.isnan(only["ci_low"]) and only["n"] == 4
 
 
 def test_a_rule_takes_role_and_study_sentence_from_the_registry_and_refuses_an_unknown_claim():
     frame = _one_row()
-    judge = lambda est, rec: V.not_run("none")  # noqa: E731
+    judge = lambda est, rec: D.not_run("none")  # noqa: E731
     (accuracy,) = rows_of(frame, RowRule(claim="accuracy", unit="", judge=judge))
     assert accuracy["role"] == C.PRECONDITION == C.BY_ID["accuracy"].role
     (overlap,) = rows_of(frame, RowRule(claim="overlap", unit="", judge=judge))

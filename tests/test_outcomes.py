@@ -7,16 +7,16 @@ import math
 import pytest
 
 from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts import skip_nulls
 
-INTACT = V.Interval(0.6, 0.54, 0.65)
+INTACT = D.Interval(0.6, 0.54, 0.65)
 
 
 def _outcome(diff, *, margin=O.SKIP_MARGIN, unit="points", intact=INTACT, n_sets=None):
     return O.skip_outcome(
-        V.Interval(*diff),
+        D.Interval(*diff),
         first="expansion",
         second="pruning",
         margin=margin,
@@ -43,7 +43,7 @@ def test_a_significant_small_difference_is_a_direction_not_no_difference():
 
 
 def test_nothing_to_lose_and_thin_random_populations_are_undecided():
-    at_chance = _outcome((-0.3, -0.4, -0.2), intact=V.Interval(0.26, 0.2, 0.32))
+    at_chance = _outcome((-0.3, -0.4, -0.2), intact=D.Interval(0.26, 0.2, 0.32))
     assert at_chance.outcome == O.UNDECIDED and "not above chance" in at_chance.why
     thin = _outcome((-0.3, -0.4, -0.2), n_sets=5)
     assert thin.outcome == O.UNDECIDED and "random baseline of 5 sets" in thin.why
@@ -57,47 +57,47 @@ def test_log_probability_comparisons_use_their_own_margin():
 
 def test_against_study():
     llama = O.more_critical("expansion")
-    assert O.against_study(O.Outcome(llama, "x"), llama).verdict == V.REPRODUCED
+    assert O.against_study(O.Outcome(llama, "x"), llama).verdict == D.REPRODUCED
     other = O.against_study(O.Outcome(O.NO_DIFFERENCE, "x"), llama)
-    assert other.verdict == V.NOT_REPRODUCED and "where the study found expansion more critical" in other.why
-    assert O.against_study(O.Outcome(O.UNDECIDED, "x"), llama).verdict == V.INCONCLUSIVE
+    assert other.verdict == D.NOT_REPRODUCED and "where the study found expansion more critical" in other.why
+    assert O.against_study(O.Outcome(O.UNDECIDED, "x"), llama).verdict == D.INCONCLUSIVE
     with pytest.raises(ValueError, match="outcome must be one of"):
         O.Outcome("maybe", "")
 
 
-def _acc(hits: int, n: int) -> V.Interval:
-    return V.Interval(hits / n, *wilson_interval(hits, n))
+def _acc(hits: int, n: int) -> D.Interval:
+    return D.Interval(hits / n, *wilson_interval(hits, n))
 
 
 def test_collapse_to_chance():
-    assert O.collapse(_acc(80, 300), intact=INTACT, chance=0.25, n=300).verdict == V.REPRODUCED  # 27%
-    assert O.collapse(_acc(140, 300), intact=INTACT, chance=0.25, n=300).verdict == V.NOT_REPRODUCED  # 47%
-    assert O.collapse(_acc(105, 300), intact=INTACT, chance=0.25, n=300).verdict == V.INCONCLUSIVE  # 35%
-    assert O.collapse(_acc(80, 300), intact=_acc(80, 300), chance=0.25, n=300).verdict == V.INCONCLUSIVE
+    assert O.collapse(_acc(80, 300), intact=INTACT, chance=0.25, n=300).verdict == D.REPRODUCED  # 27%
+    assert O.collapse(_acc(140, 300), intact=INTACT, chance=0.25, n=300).verdict == D.NOT_REPRODUCED  # 47%
+    assert O.collapse(_acc(105, 300), intact=INTACT, chance=0.25, n=300).verdict == D.INCONCLUSIVE  # 35%
+    assert O.collapse(_acc(80, 300), intact=_acc(80, 300), chance=0.25, n=300).verdict == D.INCONCLUSIVE
 
 
 def test_rank_outcomes():
-    assert O.rank_outcome(V.Interval(0.6, 0.3, 0.8), n=100, n_blocks=27).outcome == "expansion more critical"
-    assert O.rank_outcome(V.Interval(-0.6, -0.8, -0.3), n=100, n_blocks=27).outcome == "pruning more critical"
-    assert O.rank_outcome(V.Interval(0.05, -0.2, 0.25), n=100, n_blocks=27).outcome == O.NO_RELATION
-    assert O.rank_outcome(V.Interval(0.1, -0.3, 0.5), n=100, n_blocks=27).outcome == O.UNDECIDED
-    assert O.rank_outcome(V.Interval(math.nan, math.nan, math.nan), n=100, n_blocks=2).outcome == O.UNDECIDED
+    assert O.rank_outcome(D.Interval(0.6, 0.3, 0.8), n=100, n_blocks=27).outcome == "expansion more critical"
+    assert O.rank_outcome(D.Interval(-0.6, -0.8, -0.3), n=100, n_blocks=27).outcome == "pruning more critical"
+    assert O.rank_outcome(D.Interval(0.05, -0.2, 0.25), n=100, n_blocks=27).outcome == O.NO_RELATION
+    assert O.rank_outcome(D.Interval(0.1, -0.3, 0.5), n=100, n_blocks=27).outcome == O.UNDECIDED
+    assert O.rank_outcome(D.Interval(math.nan, math.nan, math.nan), n=100, n_blocks=2).outcome == O.UNDECIDED
 
 
 def _family(low, high, p_holm=0.01, n_family=48):
-    return O.Family(V.Interval((low + high) / 2, low, high), p_holm, n_family, 0.999)
+    return O.Family(D.Interval((low + high) / 2, low, high), p_holm, n_family, 0.999)
 
 
 def test_a_corrected_comparison_decides_on_its_holm_interval():
     raw = (-0.10, -0.15, -0.05)
     wide = _family(-0.20, 0.001, p_holm=0.06)
     held = O.skip_outcome(
-        V.Interval(*raw), first="expansion", second="random", margin=0.05, unit="points", n=300, family=wide
+        D.Interval(*raw), first="expansion", second="random", margin=0.05, unit="points", n=300, family=wide
     )
     assert held.outcome == O.UNDECIDED and "the raw interval excludes 0, the corrected one does not" in held.why
     assert "Holm over 48 comparisons: p = 0.06" in held.why
     kept = O.skip_outcome(
-        V.Interval(*raw),
+        D.Interval(*raw),
         first="expansion",
         second="random",
         margin=0.05,
@@ -108,7 +108,7 @@ def test_a_corrected_comparison_decides_on_its_holm_interval():
     assert kept.outcome == "expansion more critical"
     # no difference needs the corrected interval inside the margin too
     inside = O.skip_outcome(
-        V.Interval(0.0, -0.03, 0.03),
+        D.Interval(0.0, -0.03, 0.03),
         first="expansion",
         second="random",
         margin=0.05,
@@ -118,7 +118,7 @@ def test_a_corrected_comparison_decides_on_its_holm_interval():
     )
     assert inside.outcome == O.UNDECIDED
     flat = O.skip_outcome(
-        V.Interval(0.0, 0.0, 0.0),
+        D.Interval(0.0, 0.0, 0.0),
         first="expansion",
         second="random",
         margin=0.05,

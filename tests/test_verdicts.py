@@ -12,6 +12,7 @@ from synthetic import combined_dataset
 from entropy_lens.analysis import knn as K
 from entropy_lens.analysis.expansion import nucleus_overlap
 from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
 
 SETTINGS = K.KnnSettings(k=29, n_splits=5, n_repeats=3)
@@ -31,11 +32,11 @@ def _grouped_gaussian(n_groups: int, per_group: int, shift: float, seed: int = 0
     return np.asarray(rows), np.asarray(labels), np.asarray(groups)
 
 
-def _verdict(result: K.AucResult) -> V.Verdict:
+def _verdict(result: K.AucResult) -> D.Verdict:
     row = result.summary()
     return V.separability(
-        V.Interval(row["auc_mean"], row["auc_low"], row["auc_high"]),
-        V.Interval(row["dummy_mean"], row["dummy_low"], row["dummy_high"]),
+        D.Interval(row["auc_mean"], row["auc_low"], row["auc_high"]),
+        D.Interval(row["dummy_mean"], row["dummy_low"], row["dummy_high"]),
         k_used=result.k,
         k_study=SETTINGS.k,
         n_groups=result.n_groups,
@@ -45,7 +46,7 @@ def _verdict(result: K.AucResult) -> V.Verdict:
 def test_separable_classes_are_reproduced():
     X, y, groups = _grouped_gaussian(20, 4, shift=3.0)
     verdict = _verdict(K.knn_auc(X, y, SETTINGS, groups=groups))
-    assert verdict.verdict == V.REPRODUCED, verdict.why
+    assert verdict.verdict == D.REPRODUCED, verdict.why
     assert "lies above the dummy" in verdict.why
 
 
@@ -53,7 +54,7 @@ def test_inseparable_classes_are_not_reproduced():
     X, y, groups = _grouped_gaussian(40, 4, shift=0.0, seed=1)
     result = K.knn_auc(X, y, SETTINGS, groups=groups)
     verdict = _verdict(result)
-    assert verdict.verdict == V.NOT_REPRODUCED, verdict.why
+    assert verdict.verdict == D.NOT_REPRODUCED, verdict.why
 
 
 def test_grouped_folds_remove_the_near_twin_leak():
@@ -74,82 +75,82 @@ def test_too_few_prompts_for_the_study_k_is_inconclusive():
     result = K.knn_auc(X, y, SETTINGS, groups=groups)
     verdict = _verdict(result)
     assert result.k < 29
-    assert verdict.verdict == V.INCONCLUSIVE and "k=29" in verdict.why
+    assert verdict.verdict == D.INCONCLUSIVE and "k=29" in verdict.why
 
 
 def test_too_few_sources_and_unscored_rows_are_inconclusive():
-    auc, dummy = V.Interval(0.9, 0.85, 0.95), V.Interval(0.5, 0.4, 0.6)
+    auc, dummy = D.Interval(0.9, 0.85, 0.95), D.Interval(0.5, 0.4, 0.6)
     few = V.separability(auc, dummy, k_used=29, k_study=29, n_groups=3)
-    assert few.verdict == V.INCONCLUSIVE and "only 3 independent sources" in few.why
+    assert few.verdict == D.INCONCLUSIVE and "only 3 independent sources" in few.why
     skipped = V.separability(
-        V.Interval(math.nan, math.nan, math.nan),
+        D.Interval(math.nan, math.nan, math.nan),
         dummy,
         k_used=None,
         k_study=29,
         n_groups=0,
         skipped="class counts {'a': 1}",
     )
-    assert skipped.verdict == V.INCONCLUSIVE and "class counts" in skipped.why
+    assert skipped.verdict == D.INCONCLUSIVE and "class counts" in skipped.why
 
 
 def test_an_interval_too_wide_to_decide_is_inconclusive():
-    wide = V.separability(V.Interval(0.62, 0.45, 0.79), V.Interval(0.5, 0.4, 0.6), k_used=29, k_study=29, n_groups=10)
-    assert wide.verdict == V.INCONCLUSIVE and "cannot rule out" in wide.why
+    wide = V.separability(D.Interval(0.62, 0.45, 0.79), D.Interval(0.5, 0.4, 0.6), k_used=29, k_study=29, n_groups=10)
+    assert wide.verdict == D.INCONCLUSIVE and "cannot rule out" in wide.why
     above_chance_not_dummy = V.separability(
-        V.Interval(0.7, 0.58, 0.82), V.Interval(0.55, 0.45, 0.65), k_used=29, k_study=29, n_groups=10
+        D.Interval(0.7, 0.58, 0.82), D.Interval(0.55, 0.45, 0.65), k_used=29, k_study=29, n_groups=10
     )
-    assert above_chance_not_dummy.verdict == V.INCONCLUSIVE
+    assert above_chance_not_dummy.verdict == D.INCONCLUSIVE
 
 
-def _rho(value: V.Interval, n: int = 50) -> V.Verdict:
+def _rho(value: D.Interval, n: int = 50) -> D.Verdict:
     return V.above_threshold(value, threshold=V.SPEARMAN_THRESHOLD, n=n, statistic="rho")
 
 
 def test_threshold_rule_of_the_spearman_and_overlap_rows():
-    assert _rho(V.Interval(0.8, 0.75, 0.85)).verdict == V.REPRODUCED
-    assert _rho(V.Interval(0.2, 0.1, 0.3)).verdict == V.NOT_REPRODUCED
-    assert _rho(V.Interval(0.55, 0.4, 0.7)).verdict == V.INCONCLUSIVE
-    assert _rho(V.Interval(0.8, 0.75, 0.85), n=3).verdict == V.INCONCLUSIVE
-    assert _rho(V.Interval(math.nan, math.nan, math.nan)).verdict == V.INCONCLUSIVE
+    assert _rho(D.Interval(0.8, 0.75, 0.85)).verdict == D.REPRODUCED
+    assert _rho(D.Interval(0.2, 0.1, 0.3)).verdict == D.NOT_REPRODUCED
+    assert _rho(D.Interval(0.55, 0.4, 0.7)).verdict == D.INCONCLUSIVE
+    assert _rho(D.Interval(0.8, 0.75, 0.85), n=3).verdict == D.INCONCLUSIVE
+    assert _rho(D.Interval(math.nan, math.nan, math.nan)).verdict == D.INCONCLUSIVE
     # just either side of the bar
-    assert _rho(V.Interval(0.52, 0.501, 0.55)).verdict == V.REPRODUCED
-    assert _rho(V.Interval(0.48, 0.45, 0.499)).verdict == V.NOT_REPRODUCED
+    assert _rho(D.Interval(0.52, 0.501, 0.55)).verdict == D.REPRODUCED
+    assert _rho(D.Interval(0.48, 0.45, 0.499)).verdict == D.NOT_REPRODUCED
 
 
-def _acc(hits: int, n: int) -> V.Interval:
-    return V.Interval(hits / n, *wilson_interval(hits, n))
+def _acc(hits: int, n: int) -> D.Interval:
+    return D.Interval(hits / n, *wilson_interval(hits, n))
 
 
 def test_accuracy_rules_use_the_better_of_chance_and_the_majority_letter():
-    assert V.accuracy(_acc(60, 100), chance=0.25, majority=0.3).verdict == V.REPRODUCED
-    assert V.accuracy(_acc(25, 400), chance=0.25, majority=0.27).verdict == V.NOT_REPRODUCED
+    assert V.accuracy(_acc(60, 100), chance=0.25, majority=0.3).verdict == D.REPRODUCED
+    assert V.accuracy(_acc(25, 400), chance=0.25, majority=0.27).verdict == D.NOT_REPRODUCED
     # 40% beats chance but not a gold-letter share of 40%: a constant answer would do as well
     beaten = V.accuracy(_acc(40, 100), chance=0.25, majority=0.4)
-    assert beaten.verdict != V.REPRODUCED and "majority-letter" in beaten.why
-    assert V.accuracy(_acc(4, 12), chance=0.25, majority=0.3).verdict == V.INCONCLUSIVE
+    assert beaten.verdict != D.REPRODUCED and "majority-letter" in beaten.why
+    assert V.accuracy(_acc(4, 12), chance=0.25, majority=0.3).verdict == D.INCONCLUSIVE
 
 
 def test_letter_bias_and_chance_make_correctness_inconclusive():
     biased = V.answers_at_chance(_acc(50, 100), 0.25, majority_share=1.0, majority_letter="A")
-    assert biased is not None and biased.verdict == V.INCONCLUSIVE and "'A' answered for 100%" in biased.why
+    assert biased is not None and biased.verdict == D.INCONCLUSIVE and "'A' answered for 100%" in biased.why
     at_chance = V.answers_at_chance(_acc(26, 100), 0.25, majority_share=0.4, majority_letter="B")
     assert at_chance is not None and "at chance" in at_chance.why
     assert V.answers_at_chance(_acc(60, 100), 0.25, majority_share=0.4, majority_letter="B") is None
 
 
-def _renyi(difference: V.Interval) -> V.Verdict:
+def _renyi(difference: D.Interval) -> D.Verdict:
     return V.renyi_equivalence(difference, n_groups=40, unit="questions")
 
 
 def test_renyi_equivalence_rule_on_each_side_of_the_margin():
-    assert _renyi(V.Interval(0.01, -0.03, 0.045)).verdict == V.REPRODUCED
-    assert _renyi(V.Interval(-0.01, -0.055, 0.03)).verdict == V.INCONCLUSIVE  # reaches -5 points
-    assert _renyi(V.Interval(-0.10, -0.14, -0.06)).verdict == V.NOT_REPRODUCED
-    assert _renyi(V.Interval(0.08, 0.051, 0.11)).verdict == V.NOT_REPRODUCED
+    assert _renyi(D.Interval(0.01, -0.03, 0.045)).verdict == D.REPRODUCED
+    assert _renyi(D.Interval(-0.01, -0.055, 0.03)).verdict == D.INCONCLUSIVE  # reaches -5 points
+    assert _renyi(D.Interval(-0.10, -0.14, -0.06)).verdict == D.NOT_REPRODUCED
+    assert _renyi(D.Interval(0.08, 0.051, 0.11)).verdict == D.NOT_REPRODUCED
     # the same estimate as Shannon with a wider interval is a power statement, not a difference
-    wide = _renyi(V.Interval(-0.004, -0.07, 0.06))
-    assert wide.verdict == V.INCONCLUSIVE and "about" in wide.why and "would decide" in wide.why
-    assert _renyi(V.Interval(math.nan, math.nan, math.nan)).verdict == V.INCONCLUSIVE
+    wide = _renyi(D.Interval(-0.004, -0.07, 0.06))
+    assert wide.verdict == D.INCONCLUSIVE and "about" in wide.why and "would decide" in wide.why
+    assert _renyi(D.Interval(math.nan, math.nan, math.nan)).verdict == D.INCONCLUSIVE
 
 
 def test_renyi_equivalence_planted_null_is_not_reproduced():
@@ -159,11 +160,11 @@ def test_renyi_equivalence_planted_null_is_not_reproduced():
     noise = rng.normal(0.5, 0.05, 15)
     diff = noise - shannon
     lo, hi = K.corrected_t_interval(diff, 1 / 4, bounds=(-1.0, 1.0))
-    assert _renyi(V.Interval(float(diff.mean()), lo, hi)).verdict == V.NOT_REPRODUCED
+    assert _renyi(D.Interval(float(diff.mean()), lo, hi)).verdict == D.NOT_REPRODUCED
 
 
 def test_renyi_summary_over_rows():
-    R, N, U = V.REPRODUCED, V.NOT_REPRODUCED, V.INCONCLUSIVE
+    R, N, U = D.REPRODUCED, D.NOT_REPRODUCED, D.INCONCLUSIVE
     assert V.renyi_summary([R, R, R]).verdict == R
     assert V.renyi_summary([R, N, U]).verdict == N
     assert V.renyi_summary([R, U]).verdict == U
@@ -171,23 +172,23 @@ def test_renyi_summary_over_rows():
 
 
 def test_held_out_family_rule():
-    share = V.Interval(*(lambda lo_hi: (18 / 20, *lo_hi))(wilson_interval(18, 20)))
-    assert V.held_out_family(share, bar=1 / 3, n=20, family="qwen").verdict == V.REPRODUCED
-    low = V.Interval(*(lambda lo_hi: (1 / 20, *lo_hi))(wilson_interval(1, 20)))
-    assert V.held_out_family(low, bar=1 / 3, n=20, family="qwen").verdict == V.NOT_REPRODUCED
-    mid = V.Interval(*(lambda lo_hi: (7 / 20, *lo_hi))(wilson_interval(7, 20)))
-    assert V.held_out_family(mid, bar=1 / 3, n=20, family="qwen").verdict == V.INCONCLUSIVE
-    assert V.held_out_family(share, bar=1 / 3, n=4, family="qwen").verdict == V.INCONCLUSIVE
+    share = D.Interval(*(lambda lo_hi: (18 / 20, *lo_hi))(wilson_interval(18, 20)))
+    assert V.held_out_family(share, bar=1 / 3, n=20, family="qwen").verdict == D.REPRODUCED
+    low = D.Interval(*(lambda lo_hi: (1 / 20, *lo_hi))(wilson_interval(1, 20)))
+    assert V.held_out_family(low, bar=1 / 3, n=20, family="qwen").verdict == D.NOT_REPRODUCED
+    mid = D.Interval(*(lambda lo_hi: (7 / 20, *lo_hi))(wilson_interval(7, 20)))
+    assert V.held_out_family(mid, bar=1 / 3, n=20, family="qwen").verdict == D.INCONCLUSIVE
+    assert V.held_out_family(share, bar=1 / 3, n=4, family="qwen").verdict == D.INCONCLUSIVE
 
 
 def test_precondition_and_extension_words():
-    assert V.PRECONDITION_WORDS[V.REPRODUCED] == "met" and V.PRECONDITION_WORDS[V.NOT_REPRODUCED] == "not met"
-    assert set(V.EXTENSION_WORDS) == set(V.VERDICTS)
+    assert D.PRECONDITION_WORDS[D.REPRODUCED] == "met" and D.PRECONDITION_WORDS[D.NOT_REPRODUCED] == "not met"
+    assert set(D.EXTENSION_WORDS) == set(D.VERDICTS)
 
 
 def test_verdict_values_are_checked():
     with pytest.raises(ValueError, match="verdict must be one of"):
-        V.Verdict("maybe", "")
+        D.Verdict("maybe", "")
 
 
 def test_corrected_interval_is_wider_than_the_naive_one():
@@ -198,7 +199,7 @@ def test_corrected_interval_is_wider_than_the_naive_one():
     assert all(math.isnan(v) for v in K.corrected_t_interval(scores[:1], 0.25))
 
 
-def _overlap_verdict(levels: np.ndarray, *, n_tokens: int = 5, n_layers: int = 9, seed: int = 0) -> V.Verdict:
+def _overlap_verdict(levels: np.ndarray, *, n_tokens: int = 5, n_layers: int = 9, seed: int = 0) -> D.Verdict:
     """The containment verdict on a store whose prompt p has adjacent-layer containments around ``levels[p]``.
 
     Every nucleus holds 20 tokens, so a Jaccard of J means a containment of 2J / (1 + J).
@@ -213,37 +214,37 @@ def _overlap_verdict(levels: np.ndarray, *, n_tokens: int = 5, n_layers: int = 9
     )
     table = nucleus_overlap(ds, n_boot=300)
     row = table[table["statistic"] == "containment"].iloc[0]
-    value = V.Interval(row["mean"], row["ci_low"], row["ci_high"])
+    value = D.Interval(row["mean"], row["ci_low"], row["ci_high"])
     return V.above_threshold(value, threshold=V.CONTAINMENT_THRESHOLD, n=int(row["n_prompts"]), statistic="containment")
 
 
 def test_overlap_rule_on_prompt_clusters():
     rng = np.random.default_rng(1)
     shared = _overlap_verdict(rng.normal(0.7, 0.05, 30))
-    assert shared.verdict == V.REPRODUCED and "lies above 0.5" in shared.why
-    assert _overlap_verdict(rng.normal(0.3, 0.05, 30)).verdict == V.NOT_REPRODUCED
-    assert _overlap_verdict(rng.normal(0.5, 0.05, 30)).verdict == V.INCONCLUSIVE
+    assert shared.verdict == D.REPRODUCED and "lies above 0.5" in shared.why
+    assert _overlap_verdict(rng.normal(0.3, 0.05, 30)).verdict == D.NOT_REPRODUCED
+    assert _overlap_verdict(rng.normal(0.5, 0.05, 30)).verdict == D.INCONCLUSIVE
     few = _overlap_verdict(np.full(4, 0.8))
-    assert few.verdict == V.INCONCLUSIVE and "only 4 prompts (need 6)" in few.why
+    assert few.verdict == D.INCONCLUSIVE and "only 4 prompts (need 6)" in few.why
 
 
 def test_overlap_interval_counts_prompts_not_cells():
     """Eight prompts, half sharing 90% and half 15%: 320 cells pin the cell mean, eight prompts do not."""
     levels = np.tile([0.9, 0.15], 4)
     verdict = _overlap_verdict(levels, n_tokens=5, n_layers=9)
-    assert verdict.verdict == V.INCONCLUSIVE and "straddles 0.5" in verdict.why, verdict.why
+    assert verdict.verdict == D.INCONCLUSIVE and "straddles 0.5" in verdict.why, verdict.why
 
 
 def test_units_to_decide_follows_the_square_root_law():
     # estimate 0.1, half-width 0.2 at 100 units: the half-width reaches the margin 0.1 at 100 * (0.2 / 0.1)^2.
-    assert V.units_to_decide(V.Interval(0.1, -0.1, 0.3), 100, [(0.0, True)]) == 400
+    assert D.units_to_decide(D.Interval(0.1, -0.1, 0.3), 100, [(0.0, True)]) == 400
     # the half facing the threshold counts: an asymmetric interval, thresholds on either side
-    assert V.units_to_decide(V.Interval(0.1, 0.0, 0.5), 100, [(0.0, True)]) == 100
-    assert V.units_to_decide(V.Interval(0.1, 0.0, 0.5), 100, [(0.3, False)]) == 400
+    assert D.units_to_decide(D.Interval(0.1, 0.0, 0.5), 100, [(0.0, True)]) == 100
+    assert D.units_to_decide(D.Interval(0.1, 0.0, 0.5), 100, [(0.3, False)]) == 400
     # the decision reached first (the farthest threshold on the deciding side) sets the number
-    assert V.units_to_decide(V.Interval(0.52, 0.45, 0.59), 10, [(0.5, True), (0.55, False)]) == 55
-    assert V.units_to_decide(V.Interval(0.5, 0.4, 0.6), 10, [(0.5, True), (0.5, False)]) == math.inf
-    assert V.units_to_decide(V.Interval(math.nan, 0.4, 0.6), 10, [(0.0, True)]) == math.inf
+    assert D.units_to_decide(D.Interval(0.52, 0.45, 0.59), 10, [(0.5, True), (0.55, False)]) == 55
+    assert D.units_to_decide(D.Interval(0.5, 0.4, 0.6), 10, [(0.5, True), (0.5, False)]) == math.inf
+    assert D.units_to_decide(D.Interval(math.nan, 0.4, 0.6), 10, [(0.0, True)]) == math.inf
 
 
 def test_units_to_decide_predicts_a_fresh_sample_of_that_size():
@@ -253,7 +254,7 @@ def test_units_to_decide_predicts_a_fresh_sample_of_that_size():
     first = rng.normal(0.15, 1.0, 40)
     mean, sd = first.mean(), first.std(ddof=1)
     half = 1.96 * sd / math.sqrt(first.size)
-    needed = int(V.units_to_decide(V.Interval(mean, mean - half, mean + half), 40, [(0.0, True)]))
+    needed = int(D.units_to_decide(D.Interval(mean, mean - half, mean + half), 40, [(0.0, True)]))
     assert 40 < needed < 10_000
 
     def decided(n: int) -> float:
@@ -265,31 +266,31 @@ def test_units_to_decide_predicts_a_fresh_sample_of_that_size():
 
 
 def test_undecided_rows_give_the_units_that_would_decide_them():
-    dummy = V.Interval(0.5, 0.42, 0.58)
-    wide = V.separability(V.Interval(0.62, 0.45, 0.79), dummy, k_used=29, k_study=29, n_groups=10, unit="stories")
+    dummy = D.Interval(0.5, 0.42, 0.58)
+    wide = V.separability(D.Interval(0.62, 0.45, 0.79), dummy, k_used=29, k_study=29, n_groups=10, unit="stories")
     # both intervals narrow: 10 * ((0.17 + 0.08) / (0.62 - 0.5)) ** 2 = 43.4
     assert "effect too small to decide with 10 stories: about 44 would decide it" in wide.why
-    rho = _rho(V.Interval(0.55, 0.4, 0.7))
+    rho = _rho(D.Interval(0.55, 0.4, 0.7))
     assert "with 50 prompts: about 450 would" in rho.why
-    acc = V.accuracy(V.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2, n=100)
+    acc = V.accuracy(D.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2, n=100)
     assert "with 100 questions: about 400 would" in acc.why
-    containment = V.above_threshold(V.Interval(0.55, 0.45, 0.65), threshold=0.5, n=20, statistic="containment")
+    containment = V.above_threshold(D.Interval(0.55, 0.45, 0.65), threshold=0.5, n=20, statistic="containment")
     assert "with 20 prompts: about 80 would" in containment.why
-    on_threshold = _rho(V.Interval(0.5, 0.4, 0.6))
+    on_threshold = _rho(D.Interval(0.5, 0.4, 0.6))
     assert "no feasible number of prompts would" in on_threshold.why
-    assert "too small" not in V.accuracy(V.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2).why  # n unknown
+    assert "too small" not in V.accuracy(D.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2).why  # n unknown
 
 
 def test_shape_claims_give_the_sources_that_would_decide_them():
-    stats = {"rise": V.Interval(-0.2, -0.4, 0.0), "refine": V.Interval(0.5, 0.3, 0.7)}
-    verdict = V.family_shape(V.GPT_SHAPE, {**stats, "rise": V.Interval(-0.2, -0.4, 0.1)}, n_sources=10, third_layers=3)
-    assert verdict.verdict == V.INCONCLUSIVE and "with 10 sources: about 23 would" in verdict.why
-    failing = {**stats, "rise": V.Interval(0.1, -0.1, 0.3)}  # on the wrong side: the first part to fail decides
+    stats = {"rise": D.Interval(-0.2, -0.4, 0.0), "refine": D.Interval(0.5, 0.3, 0.7)}
+    verdict = V.family_shape(V.GPT_SHAPE, {**stats, "rise": D.Interval(-0.2, -0.4, 0.1)}, n_sources=10, third_layers=3)
+    assert verdict.verdict == D.INCONCLUSIVE and "with 10 sources: about 23 would" in verdict.why
+    failing = {**stats, "rise": D.Interval(0.1, -0.1, 0.3)}  # on the wrong side: the first part to fail decides
     assert "about 40 would" in V.family_shape(V.GPT_SHAPE, failing, n_sources=10, third_layers=3).why
 
 
 def test_separability_sources_needed_let_the_dummy_interval_narrow_too():
-    auc, dummy, n = V.Interval(0.629, 0.548, 0.710), V.Interval(0.534, 0.398, 0.670), 160
+    auc, dummy, n = D.Interval(0.629, 0.548, 0.710), D.Interval(0.534, 0.398, 0.670), 160
     why = V.separability(auc, dummy, k_used=None, k_study=29, n_groups=n, unit="questions").why
     needed = int(why.split("about ")[1].split(" would")[0].replace(",", ""))
 
@@ -306,47 +307,83 @@ def test_separability_sources_needed_let_the_dummy_interval_narrow_too():
 
 
 def test_a_zero_width_interval_decides_nothing_in_every_rule():
-    point = V.Interval(0.5, 0.5, 0.5)
-    assert V.degenerate(point).startswith("an interval of zero width")
-    assert V.degenerate(V.Interval(0.5, 0.4, 0.6)) == ""
-    assert V.above_threshold(V.Interval(0.9, 0.9, 0.9), threshold=0.5, n=40, statistic="rho").verdict == V.INCONCLUSIVE
-    assert V.separability(point, point, k_used=29, k_study=29, n_groups=10).verdict == V.INCONCLUSIVE
-    assert V.renyi_equivalence(V.Interval(0.0, 0.0, 0.0), n_groups=10).verdict == V.INCONCLUSIVE
-    gap = V.family_not_size(V.Interval(0.2, 0.2, 0.2), n_samples=20)
-    assert gap.verdict == V.INCONCLUSIVE and "zero width" in gap.why
+    point = D.Interval(0.5, 0.5, 0.5)
+    assert D.degenerate(point).startswith("an interval of zero width")
+    assert D.degenerate(D.Interval(0.5, 0.4, 0.6)) == ""
+    assert V.above_threshold(D.Interval(0.9, 0.9, 0.9), threshold=0.5, n=40, statistic="rho").verdict == D.INCONCLUSIVE
+    assert V.separability(point, point, k_used=29, k_study=29, n_groups=10).verdict == D.INCONCLUSIVE
+    assert V.renyi_equivalence(D.Interval(0.0, 0.0, 0.0), n_groups=10).verdict == D.INCONCLUSIVE
+    gap = V.family_not_size(D.Interval(0.2, 0.2, 0.2), n_samples=20)
+    assert gap.verdict == D.INCONCLUSIVE and "zero width" in gap.why
     # the same estimates with a real interval decide
-    assert V.above_threshold(V.Interval(0.9, 0.8, 0.95), threshold=0.5, n=40, statistic="rho").verdict == V.REPRODUCED
+    assert V.above_threshold(D.Interval(0.9, 0.8, 0.95), threshold=0.5, n=40, statistic="rho").verdict == D.REPRODUCED
 
 
 def test_decide_reads_both_sides_of_its_bar_and_the_margin():
-    words = V.Decision(above="{text} above", below="{text} below", between="{text} between")
+    words = D.Decision(reproduced="{text} above", not_reproduced="{text} below", inconclusive="{text} between")
     at = dict(bar=0.5, n=40, unit="prompts", words=words, text="x")
-    assert V.decide(V.Interval(0.7, 0.6, 0.8), **at).verdict == V.REPRODUCED
-    assert V.decide(V.Interval(0.3, 0.2, 0.4), **at).verdict == V.NOT_REPRODUCED
-    assert V.decide(V.Interval(0.5, 0.4, 0.6), **at).verdict == V.INCONCLUSIVE
+    assert D.decide(D.Interval(0.7, 0.6, 0.8), **at).verdict == D.REPRODUCED
+    assert D.decide(D.Interval(0.3, 0.2, 0.4), **at).verdict == D.NOT_REPRODUCED
+    assert D.decide(D.Interval(0.5, 0.4, 0.6), **at).verdict == D.INCONCLUSIVE
     # with a margin, "not reproduced" must rule out even an effect of the margin
-    assert V.decide(V.Interval(0.45, 0.4, 0.52), margin=0.05, **at).verdict == V.NOT_REPRODUCED
-    assert V.decide(V.Interval(0.5, 0.4, 0.56), margin=0.05, **at).verdict == V.INCONCLUSIVE
-    assert V.decide(V.Interval(0.7, 0.6, 0.8), **{**at, "n": 3}).why == "only 3 prompts (need 6)"
+    assert D.decide(D.Interval(0.45, 0.4, 0.52), margin=0.05, **at).verdict == D.NOT_REPRODUCED
+    assert D.decide(D.Interval(0.5, 0.4, 0.56), margin=0.05, **at).verdict == D.INCONCLUSIVE
+    assert D.decide(D.Interval(0.7, 0.6, 0.8), **{**at, "n": 3}).why == "only 3 prompts (need 6)"
+
+
+def test_a_test_needs_every_yes_condition_and_any_no_condition():
+    high, low, open_ = D.Interval(0.7, 0.6, 0.8), D.Interval(-0.7, -0.8, -0.6), D.Interval(0.0, -0.1, 0.1)
+    both_above = D.Test(yes=(D.Side(high, 0.0), D.Side(open_, -0.5)), no=(D.Side(low, 0.0, above=False),))
+    assert both_above.answer() == D.REPRODUCED
+    one_short = D.Test(yes=(D.Side(high, 0.0), D.Side(open_, 0.0)), no=(D.Side(high, 0.0, above=False),))
+    assert one_short.answer() == D.INCONCLUSIVE
+    one_fails = D.Test(yes=(D.Side(open_, 0.0),), no=(D.Side(high, 1.0, above=False), D.Side(open_, 0.5)))
+    assert one_fails.answer() == D.NOT_REPRODUCED
+
+
+def test_a_closed_side_counts_an_end_on_the_bar():
+    touching = D.Interval(0.1, 0.05, 0.2)
+    assert not D.Side(touching, 0.05).holds() and D.Side(touching, 0.05, closed=True).holds()
+    assert D.inside(touching, 0.05).answer() == D.NOT_REPRODUCED  # outside the open band +-0.05
+    assert D.inside(D.Interval(0.0, -0.04, 0.04), 0.05).answer() == D.REPRODUCED
+
+
+def test_units_of_a_test_wait_for_its_slowest_yes_and_its_fastest_no():
+    value = D.Interval(0.02, -0.03, 0.07)  # half-width 0.05 on 100 units, inside +-0.1 needs both ends
+    band = D.inside(value, 0.1)
+    lower, upper = (D.units_to_decide(value, 100, [(-0.1, True)]), D.units_to_decide(value, 100, [(0.1, False)]))
+    assert (lower, upper) == (18, 40)  # 100 (0.05 / 0.12)^2 and 100 (0.05 / 0.08)^2, rounded up
+    assert band.units(100) == max(lower, upper)
+    # yes (above 0.1) and one no (below -0.1) lie behind the estimate: the other no (above 0) decides it
+    either = D.Test(yes=(D.Side(value, 0.1),), no=(D.Side(value, -0.1, above=False), D.Side(value, 0.0)))
+    assert either.units(100) == D.units_to_decide(value, 100, [(0.0, True)]) == 625
+
+
+def test_an_interval_above_a_rival_waits_for_both_to_narrow():
+    auc, dummy = D.Interval(0.6, 0.5, 0.7), D.Interval(0.5, 0.45, 0.55)
+    above = D.AboveRival(auc, dummy)
+    assert not above.holds() and D.AboveRival(auc, D.Interval(0.4, 0.35, 0.45)).holds()
+    assert above.units(10) == math.ceil(10 * ((0.1 + 0.05) / 0.1) ** 2)  # 23: both half-widths shrink
+    assert D.AboveRival(dummy, auc).units(10) == math.inf  # the rival's estimate is the higher
 
 
 def test_beyond_null_three_ways_and_a_null_that_reaches_the_bar():
-    null = V.Interval(0.92, 0.9, 0.94)
-    shown = V.beyond_null(V.Null("cross-prompt", null, V.Interval(0.05, 0.02, 0.08), margin=0.1), n=40, unit="prompts")
-    assert shown.word == V.SHOWN
-    flat = V.Null("cross-prompt", null, V.Interval(0.01, -0.02, 0.04), margin=0.1, bar=0.5)
-    not_shown = V.beyond_null(flat, n=40, unit="prompts")
-    assert not_shown.word == V.NOT_SHOWN and "mechanical" in not_shown.why and "0.5" in not_shown.why
-    wide = V.beyond_null(V.Null("x", null, V.Interval(0.05, -0.05, 0.15), margin=0.1), n=40, unit="prompts")
-    assert wide.word == V.UNDECIDED_BEYOND and "would decide it" in wide.why
-    point = V.beyond_null(V.Null("x", null, V.Interval(0.05, 0.05, 0.05), margin=0.1), n=40, unit="prompts")
-    assert point.word == V.UNDECIDED_BEYOND and "zero width" in point.why
+    null = D.Interval(0.92, 0.9, 0.94)
+    shown = D.beyond_null(D.Null("cross-prompt", null, D.Interval(0.05, 0.02, 0.08), margin=0.1), n=40, unit="prompts")
+    assert shown.word == D.SHOWN
+    flat = D.Null("cross-prompt", null, D.Interval(0.01, -0.02, 0.04), margin=0.1, bar=0.5)
+    not_shown = D.beyond_null(flat, n=40, unit="prompts")
+    assert not_shown.word == D.NOT_SHOWN and "mechanical" in not_shown.why and "0.5" in not_shown.why
+    wide = D.beyond_null(D.Null("x", null, D.Interval(0.05, -0.05, 0.15), margin=0.1), n=40, unit="prompts")
+    assert wide.word == D.UNDECIDED_BEYOND and "would decide it" in wide.why
+    point = D.beyond_null(D.Null("x", null, D.Interval(0.05, 0.05, 0.05), margin=0.1), n=40, unit="prompts")
+    assert point.word == D.UNDECIDED_BEYOND and "zero width" in point.why
 
 
 def test_a_fixed_null_shifts_the_interval_by_its_bar():
-    null = V.fixed_null("chance", V.Interval(0.4, 0.3, 0.5), 0.25, margin=0.1)
+    null = D.fixed_null("chance", D.Interval(0.4, 0.3, 0.5), 0.25, margin=0.1)
     assert (null.beyond.estimate, null.beyond.low, null.beyond.high) == pytest.approx((0.15, 0.05, 0.25))
-    assert V.beyond_null(null, n=100, unit="questions").word == V.SHOWN
+    assert D.beyond_null(null, n=100, unit="questions").word == D.SHOWN
 
 
 def test_planted_null_fixed_bar_rules_show_beyond_at_most_5_percent():
@@ -356,8 +393,8 @@ def test_planted_null_fixed_bar_rules_show_beyond_at_most_5_percent():
     for _ in range(100):
         correct = int((rng.random(120) < 0.25).sum())
         estimate, low, high = correct / 120, *wilson_interval(correct, 120)
-        null = V.fixed_null("chance", V.Interval(estimate, low, high), 0.25, margin=V.NULL_MARGINS["accuracy"])
-        shown += V.beyond_null(null, n=120, unit="questions").word == V.SHOWN
+        null = D.fixed_null("chance", D.Interval(estimate, low, high), 0.25, margin=D.NULL_MARGINS["accuracy"])
+        shown += D.beyond_null(null, n=120, unit="questions").word == D.SHOWN
     assert shown <= 5
 
 

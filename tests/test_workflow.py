@@ -41,8 +41,8 @@ from entropy_lens.answers.plan import read_plan
 from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.store import schema, storage
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as claims
-from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.outcomes import OUTCOMES
 from entropy_lens.workflow import plan as planning
 from entropy_lens.workflow.settings import load_config
@@ -374,9 +374,9 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
     claimed = table[table["verdict"] != ""]
     words = {
-        claims.FINDING: set(V.VERDICTS),
-        claims.PRECONDITION: set(V.PRECONDITION_WORDS.values()),
-        claims.EXTENSION: {*V.EXTENSION_WORDS.values(), *OUTCOMES, V.INCONCLUSIVE},  # inconclusive: not run
+        claims.FINDING: set(D.VERDICTS),
+        claims.PRECONDITION: set(D.PRECONDITION_WORDS.values()),
+        claims.EXTENSION: {*D.EXTENSION_WORDS.values(), *OUTCOMES, D.INCONCLUSIVE},  # inconclusive: not run
     }
     for role, rows in claimed.groupby("role"):
         assert set(rows["verdict"]) <= words[role], (role, set(rows["verdict"]))
@@ -493,7 +493,7 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     assert sorted(overlap.index) == ["containment", "containment_size_changes", "jaccard"]
     assert overlap.loc["jaccard", "estimate"] <= overlap.loc["containment", "estimate"]
     assert overlap.loc["containment", "null"].startswith("cross-prompt")  # its null, computed in the same run
-    assert set(overlap["verdict"]) <= set(V.VERDICTS)
+    assert set(overlap["verdict"]) <= set(D.VERDICTS)
     headline = (workdir / "results/tables/verdicts.md").read_text()
     assert "**Claims of the study:" in headline  # no MMLU: the accuracy precondition is listed, not run
     assert "**Preconditions: 0 met, 0 not met, 0 undecided; 1 not run (" in headline

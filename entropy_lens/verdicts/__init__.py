@@ -1,8 +1,12 @@
 """Verdicts: each claim of the study judged from the analyses' tables, against the study and its null.
 
 Modules:
-    registry        the study's claims: one record each (id, name, role, scope, unit, rule, figure), in reading order.
-    rules           the rules that turn an estimate and its interval into reproduced / not reproduced / inconclusive.
+    registry        the study's claims: one record each (id, name, role, scope, unit, rule function, figure), in
+                    reading order.
+    decision        the one three-way test of an interval against its bars (Test, judge, decide), the units that
+                    would decide it, and the excess over a null (beyond_null).
+    rules           the named rules that turn an estimate and its interval into reproduced / not reproduced /
+                    inconclusive: short wrappers of decision, one per statistic.
     outcomes        layer skipping: three outcomes per comparison, and the study's direction where it names one.
     skip_nulls      planted nulls of the layer-skip comparisons.
     units           the table's units and how a number in each is shown.

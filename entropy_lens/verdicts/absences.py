@@ -9,8 +9,8 @@ from typing import Any
 
 from entropy_lens.analysis.knn import POOLED_MODEL
 from entropy_lens.prompts.datasets import IMAGE, KINDS
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.claims.separability import knn_claim
 from entropy_lens.verdicts.rows import Expected, family_shortfall, pair_shortfall, row
 from entropy_lens.verdicts.units import AUC, NATS, POINTS, SHARE
@@ -32,7 +32,7 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
         else:
             wanted = [m for m in models if m in profiled or _in_scope(target, dataset, m, expected)]
         out += [
-            row(claim, m, AUC, V.not_run(_why_absent(dataset, m, profiled, target)), role=role)
+            row(claim, m, AUC, D.not_run(_why_absent(dataset, m, profiled, target)), role=role)
             for m in wanted
             if (claim, m) not in seen
         ]
@@ -71,7 +71,7 @@ def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[di
     """
     named = {(r["claim_id"], r["role"]) for r in rows}
     return [
-        row(claim.id, "all", "", V.not_run(_why_unmeasured(claim, expected)), role=claim.role)
+        row(claim.id, "all", "", D.not_run(_why_unmeasured(claim, expected)), role=claim.role)
         for claim in C.CLAIMS
         if claim.role != C.EXTENSION and (claim.id, claim.role) not in named
     ]
@@ -116,7 +116,7 @@ def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expecte
         claims = list(C.SKIP_EXPECTED.get(scope or "", {})) or ["skip_vs_random"]
         role = C.FINDING if scope else C.EXTENSION
         study = C.STUDY_SKIP_SENTENCE[scope] if scope else C.NO_SKIP_CLAIM
-        out += [row(claim, model, POINTS, V.not_run(reason), role=role, study=study) for claim in claims]
+        out += [row(claim, model, POINTS, D.not_run(reason), role=role, study=study) for claim in claims]
     return out
 
 
@@ -125,13 +125,13 @@ def _absent_pair_rows(seen: set[tuple[str, str]], expected: Expected) -> list[di
     blank = list(expected.datasets.get("blank", ()))
     why = family_shortfall(expected) or "no result"
     rows = [
-        row(claim, ", ".join(blank) or "all", NATS, V.not_run(why))
+        row(claim, ", ".join(blank) or "all", NATS, D.not_run(why))
         for claim in ("clustering", "size_resolution")
         if not any(c == claim for c, _ in seen)
     ]
     if not any(c == "family_heldout" for c, _ in seen):
         reason = family_shortfall(expected) or pair_shortfall(blank, expected.families)
-        rows.append(row("family_heldout", ", ".join(blank) or "all", SHARE, V.not_run(reason)))
+        rows.append(row("family_heldout", ", ".join(blank) or "all", SHARE, D.not_run(reason)))
     return rows
 
 
@@ -142,11 +142,11 @@ def _absent_shape_rows(seen: set[tuple[str, str]], profiled: Sequence[str], expe
         members = [m for m, family in expected.families.items() if C.shape_scope(str(family)) == (key, C.FINDING)]
         if not members:
             names = " or ".join(C.SHAPE_FAMILIES[key])
-            out.append(row(claim, "none", NATS, V.not_run(f"no model of family {names} in this configuration")))
+            out.append(row(claim, "none", NATS, D.not_run(f"no model of family {names} in this configuration")))
         for model in members:
             if (claim, model) not in seen:
                 reason = "no result" if model in profiled else f"{model} is profiled on no dataset"
-                out.append(row(claim, model, NATS, V.not_run(reason)))
+                out.append(row(claim, model, NATS, D.not_run(reason)))
     return out
 
 

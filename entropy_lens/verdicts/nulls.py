@@ -19,8 +19,8 @@ from entropy_lens.analysis.expansion_planted import overlap_planted_rate, spearm
 from entropy_lens.analysis.knn_nulls import planted_baseline_null_rate, planted_null_rate
 from entropy_lens.answers.drop_scores import planted_null_rate as planted_drop
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.skip_nulls import planted_null_rate as planted_skip
 
 log = logging.getLogger(__name__)
@@ -60,13 +60,13 @@ Planted = Callable[[int, int, int], float]
 
 def planted_share_at_bar(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0, *, bar: float = 0.25) -> float:
     """A share (accuracy, held-out share) whose true value is its bar: binomial draws at ``bar``, Wilson
-    interval, the fixed-bar null (:func:`verdicts.fixed_null`)."""
+    interval, the fixed-bar null (:func:`~entropy_lens.verdicts.decision.fixed_null`)."""
     rng = np.random.default_rng(seed)
     shown = 0
     for hits in rng.binomial(max(n, 1), bar, size=draws):
         low, high = wilson_interval(int(hits), max(n, 1))
-        null = V.fixed_null("bar", V.Interval(hits / max(n, 1), low, high), bar, margin=V.NULL_MARGINS["share"])
-        shown += V.beyond_null(null, n=n, unit="units").word == V.SHOWN
+        null = D.fixed_null("bar", D.Interval(hits / max(n, 1), low, high), bar, margin=D.NULL_MARGINS["share"])
+        shown += D.beyond_null(null, n=n, unit="units").word == D.SHOWN
     return shown / draws
 
 
@@ -78,8 +78,8 @@ def planted_zero_mean(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0) -> floa
     for draw in range(draws):
         values = rng.standard_normal(max(n, 2))
         low, high = cluster_bootstrap_mean(values, np.arange(values.size), n_boot=400, seed=draw)
-        null = V.fixed_null("zero", V.Interval(float(values.mean()), low, high), 0.0, margin=V.NULL_MARGINS["gap"])
-        shown += V.beyond_null(null, n=n, unit="units").word == V.SHOWN
+        null = D.fixed_null("zero", D.Interval(float(values.mean()), low, high), 0.0, margin=D.NULL_MARGINS["gap"])
+        shown += D.beyond_null(null, n=n, unit="units").word == D.SHOWN
     return shown / draws
 
 

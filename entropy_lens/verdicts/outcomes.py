@@ -45,7 +45,7 @@ import pandas as pd
 
 from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
 from entropy_lens.answers.criticality import ACCURACY
-from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts import decision as D
 
 # Accuracy (0-1): two skips whose difference lies inside +- this cost the same.
 SKIP_MARGIN = 0.05
@@ -90,7 +90,7 @@ class Family:
         level: The interval's coverage.
     """
 
-    interval: V.Interval
+    interval: D.Interval
     p_holm: float
     n_family: int
     level: float
@@ -119,14 +119,14 @@ class Outcome:
 
 
 def skip_outcome(
-    difference: V.Interval,
+    difference: D.Interval,
     *,
     first: str,
     second: str,
     margin: float,
     unit: str,
     n: int,
-    intact: V.Interval | None = None,
+    intact: D.Interval | None = None,
     chance: float = 0.25,
     n_sets: int | None = None,
     family: Family | None = None,
@@ -157,17 +157,35 @@ def skip_outcome(
         text, difference, stopped = _corrected(text, difference, family, scale, digits)
         if stopped is not None:
             return stopped
-    if difference.high < 0:
-        return Outcome(more_critical(first), f"{text}: skipping {first} costs more")
-    if difference.low > 0:
-        return Outcome(more_critical(second), f"{text}: skipping {second} costs more")
-    if -margin < difference.low and difference.high < margin:
-        return Outcome(NO_DIFFERENCE, f"{text} lies inside ±{margin * scale:g}")
-    needed = V.units_to_decide(difference, n, [(0.0, False), (0.0, True), (-margin, True), (margin, False)])
-    return Outcome(UNDECIDED, f"{text}: the interval includes 0" + V.undecided_text(needed, n, "questions"))
+    words = {
+        more_critical(first): f"{text}: skipping {first} costs more",
+        more_critical(second): f"{text}: skipping {second} costs more",
+        NO_DIFFERENCE: f"{text} lies inside ±{margin * scale:g}",
+        UNDECIDED: f"{text}: the interval includes 0",
+    }
+    return _three_outcomes(difference, first_below=True, margin=margin, n=n, words=words)
 
 
-def _unreadable(intact: V.Interval | None, chance: float, n_sets: int | None) -> Outcome | None:
+def _three_outcomes(value: D.Interval, *, first_below: bool, margin: float, n: int, words: dict[str, str]) -> Outcome:
+    """One of ``words``' outcomes (outcome -> its ``why``, in this order): the first when ``value`` lies below 0
+    (``first_below``; else above it), the second on the other side, the third (no difference) inside
+    ``+-margin``, else the fourth (undecided) with the questions that would decide it."""
+    names = list(words)
+    sign = D.Test(yes=(D.Side(value, 0.0, above=not first_below),), no=(D.Side(value, 0.0, above=first_below),))
+    band = D.inside(value, margin)
+    answer = sign.answer()
+    if answer != D.INCONCLUSIVE:
+        outcome = names[0] if answer == D.REPRODUCED else names[1]
+        return Outcome(outcome, words[outcome])
+    if band.answer() == D.REPRODUCED:
+        return Outcome(names[2], words[names[2]])
+    # As first written, the band counts as reached at the sooner of its two ends; band.units (the later, which
+    # being inside needs) would change the whys of undecided skip rows, no verdict: left for a decision of its own.
+    needed = min(sign.units(n), *(side.units(n) for side in band.yes))
+    return Outcome(names[3], words[names[3]] + D.undecided_text(needed, n, "questions"))
+
+
+def _unreadable(intact: D.Interval | None, chance: float, n_sets: int | None) -> Outcome | None:
     """An undecided outcome when nothing can be lost (intact at chance) or the random baseline is too thin."""
     if intact is not None and (not intact.finite or intact.low <= chance):
         return Outcome(UNDECIDED, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
@@ -177,8 +195,8 @@ def _unreadable(intact: V.Interval | None, chance: float, n_sets: int | None) ->
 
 
 def _corrected(
-    text: str, raw: V.Interval, family: Family, scale: float, digits: int
-) -> tuple[str, V.Interval, Outcome | None]:
+    text: str, raw: D.Interval, family: Family, scale: float, digits: int
+) -> tuple[str, D.Interval, Outcome | None]:
     """``(why, the interval that decides, an undecided outcome or None)`` of a row corrected within its claim."""
     if not family.interval.finite:
         return text, raw, Outcome(UNDECIDED, f"{text}: no test (the paired bootstrap has no spread)")
@@ -198,7 +216,7 @@ def family_of(rec: Mapping[str, Any]) -> Family | None:
     ``None`` for a row written without one."""
     if "p_holm" not in rec:
         return None
-    corrected = V.Interval(_value(rec, "difference"), _value(rec, "holm_low"), _value(rec, "holm_high"))
+    corrected = D.Interval(_value(rec, "difference"), _value(rec, "holm_low"), _value(rec, "holm_high"))
     n_family = _value(rec, "n_family")
     size = int(n_family) if math.isfinite(n_family) else 0
     return Family(corrected, _value(rec, "p_holm"), size, _value(rec, "holm_level"))
@@ -209,58 +227,86 @@ def comparison_outcome(rec: Mapping[str, Any]) -> Outcome:
     quoted, its Holm-level interval deciding)."""
     accuracy, k = rec["statistic"] == ACCURACY, int(rec["k"])
     return skip_outcome(
-        V.Interval(_value(rec, "difference"), _value(rec, "ci_low"), _value(rec, "ci_high")),
+        D.Interval(_value(rec, "difference"), _value(rec, "ci_low"), _value(rec, "ci_high")),
         first=str(rec["first"]),
         second=str(rec["second"]),
         margin=SKIP_MARGIN if accuracy else LOGPROB_MARGIN,
         unit="points" if accuracy else "nats",
         n=int(rec["n"]),
-        intact=V.Interval(_value(rec, "intact"), _value(rec, "intact_low"), _value(rec, "intact_high")),
+        intact=D.Interval(_value(rec, "intact"), _value(rec, "intact_low"), _value(rec, "intact_high")),
         chance=float(rec["chance"]),
         n_sets=int(rec["n_sets"]) if rec["second"] == RANDOM and k >= 2 else None,
         family=family_of(rec),
     )
 
 
-def collapse(skipped: V.Interval, *, intact: V.Interval, chance: float, n: int) -> V.Verdict:
+def collapse(skipped: D.Interval, *, intact: D.Interval, chance: float, n: int) -> D.Verdict:
     """Verdict on "skipping the single largest-expansion block collapses MMLU to chance"."""
     if not intact.finite or intact.low <= chance:
-        return V.Verdict(V.INCONCLUSIVE, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
+        return D.Verdict(D.INCONCLUSIVE, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
     if not skipped.finite:
-        return V.Verdict(V.INCONCLUSIVE, "no skipped accuracy")
+        return D.Verdict(D.INCONCLUSIVE, "no skipped accuracy")
     bar = chance + COLLAPSE_MARGIN
     text = f"accuracy skipped {skipped.text(100.0, 1)}% (intact {intact.text(100.0, 1)}%, chance {100 * chance:.0f}%)"
-    if skipped.high < bar:
-        return V.Verdict(V.REPRODUCED, f"{text} rules out keeping {100 * COLLAPSE_MARGIN:.0f} points above chance")
-    if skipped.low > bar:
-        return V.Verdict(V.NOT_REPRODUCED, f"{text} keeps more than {100 * COLLAPSE_MARGIN:.0f} points above chance")
-    needed = V.units_to_decide(skipped, n, [(bar, True), (bar, False)])
-    return V.Verdict(
-        V.INCONCLUSIVE,
-        f"{text} straddles chance + {100 * COLLAPSE_MARGIN:.0f}" + V.undecided_text(needed, n, "questions"),
+    kept = f"{100 * COLLAPSE_MARGIN:.0f}"
+    words = D.Decision(
+        reproduced=f"{{text}} rules out keeping {kept} points above chance",
+        not_reproduced=f"{{text}} keeps more than {kept} points above chance",
+        inconclusive=f"{{text}} straddles chance + {kept}",
     )
+    test = D.Test(yes=(D.Side(skipped, bar, above=False),), no=(D.Side(skipped, bar),))
+    return D.judge(test, n=n, unit="questions", words=words, text=text)
 
 
-def rank_outcome(rho: V.Interval, *, n: int, n_blocks: int) -> Outcome:
+def rank_outcome(rho: D.Interval, *, n: int, n_blocks: int) -> Outcome:
     """Across blocks: does the cost of skipping a block rise with its Delta H (expansion) or fall (pruning)?"""
     if not rho.finite or n_blocks < 3:
         return Outcome(UNDECIDED, f"not computed: {n_blocks} eligible blocks or no interval")
     text = f"Spearman rho {rho.text(1.0, 3)} over {n_blocks} blocks"
-    if rho.low > 0:
-        return Outcome(more_critical(EXPANSION), f"{text}: blocks that raise entropy cost more to skip")
-    if rho.high < 0:
-        return Outcome(more_critical(PRUNING), f"{text}: blocks that lower entropy cost more to skip")
-    if rho.low > -RHO_MARGIN and rho.high < RHO_MARGIN:
-        return Outcome(NO_RELATION, f"{text} lies inside ±{RHO_MARGIN}")
-    needed = V.units_to_decide(rho, n, [(0.0, True), (0.0, False), (-RHO_MARGIN, True), (RHO_MARGIN, False)])
-    return Outcome(UNDECIDED, f"{text} includes 0" + V.undecided_text(needed, n, "questions"))
+    words = {
+        more_critical(EXPANSION): f"{text}: blocks that raise entropy cost more to skip",
+        more_critical(PRUNING): f"{text}: blocks that lower entropy cost more to skip",
+        NO_RELATION: f"{text} lies inside ±{RHO_MARGIN}",
+        UNDECIDED: f"{text} includes 0",
+    }
+    return _three_outcomes(rho, first_below=False, margin=RHO_MARGIN, n=n, words=words)
 
 
-def against_study(outcome: Outcome, expected: str) -> V.Verdict:
+def against_study(outcome: Outcome, expected: str) -> D.Verdict:
     """A finding's verdict: ``reproduced`` when the decided outcome is the study's, ``not reproduced``
     when another outcome was decided, ``inconclusive`` when undecided."""
     if not outcome.decided:
-        return V.Verdict(V.INCONCLUSIVE, outcome.why)
+        return D.Verdict(D.INCONCLUSIVE, outcome.why)
     if outcome.outcome == expected:
-        return V.Verdict(V.REPRODUCED, outcome.why)
-    return V.Verdict(V.NOT_REPRODUCED, f"{outcome.outcome}, where the study found {expected}: {outcome.why}")
+        return D.Verdict(D.REPRODUCED, outcome.why)
+    return D.Verdict(D.NOT_REPRODUCED, f"{outcome.outcome}, where the study found {expected}: {outcome.why}")
+
+
+def drop_set(
+    beyond: D.Interval, *, margin: float, scale: float, intact: float | None, chance: float, n_sets: int, text: str
+) -> D.Verdict:
+    """Whether a pruning criterion's drop set keeps more than random ``k``-sets (an extension: holds or not).
+
+    Args:
+        beyond: The set's score minus one random set's, per replicate (accuracy 0-1, or nats).
+        margin: "No better than random" rules out an excess of this.
+        scale: How ``margin`` is shown (100 for accuracy points).
+        intact: The intact model's accuracy (``None`` for a log-probability row): at or below ``chance``
+            nothing can be kept.
+        chance: Chance accuracy.
+        n_sets: Random sets behind the baseline; fewer than :data:`MIN_RANDOM_SETS` leave it undecided.
+        text: The set and its interval, as the ``why`` shows them.
+    """
+    if intact is not None and not intact > chance:
+        return D.Verdict(D.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
+    if n_sets < MIN_RANDOM_SETS:
+        return D.Verdict(D.INCONCLUSIVE, f"random baseline of {n_sets} sets (needs {MIN_RANDOM_SETS})")
+    if reason := D.degenerate(beyond):
+        return D.Verdict(D.INCONCLUSIVE, f"not decided: {reason}")
+    words = D.Decision(
+        reproduced="{text}: better than random",
+        not_reproduced=f"{{text}}: no better than random by {margin * scale:g}",
+        inconclusive=f"{{text}}: the interval straddles 0 and +{margin * scale:g}",
+    )
+    # n=0: its why names no units to decide (the random sets, not only the questions, set the spread).
+    return D.judge(D.above(beyond, 0.0, margin=margin), n=0, unit="questions", words=words, text=text)

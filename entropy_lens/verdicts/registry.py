@@ -18,12 +18,17 @@ name or hub id.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
 import yaml
 
 from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
+from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts.decision import Verdict
+from entropy_lens.verdicts.outcomes import Outcome
 
 FINDING = "finding"
 PRECONDITION = "precondition"
@@ -44,8 +49,8 @@ class Claim:
             (:func:`skip_scope`, :func:`shape_scope`).
         unit: What the interval resamples (stories, questions, ...): the unit of the verdict's n.
         dataset: The prompt set it reads.
-        rule: The verdict rule, ``module.function`` under ``entropy_lens.verdicts``
-            (``docs/verdicts.md`` states each).
+        rule: The verdict rule its rows are judged by, a function of :mod:`entropy_lens.verdicts.rules` or
+            :mod:`entropy_lens.verdicts.outcomes` (``docs/verdicts.md`` states each).
         figure: Key of the study's published figure under ``figures`` in ``data/study.yaml``, or of
             its sentence under ``sentences`` where it gives no number; ``""`` for none.
         knn_target: The kNN target (:data:`entropy_lens.analysis.targets.STUDY_TARGETS`) whose rows test
@@ -58,7 +63,7 @@ class Claim:
     role: str
     unit: str
     dataset: str
-    rule: str
+    rule: Callable[..., Verdict | Outcome]
     figure: str = ""
     knn_target: str = ""
 
@@ -73,7 +78,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="stories",
         dataset="tasks",
-        rule="rules.separability",
+        rule=V.separability,
         figure="task_auc",
         knn_target="task",
     ),
@@ -84,7 +89,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="stories",
         dataset="tasks",
-        rule="rules.separability",
+        rule=V.separability,
         figure="task_auc",
         knn_target="task_scrambled",
     ),
@@ -95,7 +100,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="topics",
         dataset="formats",
-        rule="rules.separability",
+        rule=V.separability,
         figure="format_auc",
         knn_target="format",
     ),
@@ -106,7 +111,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="rules.separability",
+        rule=V.separability,
         figure="family",
         knn_target="family",
     ),
@@ -117,7 +122,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="rules.held_out_family",
+        rule=V.held_out_family,
         figure="family",
     ),
     Claim(
@@ -127,7 +132,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="blank samples",
         dataset="blank",
-        rule="rules.separability",
+        rule=V.separability,
     ),
     Claim(
         id="image_class",
@@ -136,7 +141,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="images",
         dataset="images",
-        rule="rules.separability",
+        rule=V.separability,
         figure="",
         knn_target="image_class",
     ),
@@ -147,7 +152,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="tasks",
-        rule="rules.above_threshold",
+        rule=V.above_threshold,
         figure="spearman",
     ),
     Claim(
@@ -157,7 +162,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="tasks",
-        rule="rules.above_threshold",
+        rule=V.above_threshold,
         figure="overlap",
     ),
     Claim(
@@ -167,7 +172,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="questions",
         dataset="mmlu",
-        rule="rules.separability",
+        rule=V.separability,
         figure="mmlu_auc",
         knn_target="mmlu_correct",
     ),
@@ -178,7 +183,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="questions",
         dataset="layer_skip_eval",
-        rule="outcomes.collapse",
+        rule=O.collapse,
         figure="skip_llama",
     ),
     Claim(
@@ -188,7 +193,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="questions (and random sets)",
         dataset="layer_skip_eval",
-        rule="outcomes.skip_outcome",
+        rule=O.skip_outcome,
         figure="skip_llama",
     ),
     Claim(
@@ -198,7 +203,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="questions",
         dataset="layer_skip_eval",
-        rule="outcomes.skip_outcome",
+        rule=O.skip_outcome,
         figure="skip_llama",
     ),
     Claim(
@@ -208,7 +213,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions (and random sets)",
         dataset="layer_skip_eval",
-        rule="outcomes.skip_outcome",
+        rule=O.skip_outcome,
     ),
     Claim(
         id="skip_rank",
@@ -218,7 +223,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions, blocks",
         dataset="layer_skip_eval",
-        rule="outcomes.rank_outcome",
+        rule=O.rank_outcome,
     ),
     Claim(
         id="renyi",
@@ -227,7 +232,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="sources of each split",
         dataset="",
-        rule="rules.renyi_equivalence",
+        rule=V.renyi_equivalence,
         figure="renyi",
     ),
     Claim(
@@ -237,7 +242,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="rules.family_not_size",
+        rule=V.family_not_size,
         figure="family",
     ),
     Claim(
@@ -247,7 +252,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="blank samples",
         dataset="blank",
-        rule="rules.size_resolution",
+        rule=V.size_resolution,
         figure="resolution",
     ),
     Claim(
@@ -257,7 +262,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="",
-        rule="rules.family_shape",
+        rule=V.family_shape,
         figure="shape",
     ),
     Claim(
@@ -267,7 +272,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=FINDING,
         unit="prompts",
         dataset="",
-        rule="rules.family_shape",
+        rule=V.family_shape,
         figure="shape",
     ),
     Claim(
@@ -277,7 +282,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=PRECONDITION,
         unit="questions",
         dataset="mmlu",
-        rule="rules.accuracy",
+        rule=V.accuracy,
         figure="mmlu_accuracy",
     ),
     Claim(
@@ -287,7 +292,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions",
         dataset="mmlu",
-        rule="rules.separability",
+        rule=V.separability,
         knn_target="mmlu_correct_calibrated",
     ),
     Claim(
@@ -297,7 +302,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions",
         dataset="mmlu",
-        rule="rules.above_threshold",
+        rule=V.above_threshold,
     ),
     Claim(
         id="task_beyond_baselines",
@@ -306,7 +311,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="stories",
         dataset="tasks",
-        rule="rules.above_threshold",
+        rule=V.above_threshold,
     ),
     Claim(
         id="format_beyond_baselines",
@@ -315,7 +320,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="topics",
         dataset="formats",
-        rule="rules.above_threshold",
+        rule=V.above_threshold,
     ),
     Claim(
         id="drop_sets",
@@ -326,7 +331,7 @@ CLAIMS: tuple[Claim, ...] = (
         role=EXTENSION,
         unit="questions, random sets",
         dataset="layer_skip_eval",
-        rule="claims.drop_sets.drop_verdict",
+        rule=O.drop_set,
     ),
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}

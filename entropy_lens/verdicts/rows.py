@@ -18,10 +18,10 @@ from typing import Any
 import pandas as pd
 
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, NULL_CONTRACT, SOURCES, SPLIT, N
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts.rules import NOT_RUN
+from entropy_lens.verdicts.decision import NOT_RUN
 
 COLUMNS = (
     "claim",
@@ -101,25 +101,25 @@ def span(values: Sequence[float], spec: str = ".2f") -> str:
     return f"{min(values):{spec}}–{max(values):{spec}}"
 
 
-def interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str) -> V.Interval:
+def interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str) -> D.Interval:
     values = [row[c] for c in (mean, low, high)]
-    return V.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
+    return D.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
 
 
-def word(verdict: V.Verdict | O.Outcome, role: str) -> str:
+def word(verdict: D.Verdict | O.Outcome, role: str) -> str:
     if isinstance(verdict, O.Outcome):
         return verdict.outcome
     if role == C.PRECONDITION:
-        return V.PRECONDITION_WORDS[verdict.verdict]
+        return D.PRECONDITION_WORDS[verdict.verdict]
     if role == C.EXTENSION and not verdict.why.startswith(NOT_RUN):
-        return V.EXTENSION_WORDS[verdict.verdict]
+        return D.EXTENSION_WORDS[verdict.verdict]
     return verdict.verdict
 
 
 def row(
-    claim_id: str, model: str, unit: str, verdict: V.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
+    claim_id: str, model: str, unit: str, verdict: D.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
 ) -> dict[str, Any]:
-    """One table row of the registered claim ``claim_id``; intervals (:class:`~entropy_lens.verdicts.rules.Interval`)
+    """One table row of the registered claim ``claim_id``; intervals (:class:`~entropy_lens.verdicts.decision.Interval`)
     expand into columns.
 
     The row carries the claim's id (``claim_id``, what code keys rows by) and its name (``claim``, for readers).
@@ -134,9 +134,9 @@ def row(
         claim=name, claim_id=claim_id, role=role, model=model, unit=unit, verdict=word(verdict, role), why=verdict.why
     )
     for key, value in values.items():
-        if isinstance(value, V.Null):
+        if isinstance(value, D.Null):
             row.update(_null_columns(value, verdict, _units(values.get("n_sources")), unit))
-        elif isinstance(value, V.Interval):
+        elif isinstance(value, D.Interval):
             prefix = "ci" if key == "ours" else key
             row[key if key != "ours" else "estimate"] = value.estimate
             row[f"{prefix}_low"], row[f"{prefix}_high"] = value.low, value.high
@@ -145,12 +145,12 @@ def row(
     return row
 
 
-def _null_columns(null: V.Null, verdict: V.Verdict | O.Outcome, n: int, unit: str) -> dict[str, Any]:
+def _null_columns(null: D.Null, verdict: D.Verdict | O.Outcome, n: int, unit: str) -> dict[str, Any]:
     """The row's beyond-null columns; a claim not run has none."""
     if verdict.why.startswith(NOT_RUN):
         return {}
     scale, digits = _scale(unit)
-    beyond = V.beyond_null(null, n=n, unit="units", scale=scale, digits=digits)
+    beyond = D.beyond_null(null, n=n, unit="units", scale=scale, digits=digits)
     return {
         "null": null.name,
         **dict(zip(NULL_COLUMNS, (null.value.estimate, null.value.low, null.value.high), strict=True)),
@@ -170,12 +170,12 @@ def _scale(unit: str) -> tuple[float, int]:
     return (100.0, 1) if "%" in unit or "points" in unit else (1.0, 3)
 
 
-def table_null(rec: Record, *, margin: float, bar: float | None = None, instead: str = "") -> V.Null | None:
+def table_null(rec: Record, *, margin: float, bar: float | None = None, instead: str = "") -> D.Null | None:
     """The null an analysis table carries in its own columns (``null_name``, ``null_*``, ``beyond*``), or
     ``None`` where it has none."""
     if not text(rec.get(NULL_NAME)) or any(pd.isna(rec.get(c)) for c in (*NULL_COLUMNS, *BEYOND_COLUMNS)):
         return None
-    return V.Null(
+    return D.Null(
         text(rec[NULL_NAME]),
         interval(rec, *NULL_COLUMNS),
         interval(rec, *BEYOND_COLUMNS),
@@ -245,7 +245,7 @@ class RowRule:
 
     claim: Field
     unit: Field
-    judge: Callable[[V.Interval, Record], V.Verdict | O.Outcome]
+    judge: Callable[[D.Interval, Record], D.Verdict | O.Outcome]
     role: Field | None = None
     study: Field | None = None
     note: Field = ""
@@ -255,7 +255,7 @@ class RowRule:
     measure: Field | None = None
     extra: Callable[[Record], Mapping[str, Any]] | None = None
     has_estimate: bool = True
-    null: Callable[[Record], V.Null | None] | None = None
+    null: Callable[[Record], D.Null | None] | None = None
     margin: float = 0.0
     bar: float | None = None
     instead: str = ""

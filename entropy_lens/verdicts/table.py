@@ -47,8 +47,8 @@ from entropy_lens.verdicts.claims.expansion import OVERLAP_RULE, SPEARMAN_RULE
 from entropy_lens.verdicts.claims.families import pair_rows, shape_rule
 from entropy_lens.verdicts.claims.separability import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
 from entropy_lens.verdicts.claims.skipping import comparison_rows, rank_rule
+from entropy_lens.verdicts.decision import NOT_RUN
 from entropy_lens.verdicts.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
-from entropy_lens.verdicts.rules import NOT_RUN
 from entropy_lens.verdicts.units import ACC, AUC, LOGPROB, POINTS
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
@@ -49,18 +50,18 @@ def accuracy_rule(families: Mapping[str, str]) -> RowRule:
             f"{100 * rec['majority_baseline']:.0f}%; {int(rec['n_unparsed'])} unparsed"
         ),
         extra=lambda rec: {"baseline": _bar(rec, "majority_baseline")},
-        null=lambda rec: V.fixed_null(
+        null=lambda rec: D.fixed_null(
             "chance or the majority letter",
             interval(rec, ESTIMATE, LOW, HIGH),
             _bar(rec, "majority_baseline").estimate,
-            margin=V.NULL_MARGINS["accuracy"],
+            margin=D.NULL_MARGINS["accuracy"],
         ),
     )
 
 
-def _bar(rec: Record, majority: str) -> V.Interval:
+def _bar(rec: Record, majority: str) -> D.Interval:
     """The baseline a share must beat: the larger of chance and the majority's share, without an interval."""
-    return V.Interval(max(float(rec["chance"]), float(rec[majority])), math.nan, math.nan)
+    return D.Interval(max(float(rec["chance"]), float(rec[majority])), math.nan, math.nan)
 
 
 def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -14,16 +14,14 @@ leave it undecided, and so does a degenerate interval (zero width, or none).
 
 from __future__ import annotations
 
-import pandas as pd
-
 from entropy_lens.answers.conditions import VARIANT_TEXT
 from entropy_lens.answers.criteria import ACCURACY, CRITERION_TEXT
-from entropy_lens.answers.drop_scores import DROP_SCORE_READING, MARGINS
+from entropy_lens.answers.drop_scores import MARGINS
 from entropy_lens.answers.pruning import GROMOV
+from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts.outcomes import MIN_RANDOM_SETS
-from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
+from entropy_lens.verdicts.rows import Record, RowRule, interval, table_null
 from entropy_lens.verdicts.units import LOGPROB, POINTS
 
 DROP_SETS = "drop_sets"
@@ -36,28 +34,25 @@ def _accuracy(rec: Record) -> bool:
     return rec["statistic"] == ACCURACY
 
 
-def drop_verdict(rec: Record) -> V.Verdict:
-    """Whether a criterion's drop set keeps more than random ``k``-sets (see the module docstring)."""
+def drop_verdict(rec: Record) -> D.Verdict:
+    """Whether a criterion's drop set keeps more than random ``k``-sets: its record read by
+    :func:`~entropy_lens.verdicts.outcomes.drop_set`."""
     scale, digits = (100.0, 1) if _accuracy(rec) else (1.0, 3)
-    margin = MARGINS[str(rec["statistic"])]
     beyond = interval(rec, "beyond", "beyond_low", "beyond_high")
-    intact = float(rec["intact"])
-    if _accuracy(rec) and not intact > CHANCE:
-        return V.Verdict(V.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
-    if int(rec["n_sets"]) < MIN_RANDOM_SETS:
-        return V.Verdict(V.INCONCLUSIVE, f"random baseline of {int(rec['n_sets'])} sets (needs {MIN_RANDOM_SETS})")
-    if V.degenerate(beyond):
-        return V.Verdict(V.INCONCLUSIVE, f"not decided: {V.degenerate(beyond)}")
     text = (
         f"set {rec['layers']} minus random k-sets {beyond.text(scale, digits)}; keeps more than "
         f"{100 * float(rec['beats']):.0f}% of {int(rec['n_sets'])} random sets"
         + ("; best of the criteria (its interval against every other lies above 0)" if bool(rec["best"]) else "")
     )
-    if beyond.low > 0:
-        return V.Verdict(V.REPRODUCED, f"{text}: better than random")
-    if beyond.high < margin:
-        return V.Verdict(V.NOT_REPRODUCED, f"{text}: no better than random by {margin * scale:g}")
-    return V.Verdict(V.INCONCLUSIVE, f"{text}: the interval straddles 0 and +{margin * scale:g}")
+    return O.drop_set(
+        beyond,
+        margin=MARGINS[str(rec["statistic"])],
+        scale=scale,
+        intact=float(rec["intact"]) if _accuracy(rec) else None,
+        chance=CHANCE,
+        n_sets=int(rec["n_sets"]),
+        text=text,
+    )
 
 
 DROP_RULE = RowRule(
@@ -71,13 +66,6 @@ DROP_RULE = RowRule(
         f"{NAMES.get(str(rec['criterion']), str(rec['criterion']))}"
     ),
     note=lambda rec: f"blocks {rec['layers']} dropped together; baseline = intact; {rec['reading']}",
-    extra=lambda rec: {"baseline": V.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
+    extra=lambda rec: {"baseline": D.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
     null=lambda rec: table_null(rec, margin=MARGINS[str(rec["statistic"])]),
 )
-
-
-def drop_set_rows(scores: pd.DataFrame | None) -> list[dict]:
-    """The paper-table rows of a :func:`~entropy_lens.answers.drop_scores.drop_scores` table (none for ``None``)."""
-    if scores is None or scores.empty:
-        return []
-    return rows_of(DROP_SCORE_READING.frame(scores, "drop_scores"), DROP_RULE)

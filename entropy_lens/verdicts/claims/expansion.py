@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from entropy_lens.core.frames import SOURCES
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.rows import CONTAINMENT_STATISTIC, Record, RowRule, span
@@ -29,7 +30,7 @@ SPEARMAN_RULE = RowRule(
     judge=lambda rho, rec: V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"),
     study=_study_spearman,
     note="n counts (token, layer) pairs; the interval resamples prompts",
-    margin=V.NULL_MARGINS["rho"],
+    margin=D.NULL_MARGINS["rho"],
     bar=V.SPEARMAN_THRESHOLD,
     instead="it cannot tell whether the same shortlist grows and shrinks; adjacent-set containment is the claim's test",
 )
@@ -42,6 +43,6 @@ OVERLAP_RULE = RowRule(
         value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
     ),
     note="mean over (token, layer) cells; the interval resamples prompts",
-    margin=V.NULL_MARGINS["containment"],
+    margin=D.NULL_MARGINS["containment"],
     bar=V.CONTAINMENT_THRESHOLD,
 )

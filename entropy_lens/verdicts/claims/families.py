@@ -11,6 +11,7 @@ from entropy_lens.analysis.pairs import ALIGNMENT_GAP, FAMILY_GAP, NORMALIZED
 from entropy_lens.analysis.pairs import NATS as NATS_SCALE
 from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.rows import (
@@ -36,7 +37,7 @@ def shape_rule(expected: Expected) -> RowRule:
             str(expected.families.get(model, rec.get("family", ""))), expected.architectures.get(model, "")
         )
 
-    def stats(rec: Record) -> dict[str, V.Interval]:
+    def stats(rec: Record) -> dict[str, D.Interval]:
         return {s: interval(rec, s, f"{s}_low", f"{s}_high") for s in SHAPE_STATISTICS}
 
     def note(rec: Record) -> str:
@@ -61,7 +62,7 @@ def shape_rule(expected: Expected) -> RowRule:
     )
 
 
-def _flat_null(claim: str, statistics: Mapping[str, V.Interval]) -> V.Null | None:
+def _flat_null(claim: str, statistics: Mapping[str, D.Interval]) -> D.Null | None:
     """A shape's null is a flat profile, every part at its bar: the excess of the weakest part in its claimed
     direction (the one whose interval comes closest to the bar)."""
     excess = []
@@ -69,12 +70,12 @@ def _flat_null(claim: str, statistics: Mapping[str, V.Interval]) -> V.Null | Non
         value = statistics[part.statistic]
         sign = 1.0 if part.above else -1.0
         low, high = sorted((sign * (value.low - part.bar), sign * (value.high - part.bar)))
-        excess.append(V.Interval(sign * (value.estimate - part.bar), low, high))
+        excess.append(D.Interval(sign * (value.estimate - part.bar), low, high))
     finite = [e for e in excess if e.finite]
     if not finite:
         return None
     weakest = min(finite, key=lambda e: e.low)
-    return V.Null("flat profile (weakest part)", V.Interval(0.0, 0.0, 0.0), weakest, margin=V.NULL_MARGINS["gap"])
+    return D.Null("flat profile (weakest part)", D.Interval(0.0, 0.0, 0.0), weakest, margin=D.NULL_MARGINS["gap"])
 
 
 # Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim id, verdict rule, study text and note.
@@ -98,7 +99,7 @@ def pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expec
         mine = pairs[pairs["statistic"] == statistic] if pairs is not None else pd.DataFrame()
         if mine.empty:
             why = family_shortfall(expected) or pair_shortfall(blank, expected.families)
-            rows.append(row(claim, ", ".join(blank) or "all", NATS, V.not_run(why), study=study, note=scores))
+            rows.append(row(claim, ", ".join(blank) or "all", NATS, D.not_run(why), study=study, note=scores))
             continue
         rows += rows_of(mine, _pair_rule(claim, judge, study, same, scores))
     return rows
@@ -113,9 +114,9 @@ def _pair_unit(rec: Record) -> str:
 
 
 def _pair_rule(claim: str, judge, study: str, same: str, scores: str) -> RowRule:
-    def verdict(gap: V.Interval, rec: Record) -> V.Verdict:
+    def verdict(gap: D.Interval, rec: Record) -> D.Verdict:
         if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
-            return V.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
+            return D.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
         # the alignment gap compares the pair with itself: no other family to name
         nearest = {"nearest": text(rec["nearest"])} if rec["statistic"] == FAMILY_GAP else {}
         return judge(gap, n_samples=int(rec["n"]), unit=_pair_unit(rec), **nearest)
@@ -139,11 +140,11 @@ def _pair_rule(claim: str, judge, study: str, same: str, scores: str) -> RowRule
         note=note,
         model=lambda rec: f"{rec['small']}, {rec['large']}",
         measure=_scale,
-        null=lambda rec: V.fixed_null(
+        null=lambda rec: D.fixed_null(
             "no family structure (gap 0)",
             interval(rec, ESTIMATE, LOW, HIGH),
             V.GAP_THRESHOLD,
-            margin=V.NULL_MARGINS["gap"],
+            margin=D.NULL_MARGINS["gap"],
         ),
     )
 

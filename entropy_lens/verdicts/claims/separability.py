@@ -14,6 +14,7 @@ from entropy_lens.analysis.knn import GROUPED, STUDY
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.rows import Expected, Record, RowRule, family_shortfall, interval, row, rows_of, span, text
@@ -69,7 +70,7 @@ def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
             "baseline": interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
             "study_protocol": interval(rec, "study_mean", "study_low", "study_high"),
         },
-        margin=V.NULL_MARGINS["AUC"],
+        margin=D.NULL_MARGINS["AUC"],
     )
 
 
@@ -85,9 +86,9 @@ def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
     return knn[knn["protocol"] == GROUPED].merge(study, on=keys, how="left")
 
 
-def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected) -> V.Verdict:
+def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected) -> D.Verdict:
     if rec["target"] == "family" and "blank" in expected.datasets and (shortfall := family_shortfall(expected)):
-        return V.not_run(shortfall)
+        return D.not_run(shortfall)
     if rec["target"] in CORRECTNESS_MEASURES:
         blocked = _correctness_blocked(accuracy, str(rec["model"]), split, CORRECTNESS_MEASURES[str(rec["target"])])
         if blocked is not None:
@@ -106,7 +107,7 @@ def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: 
 
 def _correctness_blocked(
     accuracy: pd.DataFrame | None, model: str, style: str, measure: str = VERDICT_MEASURE
-) -> V.Verdict | None:
+) -> D.Verdict | None:
     """Inconclusive when the correctness label is letter bias or chance (see :func:`verdicts.answers_at_chance`)."""
     if accuracy is None:
         return None
@@ -114,7 +115,7 @@ def _correctness_blocked(
     if hit.empty:
         return None
     rec = hit.iloc[0]
-    acc = V.Interval(rec["accuracy"], rec["ci_low"], rec["ci_high"])
+    acc = D.Interval(rec["accuracy"], rec["ci_low"], rec["ci_high"])
     return V.answers_at_chance(acc, float(rec["chance"]), float(rec["top_share"]), str(rec["top_letter"]))
 
 
@@ -123,9 +124,9 @@ def _heldout_bar(rec: Record) -> float:
     return max(float(rec["chance"]), float(rec["majority_share"]))
 
 
-def _heldout_verdict(share: V.Interval, rec: Record) -> V.Verdict:
+def _heldout_verdict(share: D.Interval, rec: Record) -> D.Verdict:
     if not share.finite:
-        return V.Verdict(V.INCONCLUSIVE, f"not scored: {text(rec.get('note'))}")
+        return D.Verdict(D.INCONCLUSIVE, f"not scored: {text(rec.get('note'))}")
     return V.held_out_family(share, bar=_heldout_bar(rec), n=int(rec["n"]), family=str(rec["family"]))
 
 
@@ -142,9 +143,9 @@ HELDOUT_RULE = RowRule(
     unit=SHARE,
     judge=_heldout_verdict,
     note=_heldout_note,
-    extra=lambda rec: {"baseline": V.Interval(_heldout_bar(rec), math.nan, math.nan)},
-    null=lambda rec: V.fixed_null(
-        "no-signal classifier", interval(rec, ESTIMATE, LOW, HIGH), _heldout_bar(rec), margin=V.NULL_MARGINS["share"]
+    extra=lambda rec: {"baseline": D.Interval(_heldout_bar(rec), math.nan, math.nan)},
+    null=lambda rec: D.fixed_null(
+        "no-signal classifier", interval(rec, ESTIMATE, LOW, HIGH), _heldout_bar(rec), margin=D.NULL_MARGINS["share"]
     ),
 )
 
@@ -165,7 +166,7 @@ def _baseline_split(rec: Record) -> str:
     return f"scrambled{', ' + split if split else ''}" if rec["target"] == "task_scrambled" else split
 
 
-def _baseline_verdict(diff: V.Interval, rec: Record) -> V.Verdict:
+def _baseline_verdict(diff: D.Interval, rec: Record) -> D.Verdict:
     n_groups = int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0
     statistic = f"AUC profile − {rec['baseline']}"
     return V.above_threshold(
@@ -191,7 +192,7 @@ BASELINE_RULE = RowRule(
     split=_baseline_split,
     measure=lambda rec: str(rec["baseline"]),
     extra=lambda rec: {"baseline": interval(rec, "null_estimate", "null_low", "null_high")},
-    margin=V.NULL_MARGINS["AUC"],
+    margin=D.NULL_MARGINS["AUC"],
 )
 
 
@@ -204,7 +205,7 @@ def _renyi_key(rec: Record) -> tuple[str, str, str]:
     return C.KNN_CLAIMS.get(target, target), str(rec["model"]), split_of(rec)
 
 
-def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tuple[str, ...], V.Null]) -> RowRule:
+def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tuple[str, ...], D.Null]) -> RowRule:
     def split(rec: Record) -> str:
         claim_id, _, shannon_split = _renyi_key(rec)
         claim = C.BY_ID[claim_id].name if claim_id in C.BY_ID else claim_id
@@ -223,16 +224,16 @@ def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tupl
     )
 
 
-def _order_nulls(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], V.Null]:
+def _order_nulls(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], D.Null]:
     """Each Rényi order's separability row's null (the stratified dummy, paired on its folds), keyed by the
     Shannon row it repeats and the order: equivalence to Shannon means something only where the order's own
     profile beats the dummy."""
     return {
-        (r["claim_id"], r["model"], r["split"], r["measure"]): V.Null(
+        (r["claim_id"], r["model"], r["split"], r["measure"]): D.Null(
             f"{r['null']} ({r['measure']} profile)",
             interval(r, "null_estimate", "null_low", "null_high"),
             interval(r, "beyond", "beyond_low", "beyond_high"),
-            margin=V.NULL_MARGINS["AUC"],
+            margin=D.NULL_MARGINS["AUC"],
         )
         for r in rows
         if r["claim_id"] in C.KNN_CLAIMS.values() and r["measure"] != "shannon" and text(r.get("beyond_verdict"))
@@ -250,7 +251,7 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
         if r["claim_id"] in C.KNN_CLAIMS.values()
         and r["measure"] == "shannon"
         and r["role"] == C.FINDING
-        and r["verdict"] in (V.REPRODUCED, V.NOT_REPRODUCED)
+        and r["verdict"] in (D.REPRODUCED, D.NOT_REPRODUCED)
     }
     nulls = _order_nulls(rows)
     out = rows_of(equivalence, _renyi_rule(decided, nulls))
@@ -260,11 +261,11 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
     weakest = min(with_null, key=lambda r: r["beyond_low"]) if with_null else None
     extra: dict[str, Any] = {}
     if weakest is not None:
-        extra["null"] = V.Null(
+        extra["null"] = D.Null(
             f"{weakest['null']}, weakest order",
             interval(weakest, "null_estimate", "null_low", "null_high"),
             interval(weakest, "beyond", "beyond_low", "beyond_high"),
-            margin=V.NULL_MARGINS["AUC"],
+            margin=D.NULL_MARGINS["AUC"],
         )
         extra["n_sources"] = weakest["n_sources"]
     return [row("renyi", "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM, **extra), *out]

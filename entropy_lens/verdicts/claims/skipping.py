@@ -14,14 +14,14 @@ import pandas as pd
 from entropy_lens.answers.conditions import EXPANSION, RANDOM, VARIANT_TEXT
 from entropy_lens.answers.criticality import ACCURACY
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
 from entropy_lens.verdicts.units import LOGPROB, POINTS, RHO
 
 
-def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[V.Verdict | O.Outcome, str, str]:
+def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[D.Verdict | O.Outcome, str, str]:
     """(verdict or outcome, role, study text) of a claim's row for a model of ``scope``."""
     expected = C.SKIP_EXPECTED.get(scope or "", {}).get(claim)
     if expected is None:
@@ -41,14 +41,14 @@ def _split(rec: Record) -> str:
     return f"k={int(rec['k'])}, {VARIANT_TEXT[str(rec['variant'])]}"
 
 
-def _intact(rec: Record) -> V.Interval:
+def _intact(rec: Record) -> D.Interval:
     return interval(rec, "intact", "intact_low", "intact_high")
 
 
 def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """A comparison's outcome, judged against the study's direction where it names one for the model's scope."""
 
-    def judged(rec: Record) -> tuple[V.Verdict | O.Outcome, str, str]:
+    def judged(rec: Record) -> tuple[D.Verdict | O.Outcome, str, str]:
         outcome = O.comparison_outcome(rec)
         return _judge(_claim(rec), outcome, scopes.get(str(rec["model"])))
 
@@ -68,7 +68,7 @@ def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
     )
 
 
-def _random_null(rec: Record) -> V.Null | None:
+def _random_null(rec: Record) -> D.Null | None:
     """Random blocks, the null of a comparison against them (the table's own columns, Holm-level excess);
     expansion against pruning has none of its own: each side's row against random blocks is its null."""
     return table_null(rec, margin=O.SKIP_MARGIN if _is_accuracy(rec) else O.LOGPROB_MARGIN)
@@ -139,7 +139,7 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
         ),
         split=lambda rec: VARIANT_TEXT[str(rec["variant"])],
         # costs shuffled across blocks give an interval around 0 (the bootstrap resamples blocks)
-        null=lambda rec: V.fixed_null(
+        null=lambda rec: D.fixed_null(
             "no relation (rho 0)", interval(rec, ESTIMATE, LOW, HIGH), 0.0, margin=O.RHO_MARGIN
         ),
     )
