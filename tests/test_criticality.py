@@ -10,7 +10,7 @@ import pytest
 
 from entropy_lens.answers import conditions
 from entropy_lens.answers import criticality as K
-from entropy_lens.answers import delta_h as D
+from entropy_lens.answers import delta_h as H
 from entropy_lens.answers.conditions import CORRECT_COLUMNS, Condition
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
@@ -22,7 +22,7 @@ N_QUESTIONS = 200
 
 
 def _plan(delta_h: np.ndarray, sets: tuple[Condition, ...] = ()) -> SkipPlan:
-    chosen = tuple(D.selections(delta_h, [1, 2]))
+    chosen = tuple(H.selections(delta_h, [1, 2]))
     return SkipPlan("m", N_LAYERS, tuple(delta_h), chosen, (Condition("intact", 0), *sets), 16)
 
 
