@@ -155,3 +155,14 @@ def test_planted_null_through_the_run_path():
     (100 draws are the lead's nulls table; 10 here keep the test short), and a planted cost is found."""
     assert skip_nulls.planted_null_rate(40, draws=10, seed=0, ks=(1,)) <= 0.1
     assert skip_nulls.planted_null_rate(40, draws=3, seed=0, ks=(1,), effect=1.0) == 1.0
+
+
+@pytest.mark.parametrize("diff", [(0.01, -0.02, 0.09), (-0.01, -0.09, 0.02), (0.0, -0.06, 0.07)])
+def test_an_undecided_skip_names_more_questions_than_it_has(diff):
+    """No difference needs both ends inside the band, so an undecided row never asks for fewer questions than it
+    holds (counting the band as reached at its nearer end said "with 3 questions: about 2 would decide it")."""
+    n = 3
+    out = O.skip_outcome(D.Interval(*diff), first="expansion", second="pruning", margin=0.05, unit="points", n=n)
+    assert out.outcome == O.UNDECIDED, out
+    needed = float(out.why.split("about ")[1].split(" would")[0].replace(",", ""))
+    assert needed > n, out.why

@@ -179,9 +179,8 @@ def _three_outcomes(value: D.Interval, *, first_below: bool, margin: float, n: i
         return Outcome(outcome, words[outcome])
     if band.answer() == D.REPRODUCED:
         return Outcome(names[2], words[names[2]])
-    # As first written, the band counts as reached at the sooner of its two ends; band.units (the later, which
-    # being inside needs) would change the whys of undecided skip rows, no verdict: left for a decision of its own.
-    needed = min(sign.units(n), *(side.units(n) for side in band.yes))
+    # No difference needs both ends inside the band: it is reached at the later of the two (band.units).
+    needed = min(sign.units(n), band.units(n))
     return Outcome(names[3], words[names[3]] + D.undecided_text(needed, n, "questions"))
 
 
