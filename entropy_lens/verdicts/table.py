@@ -29,31 +29,28 @@ from entropy_lens.analysis.baselines import BASELINE_READING
 from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
 from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
 from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
-from entropy_lens.analysis.pairs import NORMALIZED, PAIR_READING
+from entropy_lens.analysis.pairs import PAIR_READING
 from entropy_lens.analysis.shapes import SHAPE_READING
 from entropy_lens.analysis.targets import KNN_READING
 from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.criticality import COMPARISON_READING
 from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.answers.drop_scores import DROP_SCORE_READING
-from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts.absences import absent_rows
 from entropy_lens.verdicts.claims.accuracy import accuracy_rows
-from entropy_lens.verdicts.claims.drop_sets import DROP_RULE, DROP_SETS
+from entropy_lens.verdicts.claims.drop_sets import DROP_RULE
 from entropy_lens.verdicts.claims.expansion import OVERLAP_RULE, SPEARMAN_RULE
 from entropy_lens.verdicts.claims.families import pair_rows, shape_rule
 from entropy_lens.verdicts.claims.separability import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
 from entropy_lens.verdicts.claims.skipping import comparison_rows, rank_rule
-from entropy_lens.verdicts.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
+from entropy_lens.verdicts.rows import COLUMNS, Expected, RowRule, rows_of
 from entropy_lens.verdicts.rules import NOT_RUN
-from entropy_lens.verdicts.units import ACC, AUC, LOGPROB, POINTS
+from entropy_lens.verdicts.units import ACC, AUC, POINTS
 
 log = logging.getLogger(__name__)
-# The pair scale the verdicts read (entropy / log V: vocabularies differ by more than the gaps).
-HEADLINE_SCALE = NORMALIZED
 
 
 @dataclass(frozen=True)
@@ -215,33 +212,20 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     """The rows a reader needs first, one per claim, model and variant, in claim order: findings
     measured, findings the configuration did not run, then extensions and preconditions.
 
+    Each claim's record says which of its rows these are (:class:`entropy_lens.verdicts.registry.Headline`):
     Shannon entropy for separability; MMLU accuracy pooled over styles under the verdict measure,
     correctness per style where measured (the study reports it per style; the pooled row is a summary
     in the full table); layer skipping at the smallest ``k``, the accuracy statistic (the study's),
     both selection variants; the held-out family on entropy (entropy / log V in the full table);
-    overlap by containment; the family pairs on the
-    normalized scale; the Rényi claim's summary row.  Everything else stays in the full table;
-    rows without a verdict and extensions the configuration did not run are left out.
+    overlap by containment; the family pairs on the normalized scale; the Rényi claim's summary row.
+    Everything else stays in the full table; rows without a verdict and extensions the configuration
+    did not run are left out.
     """
-    claim, measure, split, unit = table["claim_id"], table["measure"], table["split"].astype(str), table["unit"]
     keep = table["verdict"] != ""
-    keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq("model_identity") | measure.isin(["shannon", ""])
-    keep &= ~claim.eq("model_identity") | measure.eq("shannon")
-    keep &= ~claim.eq("accuracy") | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
-    # correctness: the study reports it per style, so the per-style rows are the findings (pooled: a summary)
-    keep &= ~claim.eq("mmlu_correct") | ~split.eq(ALL_STYLES) | ~_has_per_style(table)
-    keep &= ~claim.eq("family_heldout") | measure.eq("shannon")
-    keep &= ~claim.isin(["accuracy", *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
-    keep &= ~claim.isin(C.SKIP_CLAIMS) | ~unit.eq(LOGPROB)
-    keep &= ~claim.eq("renyi") | split.eq("")  # the claim's summary; its per-order rows name a split
-    keep &= ~claim.eq("overlap") | measure.eq(CONTAINMENT_STATISTIC)
-    keep &= ~claim.isin(["clustering", "size_resolution"]) | measure.isin([HEADLINE_SCALE, ""])
-    # the drop sets (one row per criterion, share, variant and statistic) stay in the full table, in their section
-    keep &= ~claim.eq(DROP_SETS)
-    k = pd.to_numeric(split.str.extract(r"^k=(\d+)", expand=False), errors="coerce")
-    skip_ks = k.where(claim.isin(C.SKIP_CLAIMS)).dropna()
-    if not skip_ks.empty:
-        keep &= ~claim.isin(C.SKIP_CLAIMS) | k.isna() | k.eq(skip_ks.min())
+    rules = table["claim_id"].map(_headline_of)
+    for rule in dict.fromkeys(rules):
+        keep &= ~rules.eq(rule) | _selected(table, rule)
+    keep &= _at_smallest_k(table, rules.map(lambda rule: rule.smallest_k).astype(bool))
     top = table[keep]
     not_run = top["why"].astype(str).str.startswith(NOT_RUN)
     top, not_run = top[~(not_run & (top["role"] == C.EXTENSION))], not_run[~(not_run & (top["role"] == C.EXTENSION))]
@@ -255,6 +239,35 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
         ],
         ignore_index=True,
     )
+
+
+def _headline_of(claim_id: str) -> C.Headline:
+    """The headline selection of a row's claim (every row, for an id the registry does not hold)."""
+    return C.BY_ID[claim_id].headline if claim_id in C.BY_ID else C.Headline()
+
+
+def _selected(table: pd.DataFrame, rule: C.Headline) -> pd.Series:
+    """Per row: whether ``rule`` shows it (the smallest ``k`` aside, :func:`_at_smallest_k`)."""
+    split = table["split"].astype(str)
+    selected = pd.Series(rule.shown, index=table.index)
+    if rule.measures is not None:
+        selected &= table["measure"].isin(rule.measures)
+    if rule.splits is not None:
+        selected &= split.isin(rule.splits)
+    if rule.hidden_units:
+        selected &= ~table["unit"].isin(rule.hidden_units)
+    if rule.styles == C.POOLED:
+        selected &= split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    elif rule.styles == C.PER_STYLE:
+        selected &= ~split.eq(ALL_STYLES) | ~_has_per_style(table)
+    return selected
+
+
+def _at_smallest_k(table: pd.DataFrame, grouped: pd.Series) -> pd.Series:
+    """Per row: outside ``grouped``, without a ``k=<n>`` split, or at the smallest ``k`` of the ``grouped`` rows."""
+    k = pd.to_numeric(table["split"].astype(str).str.extract(r"^k=(\d+)", expand=False), errors="coerce")
+    ks = k.where(grouped).dropna()
+    return ~grouped | k.isna() | (k.eq(ks.min()) if not ks.empty else True)
 
 
 def _has_per_style(table: pd.DataFrame) -> pd.Series:
