@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -38,6 +38,7 @@ from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.answers.drop_scores import DROP_SCORE_READING
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
+from entropy_lens.verdicts import recompute as S
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts.absences import absent_rows
 from entropy_lens.verdicts.claims.accuracy import accuracy_rows
@@ -49,6 +50,9 @@ from entropy_lens.verdicts.claims.skipping import comparison_rows, rank_rule
 from entropy_lens.verdicts.rows import COLUMNS, Expected, RowRule, rows_of
 from entropy_lens.verdicts.rules import NOT_RUN
 from entropy_lens.verdicts.units import ACC, AUC, POINTS
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +81,15 @@ class PaperInput:
         reading: How it becomes a standard frame (:mod:`entropy_lens.core.frames`); ``None``: read as it is
             (a table another input's rows consult).
         rows: ``Built -> rows`` of its claims; ``None`` for a table only another input's rows read.
+        from_store: How the table is recomputed from one dataset's combined profile store
+            (:mod:`entropy_lens.verdicts.recompute`), so its claims are judged again under a fitted lens; or why
+            it is not (a sentence).
     """
 
     what: str
     reading: Reading | None
     rows: Callable[[Built], list[dict[str, Any]]] | None = None
+    from_store: S.StoreAnalysis | str = field(kw_only=True)
 
 
 def _rule(name: str, rule: RowRule) -> Callable[[Built], list[dict[str, Any]]]:
@@ -94,6 +102,10 @@ def _given(name: str, rows: Callable[[Built], list[dict[str, Any]]]) -> Callable
     return lambda built: rows(built) if built.frames[name] is not None else []
 
 
+# Why an input is not recomputed from a profile store (PaperInput.from_store).
+FROM_ANSWERS = "read from the answers (MMLU scoring, the layer-skip experiment), not from a profile store"
+LOGIT_LENS_ONLY = "read under the logit lens only"
+
 # Every input of the paper table, in the order its rows are built (the Rényi summary reads the kNN rows
 # before it): adding a claim's table is one entry here, its Reading beside its analysis and its RowRule
 # beside the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
@@ -102,43 +114,64 @@ INPUTS: Mapping[str, PaperInput] = {
         "analysis.targets.knn_table (both fold protocols)",
         KNN_READING,
         _given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
+        from_store=S.knn,
     ),
-    "heldout": PaperInput("analysis.heldout.family_heldout", HELDOUT_READING, _rule("heldout", HELDOUT_RULE)),
+    "heldout": PaperInput(
+        "analysis.heldout.family_heldout", HELDOUT_READING, _rule("heldout", HELDOUT_RULE), from_store=S.heldout
+    ),
     "heldout_normalized": PaperInput(
         "analysis.heldout.family_heldout on entropy / log V",
         HELDOUT_NORMALIZED_READING,
         _rule("heldout_normalized", HELDOUT_RULE),
+        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the held-out family is read on entropy",
     ),
-    "baselines": PaperInput("analysis.baselines.baseline_table", BASELINE_READING, _rule("baselines", BASELINE_RULE)),
+    "baselines": PaperInput(
+        "analysis.baselines.baseline_table",
+        BASELINE_READING,
+        _rule("baselines", BASELINE_RULE),
+        from_store=f"{LOGIT_LENS_ONLY}: the profile against its first token and the prompt text",
+    ),
     "renyi": PaperInput(
-        "analysis.equivalence.renyi_differences", EQUIVALENCE_READING, lambda b: renyi_rows(b.rows, b.frames["renyi"])
+        "analysis.equivalence.renyi_differences",
+        EQUIVALENCE_READING,
+        lambda b: renyi_rows(b.rows, b.frames["renyi"]),
+        from_store=f"{LOGIT_LENS_ONLY}: the Rényi orders",
     ),
     "expansion": PaperInput(
         "analysis.expansion.expansion_spearman (a dataset column when stacked)",
         SPEARMAN_READING,
         _rule("expansion", SPEARMAN_RULE),
+        from_store=S.expansion,
     ),
     "accuracy": PaperInput(
         "answers.accuracy.accuracy_table",
         ACCURACY_READING,
         _given("accuracy", lambda b: accuracy_rows(b.frames["accuracy"], b.expected.families)),
+        from_store=FROM_ANSWERS,
     ),
     "layer_skip": PaperInput(
         "answers.criticality.skip_comparisons",
         COMPARISON_READING,
         _given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
+        from_store=FROM_ANSWERS,
     ),
     "skip_spearman": PaperInput(
         "answers.criticality.criticality_spearman",
         RANK_READING,
         lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
+        from_store=FROM_ANSWERS,
     ),
     "drop_scores": PaperInput(
         "answers.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
         DROP_SCORE_READING,
         _rule("drop_scores", DROP_RULE),
+        from_store=FROM_ANSWERS,
     ),
-    "clustering": PaperInput("analysis.families.clustering_scores (read by the family-pair rows)", None),
+    "clustering": PaperInput(
+        "analysis.families.clustering_scores (read by the family-pair rows)",
+        None,
+        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
+    ),
     "family_pairs": PaperInput(
         "analysis.pairs.family_pairs",
         PAIR_READING,
@@ -147,16 +180,19 @@ INPUTS: Mapping[str, PaperInput] = {
             if b.frames["clustering"] is not None or b.frames["family_pairs"] is not None
             else []
         ),
+        from_store=S.pairs,
     ),
     "overlap": PaperInput(
         "analysis.expansion.nucleus_overlap (a dataset column when stacked)",
         OVERLAP_READING,
         _rule("overlap", OVERLAP_RULE),
+        from_store=S.overlap,
     ),
     "shapes": PaperInput(
         "analysis.shapes.profile_shapes (a dataset column when stacked)",
         SHAPE_READING,
         lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
+        from_store=S.shapes,
     ),
 }
 TABLE_INPUTS = tuple(INPUTS)
@@ -190,6 +226,12 @@ def paper_table(*, expected: Expected | None = None, **tables: pd.DataFrame | No
             built.rows.extend(entry.rows(built))
     rows = built.rows + (absent_rows(built.rows, expected) if expected.datasets else [])
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
+
+
+def store_tables(store: xr.Dataset, dataset: str, settings: S.StoreSettings) -> dict[str, pd.DataFrame | None]:
+    """Every input of :data:`INPUTS` that its ``from_store`` recomputes from one dataset's combined profile store
+    (``None`` where the store cannot give it), by name: :func:`paper_table`'s keywords."""
+    return {name: i.from_store(store, dataset, settings) for name, i in INPUTS.items() if callable(i.from_store)}
 
 
 def _frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None:
