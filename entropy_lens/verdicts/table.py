@@ -107,8 +107,9 @@ FROM_ANSWERS = "read from the answers (MMLU scoring, the layer-skip experiment),
 LOGIT_LENS_ONLY = "read under the logit lens only"
 
 # Every input of the paper table, in the order its rows are built (the Rényi summary reads the kNN rows
-# before it): adding a claim's table is one entry here, its Reading beside its analysis and its RowRule
-# beside the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
+# before it): adding a claim's table is one entry here (its form on one store in verdicts.recompute, or why
+# not) and its path in PAPER_TABLES of rules/common.smk, its Reading beside its analysis and its RowRule beside
+# the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
 INPUTS: Mapping[str, PaperInput] = {
     "knn": PaperInput(
         "analysis.targets.knn_table (both fold protocols)",
