@@ -201,30 +201,35 @@ def knn_params(wildcards):
     return {**config["analysis"]["knn"], "alphas": config["lens"]["alphas"]}
 
 
+# Each input of the paper table (entropy_lens.verdicts.table.INPUTS; tests/test_frames.py checks the names) -> its
+# table ("{dataset}": one per enabled dataset, stacked) and whether this configuration makes it.
+PAPER_TABLES = {
+    "knn": ("results/tables/knn_auc.csv", True),
+    "renyi": ("results/tables/renyi_equivalence.csv", True),
+    "heldout": ("results/tables/family_heldout.csv", True),
+    "heldout_normalized": ("results/tables/family_heldout_normalized.csv", True),
+    "baselines": ("results/tables/knn_baselines.csv", True),
+    "expansion": ("results/tables/expansion_{dataset}.csv", True),
+    "overlap": ("results/tables/overlap_{dataset}.csv", True),
+    "shapes": ("results/tables/family_shapes.csv", True),
+    "accuracy": ("results/tables/mmlu_accuracy.csv", MMLU),
+    "clustering": ("results/tables/family_clustering.csv", FAMILIES),
+    "family_pairs": ("results/tables/family_pairs.csv", FAMILIES),
+    "layer_skip": ("results/tables/layer_skip_comparisons.csv", bool(SKIP_MODELS)),
+    "skip_spearman": ("results/tables/layer_skip_spearman.csv", bool(SKIP_MODELS)),
+    "drop_scores": ("results/tables/skip_drop_scores.csv", bool(SKIP_MODELS)),
+}
+
+
 def paper_inputs(wildcards):
-    """What the paper comparison table draws on, given the enabled datasets."""
-    inputs = {
-        "models": expand("resources/models/{model}", model=MODELS),
-        "knn": "results/tables/knn_auc.csv",
-        "renyi": "results/tables/renyi_equivalence.csv",
-        "heldout": "results/tables/family_heldout.csv",
-        "heldout_normalized": "results/tables/family_heldout_normalized.csv",
-        "baselines": "results/tables/knn_baselines.csv",
-        "expansion": expand("results/tables/expansion_{dataset}.csv", dataset=DATASETS),
-        "overlap": expand("results/tables/overlap_{dataset}.csv", dataset=DATASETS),
-        "shapes": "results/tables/family_shapes.csv",
-    }
-    if MMLU:
-        inputs["accuracy"] = "results/tables/mmlu_accuracy.csv"
-    if FAMILIES:
-        inputs["clustering"] = "results/tables/family_clustering.csv"
-        inputs["family_pairs"] = "results/tables/family_pairs.csv"
+    """What the paper comparison table draws on: the models, each table of PAPER_TABLES the configuration
+    makes, and the verdicts under a fitted lens where there are any."""
+    inputs = {"models": expand("resources/models/{model}", model=MODELS)}
+    for name, (path, made) in PAPER_TABLES.items():
+        if made:
+            inputs[name] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
     if LENS_PROFILE_PAIRS:
         inputs["robustness"] = "results/tables/lens_robustness.csv"
-    if SKIP_MODELS:
-        inputs["layer_skip"] = "results/tables/layer_skip_comparisons.csv"
-        inputs["skip_spearman"] = "results/tables/layer_skip_spearman.csv"
-        inputs["drop_scores"] = "results/tables/skip_drop_scores.csv"
     return inputs
 
 

@@ -36,6 +36,23 @@ def test_every_knn_target_tests_a_registered_claim():
     assert all(C.KNN_DATASETS[t.name] == t.dataset for t in STUDY_TARGETS)
 
 
+def test_the_headline_selections_name_measures_the_analyses_write():
+    from entropy_lens.analysis.expansion_nulls import CONTAINMENT
+    from entropy_lens.analysis.features import metric_label
+    from entropy_lens.analysis.pairs import NORMALIZED, SCALES
+    from entropy_lens.store import schema
+
+    assert (
+        metric_label(schema.ENTROPY, None),
+        CONTAINMENT,
+        NORMALIZED,
+    ) == (C.SHANNON, C.CONTAINMENT_STATISTIC, C.HEADLINE_SCALE)
+    assert C.HEADLINE_SCALE in SCALES
+    assert {c.headline.styles for c in C.CLAIMS} <= {"", C.POOLED, C.PER_STYLE}
+    # the skip experiment's claims share one smallest k: every claim of its dataset sets it, no other does
+    assert {c.id for c in C.CLAIMS if c.headline.smallest_k} == set(C.SKIP_CLAIMS)
+
+
 def test_an_unknown_claim_is_named():
     with pytest.raises(ValueError, match="unknown claim id 'no such claim'"):
         C.claim("no such claim")

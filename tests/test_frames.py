@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +17,8 @@ from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts import table as paper
 from entropy_lens.verdicts.rows import COLUMNS, RowRule, rows_of
+
+RULES = Path(__file__).resolve().parents[1] / "rules"
 
 # Each paper-table input -> the columns its analysis writes (its data contract on disk).
 ANALYSIS_COLUMNS = {
@@ -164,3 +168,23 @@ def test_each_reading_takes_the_estimate_and_unit_of_its_analysis(name):
     else:
         assert frame["estimate"].iloc[0] == columns.index(estimate) + 1
     assert frame["n_sources"].iloc[0] == columns.index(unit) + 1
+
+
+def _wired_tables() -> dict[str, str]:
+    """``PAPER_TABLES`` of ``rules/common.smk``: paper-table input -> the table (pattern) the workflow hands it."""
+    tree = ast.parse((RULES / "common.smk").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["PAPER_TABLES"]:
+            pairs = zip(node.value.keys, node.value.values, strict=True)
+            return {ast.literal_eval(name): ast.literal_eval(entry.elts[0]) for name, entry in pairs}
+    raise AssertionError("rules/common.smk defines no PAPER_TABLES")
+
+
+def test_every_paper_table_input_is_wired_to_a_table_some_rule_writes():
+    wired = _wired_tables()
+    unwired, unknown = sorted(set(paper.INPUTS) - set(wired)), sorted(set(wired) - set(paper.INPUTS))
+    assert not unwired, f"paper-table inputs without a path in PAPER_TABLES of rules/common.smk: {unwired}"
+    assert not unknown, f"PAPER_TABLES of rules/common.smk wires names that are not paper-table inputs: {unknown}"
+    rules = "".join(p.read_text(encoding="utf-8") for p in RULES.glob("*.smk") if p.name != "common.smk")
+    for name, path in wired.items():
+        assert f'"{path}"' in rules, f"{name}: no rule writes {path}"

@@ -151,3 +151,34 @@ def test_the_headline_counts_the_rows_the_verdict_table_shows_and_names_the_rest
     assert line.startswith("Under the linear lens, 0 of 1 verdicts change (1 of 2 rows on every statistic and scale)")
     text = shown.astype({"headline": str, "changed": str})  # as read back from lens_robustness.csv
     assert R.robustness_headline(text, "linear") == line
+
+
+def test_each_paper_input_says_how_a_fitted_lens_recomputes_it_or_why_not():
+    from entropy_lens.verdicts.table import INPUTS
+
+    for name, entry in INPUTS.items():
+        assert callable(entry.from_store) or entry.from_store.strip(), name
+    recomputed = {name for name, entry in INPUTS.items() if callable(entry.from_store)}
+    assert {"knn", "expansion", "overlap", "shapes", "heldout", "family_pairs"} <= recomputed
+    assert not recomputed & {"accuracy", "layer_skip", "skip_spearman", "drop_scores"}  # answers, not profiles
+
+
+def test_the_registry_recomputes_the_family_inputs_only_on_a_blank_store_of_two_models_or_more():
+    from synthetic import combined_dataset
+
+    from entropy_lens.analysis.features import FeatureSettings
+    from entropy_lens.analysis.knn import KnnSettings
+    from entropy_lens.verdicts.recompute import StoreSettings
+    from entropy_lens.verdicts.table import INPUTS, store_tables
+
+    rng = np.random.default_rng(0)
+    depth = {"a": np.arange(1, 7) / 6, "b": np.arange(1, 9) / 8}
+    profiles = {m: 2.0 + d + rng.normal(scale=0.2, size=(12, 3, d.size)) for m, d in depth.items()}
+    labels = {"format": ["poem", "blurb", "chat"] * 4, "topic": [f"t{i // 3}" for i in range(12)]}
+    store = combined_dataset(profiles, families={"a": "fa", "b": "fb"}, prompt_labels=labels)
+    settings = StoreSettings(KnnSettings(k=3), FeatureSettings(grid_points=6), n_boot=20, seed=0, grid_points=6)
+    blank, other = store_tables(store, "blank", settings), store_tables(store, "formats", settings)
+    assert set(blank) == set(other) == {name for name, entry in INPUTS.items() if callable(entry.from_store)}
+    assert all(blank[name] is not None for name in blank)
+    assert other["heldout"] is None and other["family_pairs"] is None
+    assert set(other["overlap"]["dataset"]) == {"formats"} and set(other["knn"]["target"]) == {"format"}

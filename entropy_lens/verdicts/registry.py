@@ -19,21 +19,57 @@ name or hub id.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 import yaml
 
 from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
+from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.decision import Verdict
 from entropy_lens.verdicts.outcomes import Outcome
+from entropy_lens.verdicts.units import LOGPROB
 
 FINDING = "finding"
 PRECONDITION = "precondition"
 EXTENSION = "extension"
 ROLES = (FINDING, PRECONDITION, EXTENSION)
+# The measures and scale a headline reads (as the analyses name them: Shannon entropy, containment of adjacent
+# top-p sets, the same-family pairs' entropy / log V), and how a claim measured per MMLU style is shown.
+SHANNON, CONTAINMENT_STATISTIC, HEADLINE_SCALE = "shannon", "containment", "normalized"
+POOLED, PER_STYLE = "pooled", "per style"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """Which of a claim's rows the verdict table shows (:func:`entropy_lens.verdicts.table.headline`); the
+    rest stay in the full table. The default shows every row with a verdict.
+
+    Attributes:
+        measures: The measures shown (``None``: every one).
+        splits: The splits shown (``None``: every one).
+        hidden_units: Units never shown.
+        smallest_k: Of the rows whose split starts ``k=<n>``, show those at the smallest ``k`` among the rows of
+            every claim that sets this (the claims of one experiment share its smallest ``k``).
+        styles: :data:`POOLED`: the row pooled over MMLU styles where the claim and model have one;
+            :data:`PER_STYLE`: the per-style rows where they have them (the pooled row only where not); ``""``: both.
+        shown: ``False``: none of its rows (they stay in the full table, in their section).
+    """
+
+    measures: tuple[str, ...] | None = None
+    splits: tuple[str, ...] | None = None
+    hidden_units: tuple[str, ...] = ()
+    smallest_k: bool = False
+    styles: str = ""
+    shown: bool = True
+
+
+# Separability on Shannon entropy (the Rényi orders are the renyi claim's); the skip experiment at its smallest k,
+# on the verdict measure's accuracy (the study's statistic; log p of the gold letter stays in the full table).
+SHANNON_ROWS = Headline(measures=(SHANNON, ""))
+SKIP_ROWS = Headline(measures=(VERDICT_MEASURE, ""), hidden_units=(LOGPROB,), smallest_k=True)
 
 
 @dataclass(frozen=True)
@@ -55,6 +91,7 @@ class Claim:
             its sentence under ``sentences`` where it gives no number; ``""`` for none.
         knn_target: The kNN target (:data:`entropy_lens.analysis.targets.STUDY_TARGETS`) whose rows test
             it; ``""`` for claims of other analyses.
+        headline: Which of its rows the verdict table shows.
     """
 
     id: str
@@ -66,6 +103,7 @@ class Claim:
     rule: Callable[..., Verdict | Outcome]
     figure: str = ""
     knn_target: str = ""
+    headline: Headline = Headline()
 
 
 # The registry, in the order a reader meets the claims. A claim is one record here, its analysis, and
@@ -81,6 +119,7 @@ CLAIMS: tuple[Claim, ...] = (
         rule=V.separability,
         figure="task_auc",
         knn_target="task",
+        headline=SHANNON_ROWS,
     ),
     Claim(
         id="scrambled",
@@ -92,6 +131,7 @@ CLAIMS: tuple[Claim, ...] = (
         rule=V.separability,
         figure="task_auc",
         knn_target="task_scrambled",
+        headline=SHANNON_ROWS,
     ),
     Claim(
         id="format",
@@ -103,6 +143,7 @@ CLAIMS: tuple[Claim, ...] = (
         rule=V.separability,
         figure="format_auc",
         knn_target="format",
+        headline=SHANNON_ROWS,
     ),
     Claim(
         id="family",
@@ -114,6 +155,7 @@ CLAIMS: tuple[Claim, ...] = (
         rule=V.separability,
         figure="family",
         knn_target="family",
+        headline=SHANNON_ROWS,
     ),
     Claim(
         id="family_heldout",
@@ -124,6 +166,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="blank",
         rule=V.held_out_family,
         figure="family",
+        headline=Headline(measures=(SHANNON,)),
     ),
     Claim(
         id="model_identity",
@@ -133,6 +176,7 @@ CLAIMS: tuple[Claim, ...] = (
         unit="blank samples",
         dataset="blank",
         rule=V.separability,
+        headline=Headline(measures=(SHANNON,)),
     ),
     Claim(
         id="image_class",
@@ -144,6 +188,7 @@ CLAIMS: tuple[Claim, ...] = (
         rule=V.separability,
         figure="",
         knn_target="image_class",
+        headline=SHANNON_ROWS,
     ),
     Claim(
         id="spearman",
@@ -164,6 +209,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="tasks",
         rule=V.above_threshold,
         figure="overlap",
+        headline=Headline(measures=(CONTAINMENT_STATISTIC,)),
     ),
     Claim(
         id="mmlu_correct",
@@ -175,6 +221,7 @@ CLAIMS: tuple[Claim, ...] = (
         rule=V.separability,
         figure="mmlu_auc",
         knn_target="mmlu_correct",
+        headline=Headline(measures=(SHANNON, ""), styles=PER_STYLE),
     ),
     Claim(
         id="skip_collapse",
@@ -185,6 +232,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="layer_skip_eval",
         rule=O.collapse,
         figure="skip_llama",
+        headline=SKIP_ROWS,
     ),
     Claim(
         id="skip_vs_random",
@@ -195,6 +243,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="layer_skip_eval",
         rule=O.skip_outcome,
         figure="skip_llama",
+        headline=SKIP_ROWS,
     ),
     Claim(
         id="skip_vs_pruning",
@@ -205,6 +254,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="layer_skip_eval",
         rule=O.skip_outcome,
         figure="skip_llama",
+        headline=SKIP_ROWS,
     ),
     Claim(
         id="pruning_vs_random",
@@ -214,6 +264,7 @@ CLAIMS: tuple[Claim, ...] = (
         unit="questions (and random sets)",
         dataset="layer_skip_eval",
         rule=O.skip_outcome,
+        headline=SKIP_ROWS,
     ),
     Claim(
         id="skip_rank",
@@ -224,6 +275,7 @@ CLAIMS: tuple[Claim, ...] = (
         unit="questions, blocks",
         dataset="layer_skip_eval",
         rule=O.rank_outcome,
+        headline=SKIP_ROWS,
     ),
     Claim(
         id="renyi",
@@ -234,6 +286,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="",
         rule=V.renyi_equivalence,
         figure="renyi",
+        headline=Headline(splits=("",)),  # the claim's summary; its per-order rows name a split
     ),
     Claim(
         id="clustering",
@@ -244,6 +297,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="blank",
         rule=V.family_not_size,
         figure="family",
+        headline=Headline(measures=(HEADLINE_SCALE, "")),
     ),
     Claim(
         id="size_resolution",
@@ -254,6 +308,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="blank",
         rule=V.size_resolution,
         figure="resolution",
+        headline=Headline(measures=(HEADLINE_SCALE, "")),
     ),
     Claim(
         id="shape_gpt",
@@ -284,6 +339,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="mmlu",
         rule=V.accuracy,
         figure="mmlu_accuracy",
+        headline=Headline(measures=(VERDICT_MEASURE, ""), styles=POOLED),
     ),
     Claim(
         id="mmlu_correct_calibrated",
@@ -294,6 +350,7 @@ CLAIMS: tuple[Claim, ...] = (
         dataset="mmlu",
         rule=V.separability,
         knn_target="mmlu_correct_calibrated",
+        headline=SHANNON_ROWS,
     ),
     Claim(
         id="correct_beyond_confidence",
@@ -332,6 +389,9 @@ CLAIMS: tuple[Claim, ...] = (
         unit="questions, random sets",
         dataset="layer_skip_eval",
         rule=O.drop_set,
+        # one row per criterion, share, variant and statistic: the full table's section; its k count toward the
+        # experiment's smallest k
+        headline=replace(SKIP_ROWS, shown=False),
     ),
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}

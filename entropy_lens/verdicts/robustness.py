@@ -11,25 +11,20 @@ per block, with a 95% interval over prompts (the unit: a prompt's tokens are not
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.expansion import expansion_spearman, nucleus_overlap
 from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, FeatureSettings
-from entropy_lens.analysis.heldout import BLANK, family_heldout
 from entropy_lens.analysis.knn import KnnSettings
-from entropy_lens.analysis.pairs import family_pairs
-from entropy_lens.analysis.shapes import profile_shapes
-from entropy_lens.analysis.targets import knn_table
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 from entropy_lens.store.combine import combine_dataset
+from entropy_lens.verdicts.recompute import StoreSettings
 from entropy_lens.verdicts.render import NOT_RUN, UNDER_LENS
 from entropy_lens.verdicts.rows import Expected
-from entropy_lens.verdicts.table import headline, paper_table
+from entropy_lens.verdicts.table import headline, paper_table, store_tables
 
 # A row is the same row under two lenses when these agree (its claim by id; the name rides along).
 KEY = ("claim_id", "role", "model", "split", "measure", "unit")
@@ -188,10 +183,11 @@ def dataset_robustness(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The verdicts one dataset's profiles give under the logit lens and under each fitted kind, and where they part.
 
-    Both sides run the same analyses on the same models' profiles of ``dataset`` (kNN separability in Shannon
-    entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes; on the blank set also the held-out
-    family and the same-family pairs: family, not size, and size as resolution), so each verdict is compared
-    within one scope. The logit lens's side is analysed once for every kind.
+    Both sides run the same analyses on the same models' profiles of ``dataset``: every paper-table input whose
+    registry entry recomputes it from a store (:func:`entropy_lens.verdicts.table.store_tables`: kNN separability
+    in Shannon entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes; on the blank set also the
+    held-out family and the same-family pairs), so each verdict is compared within one scope. The logit lens's
+    side is analysed once for every kind.
 
     Args:
         logit: Per-model stores (model -> dataset) under the logit lens.
@@ -213,7 +209,7 @@ def dataset_robustness(
     Raises:
         ValueError: when a side holds other models, or a model's generated tokens differ between them.
     """
-    settings = _Settings(knn, features, n_boot, seed, grid_points)
+    settings = StoreSettings(knn, features, n_boot, seed, grid_points)
     under_logit = _paper(combine_dataset(logit, labels), dataset, expected, settings)
     shown = set(headline(under_logit)[list(KEY)].itertuples(index=False, name=None))
     changes, blocks = [], []
@@ -246,26 +242,9 @@ def _block_differences(
     return pd.concat(frames, ignore_index=True)
 
 
-@dataclass(frozen=True)
-class _Settings:
-    knn: KnnSettings
-    features: FeatureSettings
-    n_boot: int
-    seed: int
-    grid_points: int
-
-
-def _paper(store: xr.Dataset, dataset: str, expected: Expected, s: _Settings) -> pd.DataFrame:
-    analyses = {
-        "knn": knn_table({dataset: store}, features=s.features, settings=s.knn),
-        "expansion": expansion_spearman(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset),
-        "overlap": nucleus_overlap(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset),
-        "shapes": profile_shapes(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset),
-    }
-    if dataset == BLANK and store.sizes["model"] >= 2:  # the family claims, as the run's own tables decide them
-        analyses["heldout"] = family_heldout({dataset: store}, features=s.features, settings=s.knn)
-        analyses["family_pairs"] = family_pairs(store, grid_points=s.grid_points, n_boot=s.n_boot, seed=s.seed)
-    return paper_table(**analyses, expected=expected)
+def _paper(store: xr.Dataset, dataset: str, expected: Expected, settings: StoreSettings) -> pd.DataFrame:
+    """The paper table of every input its registry entry recomputes from the store (:func:`store_tables`)."""
+    return paper_table(**store_tables(store, dataset, settings), expected=expected)
 
 
 def with_robustness(

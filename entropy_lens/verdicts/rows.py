@@ -62,7 +62,7 @@ NUMBER_COLUMNS = {
     "n",
     "n_sources",
 }
-CONTAINMENT_STATISTIC = "containment"
+CONTAINMENT_STATISTIC = C.CONTAINMENT_STATISTIC  # the registry names the measure a headline reads
 # The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null").
 NULL_NAME, NULL_COLUMNS, BEYOND_COLUMNS = NULL_CONTRACT[0], NULL_CONTRACT[1:4], NULL_CONTRACT[4:]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -29,31 +29,32 @@ from entropy_lens.analysis.baselines import BASELINE_READING
 from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
 from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
 from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
-from entropy_lens.analysis.pairs import NORMALIZED, PAIR_READING
+from entropy_lens.analysis.pairs import PAIR_READING
 from entropy_lens.analysis.shapes import SHAPE_READING
 from entropy_lens.analysis.targets import KNN_READING
 from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.criticality import COMPARISON_READING
 from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.answers.drop_scores import DROP_SCORE_READING
-from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
+from entropy_lens.verdicts import recompute as S
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts.absences import absent_rows
 from entropy_lens.verdicts.claims.accuracy import accuracy_rows
-from entropy_lens.verdicts.claims.drop_sets import DROP_RULE, DROP_SETS
+from entropy_lens.verdicts.claims.drop_sets import DROP_RULE
 from entropy_lens.verdicts.claims.expansion import OVERLAP_RULE, SPEARMAN_RULE
 from entropy_lens.verdicts.claims.families import pair_rows, shape_rule
 from entropy_lens.verdicts.claims.separability import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
 from entropy_lens.verdicts.claims.skipping import comparison_rows, rank_rule
 from entropy_lens.verdicts.decision import NOT_RUN
-from entropy_lens.verdicts.rows import COLUMNS, CONTAINMENT_STATISTIC, Expected, RowRule, rows_of
-from entropy_lens.verdicts.units import ACC, AUC, LOGPROB, POINTS
+from entropy_lens.verdicts.rows import COLUMNS, Expected, RowRule, rows_of
+from entropy_lens.verdicts.units import ACC, AUC, POINTS
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 log = logging.getLogger(__name__)
-# The pair scale the verdicts read (entropy / log V: vocabularies differ by more than the gaps).
-HEADLINE_SCALE = NORMALIZED
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,15 @@ class PaperInput:
         reading: How it becomes a standard frame (:mod:`entropy_lens.core.frames`); ``None``: read as it is
             (a table another input's rows consult).
         rows: ``Built -> rows`` of its claims; ``None`` for a table only another input's rows read.
+        from_store: How the table is recomputed from one dataset's combined profile store
+            (:mod:`entropy_lens.verdicts.recompute`), so its claims are judged again under a fitted lens; or why
+            it is not (a sentence).
     """
 
     what: str
     reading: Reading | None
     rows: Callable[[Built], list[dict[str, Any]]] | None = None
+    from_store: S.StoreAnalysis | str = field(kw_only=True)
 
 
 def _rule(name: str, rule: RowRule) -> Callable[[Built], list[dict[str, Any]]]:
@@ -97,51 +102,77 @@ def _given(name: str, rows: Callable[[Built], list[dict[str, Any]]]) -> Callable
     return lambda built: rows(built) if built.frames[name] is not None else []
 
 
+# Why an input is not recomputed from a profile store (PaperInput.from_store).
+FROM_ANSWERS = "read from the answers (MMLU scoring, the layer-skip experiment), not from a profile store"
+LOGIT_LENS_ONLY = "read under the logit lens only"
+
 # Every input of the paper table, in the order its rows are built (the Rényi summary reads the kNN rows
-# before it): adding a claim's table is one entry here, its Reading beside its analysis and its RowRule
-# beside the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
+# before it): adding a claim's table is one entry here (its form on one store in verdicts.recompute, or why
+# not) and its path in PAPER_TABLES of rules/common.smk, its Reading beside its analysis and its RowRule beside
+# the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
 INPUTS: Mapping[str, PaperInput] = {
     "knn": PaperInput(
         "analysis.targets.knn_table (both fold protocols)",
         KNN_READING,
         _given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
+        from_store=S.knn,
     ),
-    "heldout": PaperInput("analysis.heldout.family_heldout", HELDOUT_READING, _rule("heldout", HELDOUT_RULE)),
+    "heldout": PaperInput(
+        "analysis.heldout.family_heldout", HELDOUT_READING, _rule("heldout", HELDOUT_RULE), from_store=S.heldout
+    ),
     "heldout_normalized": PaperInput(
         "analysis.heldout.family_heldout on entropy / log V",
         HELDOUT_NORMALIZED_READING,
         _rule("heldout_normalized", HELDOUT_RULE),
+        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the held-out family is read on entropy",
     ),
-    "baselines": PaperInput("analysis.baselines.baseline_table", BASELINE_READING, _rule("baselines", BASELINE_RULE)),
+    "baselines": PaperInput(
+        "analysis.baselines.baseline_table",
+        BASELINE_READING,
+        _rule("baselines", BASELINE_RULE),
+        from_store=f"{LOGIT_LENS_ONLY}: the profile against its first token and the prompt text",
+    ),
     "renyi": PaperInput(
-        "analysis.equivalence.renyi_differences", EQUIVALENCE_READING, lambda b: renyi_rows(b.rows, b.frames["renyi"])
+        "analysis.equivalence.renyi_differences",
+        EQUIVALENCE_READING,
+        lambda b: renyi_rows(b.rows, b.frames["renyi"]),
+        from_store=f"{LOGIT_LENS_ONLY}: the Rényi orders",
     ),
     "expansion": PaperInput(
         "analysis.expansion.expansion_spearman (a dataset column when stacked)",
         SPEARMAN_READING,
         _rule("expansion", SPEARMAN_RULE),
+        from_store=S.expansion,
     ),
     "accuracy": PaperInput(
         "answers.accuracy.accuracy_table",
         ACCURACY_READING,
         _given("accuracy", lambda b: accuracy_rows(b.frames["accuracy"], b.expected.families)),
+        from_store=FROM_ANSWERS,
     ),
     "layer_skip": PaperInput(
         "answers.criticality.skip_comparisons",
         COMPARISON_READING,
         _given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
+        from_store=FROM_ANSWERS,
     ),
     "skip_spearman": PaperInput(
         "answers.criticality.criticality_spearman",
         RANK_READING,
         lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
+        from_store=FROM_ANSWERS,
     ),
     "drop_scores": PaperInput(
         "answers.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
         DROP_SCORE_READING,
         _rule("drop_scores", DROP_RULE),
+        from_store=FROM_ANSWERS,
     ),
-    "clustering": PaperInput("analysis.families.clustering_scores (read by the family-pair rows)", None),
+    "clustering": PaperInput(
+        "analysis.families.clustering_scores (read by the family-pair rows)",
+        None,
+        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
+    ),
     "family_pairs": PaperInput(
         "analysis.pairs.family_pairs",
         PAIR_READING,
@@ -150,16 +181,19 @@ INPUTS: Mapping[str, PaperInput] = {
             if b.frames["clustering"] is not None or b.frames["family_pairs"] is not None
             else []
         ),
+        from_store=S.pairs,
     ),
     "overlap": PaperInput(
         "analysis.expansion.nucleus_overlap (a dataset column when stacked)",
         OVERLAP_READING,
         _rule("overlap", OVERLAP_RULE),
+        from_store=S.overlap,
     ),
     "shapes": PaperInput(
         "analysis.shapes.profile_shapes (a dataset column when stacked)",
         SHAPE_READING,
         lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
+        from_store=S.shapes,
     ),
 }
 TABLE_INPUTS = tuple(INPUTS)
@@ -195,6 +229,12 @@ def paper_table(*, expected: Expected | None = None, **tables: pd.DataFrame | No
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
+def store_tables(store: xr.Dataset, dataset: str, settings: S.StoreSettings) -> dict[str, pd.DataFrame | None]:
+    """Every input of :data:`INPUTS` that its ``from_store`` recomputes from one dataset's combined profile store
+    (``None`` where the store cannot give it), by name: :func:`paper_table`'s keywords."""
+    return {name: i.from_store(store, dataset, settings) for name, i in INPUTS.items() if callable(i.from_store)}
+
+
 def _frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None:
     """Input ``name`` as its rows read it: a standard frame, or the table itself where it has no reading."""
     return table if INPUTS[name].reading is None else standard_frame(name, table)
@@ -215,33 +255,20 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     """The rows a reader needs first, one per claim, model and variant, in claim order: findings
     measured, findings the configuration did not run, then extensions and preconditions.
 
+    Each claim's record says which of its rows these are (:class:`entropy_lens.verdicts.registry.Headline`):
     Shannon entropy for separability; MMLU accuracy pooled over styles under the verdict measure,
     correctness per style where measured (the study reports it per style; the pooled row is a summary
     in the full table); layer skipping at the smallest ``k``, the accuracy statistic (the study's),
     both selection variants; the held-out family on entropy (entropy / log V in the full table);
-    overlap by containment; the family pairs on the
-    normalized scale; the Rényi claim's summary row.  Everything else stays in the full table;
-    rows without a verdict and extensions the configuration did not run are left out.
+    overlap by containment; the family pairs on the normalized scale; the Rényi claim's summary row.
+    Everything else stays in the full table; rows without a verdict and extensions the configuration
+    did not run are left out.
     """
-    claim, measure, split, unit = table["claim_id"], table["measure"], table["split"].astype(str), table["unit"]
     keep = table["verdict"] != ""
-    keep &= ~claim.isin(C.KNN_CLAIMS.values()) | claim.eq("model_identity") | measure.isin(["shannon", ""])
-    keep &= ~claim.eq("model_identity") | measure.eq("shannon")
-    keep &= ~claim.eq("accuracy") | split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
-    # correctness: the study reports it per style, so the per-style rows are the findings (pooled: a summary)
-    keep &= ~claim.eq("mmlu_correct") | ~split.eq(ALL_STYLES) | ~_has_per_style(table)
-    keep &= ~claim.eq("family_heldout") | measure.eq("shannon")
-    keep &= ~claim.isin(["accuracy", *C.SKIP_CLAIMS]) | measure.isin([VERDICT_MEASURE, ""])
-    keep &= ~claim.isin(C.SKIP_CLAIMS) | ~unit.eq(LOGPROB)
-    keep &= ~claim.eq("renyi") | split.eq("")  # the claim's summary; its per-order rows name a split
-    keep &= ~claim.eq("overlap") | measure.eq(CONTAINMENT_STATISTIC)
-    keep &= ~claim.isin(["clustering", "size_resolution"]) | measure.isin([HEADLINE_SCALE, ""])
-    # the drop sets (one row per criterion, share, variant and statistic) stay in the full table, in their section
-    keep &= ~claim.eq(DROP_SETS)
-    k = pd.to_numeric(split.str.extract(r"^k=(\d+)", expand=False), errors="coerce")
-    skip_ks = k.where(claim.isin(C.SKIP_CLAIMS)).dropna()
-    if not skip_ks.empty:
-        keep &= ~claim.isin(C.SKIP_CLAIMS) | k.isna() | k.eq(skip_ks.min())
+    rules = table["claim_id"].map(_headline_of)
+    for rule in dict.fromkeys(rules):
+        keep &= ~rules.eq(rule) | _selected(table, rule)
+    keep &= _at_smallest_k(table, rules.map(lambda rule: rule.smallest_k).astype(bool))
     top = table[keep]
     not_run = top["why"].astype(str).str.startswith(NOT_RUN)
     top, not_run = top[~(not_run & (top["role"] == C.EXTENSION))], not_run[~(not_run & (top["role"] == C.EXTENSION))]
@@ -255,6 +282,35 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
         ],
         ignore_index=True,
     )
+
+
+def _headline_of(claim_id: str) -> C.Headline:
+    """The headline selection of a row's claim (every row, for an id the registry does not hold)."""
+    return C.BY_ID[claim_id].headline if claim_id in C.BY_ID else C.Headline()
+
+
+def _selected(table: pd.DataFrame, rule: C.Headline) -> pd.Series:
+    """Per row: whether ``rule`` shows it (the smallest ``k`` aside, :func:`_at_smallest_k`)."""
+    split = table["split"].astype(str)
+    selected = pd.Series(rule.shown, index=table.index)
+    if rule.measures is not None:
+        selected &= table["measure"].isin(rule.measures)
+    if rule.splits is not None:
+        selected &= split.isin(rule.splits)
+    if rule.hidden_units:
+        selected &= ~table["unit"].isin(rule.hidden_units)
+    if rule.styles == C.POOLED:
+        selected &= split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
+    elif rule.styles == C.PER_STYLE:
+        selected &= ~split.eq(ALL_STYLES) | ~_has_per_style(table)
+    return selected
+
+
+def _at_smallest_k(table: pd.DataFrame, grouped: pd.Series) -> pd.Series:
+    """Per row: outside ``grouped``, without a ``k=<n>`` split, or at the smallest ``k`` of the ``grouped`` rows."""
+    k = pd.to_numeric(table["split"].astype(str).str.extract(r"^k=(\d+)", expand=False), errors="coerce")
+    ks = k.where(grouped).dropna()
+    return ~grouped | k.isna() | (k.eq(ks.min()) if not ks.empty else True)
 
 
 def _has_per_style(table: pd.DataFrame) -> pd.Series:
