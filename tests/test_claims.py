@@ -131,3 +131,14 @@ def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
     judged_by_another = {claim for claim, calls in called.items() if not any(C.claim(claim).rule in c for c in calls)}
     assert judged_by_another == set()
     assert len(called) >= 17, sorted(set(C.BY_ID) - set(called))  # the fixtures reach 17 of the claims
+
+
+def test_every_claim_has_a_planted_null_or_says_why_not():
+    """A new claim gets a planted-null simulator in verdicts.nulls.PLANTED (its rule's rate on null data, in the
+    same run), or a reason in NO_NULL_OF_ITS_OWN; a claim in neither fails here."""
+    from entropy_lens.verdicts import nulls
+
+    ids = {c.id for c in C.CLAIMS}
+    assert set(nulls.PLANTED).isdisjoint(nulls.NO_NULL_OF_ITS_OWN)
+    assert ids - set(nulls.PLANTED) - set(nulls.NO_NULL_OF_ITS_OWN) == set()
+    assert set(nulls.PLANTED) | set(nulls.NO_NULL_OF_ITS_OWN) <= ids  # no simulator for a claim that is gone
