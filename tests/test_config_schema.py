@@ -40,7 +40,7 @@ def _default() -> dict:
     return yaml.safe_load((REPO / "config.yaml").read_text())
 
 
-@pytest.mark.parametrize(("folds", "repeats"), [(2, 1), (2, 5), (5, 1)])
+@pytest.mark.parametrize(("folds", "repeats"), [(3, 1), (5, 1)])
 def test_fold_counts_that_cannot_give_an_interval_are_refused(folds, repeats):
     config = _default()
     config["analysis"]["knn"].update(folds=folds, repeats=repeats)
@@ -49,6 +49,14 @@ def test_fold_counts_that_cannot_give_an_interval_are_refused(folds, repeats):
         "an interval: the corrected resampled-t needs folds >= 3 and folds x repeats >= 6; raise them"
     )
     with pytest.raises(ValueError, match=re.escape(message)):
+        check_config(config)
+
+
+@pytest.mark.parametrize("repeats", [1, 5])
+def test_fewer_than_three_folds_are_refused_by_the_schema(repeats):
+    config = _default()
+    config["analysis"]["knn"].update(folds=2, repeats=repeats)
+    with pytest.raises(ValueError, match=re.escape("analysis.knn.folds: 2 is less than the minimum of 3")):
         check_config(config)
 
 
