@@ -715,6 +715,9 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
     assert calls == [30]  # simulated at the row's own number of prompts
     (rate,) = nulls.loc[nulls["claim_id"] == "spearman", "planted_null_rate"]
     assert rate == 0.03
+    row = nulls.loc[nulls["claim_id"] == "spearman"].iloc[0]  # the row's null and excess, carried as they are
+    assert (row["null_estimate"], row["beyond_high"], row["beyond_verdict"]) == (0.91, 0.02, D.NOT_SHOWN)
+    assert row["null"] == rho["null"] != "" and row["beyond"] == -0.01
     assert (nulls["planted_null_rate"] <= 0.1).all() and (nulls["planted_draws"] == 50).all()
 
 

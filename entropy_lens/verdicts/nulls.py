@@ -21,6 +21,7 @@ from entropy_lens.answers.drop_scores import planted_null_rate as planted_drop
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS
 from entropy_lens.verdicts.skip_nulls import planted_null_rate as planted_skip
 
 log = logging.getLogger(__name__)
@@ -39,14 +40,7 @@ NULLS_COLUMNS = (
     "unit",
     "n_sources",
     "observed",
-    "null",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
-    "beyond_verdict",
+    *ROW_NULL_COLUMNS,
     "planted_null_rate",
     "planted_low",
     "planted_high",
@@ -151,7 +145,7 @@ def nulls_table(
                 "claim_id": claim_id,
                 **{c: rec[c] for c in ("claim", "role", "model", "split", "measure", "unit", "n_sources")},
                 "observed": rec["estimate"],
-                **{c: rec[c] for c in NULLS_COLUMNS[9:17]},
+                **{c: rec[c] for c in ROW_NULL_COLUMNS},
                 "planted_null_rate": rate,
                 "planted_low": low,
                 "planted_high": high,

@@ -23,6 +23,17 @@ from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts.decision import NOT_RUN
 
+# A row's null and its excess over it: the paper table's columns, copied as they are into the nulls table.
+ROW_NULL_COLUMNS = (
+    "null",
+    "null_estimate",
+    "null_low",
+    "null_high",
+    "beyond",
+    "beyond_low",
+    "beyond_high",
+    "beyond_verdict",
+)
 COLUMNS = (
     "claim",
     "claim_id",
@@ -43,14 +54,7 @@ COLUMNS = (
     "study",
     "verdict",
     "why",
-    "null",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
-    "beyond_verdict",
+    *ROW_NULL_COLUMNS,
     "beyond_why",
     "n",
     "n_sources",
