@@ -54,11 +54,6 @@ NO_FINAL = "no_final"
 VARIANTS = (ALL_BLOCKS, NO_FINAL)
 VARIANT_TEXT = {ALL_BLOCKS: "all blocks eligible", NO_FINAL: "final block excluded"}
 VARIANT_SHORT = {ALL_BLOCKS: "all blocks", NO_FINAL: "no final"}
-FIRST_LAYER_RULE = (
-    "layer 0 has no lens predecessor, so its Delta H is undefined (NaN) and it is never an "
-    "expansion/pruning candidate; random baselines exclude it too"
-)
-DEFAULT_MIN_INCREASE = 0.0
 # The columns of score rows under skip conditions: one row per condition, measure and question;
 # ``layers`` is :func:`layer_text` of the skipped blocks, ``gold_logprob`` the gold letter's
 # log-probability among the four letters (nats) under the measure's scores.

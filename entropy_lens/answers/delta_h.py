@@ -19,9 +19,7 @@ import pandas as pd
 
 from entropy_lens.answers.conditions import (
     ALL_BLOCKS,
-    DEFAULT_MIN_INCREASE,
     EXPANSION,
-    FIRST_LAYER_RULE,
     SELECTION_KINDS,
     VARIANTS,
     Selection,
@@ -34,6 +32,12 @@ from entropy_lens.store import schema
 if TYPE_CHECKING:
     # Annotations only: the skip tables and figures use the selections without opening a store.
     import xarray as xr
+
+FIRST_LAYER_RULE = (
+    "layer 0 has no lens predecessor, so its Delta H is undefined (NaN) and it is never an "
+    "expansion/pruning candidate; random baselines exclude it too"
+)
+DEFAULT_MIN_INCREASE = 0.0
 
 
 def _entropy_diffs(ds: xr.Dataset) -> np.ndarray:
