@@ -11,8 +11,9 @@ from entropy_lens.analysis import baselines as B
 from entropy_lens.analysis import targets as T
 from entropy_lens.analysis.knn import KnnSettings
 from entropy_lens.store import schema
+from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts.claims.separability import BASELINE_RULE
+from entropy_lens.verdicts.claims.baselines import BASELINE_RULE
 from entropy_lens.verdicts.rows import rows_of
 
 FAST = KnnSettings(k=7, n_splits=5, n_repeats=2)
@@ -121,7 +122,7 @@ def test_baseline_rows_are_extension_rows_judged_on_the_paired_difference():
     assert set(rows) == {B.FIRST_TOKEN, B.PROMPT_TEXT}
     first, text = rows[B.FIRST_TOKEN], rows[B.PROMPT_TEXT]
     assert first["claim"] == text["claim"] == C.BY_ID["task_beyond_baselines"].name
-    assert first["role"] == C.EXTENSION and first["n_sources"] == 20
+    assert first["role"] == K.EXTENSION and first["n_sources"] == 20
     assert "lies above 0" in first["why"] and first["baseline"] == pytest.approx(table["null_estimate"].iloc[0])
     assert "lies above 0" not in text["why"]  # the instruction alone separates the tasks as well
     assert first["note"].startswith("AUC profile ")

@@ -12,14 +12,17 @@ import pytest
 from entropy_lens.analysis.pairs import ALIGNMENT_GAP, CENTRED, FAMILY_GAP, NATS, NORMALIZED, RESOLUTION_GAP
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.tables import to_markdown, write_table
+from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import claim_verdicts as CV
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import render as R
+from entropy_lens.verdicts import study as S
 from entropy_lens.verdicts import table as P
 from entropy_lens.verdicts import units as U
 from entropy_lens.verdicts.absences import absent_rows
+from entropy_lens.verdicts.claims.separability import KNN_CLAIMS
 from entropy_lens.verdicts.claims.skipping import NO_RANK_CLAIM
 
 
@@ -29,7 +32,7 @@ def _csv(rows: list[dict]) -> pd.DataFrame:
 
 def _knn_row(target, model, protocol, mean, low, high, *, measure="shannon", split="", k=29, groups=20, note=""):
     return {
-        "dataset": C.KNN_DATASETS[target],
+        "dataset": KNN_CLAIMS[target].dataset,
         "target": target,
         "split": split,
         "model": model,
@@ -103,30 +106,30 @@ def _expected(**extra) -> P.Expected:
 
 
 def test_study_model_matching_and_scopes():
-    assert C.study_model_for("meta-llama/Llama-3.2-1B-Instruct") == "Llama-3.2-1B"
-    assert C.study_model_for("gemma-2-2b-it") == "Gemma-2-2B"
-    assert C.study_model_for("gemma-2-27b") is None
-    assert C.study_model_for("llama-3.2-10b") is None
-    assert C.study_model_for("smollm2-135m") is None
-    assert C.skip_scope("gemma2", "gemma", "google/gemma-2-2b-it") == C.GEMMA2_SCOPE
-    assert C.skip_scope("gemma-2-9b-it", "gemma") is None  # the sentence names Gemma-2-2B-it only
-    assert C.skip_scope("llama-3.2-1b", "Llama") == C.LLAMA_SCOPE
-    assert C.skip_scope("smollm2-135m", "smollm") is None
-    assert C.shape_scope("llama") == ("llama", C.FINDING)
-    assert C.shape_scope("smollm", "llama") == ("llama", C.EXTENSION)
-    assert C.shape_scope("qwen", "qwen2") is None
+    assert S.study_model_for("meta-llama/Llama-3.2-1B-Instruct") == "Llama-3.2-1B"
+    assert S.study_model_for("gemma-2-2b-it") == "Gemma-2-2B"
+    assert S.study_model_for("gemma-2-27b") is None
+    assert S.study_model_for("llama-3.2-10b") is None
+    assert S.study_model_for("smollm2-135m") is None
+    assert S.skip_scope("gemma2", "gemma", "google/gemma-2-2b-it") == S.GEMMA2_SCOPE
+    assert S.skip_scope("gemma-2-9b-it", "gemma") is None  # the sentence names Gemma-2-2B-it only
+    assert S.skip_scope("llama-3.2-1b", "Llama") == S.LLAMA_SCOPE
+    assert S.skip_scope("smollm2-135m", "smollm") is None
+    assert S.shape_scope("llama") == ("llama", K.FINDING)
+    assert S.shape_scope("smollm", "llama") == ("llama", K.EXTENSION)
+    assert S.shape_scope("qwen", "qwen2") is None
 
 
 def test_separability_rows_carry_interval_study_protocol_and_verdict():
     table = P.paper_table(knn=_knn(), expected=_expected())
     assert list(table.columns) == list(P.COLUMNS)
-    task = table[(table["claim"] == C.TASK) & (table["measure"] == "shannon")].set_index("model")
+    task = table[(table["claim_id"] == "task") & (table["measure"] == "shannon")].set_index("model")
     row = task.loc["smollm2-135m"]
     assert row["verdict"] == D.REPRODUCED and row["estimate"] == 0.9 and row["ci_low"] == 0.85
     assert row["study_protocol"] == 0.93 and row["baseline_high"] == 0.58 and row["n_sources"] == 20
     assert row["study"] == "94.77–98.38"  # not a study model: the study's range
     assert task.loc["meta-llama/Llama-3.2-1B", "study"] == "94.94"
-    fmt = table[table["claim"] == C.FORMAT].set_index("model")
+    fmt = table[table["claim_id"] == "format"].set_index("model")
     assert fmt.loc["smollm2-135m", "verdict"] == D.NOT_REPRODUCED
     assert fmt.loc["gemma-2-2b-it", "verdict"] == D.INCONCLUSIVE and "k=29" in fmt.loc["gemma-2-2b-it", "why"]
     assert fmt.loc["gemma-2-2b-it", "study"] == "98.7 ± 1.1"
@@ -135,15 +138,15 @@ def test_separability_rows_carry_interval_study_protocol_and_verdict():
 
 def test_family_knn_with_one_model_per_family_is_model_identity_an_extension():
     one_each = P.paper_table(knn=_knn(), expected=_expected())
-    row = one_each[one_each["claim"] == C.MODEL_IDENTITY].iloc[0]
-    assert row["model"] == "all" and row["role"] == C.EXTENSION and row["verdict"] == "holds"
+    row = one_each[one_each["claim_id"] == "model_identity"].iloc[0]
+    assert row["model"] == "all" and row["role"] == K.EXTENSION and row["verdict"] == "holds"
     # the study's claim is not dropped: its row says why it could not be read
-    (family,) = one_each[one_each["claim"] == C.FAMILY].to_dict("records")
-    assert family["role"] == C.FINDING and family["why"].startswith("not run: one model per family")
+    (family,) = one_each[one_each["claim_id"] == "family"].to_dict("records")
+    assert family["role"] == K.FINDING and family["why"].startswith("not run: one model per family")
     pair = P.Expected(datasets={"blank": ["a", "b", "c"]}, families={"a": "x", "b": "x", "c": "y"})
     shared = P.paper_table(knn=_knn(), expected=pair)
     row = shared[shared["model"] == "all"].iloc[0]
-    assert row["claim"] == C.FAMILY and row["role"] == C.FINDING and row["verdict"] == D.REPRODUCED
+    assert row["claim_id"] == "family" and row["role"] == K.FINDING and row["verdict"] == D.REPRODUCED
 
 
 def _heldout(share=(0.9, 0.7, 0.97), model="q-1.5b") -> pd.DataFrame:
@@ -175,13 +178,13 @@ def test_held_out_family_rows():
     families = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s": "smollm", "g": "gemma"}
     expected = P.Expected(datasets={"blank": list(families)}, families=families)
     table = P.paper_table(heldout=_heldout(), expected=expected)
-    row = table[table["claim"] == C.FAMILY_HELDOUT].iloc[0]
+    row = table[table["claim_id"] == "family_heldout"].iloc[0]
     assert row["verdict"] == D.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == U.SHARE
     assert "predicted: qwen 18; gemma 2" in row["note"]
     low = P.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
-    assert low.loc[low["claim"] == C.FAMILY_HELDOUT, "verdict"].item() == D.NOT_REPRODUCED
+    assert low.loc[low["claim_id"] == "family_heldout", "verdict"].item() == D.NOT_REPRODUCED
     none = P.paper_table(knn=_knn(), expected=_expected())
-    why = none.loc[none["claim"] == C.FAMILY_HELDOUT, "why"].item()
+    why = none.loc[none["claim_id"] == "family_heldout", "why"].item()
     assert why.startswith("not run: one model per family")
 
 
@@ -189,7 +192,7 @@ def _renyi(diff=(0.01, -0.02, 0.03), target="task", model="smollm2-135m") -> pd.
     return _csv(
         [
             {
-                "dataset": C.KNN_DATASETS[target],
+                "dataset": KNN_CLAIMS[target].dataset,
                 "target": target,
                 "split": "",
                 "model": model,
@@ -211,56 +214,56 @@ def _renyi(diff=(0.01, -0.02, 0.03), target="task", model="smollm2-135m") -> pd.
 
 def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
     table = P.paper_table(knn=_knn(), renyi=_renyi(), expected=_expected())
-    rows = table[table["claim"] == C.RENYI]
+    rows = table[table["claim_id"] == "renyi"]
     summary, per_row = rows[rows["model"] == "all"].iloc[0], rows[rows["model"] != "all"]
     assert summary["verdict"] == D.REPRODUCED and len(per_row) == 1
-    assert per_row.iloc[0]["split"] == f"{C.TASK}, α = 5" and per_row.iloc[0]["unit"] == U.AUC_POINTS
+    assert per_row.iloc[0]["split"] == f"{C.claim('task').name}, α = 5" and per_row.iloc[0]["unit"] == U.AUC_POINTS
     # the headline keeps the claim's summary alone, also when a per-order row is pooled over models ("all")
     pooled = table.copy()  # a per-order row pooled over models, as family separability's is
-    pooled.loc[(pooled["claim"] == C.RENYI) & (pooled["split"] != ""), "model"] = "all"
+    pooled.loc[(pooled["claim_id"] == "renyi") & (pooled["split"] != ""), "model"] = "all"
     top = P.headline(pooled)
-    assert top.loc[top["claim"] == C.RENYI, "split"].tolist() == [""]
+    assert top.loc[top["claim_id"] == "renyi", "split"].tolist() == [""]
     far = P.paper_table(knn=_knn(), renyi=_renyi((-0.2, -0.25, -0.15)), expected=_expected())
-    assert far.loc[(far["claim"] == C.RENYI) & (far["model"] == "all"), "verdict"].item() == D.NOT_REPRODUCED
+    assert far.loc[(far["claim_id"] == "renyi") & (far["model"] == "all"), "verdict"].item() == D.NOT_REPRODUCED
     wide = P.paper_table(knn=_knn(), renyi=_renyi((0.0, -0.08, 0.08)), expected=_expected())
-    assert wide.loc[(wide["claim"] == C.RENYI) & (wide["model"] == "all"), "verdict"].item() == D.INCONCLUSIVE
+    assert wide.loc[(wide["claim_id"] == "renyi") & (wide["model"] == "all"), "verdict"].item() == D.INCONCLUSIVE
     # a row Shannon left undecided (gemma's capped k) carries no equivalence row
     undecided = P.paper_table(knn=_knn(), renyi=_renyi(target="format", model="gemma-2-2b-it"), expected=_expected())
-    assert undecided.loc[undecided["claim"] == C.RENYI, "model"].tolist() == ["all"]
+    assert undecided.loc[undecided["claim_id"] == "renyi", "model"].tolist() == ["all"]
 
 
 def test_mmlu_correctness_is_inconclusive_under_letter_bias():
     table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=1.0), expected=_expected())
-    row = table[table["claim"] == C.MMLU_CORRECT].iloc[0]
+    row = table[table["claim_id"] == "mmlu_correct"].iloc[0]
     assert row["verdict"] == D.INCONCLUSIVE and "letter bias: 'A' answered for 100%" in row["why"]
-    acc = table[(table["claim"] == C.ACCURACY) & (table["measure"] == "calibrated")].iloc[0]
+    acc = table[(table["claim_id"] == "accuracy") & (table["measure"] == "calibrated")].iloc[0]
     assert acc["verdict"] == "undecided" and acc["baseline"] == 0.3  # the majority letter beats chance
-    assert acc["role"] == C.PRECONDITION and "gold C 30%" in acc["note"]
+    assert acc["role"] == K.PRECONDITION and "gold C 30%" in acc["note"]
 
 
 def test_every_absent_claim_gets_a_reason():
     table = P.paper_table(knn=_knn(), expected=_expected())
     absent = table[table["why"].str.startswith("not run")]
-    reasons = {(c, m): w for c, m, w in zip(absent["claim"], absent["model"], absent["why"], strict=True)}
-    assert "not profiled on 'tasks'" in reasons[(C.TASK, "gemma-2-2b-it")]
-    assert "dataset 'mmlu' is disabled" in reasons[(C.MMLU_CORRECT, "gemma-2-2b-it")]
-    assert "not in layer_skip.models" in reasons[(C.SKIP_VS_PRUNING, "gemma-2-2b-it")]  # the Gemma-2 finding
+    reasons = {(c, m): w for c, m, w in zip(absent["claim_id"], absent["model"], absent["why"], strict=True)}
+    assert "not profiled on 'tasks'" in reasons[("task", "gemma-2-2b-it")]
+    assert "dataset 'mmlu' is disabled" in reasons[("mmlu_correct", "gemma-2-2b-it")]
+    assert "not in layer_skip.models" in reasons[("skip_vs_pruning", "gemma-2-2b-it")]  # the Gemma-2 finding
     gemma = absent[absent["model"] == "gemma-2-2b-it"]
-    assert set(gemma.loc[gemma["claim_id"].isin(C.SKIP_CLAIMS), "claim"]) == {C.SKIP_VS_PRUNING}  # rank: extension
-    findings = absent["role"] == C.FINDING
+    assert set(gemma.loc[gemma["claim_id"].isin(C.SKIP_CLAIMS), "claim_id"]) == {"skip_vs_pruning"}  # rank: extension
+    findings = absent["role"] == K.FINDING
     assert (absent.loc[findings, "verdict"] == D.INCONCLUSIVE).all()
     # every finding and precondition of the registry has a row, measured or not
     for claim in C.CLAIMS:
-        if claim.role != C.EXTENSION:
+        if claim.role != K.EXTENSION:
             assert ((table["claim"] == claim.name) & (table["role"] == claim.role)).any(), claim.name
-    (accuracy,) = absent[absent["claim"] == C.ACCURACY].to_dict("records")
-    assert accuracy["role"] == C.PRECONDITION and accuracy["why"] == "not run: dataset 'mmlu' is disabled"
-    collapse = absent[absent["claim"] == C.SKIP_COLLAPSE]
+    (accuracy,) = absent[absent["claim_id"] == "accuracy"].to_dict("records")
+    assert accuracy["role"] == K.PRECONDITION and accuracy["why"] == "not run: dataset 'mmlu' is disabled"
+    collapse = absent[absent["claim_id"] == "skip_collapse"]
     assert collapse["why"].tolist() == ["not run: meta-llama/Llama-3.2-1B not in layer_skip.models"]
     no_llama = P.paper_table(
         knn=_knn(), expected=P.Expected(datasets={"tasks": ["smollm2-135m"]}, families={"smollm2-135m": "smollm"})
     )
-    assert no_llama.loc[no_llama["claim"] == C.SKIP_COLLAPSE, "why"].tolist() == [
+    assert no_llama.loc[no_llama["claim_id"] == "skip_collapse", "why"].tolist() == [
         "not run: no model of the Llama family (the study's scope) in this configuration; other models' rows are "
         "extensions"
     ]
@@ -344,32 +347,32 @@ def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
     k1 = table[table["split"] == "k=1, all blocks eligible"]
 
     def row(model, claim):
-        hit = k1[(k1["model"] == model) & (k1["claim"] == claim) & (k1["unit"] != U.LOGPROB)]
+        hit = k1[(k1["model"] == model) & (k1["claim_id"] == claim) & (k1["unit"] != U.LOGPROB)]
         assert len(hit) == 1, hit
         return hit.iloc[0]
 
-    llama = row("llama-3.2-1b", C.SKIP_VS_RANDOM)
-    assert (llama["role"], llama["verdict"]) == (C.FINDING, D.REPRODUCED)
-    assert llama["study"] == C.STUDY_SKIP_SENTENCE[C.LLAMA_SCOPE]
-    assert row("llama-3.2-1b", C.PRUNING_VS_RANDOM)["role"] == C.EXTENSION  # the study says nothing of it
-    assert row("llama-3.2-1b", C.SKIP_COLLAPSE)["verdict"] == D.REPRODUCED  # 27 [22, 32] < chance + 10
-    gemma = row("gemma-2-2b-it", C.SKIP_VS_PRUNING)
-    assert (gemma["role"], gemma["verdict"]) == (C.FINDING, D.NOT_REPRODUCED)  # expansion hurt more: not the claim
+    llama = row("llama-3.2-1b", "skip_vs_random")
+    assert (llama["role"], llama["verdict"]) == (K.FINDING, D.REPRODUCED)
+    assert llama["study"] == S.STUDY_SKIP_SENTENCE[S.LLAMA_SCOPE]
+    assert row("llama-3.2-1b", "pruning_vs_random")["role"] == K.EXTENSION  # the study says nothing of it
+    assert row("llama-3.2-1b", "skip_collapse")["verdict"] == D.REPRODUCED  # 27 [22, 32] < chance + 10
+    gemma = row("gemma-2-2b-it", "skip_vs_pruning")
+    assert (gemma["role"], gemma["verdict"]) == (K.FINDING, D.NOT_REPRODUCED)  # expansion hurt more: not the claim
     assert "where the study found pruning more critical" in gemma["why"]
-    assert row("gemma-2-2b-it", C.SKIP_VS_RANDOM)["role"] == C.EXTENSION
-    qwen = row("qwen-1.5b", C.SKIP_VS_RANDOM)
-    assert (qwen["role"], qwen["verdict"]) == (C.EXTENSION, "expansion more critical")
-    assert qwen["study"] == C.NO_SKIP_CLAIM and not (k1["model"].eq("qwen-1.5b") & k1["role"].eq(C.FINDING)).any()
+    assert row("gemma-2-2b-it", "skip_vs_random")["role"] == K.EXTENSION
+    qwen = row("qwen-1.5b", "skip_vs_random")
+    assert (qwen["role"], qwen["verdict"]) == (K.EXTENSION, "expansion more critical")
+    assert qwen["study"] == S.NO_SKIP_CLAIM and not (k1["model"].eq("qwen-1.5b") & k1["role"].eq(K.FINDING)).any()
     no_final = table[(table["split"] == "k=1, final block excluded") & (table["unit"] == U.POINTS)]
-    flipped = no_final[(no_final["model"] == "llama-3.2-1b") & (no_final["claim"] == C.SKIP_VS_RANDOM)].iloc[0]
+    flipped = no_final[(no_final["model"] == "llama-3.2-1b") & (no_final["claim_id"] == "skip_vs_random")].iloc[0]
     assert flipped["verdict"] == D.NOT_REPRODUCED and "random more critical" in flipped["why"]
-    same = no_final[(no_final["model"] == "qwen-1.5b") & (no_final["claim"] == C.PRUNING_VS_RANDOM)].iloc[0]
+    same = no_final[(no_final["model"] == "qwen-1.5b") & (no_final["claim_id"] == "pruning_vs_random")].iloc[0]
     assert same["verdict"] == O.NO_DIFFERENCE
     few_sets = table[(table["split"].str.startswith("k=2")) & (table["model"] == "llama-3.2-1b")].iloc[0]
     assert few_sets["verdict"] == D.INCONCLUSIVE and "random baseline of 12 sets" in few_sets["why"]
     # the rank over blocks is no claim of the study's: an extension with its outcome on every model
-    ranks = table[(table["claim"] == C.SKIP_RANK)].set_index(["model", "split"])
-    assert (ranks["role"] == C.EXTENSION).all() and (ranks["verdict"] == "expansion more critical").all()
+    ranks = table[(table["claim_id"] == "skip_rank")].set_index(["model", "split"])
+    assert (ranks["role"] == K.EXTENSION).all() and (ranks["verdict"] == "expansion more critical").all()
     assert set(ranks.index.get_level_values("model")) == set(families) and (ranks["study"] == NO_RANK_CLAIM).all()
 
 
@@ -380,7 +383,7 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     top = P.headline(P.paper_table(layer_skip=skip, skip_spearman=_rank("qwen-1.5b"), expected=expected))
     not_run = top["why"].str.startswith("not run")
     skip_rows = top[top["claim_id"].isin(C.SKIP_CLAIMS) & ~not_run]
-    assert not (top["claim"].eq(C.SKIP_RANK) & top["role"].ne(C.EXTENSION)).any()  # no finding, even where missing
+    assert not (top["claim_id"].eq("skip_rank") & top["role"].ne(K.EXTENSION)).any()  # no finding, even where missing
     assert set(skip_rows["split"]) == {
         "k=1, all blocks eligible",
         "k=1, final block excluded",
@@ -397,22 +400,22 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     assert lines[1].startswith("Extensions (where the study made no claim; counted apart):")
     assert "expansion more critical" in lines[1] and "no difference" in lines[1]
     roles = top["role"].tolist()
-    assert roles == sorted(roles, key=[C.FINDING, C.EXTENSION, C.PRECONDITION].index)
+    assert roles == sorted(roles, key=[K.FINDING, K.EXTENSION, K.PRECONDITION].index)
 
 
 def test_headline_keeps_the_verdict_measure_and_shannon():
     table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected())
     top = P.headline(table)
-    assert set(top.loc[top["claim"] == C.ACCURACY, "measure"]) == {"calibrated"}
-    assert "renyi(a=5)" not in set(top.loc[top["claim"] == C.TASK, "measure"])
+    assert set(top.loc[top["claim_id"] == "accuracy", "measure"]) == {"calibrated"}
+    assert "renyi(a=5)" not in set(top.loc[top["claim_id"] == "task", "measure"])
     assert (top["verdict"] != "").all()
-    findings = top[top["role"] == C.FINDING]
+    findings = top[top["role"] == K.FINDING]
     measured = findings[~findings["why"].str.startswith("not run")]
     order = [C.CLAIM_ORDER.index(c) for c in measured["claim_id"]]
     assert order == sorted(order)
     not_run = findings["why"].str.startswith("not run").tolist()
     assert not_run == sorted(not_run)  # findings not run come after those measured
-    assert set(top.loc[top["role"] == C.PRECONDITION, "claim"]) == {C.ACCURACY}
+    assert set(top.loc[top["role"] == K.PRECONDITION, "claim_id"]) == {"accuracy"}
     assert "not run by this configuration (listed last)" in R.verdicts_html(top)
 
 
@@ -422,7 +425,7 @@ def test_the_readme_digest_gives_one_line_per_claim_with_its_verdict_null_and_ro
     claims = CV.claim_verdicts(top)
     assert digest.startswith(f"**{R.summary(top)[0]}**")
     for rec in claims.to_dict("records"):
-        name = rec["claim"] if rec["role"] == C.FINDING else f"{rec['claim']} ({rec['role']})"
+        name = rec["claim"] if rec["role"] == K.FINDING else f"{rec['claim']} ({rec['role']})"
         (line,) = [line for line in digest.splitlines() if line.startswith(f"| {name} |")]
         rows = top[(top["claim"] == rec["claim"]) & (top["role"] == rec["role"])]
         assert f"| {rec['verdict']}" in line and f"| {rec['beyond_null']}" in line
@@ -511,11 +514,11 @@ def _overlap() -> pd.DataFrame:
 
 def test_overlap_is_judged_by_containment_with_jaccard_beside_it():
     table = P.paper_table(overlap=_overlap(), expected=_expected())
-    rows = table[table["claim"] == C.OVERLAP].set_index(["split", "measure"])
+    rows = table[table["claim_id"] == "overlap"].set_index(["split", "measure"])
     assert rows.loc[("blank", "containment"), "verdict"] == D.REPRODUCED
     assert rows.loc[("blank", "jaccard"), "verdict"] == D.NOT_REPRODUCED  # the same sets, the statistic that shrinks
     assert rows.loc[("tasks", "containment"), "verdict"] == D.INCONCLUSIVE
-    top = P.headline(table).query("claim == @C.OVERLAP")
+    top = P.headline(table).query("claim_id == 'overlap'")
     assert set(top["measure"]) == {"containment"} and set(top["split"]) == {"blank", "tasks"}
 
 
@@ -540,20 +543,20 @@ def test_family_shape_rows_findings_for_the_family_extensions_for_its_architectu
         datasets={"blank": list(families), "tasks": ["llama-3.2-1b"]}, families=families, architectures=architectures
     )
     table = P.paper_table(shapes=_shapes(), expected=expected)
-    llama = table[table["claim"] == C.SHAPE_LLAMA].set_index(["model", "split"])
+    llama = table[table["claim_id"] == "shape_llama"].set_index(["model", "split"])
     assert llama.loc[("llama-3.2-1b", "blank"), "verdict"] == D.REPRODUCED
-    assert llama.loc[("llama-3.2-1b", "blank"), "role"] == C.FINDING
+    assert llama.loc[("llama-3.2-1b", "blank"), "role"] == K.FINDING
     assert "drift 0.050 [0.010, 0.100]" in llama.loc[("llama-3.2-1b", "blank"), "note"]
     assert llama.loc[("llama-3.2-1b", "tasks"), "verdict"] == D.INCONCLUSIVE
     smol = llama.loc[("smollm2-135m", "blank")]
-    assert (smol["role"], smol["verdict"]) == (C.EXTENSION, "holds") and smol["note"].startswith("llama architecture")
-    gpt = table[table["claim"] == C.SHAPE_GPT]
+    assert (smol["role"], smol["verdict"]) == (K.EXTENSION, "holds") and smol["note"].startswith("llama architecture")
+    gpt = table[table["claim_id"] == "shape_gpt"]
     assert len(gpt) == 1 and gpt["why"].item() == "not run: no model of family gpt or gpt2 in this configuration"
-    assert "qwen2.5-coder-0.5b" not in set(table.loc[table["claim"].isin([C.SHAPE_GPT, C.SHAPE_LLAMA]), "model"])
+    assert "qwen2.5-coder-0.5b" not in set(table.loc[table["claim_id"].isin(["shape_gpt", "shape_llama"]), "model"])
     gpt2 = {"gpt2-small": "gpt2", "gpt2-xl": "GPT2"}
     shapes = _shapes().assign(model="gpt2-small", family="gpt2").iloc[:1]
     table = P.paper_table(shapes=shapes, expected=P.Expected(datasets={"blank": ["gpt2-small"]}, families=gpt2))
-    rows = table[table["claim"] == C.SHAPE_GPT].set_index("model")
+    rows = table[table["claim_id"] == "shape_gpt"].set_index("model")
     assert rows.loc["gpt2-small", "verdict"] == D.NOT_REPRODUCED  # it starts low: rise > 0 fails "starts high"
     assert rows.loc["gpt2-xl", "why"] == "not run: gpt2-xl is profiled on no dataset"
 
@@ -564,7 +567,7 @@ def test_summary_counts_each_role_apart():
     lines = R.summary(top)
     findings = lines[0]
     claims = CV.claim_verdicts(top)
-    found = claims[claims["role"] == C.FINDING]["verdict"].value_counts()
+    found = claims[claims["role"] == K.FINDING]["verdict"].value_counts()
     assert findings.startswith(
         f"Claims of the study: {found.get('reproduced', 0)} reproduced, {found.get('not reproduced', 0)} not "
         f"reproduced, {found.get('mixed', 0)} mixed, {found.get('inconclusive', 0)} inconclusive; "
@@ -572,14 +575,15 @@ def test_summary_counts_each_role_apart():
     counted = sum(
         int(part.split()[0]) for part in findings.split(". Beyond")[0].split(": ", 1)[1].replace(";", ",").split(", ")
     )
-    assert counted == len(claims[claims["role"] == C.FINDING])  # every finding claim counted once, by claim not row
-    assert counted < int((top["role"] == C.FINDING).sum())  # several rows per claim: rows are not what is counted
+    assert counted == len(claims[claims["role"] == K.FINDING])  # every finding claim counted once, by claim not row
+    assert counted < int((top["role"] == K.FINDING).sum())  # several rows per claim: rows are not what is counted
     assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 1 undecided (not findings of the study")
     text = R.verdicts_markdown(top, "Verdicts")
-    body, section = text.split(f"## {R.HEADINGS[C.PRECONDITION][0]}")
+    body, section = text.split(f"## {R.HEADINGS[K.PRECONDITION][0]}")
     assert text.startswith("# Verdicts\n\n**Claims of the study:") and "| claim | model |" in body
     assert "## Claims\n\n| claim | as stated | beyond its null | rows |" in body
-    assert f"{C.ACCURACY} (precondition)" in section and f"{C.MODEL_IDENTITY} (extension)" in body
+    assert f"{C.claim('accuracy').name} (precondition)" in section
+    assert f"{C.claim('model_identity').name} (extension)" in body
     html = R.verdicts_html(top)
     assert html.count("<table") == 3
 
@@ -618,30 +622,30 @@ PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "smollm", "g-270m
 
 def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_normalized_one():
     table = P.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
-    rows = table[table["claim"].isin([C.CLUSTERING, C.SIZE_RESOLUTION])].set_index(["claim", "measure"])
+    rows = table[table["claim_id"].isin(["clustering", "size_resolution"])].set_index(["claim_id", "measure"])
     assert len(rows) == 6 and set(rows["verdict"]) == {D.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
-    assert rows.loc[(C.CLUSTERING, NORMALIZED), "unit"] == U.LOG_V and rows.loc[(C.CLUSTERING, NATS), "unit"] == U.NATS
-    assert "(s-135m)" in rows.loc[(C.CLUSTERING, NATS), "why"]
-    assert "on absolute layer 0.600" in rows.loc[(C.SIZE_RESOLUTION, NATS), "note"]
+    assert rows.loc[("clustering", NORMALIZED), "unit"] == U.LOG_V and rows.loc[("clustering", NATS), "unit"] == U.NATS
+    assert "(s-135m)" in rows.loc[("clustering", NATS), "why"]
+    assert "on absolute layer 0.600" in rows.loc[("size_resolution", NATS), "note"]
     assert RESOLUTION_GAP not in " ".join(table["note"])  # the old closeness statistic is no verdict any more
     top = P.headline(table)
-    assert set(top.loc[top["claim"].isin([C.CLUSTERING, C.SIZE_RESOLUTION]), "measure"]) == {NORMALIZED}
+    assert set(top.loc[top["claim_id"].isin(["clustering", "size_resolution"]), "measure"]) == {NORMALIZED}
     below = P.paper_table(family_pairs=_pairs((-0.3, -0.4, -0.2)), expected=_family_expected(PAIR_FAMILIES))
-    assert set(below.loc[below["claim"] == C.SIZE_RESOLUTION, "verdict"]) == {D.NOT_REPRODUCED}
+    assert set(below.loc[below["claim_id"] == "size_resolution", "verdict"]) == {D.NOT_REPRODUCED}
     wide = P.paper_table(
         family_pairs=_pairs((0.05, -0.1, 0.2), scales=(NATS,)), expected=_family_expected(PAIR_FAMILIES)
     )
-    why = wide.loc[wide["claim"] == C.CLUSTERING, "why"].item()
+    why = wide.loc[wide["claim_id"] == "clustering", "why"].item()
     assert "with 40 blank samples per model: about 360 would decide it" in why, why
 
 
 def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_help():
-    def reasons(families, pairs=None, clustering=True, claims=(C.CLUSTERING, C.SIZE_RESOLUTION)):
+    def reasons(families, pairs=None, clustering=True, claims=("clustering", "size_resolution")):
         frame = pd.DataFrame([{"grouping": "family", "ari_models": 1.0, "silhouette_samples": 0.5}])
         table = P.paper_table(
             clustering=frame if clustering else None, family_pairs=pairs, expected=_family_expected(families)
         )
-        rows = table[table["claim"].isin(claims)]
+        rows = table[table["claim_id"].isin(claims)]
         assert (rows["verdict"] == D.INCONCLUSIVE).all()
         return set(rows["why"])
 
@@ -654,7 +658,7 @@ def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_h
     }
     # the alignment of a family's two sizes needs no other family; "family, not size" does
     alone = reasons(
-        {"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0, scales=(NATS,)), claims=[C.CLUSTERING]
+        {"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0, scales=(NATS,)), claims=["clustering"]
     )
     assert alone == {"not run: only family qwen on 'blank': no other family to compare with"}
     assert reasons({"a": "x"}, clustering=False) == {"not run: needs >= 2 models on 'blank', got 1"}
@@ -664,7 +668,7 @@ def test_pooled_accuracy_counts_questions_not_prompts():
     styles = _accuracy(top_share=0.4)
     pooled = styles.assign(style=ALL_STYLES, n=80)  # 40 questions in two styles: the pooled n counts prompts
     acc = P.paper_table(accuracy=pd.concat([styles, pooled]), expected=_expected())
-    why = acc.loc[(acc["claim"] == C.ACCURACY) & (acc["split"] == ALL_STYLES), "why"]
+    why = acc.loc[(acc["claim_id"] == "accuracy") & (acc["split"] == ALL_STYLES), "why"]
     assert why.str.contains("with 40 questions: about").all(), why.tolist()
 
 
@@ -704,7 +708,7 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
         ]
     )
     table = P.paper_table(expansion=spear, accuracy=_accuracy(top_share=0.4), expected=_expected())
-    rho = table[table["claim"] == C.SPEARMAN].iloc[0]
+    rho = table[table["claim_id"] == "spearman"].iloc[0]
     assert rho["verdict"] == D.REPRODUCED  # as stated: 0.9 clears 0.5
     assert rho["beyond_verdict"] == D.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
     assert "containment is the claim's test" in rho["beyond_why"]
@@ -733,10 +737,10 @@ def test_correctness_reads_the_greedy_letter_and_the_calibrated_letter_is_an_ext
     accuracy = pd.concat([biased[biased["measure"] == "ll"], fair[fair["measure"] != "ll"]])
     accuracy = pd.concat([accuracy, accuracy.assign(style=ALL_STYLES)], ignore_index=True)
     table = P.paper_table(knn=_csv(rows), accuracy=accuracy, expected=_expected())
-    greedy = table[table["claim"] == C.MMLU_CORRECT].iloc[0]
+    greedy = table[table["claim_id"] == "mmlu_correct"].iloc[0]
     assert greedy["verdict"] == D.INCONCLUSIVE and "letter bias" in greedy["why"]
     calibrated = table[table["claim"] == C.BY_ID["mmlu_correct_calibrated"].name].iloc[0]
-    assert calibrated["role"] == C.EXTENSION and calibrated["split"] == ALL_STYLES
+    assert calibrated["role"] == K.EXTENSION and calibrated["split"] == ALL_STYLES
     assert "letter bias" not in calibrated["why"] and "at chance" not in calibrated["why"]
 
 
@@ -747,8 +751,8 @@ def test_no_absent_row_where_a_model_cannot_or_need_not_read_a_finding():
         datasets={"tasks": ["gpt2", "gem"], "mmlu": ["llama"], "images": ["vit"]},
         families={"gpt2": "gpt2", "gem": "gemma", "llama": "llama", "vit": "vit"},
     )
-    absent = {(r["claim"], r["model"]): r["why"] for r in absent_rows([], expected)}
-    assert (C.TASK, "vit") not in absent and (C.FORMAT, "vit") not in absent and (C.MMLU_CORRECT, "vit") not in absent
-    assert (C.MMLU_CORRECT, "gpt2") not in absent
-    assert "gem is not profiled on 'mmlu'" in absent[(C.MMLU_CORRECT, "gem")]
-    assert "llama is not profiled on 'tasks'" in absent[(C.TASK, "llama")]
+    absent = {(r["claim_id"], r["model"]): r["why"] for r in absent_rows([], expected)}
+    assert ("task", "vit") not in absent and ("format", "vit") not in absent and ("mmlu_correct", "vit") not in absent
+    assert ("mmlu_correct", "gpt2") not in absent
+    assert "gem is not profiled on 'mmlu'" in absent[("mmlu_correct", "gem")]
+    assert "llama is not profiled on 'tasks'" in absent[("task", "llama")]

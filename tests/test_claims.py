@@ -1,4 +1,5 @@
-"""The claim registry: one record per claim, each naming a verdict rule and study figure that exist."""
+"""The claim registry: one record per claim, in its topic's module and listed once, each naming a verdict rule and
+study figure that exist."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import inspect
 import pytest
 
 from entropy_lens.analysis.targets import STUDY_TARGETS
+from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts.claims import expansion, separability
 
 RULE_MODULES = ("entropy_lens.verdicts.rules", "entropy_lens.verdicts.outcomes")
 
@@ -16,7 +20,7 @@ RULE_MODULES = ("entropy_lens.verdicts.rules", "entropy_lens.verdicts.outcomes")
 def test_each_claim_is_one_record_with_a_unique_id_and_name():
     assert len({c.id for c in C.CLAIMS}) == len({c.name for c in C.CLAIMS}) == len(C.CLAIMS)
     assert tuple(c.id for c in C.CLAIMS) == C.CLAIM_ORDER
-    assert {c.role for c in C.CLAIMS} <= set(C.ROLES)
+    assert {c.role for c in C.CLAIMS} <= set(K.ROLES)
 
 
 @pytest.mark.parametrize("claim", C.CLAIMS, ids=lambda c: c.id)
@@ -27,13 +31,50 @@ def test_each_claim_names_a_verdict_rule_and_a_figure_that_exist(claim):
     assert not claim.rule.__name__.startswith("_")
     assert claim.unit
     if claim.figure:
-        assert claim.figure in C.STUDY["figures"] or claim.figure in C.STUDY["sentences"]
+        assert claim.figure in S.STUDY["figures"] or claim.figure in S.STUDY["sentences"]
 
 
 def test_every_knn_target_tests_a_registered_claim():
-    assert {t.name for t in STUDY_TARGETS} == set(C.KNN_CLAIMS)
-    assert {C.KNN_DATASETS[t.name] for t in STUDY_TARGETS} == {t.dataset for t in STUDY_TARGETS}
-    assert all(C.KNN_DATASETS[t.name] == t.dataset for t in STUDY_TARGETS)
+    assert {t.name for t in STUDY_TARGETS} == set(separability.KNN_CLAIMS)
+    assert all(separability.KNN_CLAIMS[t.name].dataset == t.dataset for t in STUDY_TARGETS)
+    assert set(separability.KNN_CLAIMS.values()) <= set(C.CLAIMS)
+
+
+def _records(topic) -> list:
+    return [value for value in vars(topic).values() if isinstance(value, K.Claim)]
+
+
+def test_every_record_of_a_topic_is_listed_once_in_the_registry_and_every_topic_is_read():
+    """A claim is written in its topic's module; the registry lists it (reading order) and reads the topic's
+    inputs. A record left out of CLAIMS, or a topic module left out of TOPICS, fails here."""
+    import pkgutil
+
+    from entropy_lens.verdicts import claims
+
+    topics = [importlib.import_module(f"{claims.__name__}.{m.name}") for m in pkgutil.iter_modules(claims.__path__)]
+    assert set(topics) == set(C.TOPICS)
+    defined = [record for topic in topics for record in _records(topic)]
+    assert sorted(c.id for c in defined) == sorted(C.CLAIM_ORDER)
+    inputs = [name for topic in C.TOPICS for name in topic.INPUTS]
+    assert len(inputs) == len(set(inputs))
+
+
+def test_rows_of_a_claim_left_out_of_the_registry_are_refused():
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from entropy_lens.verdicts.decision import not_run
+    from entropy_lens.verdicts.rows import COLUMNS, row
+    from entropy_lens.verdicts.table import _ordered
+
+    stray = replace(expansion.SPEARMAN, id="stray")
+    rows = [
+        row(expansion.SPEARMAN, "m", "", not_run("x")),
+        row(stray, "m", "", not_run("x")),
+    ]
+    with pytest.raises(ValueError, match=r"rows of claims not in the registry: \['stray'\]; list each record"):
+        _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
 def test_the_headline_selections_name_measures_the_analyses_write():
@@ -46,9 +87,9 @@ def test_the_headline_selections_name_measures_the_analyses_write():
         metric_label(schema.ENTROPY, None),
         CONTAINMENT,
         NORMALIZED,
-    ) == (C.SHANNON, C.CONTAINMENT_STATISTIC, C.HEADLINE_SCALE)
-    assert C.HEADLINE_SCALE in SCALES
-    assert {c.headline.styles for c in C.CLAIMS} <= {"", C.POOLED, C.PER_STYLE}
+    ) == (K.SHANNON, K.CONTAINMENT_STATISTIC, K.HEADLINE_SCALE)
+    assert K.HEADLINE_SCALE in SCALES
+    assert {c.headline.styles for c in C.CLAIMS} <= {"", K.POOLED, K.PER_STYLE}
     # the skip experiment's claims share one smallest k: every claim of its dataset sets it, no other does
     assert {c.id for c in C.CLAIMS if c.headline.smallest_k} == set(C.SKIP_CLAIMS)
 
@@ -56,22 +97,22 @@ def test_the_headline_selections_name_measures_the_analyses_write():
 def test_an_unknown_claim_is_named():
     with pytest.raises(ValueError, match="unknown claim id 'no such claim'"):
         C.claim("no such claim")
-    assert C.claim("spearman").name == C.SPEARMAN
+    assert C.claim("spearman") is expansion.SPEARMAN
 
 
 def test_study_figures_are_the_papers():
     """data/study.yaml holds the study's published numbers."""
-    assert C.STUDY_SPEARMAN == {
+    assert S.STUDY_SPEARMAN == {
         "Llama-3.2-1B": 0.8250,
         "Llama-3.2-3B": 0.7365,
         "Gemma-2-2B": 0.8804,
         "Gemma-2-9B": 0.8540,
     }
-    assert C.STUDY_TASK_AUC["Llama-3.2-1B"] == 94.94 and C.STUDY_TASK_AUC["Gemma-2-9B"] == 98.38
-    assert C.STUDY_FORMAT_AUC == {"Gemma-2-2B": (98.7, 1.1), "Llama-3.2-1B": (97.8, 2.4)}
-    assert C.STUDY_MMLU_ACCURACY == {"llama": (50.89, 60.62), "gemma": (55.0, 56.0)}
-    assert C.STUDY_MMLU_AUC == {"llama": (67.23, 73.61), "gemma": (68.36, 72.78)}
-    assert C.study_model_for("meta-llama/Meta-Llama-3-8B-Instruct") == "Llama-3-8B"
+    assert S.STUDY_TASK_AUC["Llama-3.2-1B"] == 94.94 and S.STUDY_TASK_AUC["Gemma-2-9B"] == 98.38
+    assert S.STUDY_FORMAT_AUC == {"Gemma-2-2B": (98.7, 1.1), "Llama-3.2-1B": (97.8, 2.4)}
+    assert S.STUDY_MMLU_ACCURACY == {"llama": (50.89, 60.62), "gemma": (55.0, 56.0)}
+    assert S.STUDY_MMLU_AUC == {"llama": (67.23, 73.61), "gemma": (68.36, 72.78)}
+    assert S.study_model_for("meta-llama/Meta-Llama-3-8B-Instruct") == "Llama-3-8B"
 
 
 # --------------------------------------------------------------------------- the named rule is the rule applied
@@ -113,10 +154,10 @@ def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
     called: dict[str, list[set]] = {}
     build = W.row
 
-    def row(claim_id, *args, **kwargs):
-        called.setdefault(claim_id, []).append(set(log))
+    def row(claim, *args, **kwargs):
+        called.setdefault(claim.id, []).append(set(log))
         log.clear()
-        return build(claim_id, *args, **kwargs)
+        return build(claim, *args, **kwargs)
 
     monkeypatch.setattr(W, "row", row)  # rows_of's rows only: the judged ones
     families = {"llama-3.2-1b": "llama", "gemma-2-2b-it": "gemma", "qwen-1.5b": "qwen"}

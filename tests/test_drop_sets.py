@@ -191,6 +191,7 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
 
 
 def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
+    from entropy_lens.verdicts import claim as K
     from entropy_lens.verdicts import registry as C
     from entropy_lens.verdicts.claims import drop_sets
     from entropy_lens.verdicts.rows import rows_of
@@ -199,7 +200,7 @@ def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
     scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
     frame = D.DROP_SCORE_READING.frame(scores, "drop_scores")
     table = pd.DataFrame(rows_of(frame, drop_sets.DROP_RULE)).set_index(["measure", "unit", "split"])
-    assert len(table) == len(scores) and set(table["role"]) == {C.EXTENSION}
+    assert len(table) == len(scores) and set(table["role"]) == {K.EXTENSION}
     assert set(table["claim"]) == {C.BY_ID["drop_sets"].name}
     accuracy = table.xs(drop_sets.POINTS, level="unit").reset_index()
     words = dict(zip(accuracy["split"].str.rsplit(", ", n=1).str[-1], accuracy["verdict"], strict=True))

@@ -41,6 +41,7 @@ from entropy_lens.answers.plan import read_plan
 from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.store import schema, storage
+from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as claims
 from entropy_lens.verdicts.outcomes import OUTCOMES
@@ -316,7 +317,7 @@ def test_verdicts_are_read_again_under_each_fitted_lens(tiny_run):
     assert changes["verdict_logit"].ne("").all() and changes["verdict_lens"].ne("").all()
     assert changes["changed"].astype(str).isin(["True", "False"]).all()
     assert (changes["changed"].astype(str) == "True").eq(changes["verdict_logit"] != changes["verdict_lens"]).all()
-    assert set(changes["claim"]) >= {claims.SPEARMAN, claims.OVERLAP}
+    assert set(changes["claim"]) >= {claims.claim("spearman").name, claims.claim("overlap").name}
     blocks = pd.read_csv(tiny_run / "results/tables/lens_blocks.csv")
     n_layers = int(blocks["block"].max()) + 1
     assert len(blocks) == 2 * 2 * n_layers  # per kind and dataset, one row per block
@@ -332,9 +333,9 @@ def test_verdicts_are_read_again_under_each_fitted_lens(tiny_run):
             in (tiny_run / "results/tables/verdicts.md").read_text()
         )
     top = pd.read_csv(tiny_run / "results/tables/verdicts.csv", keep_default_na=False)
-    spearman = top[(top["claim"] == claims.SPEARMAN) & (top["model"] == "tiny-llama") & (top["split"] == "blank")]
+    spearman = top[(top["claim_id"] == "spearman") & (top["model"] == "tiny-llama") & (top["split"] == "blank")]
     expected = changes[
-        (changes["claim"] == claims.SPEARMAN) & (changes["split"] == "blank") & (changes["kind"] == "linear")
+        (changes["claim_id"] == "spearman") & (changes["split"] == "blank") & (changes["kind"] == "linear")
     ]
     assert len(spearman) == 1 and spearman["under_linear"].tolist() == expected["verdict_lens"].tolist()
     assert top.loc[top["model"] != "tiny-llama", "under_linear"].eq("").all()
@@ -374,9 +375,9 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
     claimed = table[table["verdict"] != ""]
     words = {
-        claims.FINDING: set(D.VERDICTS),
-        claims.PRECONDITION: set(D.PRECONDITION_WORDS.values()),
-        claims.EXTENSION: {*D.EXTENSION_WORDS.values(), *OUTCOMES, D.INCONCLUSIVE},  # inconclusive: not run
+        K.FINDING: set(D.VERDICTS),
+        K.PRECONDITION: set(D.PRECONDITION_WORDS.values()),
+        K.EXTENSION: {*D.EXTENSION_WORDS.values(), *OUTCOMES, D.INCONCLUSIVE},  # inconclusive: not run
     }
     for role, rows in claimed.groupby("role"):
         assert set(rows["verdict"]) <= words[role], (role, set(rows["verdict"]))
@@ -385,14 +386,14 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     headline = (tiny_run / "results/tables/verdicts.md").read_text()
     assert "task separability (intact prompts)" in headline and "Spearman" in headline
     # one model per family in the tiny run: the same-family pair claims are listed, saying why they cannot run
-    assert claims.CLUSTERING in headline and claims.SIZE_RESOLUTION in headline
-    pairs = table[table["claim"].isin([claims.CLUSTERING, claims.SIZE_RESOLUTION, claims.FAMILY_HELDOUT])]
+    assert claims.claim("clustering").name in headline and claims.claim("size_resolution").name in headline
+    pairs = table[table["claim_id"].isin(["clustering", "size_resolution", "family_heldout"])]
     assert len(pairs) == 3 and pairs["why"].str.startswith("not run: one model per family").all(), pairs["why"]
-    pooled = table[table["claim"].isin([claims.FAMILY, claims.MODEL_IDENTITY])]  # two one-model families
-    identity = pooled[pooled["claim"] == claims.MODEL_IDENTITY]
-    assert len(identity) > 0 and set(identity["role"]) == {claims.EXTENSION}
-    (family,) = pooled[pooled["claim"] == claims.FAMILY].to_dict("records")  # the study's claim, said unread
-    assert family["role"] == claims.FINDING and family["why"].startswith("not run: one model per family")
+    pooled = table[table["claim_id"].isin(["family", "model_identity"])]  # two one-model families
+    identity = pooled[pooled["claim_id"] == "model_identity"]
+    assert len(identity) > 0 and set(identity["role"]) == {K.EXTENSION}
+    (family,) = pooled[pooled["claim_id"] == "family"].to_dict("records")  # the study's claim, said unread
+    assert family["role"] == K.FINDING and family["why"].startswith("not run: one model per family")
     assert "gap_low" in pd.read_csv(tiny_run / "results/tables/family_pairs.csv").columns
     timings = pd.read_csv(tiny_run / "results/tables/run_timings.csv")
     assert "extract_profiles" in set(timings["rule"]) and timings["seconds"].iloc[-1] > 0
@@ -460,7 +461,7 @@ def test_moe_decoder_and_vit_run_through_the_whole_workflow(tmp_path):
     expansion = pd.read_csv(workdir / "results/tables/expansion_images.csv")
     assert expansion["model"].tolist() == ["tiny-vit"] and expansion["n_prompts"].item() == 12
     table = pd.read_csv(workdir / "results/tables/paper_comparison.csv")
-    assert (table["claim"] == claims.IMAGE_CLASS).any()
+    assert (table["claim_id"] == "image_class").any()
 
 
 def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
@@ -479,16 +480,16 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     out = run_snakemake(workdir, "--cores", "2")
     assert "family_fingerprints" not in jobs_in(out.stdout)
     table = pd.read_csv(workdir / "results/tables/paper_comparison.csv", keep_default_na=False)
-    family = table[table["claim"] == claims.FAMILY]  # one family: nothing to separate, and the table says so
+    family = table[table["claim_id"] == "family"]  # one family: nothing to separate, and the table says so
     assert len(family) > 0 and (family["verdict"] == "inconclusive").all()
     assert family["why"].str.contains(">= 2", regex=False).all(), family["why"].tolist()
     # The family shape claims: the llama model gets a verdict on its blank profiles; no GPT model, so not run.
     assert "family_shapes" in jobs_in(out.stdout)
-    llama = table[table["claim"] == claims.SHAPE_LLAMA]
+    llama = table[table["claim_id"] == "shape_llama"]
     assert llama["model"].tolist() == [model] and llama["split"].tolist() == ["blank"] and llama["verdict"].all()
-    gpt = table[table["claim"] == claims.SHAPE_GPT]
+    gpt = table[table["claim_id"] == "shape_gpt"]
     assert gpt["why"].tolist() == ["not run: no model of family gpt or gpt2 in this configuration"]
-    overlap = table[table["claim"] == claims.OVERLAP].set_index("measure")
+    overlap = table[table["claim_id"] == "overlap"].set_index("measure")
     # containment decides, Jaccard beside it, and containment on the cells whose nucleus size changes
     assert sorted(overlap.index) == ["containment", "containment_size_changes", "jaccard"]
     assert overlap.loc["jaccard", "estimate"] <= overlap.loc["containment", "estimate"]

@@ -1,8 +1,8 @@
 """Verdicts: each claim of the study judged from the analyses' tables, against the study and its null.
 
 Modules:
-    registry        the study's claims: one record each (id, name, role, scope, unit, rule function, figure), in
-                    reading order.
+    claim           a claim's record (id, name, role, scope, unit, rule function, figure, headline) and its roles.
+    study           the study's figures and sentences (data/study.yaml), the models it names, its claims' scopes.
     decision        the one three-way test of an interval against its bars (Test, judge, decide), the units that
                     would decide it, and the excess over a null (beyond_null).
     rules           the named rules that turn an estimate and its interval into reproduced / not reproduced /
@@ -12,9 +12,12 @@ Modules:
     units           the table's units and how a number in each is shown.
     rows            the table's row: its columns, the one builder (rows_of) that turns a standard frame
                     (entropy_lens.core.frames) into rows under a claim's RowRule, and what the config expected.
-    claims/         each topic's row rules: separability (kNN, held-out family, baselines, Rényi), expansion
-                    (Spearman, overlap), families (shapes, same-family pairs), accuracy (the MMLU precondition),
-                    skipping (layer-skip comparisons and rank), drop_sets (pruning criteria).
+    inputs          a paper-table input: its reading, the rows it gives, how a fitted lens recomputes it.
+    claims/         each topic's claims, one module each: records, row rules and inputs. separability (kNN,
+                    held-out family), baselines, renyi, expansion (Spearman, overlap), accuracy (the MMLU
+                    precondition), skipping (layer-skip comparisons and rank), drop_sets (pruning criteria),
+                    families (shapes, same-family pairs).
+    registry        every claim's record in reading order, and the topics in the order their inputs are read.
     absences        the "not run" rows of claims the configuration did not measure.
     table           the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.
     claim_verdicts  one verdict per claim from its rows (the headline counts claims, not rows).

@@ -10,8 +10,12 @@ from typing import Any
 from entropy_lens.analysis.knn import POOLED_MODEL
 from entropy_lens.prompts.datasets import IMAGE, KINDS
 from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts.claims.separability import knn_claim
+from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_EXPERIMENT, Claim
+from entropy_lens.verdicts.claims.families import CLUSTERING, SHAPE_ROWS, SIZE_RESOLUTION
+from entropy_lens.verdicts.claims.separability import EXTENSION_TARGETS, FAMILY_HELDOUT, KNN_CLAIMS, knn_claim
+from entropy_lens.verdicts.claims.skipping import SKIP_VS_RANDOM
+from entropy_lens.verdicts.registry import CLAIMS, SKIP_CLAIMS, claim
 from entropy_lens.verdicts.rows import Expected, family_shortfall, pair_shortfall, row
 from entropy_lens.verdicts.units import AUC, NATS, POINTS, SHARE
 
@@ -21,20 +25,20 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
     seen = {(r["claim_id"], r["model"]) for r in rows}
     models = list(dict.fromkeys(m for ms in expected.datasets.values() for m in ms))
     out = []
-    for target in C.KNN_CLAIMS:
-        claim, role = knn_claim(target, expected)
-        dataset = C.KNN_DATASETS[target]
+    for target, tested in KNN_CLAIMS.items():
+        claimed, role = knn_claim(target, expected)
+        dataset = tested.dataset
         profiled = list(expected.datasets.get(dataset, ()))
         if target == "family":
             wanted = [POOLED_MODEL]
-        elif target in C.EXTENSION_TARGETS:
+        elif target in EXTENSION_TARGETS:
             wanted = profiled
         else:
             wanted = [m for m in models if m in profiled or _in_scope(target, dataset, m, expected)]
         out += [
-            row(claim, m, AUC, D.not_run(_why_absent(dataset, m, profiled, target)), role=role)
+            row(claimed, m, AUC, D.not_run(_why_absent(dataset, m, profiled, target)), role=role)
             for m in wanted
-            if (claim, m) not in seen
+            if (claimed.id, m) not in seen
         ]
     out += _absent_skip_rows(seen, models, expected) + _absent_pair_rows(seen, expected)
     out += _absent_shape_rows(seen, models, expected)
@@ -42,7 +46,7 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
 
 
 # kNN findings whose study figures are per family: a model of another family left off their dataset owes no row.
-FAMILY_SCOPED = {"mmlu_correct": C.STUDY_MMLU_AUC}
+FAMILY_SCOPED = {"mmlu_correct": S.STUDY_MMLU_AUC}
 
 
 def _in_scope(target: str, dataset: str, model: str, expected: Expected) -> bool:
@@ -71,25 +75,25 @@ def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[di
     """
     named = {(r["claim_id"], r["role"]) for r in rows}
     return [
-        row(claim.id, "all", "", D.not_run(_why_unmeasured(claim, expected)), role=claim.role)
-        for claim in C.CLAIMS
-        if claim.role != C.EXTENSION and (claim.id, claim.role) not in named
+        row(c, "all", "", D.not_run(_why_unmeasured(c, expected)), role=c.role)
+        for c in CLAIMS
+        if c.role != EXTENSION and (c.id, c.role) not in named
     ]
 
 
-def _why_unmeasured(claim: C.Claim, expected: Expected) -> str:
-    if claim.id in C.SKIP_CLAIMS:
-        scopes = [scope for scope, claims in C.SKIP_EXPECTED.items() if claim.id in claims]
+def _why_unmeasured(claim: Claim, expected: Expected) -> str:
+    if claim.id in SKIP_CLAIMS:
+        scopes = [scope for scope, claims in S.SKIP_EXPECTED.items() if claim.id in claims]
         if not scopes:
             return "the study names no direction for it on any model: every row of it is an extension"
         scoped = [model for model, scope in expected.skip_scopes().items() if scope in scopes]
         if not scoped:
-            names = " or ".join(C.SKIP_SCOPE_NAMES[s] for s in scopes)
+            names = " or ".join(S.SKIP_SCOPE_NAMES[s] for s in scopes)
             return f"no model of {names} (the study's scope) in this configuration; other models' rows are extensions"
         return _skip_shortfall(scoped, expected, named=True)
     if claim.id == "family" and expected.one_model_per_family():
         return "one model per family: family and model identity coincide, so the model-identity extension reads it"
-    if claim.dataset not in ("", C.SKIP_EXPERIMENT) and claim.dataset not in expected.datasets:
+    if claim.dataset not in ("", SKIP_EXPERIMENT) and claim.dataset not in expected.datasets:
         return f"dataset {claim.dataset!r} is disabled"
     return "no result: its analysis gave no rows in this configuration"
 
@@ -109,14 +113,14 @@ def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expecte
     out = []
     scopes = expected.skip_scopes()
     for model in models:
-        if any((claim, model) in seen for claim in C.SKIP_CLAIMS):
+        if any((claim_id, model) in seen for claim_id in SKIP_CLAIMS):
             continue
         reason = _skip_shortfall([model], expected, named=False)
         scope = scopes.get(model)
-        claims = list(C.SKIP_EXPECTED.get(scope or "", {})) or ["skip_vs_random"]
-        role = C.FINDING if scope else C.EXTENSION
-        study = C.STUDY_SKIP_SENTENCE[scope] if scope else C.NO_SKIP_CLAIM
-        out += [row(claim, model, POINTS, D.not_run(reason), role=role, study=study) for claim in claims]
+        claims = [claim(i) for i in S.SKIP_EXPECTED.get(scope or "", {})] or [SKIP_VS_RANDOM]
+        role = FINDING if scope else EXTENSION
+        study = S.STUDY_SKIP_SENTENCE[scope] if scope else S.NO_SKIP_CLAIM
+        out += [row(c, model, POINTS, D.not_run(reason), role=role, study=study) for c in claims]
     return out
 
 
@@ -125,28 +129,28 @@ def _absent_pair_rows(seen: set[tuple[str, str]], expected: Expected) -> list[di
     blank = list(expected.datasets.get("blank", ()))
     why = family_shortfall(expected) or "no result"
     rows = [
-        row(claim, ", ".join(blank) or "all", NATS, D.not_run(why))
-        for claim in ("clustering", "size_resolution")
-        if not any(c == claim for c, _ in seen)
+        row(pair_claim, ", ".join(blank) or "all", NATS, D.not_run(why))
+        for pair_claim in (CLUSTERING, SIZE_RESOLUTION)
+        if not any(c == pair_claim.id for c, _ in seen)
     ]
-    if not any(c == "family_heldout" for c, _ in seen):
+    if not any(c == FAMILY_HELDOUT.id for c, _ in seen):
         reason = family_shortfall(expected) or pair_shortfall(blank, expected.families)
-        rows.append(row("family_heldout", ", ".join(blank) or "all", SHARE, D.not_run(reason)))
+        rows.append(row(FAMILY_HELDOUT, ", ".join(blank) or "all", SHARE, D.not_run(reason)))
     return rows
 
 
 def _absent_shape_rows(seen: set[tuple[str, str]], profiled: Sequence[str], expected: Expected) -> list[dict]:
     """A "not run" row for each shape claim without a model of its family, or a family model without a result."""
     out = []
-    for key, claim in C.SHAPE_ROWS.items():
-        members = [m for m, family in expected.families.items() if C.shape_scope(str(family)) == (key, C.FINDING)]
+    for key, shape_claim in SHAPE_ROWS.items():
+        members = [m for m, family in expected.families.items() if S.shape_scope(str(family)) == (key, FINDING)]
         if not members:
-            names = " or ".join(C.SHAPE_FAMILIES[key])
-            out.append(row(claim, "none", NATS, D.not_run(f"no model of family {names} in this configuration")))
+            names = " or ".join(S.SHAPE_FAMILIES[key])
+            out.append(row(shape_claim, "none", NATS, D.not_run(f"no model of family {names} in this configuration")))
         for model in members:
-            if (claim, model) not in seen:
+            if (shape_claim.id, model) not in seen:
                 reason = "no result" if model in profiled else f"{model} is profiled on no dataset"
-                out.append(row(claim, model, NATS, D.not_run(reason)))
+                out.append(row(shape_claim, model, NATS, D.not_run(reason)))
     return out
 
 

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 import pandas as pd
 
 from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.decision import NOT_RUN
 from entropy_lens.verdicts.outcomes import UNDECIDED
-from entropy_lens.verdicts.registry import EXTENSION, FINDING, PRECONDITION
 
 MIXED = "mixed"
 NO_NULL = "no null"

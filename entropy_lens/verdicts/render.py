@@ -16,9 +16,9 @@ import pandas as pd
 
 from entropy_lens.core.tables import to_markdown
 from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.claim_verdicts import BEYOND, MIXED, NO_NULL, claim_verdicts
 from entropy_lens.verdicts.outcomes import UNDECIDED
-from entropy_lens.verdicts.registry import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.units import RHO, SCALES, THREE_DIGITS
 
 NOT_RUN = D.NOT_RUN
@@ -123,7 +123,7 @@ def _fmt(row: Mapping[str, Any], value: str, prefix: str) -> str:
 
 
 def by_role(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The rows of each role, in :data:`entropy_lens.verdicts.registry.ROLES` order."""
+    """The rows of each role, in :data:`entropy_lens.verdicts.claim.ROLES` order."""
     return {role: table[table["role"] == role] for role in (FINDING, EXTENSION, PRECONDITION)}
 
 

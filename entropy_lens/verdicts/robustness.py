@@ -21,7 +21,7 @@ from entropy_lens.analysis.knn import KnnSettings
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 from entropy_lens.store.combine import combine_dataset
-from entropy_lens.verdicts.recompute import StoreSettings
+from entropy_lens.verdicts.inputs import StoreSettings
 from entropy_lens.verdicts.render import NOT_RUN, UNDER_LENS
 from entropy_lens.verdicts.rows import Expected
 from entropy_lens.verdicts.table import headline, paper_table, store_tables
@@ -183,11 +183,11 @@ def dataset_robustness(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The verdicts one dataset's profiles give under the logit lens and under each fitted kind, and where they part.
 
-    Both sides run the same analyses on the same models' profiles of ``dataset``: every paper-table input whose
-    registry entry recomputes it from a store (:func:`entropy_lens.verdicts.table.store_tables`: kNN separability
-    in Shannon entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes; on the blank set also the
-    held-out family and the same-family pairs), so each verdict is compared within one scope. The logit lens's
-    side is analysed once for every kind.
+    Both sides run the same analyses on the same models' profiles of ``dataset``: every paper-table input that
+    its entry (its topic's ``INPUTS``) recomputes from a store (:func:`entropy_lens.verdicts.table.store_tables`:
+    kNN separability in Shannon entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes; on the blank
+    set also the held-out family and the same-family pairs), so each verdict is compared within one scope. The
+    logit lens's side is analysed once for every kind.
 
     Args:
         logit: Per-model stores (model -> dataset) under the logit lens.
@@ -243,7 +243,7 @@ def _block_differences(
 
 
 def _paper(store: xr.Dataset, dataset: str, expected: Expected, settings: StoreSettings) -> pd.DataFrame:
-    """The paper table of every input its registry entry recomputes from the store (:func:`store_tables`)."""
+    """The paper table of every input whose entry recomputes it from the store (:func:`store_tables`)."""
     return paper_table(**store_tables(store, dataset, settings), expected=expected)
 
 

@@ -18,10 +18,12 @@ from typing import Any
 import pandas as pd
 
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, NULL_CONTRACT, SOURCES, SPLIT, N
+from entropy_lens.verdicts import claim as C
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts.claim import Claim
 from entropy_lens.verdicts.decision import NOT_RUN
+from entropy_lens.verdicts.study import skip_scope, study_sentence
 
 # A row's null and its excess over it: the paper table's columns, copied as they are into the nulls table.
 ROW_NULL_COLUMNS = (
@@ -66,7 +68,7 @@ NUMBER_COLUMNS = {
     "n",
     "n_sources",
 }
-CONTAINMENT_STATISTIC = C.CONTAINMENT_STATISTIC  # the registry names the measure a headline reads
+CONTAINMENT_STATISTIC = C.CONTAINMENT_STATISTIC  # the claim records name the measure a headline reads
 # The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null").
 NULL_NAME, NULL_COLUMNS, BEYOND_COLUMNS = NULL_CONTRACT[0], NULL_CONTRACT[1:4], NULL_CONTRACT[4:]
 
@@ -93,7 +95,7 @@ class Expected:
 
     def skip_scopes(self) -> dict[str, str | None]:
         """Model -> the layer-skip scope the study names for it (or ``None``)."""
-        return {m: C.skip_scope(m, f, self.sources.get(m, "")) for m, f in self.families.items()}
+        return {m: skip_scope(m, f, self.sources.get(m, "")) for m, f in self.families.items()}
 
     def one_model_per_family(self, dataset: str = "blank") -> bool:
         """Whether ``dataset`` has two or more models, each the only one of its family (families then equal models)."""
@@ -121,21 +123,22 @@ def word(verdict: D.Verdict | O.Outcome, role: str) -> str:
 
 
 def row(
-    claim_id: str, model: str, unit: str, verdict: D.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
+    claim: Claim, model: str, unit: str, verdict: D.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
 ) -> dict[str, Any]:
-    """One table row of the registered claim ``claim_id``; intervals (:class:`~entropy_lens.verdicts.decision.Interval`)
-    expand into columns.
+    """One table row of ``claim``; intervals (:class:`~entropy_lens.verdicts.decision.Interval`) expand into columns.
 
     The row carries the claim's id (``claim_id``, what code keys rows by) and its name (``claim``, for readers).
     Missing numbers are NaN, missing text ``""``.
-
-    Raises:
-        ValueError: for an id the registry does not hold.
     """
-    name = C.claim(claim_id).name
     row: dict[str, Any] = {c: math.nan if c in NUMBER_COLUMNS else "" for c in COLUMNS}
     row.update(
-        claim=name, claim_id=claim_id, role=role, model=model, unit=unit, verdict=word(verdict, role), why=verdict.why
+        claim=claim.name,
+        claim_id=claim.id,
+        role=role,
+        model=model,
+        unit=unit,
+        verdict=word(verdict, role),
+        why=verdict.why,
     )
     for key, value in values.items():
         if isinstance(value, D.Null):
@@ -228,13 +231,13 @@ class RowRule:
     columns beside the analysis's own).
 
     Attributes:
-        claim: The registered claim's id (:attr:`entropy_lens.verdicts.registry.Claim.id`); rows carry it as
+        claim: The claim's record (:class:`entropy_lens.verdicts.claim.Claim`); rows carry its id as
             ``claim_id`` beside its name.
         unit: The estimate's unit.
         judge: ``(estimate, record) -> verdict`` (or an outcome), the claim's verdict rule applied.
-        role: Finding, precondition or extension; default the registry's role of the claim (a rule sets it
-            where the study's scope decides it per model).
-        study: The study's figure or sentence; default the registry's sentence of the claim.
+        role: Finding, precondition or extension; default the record's role (a rule sets it where the study's
+            scope decides it per model).
+        study: The study's figure or sentence; default the record's figure sentence.
         note: What a reader needs beside the number.
         keep: Which records become rows (default: all).
         model, split, measure: Override the frame's (a pair of models, a split written out).
@@ -247,7 +250,7 @@ class RowRule:
         instead: What tests the claim where its statistic is mechanical (the null reaches the bar).
     """
 
-    claim: Field
+    claim: Claim | Callable[[Record], Claim]
     unit: Field
     judge: Callable[[D.Interval, Record], D.Verdict | O.Outcome]
     role: Field | None = None
@@ -282,10 +285,10 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
         )
         if null is not None:
             numbers["null"] = null
-        claim = C.claim(_at(rule.claim, rec))
+        claim = _at(rule.claim, rec)
         out.append(
             row(
-                claim.id,
+                claim,
                 str(_at(rule.model, rec) if rule.model is not None else rec[MODEL]),
                 _at(rule.unit, rec),
                 rule.judge(ours, rec),
@@ -294,7 +297,7 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
                 measure=_at(rule.measure, rec) if rule.measure is not None else rec[MEASURE],
                 **numbers,
                 **(rule.extra(rec) if rule.extra is not None else {}),
-                study=_at(rule.study, rec) if rule.study is not None else C.study_sentence(claim),
+                study=_at(rule.study, rec) if rule.study is not None else study_sentence(claim),
                 n=count(rec[N]),
                 n_sources=count(rec[SOURCES]),
                 note=_at(rule.note, rec),

@@ -19,36 +19,20 @@ writes them out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from entropy_lens.analysis.baselines import BASELINE_READING
-from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
-from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
-from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
-from entropy_lens.analysis.pairs import PAIR_READING
-from entropy_lens.analysis.shapes import SHAPE_READING
-from entropy_lens.analysis.targets import KNN_READING
-from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
-from entropy_lens.answers.criticality import COMPARISON_READING
-from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
-from entropy_lens.answers.drop_scores import DROP_SCORE_READING
+from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
-from entropy_lens.verdicts import recompute as S
-from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import claim as C
 from entropy_lens.verdicts.absences import absent_rows
-from entropy_lens.verdicts.claims.accuracy import accuracy_rows
-from entropy_lens.verdicts.claims.drop_sets import DROP_RULE
-from entropy_lens.verdicts.claims.expansion import OVERLAP_RULE, SPEARMAN_RULE
-from entropy_lens.verdicts.claims.families import pair_rows, shape_rule
-from entropy_lens.verdicts.claims.separability import BASELINE_RULE, HELDOUT_RULE, knn_rows, renyi_rows
-from entropy_lens.verdicts.claims.skipping import comparison_rows, rank_rule
 from entropy_lens.verdicts.decision import NOT_RUN
-from entropy_lens.verdicts.rows import COLUMNS, Expected, RowRule, rows_of
+from entropy_lens.verdicts.inputs import Built, PaperInput, StoreSettings
+from entropy_lens.verdicts.registry import BY_ID, CLAIM_ORDER, TOPICS
+from entropy_lens.verdicts.rows import COLUMNS, Expected
 from entropy_lens.verdicts.units import ACC, AUC, POINTS
 
 if TYPE_CHECKING:
@@ -57,145 +41,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Built:
-    """What the row builders of :data:`INPUTS` see: the inputs as standard frames, the rows built so far (in
-    :data:`INPUTS` order) and what the configuration asked for."""
-
-    frames: Mapping[str, pd.DataFrame | None]
-    rows: list[dict[str, Any]]
-    expected: Expected
-
-    @property
-    def scopes(self) -> Mapping[str, str | None]:
-        """The family each layer-skip model's claims are scoped to (:meth:`Expected.skip_scopes`)."""
-        return self.expected.skip_scopes()
-
-
-@dataclass(frozen=True)
-class PaperInput:
-    """One analysis table the paper table reads.
-
-    Attributes:
-        what: The function whose output it is (for readers and error messages).
-        reading: How it becomes a standard frame (:mod:`entropy_lens.core.frames`); ``None``: read as it is
-            (a table another input's rows consult).
-        rows: ``Built -> rows`` of its claims; ``None`` for a table only another input's rows read.
-        from_store: How the table is recomputed from one dataset's combined profile store
-            (:mod:`entropy_lens.verdicts.recompute`), so its claims are judged again under a fitted lens; or why
-            it is not (a sentence).
-    """
-
-    what: str
-    reading: Reading | None
-    rows: Callable[[Built], list[dict[str, Any]]] | None = None
-    from_store: S.StoreAnalysis | str = field(kw_only=True)
-
-
-def _rule(name: str, rule: RowRule) -> Callable[[Built], list[dict[str, Any]]]:
-    """Rows of input ``name`` under one row rule."""
-    return lambda built: rows_of(built.frames[name], rule)
-
-
-def _given(name: str, rows: Callable[[Built], list[dict[str, Any]]]) -> Callable[[Built], list[dict[str, Any]]]:
-    """``rows`` where input ``name`` was given, none otherwise."""
-    return lambda built: rows(built) if built.frames[name] is not None else []
-
-
-# Why an input is not recomputed from a profile store (PaperInput.from_store).
-FROM_ANSWERS = "read from the answers (MMLU scoring, the layer-skip experiment), not from a profile store"
-LOGIT_LENS_ONLY = "read under the logit lens only"
-
-# Every input of the paper table, in the order its rows are built (the Rényi summary reads the kNN rows
-# before it): adding a claim's table is one entry here (its form on one store in verdicts.recompute, or why
-# not) and its path in PAPER_TABLES of rules/common.smk, its Reading beside its analysis and its RowRule beside
-# the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
-INPUTS: Mapping[str, PaperInput] = {
-    "knn": PaperInput(
-        "analysis.targets.knn_table (both fold protocols)",
-        KNN_READING,
-        _given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
-        from_store=S.knn,
-    ),
-    "heldout": PaperInput(
-        "analysis.heldout.family_heldout", HELDOUT_READING, _rule("heldout", HELDOUT_RULE), from_store=S.heldout
-    ),
-    "heldout_normalized": PaperInput(
-        "analysis.heldout.family_heldout on entropy / log V",
-        HELDOUT_NORMALIZED_READING,
-        _rule("heldout_normalized", HELDOUT_RULE),
-        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the held-out family is read on entropy",
-    ),
-    "baselines": PaperInput(
-        "analysis.baselines.baseline_table",
-        BASELINE_READING,
-        _rule("baselines", BASELINE_RULE),
-        from_store=f"{LOGIT_LENS_ONLY}: the profile against its first token and the prompt text",
-    ),
-    "renyi": PaperInput(
-        "analysis.equivalence.renyi_differences",
-        EQUIVALENCE_READING,
-        lambda b: renyi_rows(b.rows, b.frames["renyi"]),
-        from_store=f"{LOGIT_LENS_ONLY}: the Rényi orders",
-    ),
-    "expansion": PaperInput(
-        "analysis.expansion.expansion_spearman (a dataset column when stacked)",
-        SPEARMAN_READING,
-        _rule("expansion", SPEARMAN_RULE),
-        from_store=S.expansion,
-    ),
-    "accuracy": PaperInput(
-        "answers.accuracy.accuracy_table",
-        ACCURACY_READING,
-        _given("accuracy", lambda b: accuracy_rows(b.frames["accuracy"], b.expected.families)),
-        from_store=FROM_ANSWERS,
-    ),
-    "layer_skip": PaperInput(
-        "answers.criticality.skip_comparisons",
-        COMPARISON_READING,
-        _given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
-        from_store=FROM_ANSWERS,
-    ),
-    "skip_spearman": PaperInput(
-        "answers.criticality.criticality_spearman",
-        RANK_READING,
-        lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
-        from_store=FROM_ANSWERS,
-    ),
-    "drop_scores": PaperInput(
-        "answers.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
-        DROP_SCORE_READING,
-        _rule("drop_scores", DROP_RULE),
-        from_store=FROM_ANSWERS,
-    ),
-    "clustering": PaperInput(
-        "analysis.families.clustering_scores (read by the family-pair rows)",
-        None,
-        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
-    ),
-    "family_pairs": PaperInput(
-        "analysis.pairs.family_pairs",
-        PAIR_READING,
-        lambda b: (
-            pair_rows(b.frames["family_pairs"], b.frames["clustering"], b.expected)
-            if b.frames["clustering"] is not None or b.frames["family_pairs"] is not None
-            else []
-        ),
-        from_store=S.pairs,
-    ),
-    "overlap": PaperInput(
-        "analysis.expansion.nucleus_overlap (a dataset column when stacked)",
-        OVERLAP_READING,
-        _rule("overlap", OVERLAP_RULE),
-        from_store=S.overlap,
-    ),
-    "shapes": PaperInput(
-        "analysis.shapes.profile_shapes (a dataset column when stacked)",
-        SHAPE_READING,
-        lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
-        from_store=S.shapes,
-    ),
-}
+# Every input of the paper table, in the order its rows are built: each topic's INPUTS (declared beside its claims'
+# records and row rules), in the registry's topic order. Rows are then ordered by claim (registry.CLAIM_ORDER).
+INPUTS: Mapping[str, PaperInput] = {name: entry for topic in TOPICS for name, entry in topic.INPUTS.items()}
 TABLE_INPUTS = tuple(INPUTS)
 # Each analysis table's reading as a standard frame (entropy_lens.core.frames), declared beside its analysis.
 READINGS: Mapping[str, Reading] = {name: i.reading for name, i in INPUTS.items() if i.reading is not None}
@@ -229,7 +77,7 @@ def paper_table(*, expected: Expected | None = None, **tables: pd.DataFrame | No
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
-def store_tables(store: xr.Dataset, dataset: str, settings: S.StoreSettings) -> dict[str, pd.DataFrame | None]:
+def store_tables(store: xr.Dataset, dataset: str, settings: StoreSettings) -> dict[str, pd.DataFrame | None]:
     """Every input of :data:`INPUTS` that its ``from_store`` recomputes from one dataset's combined profile store
     (``None`` where the store cannot give it), by name: :func:`paper_table`'s keywords."""
     return {name: i.from_store(store, dataset, settings) for name, i in INPUTS.items() if callable(i.from_store)}
@@ -246,8 +94,11 @@ def standard_frame(name: str, table: pd.DataFrame | None) -> pd.DataFrame | None
 
 
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:
-    rank = {claim: i for i, claim in enumerate(C.CLAIM_ORDER)}
-    order = table["claim_id"].map(rank).fillna(len(rank))
+    rank = {claim: i for i, claim in enumerate(CLAIM_ORDER)}
+    unknown = sorted(set(table["claim_id"]) - set(rank))
+    if unknown:
+        raise ValueError(f"rows of claims not in the registry: {unknown}; list each record in registry.CLAIMS")
+    order = table["claim_id"].map(rank)
     return table.assign(_o=order).sort_values(["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
@@ -255,7 +106,7 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     """The rows a reader needs first, one per claim, model and variant, in claim order: findings
     measured, findings the configuration did not run, then extensions and preconditions.
 
-    Each claim's record says which of its rows these are (:class:`entropy_lens.verdicts.registry.Headline`):
+    Each claim's record says which of its rows these are (:class:`entropy_lens.verdicts.claim.Headline`):
     Shannon entropy for separability; MMLU accuracy pooled over styles under the verdict measure,
     correctness per style where measured (the study reports it per style; the pooled row is a summary
     in the full table); layer skipping at the smallest ``k``, the accuracy statistic (the study's),
@@ -286,7 +137,7 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
 
 def _headline_of(claim_id: str) -> C.Headline:
     """The headline selection of a row's claim (every row, for an id the registry does not hold)."""
-    return C.BY_ID[claim_id].headline if claim_id in C.BY_ID else C.Headline()
+    return BY_ID[claim_id].headline if claim_id in BY_ID else C.Headline()
 
 
 def _selected(table: pd.DataFrame, rule: C.Headline) -> pd.Series:

@@ -1,1 +1,1 @@
-"""Each topic's row rules: how a claim's standard frame becomes rows of the paper table."""
+"""Each topic's claims: their records, their row rules, and the paper-table inputs their rows come from."""

@@ -1,4 +1,7 @@
-"""Paper-table rows of MMLU accuracy: a precondition of the correctness and layer-skip claims."""
+"""MMLU accuracy: a precondition of the correctness and layer-skip claims (:mod:`entropy_lens.answers.accuracy`).
+
+Its record, its row rule, and the paper-table input its rows come from.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,28 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
+from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts.claim import POOLED, PRECONDITION, Claim, Headline
+from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, given
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
 from entropy_lens.verdicts.units import ACC
+
+ACCURACY = Claim(
+    id="accuracy",
+    name="MMLU accuracy above chance and the majority letter",
+    sentence="precondition: a model must know MMLU before its right and wrong answers can be compared",
+    role=PRECONDITION,
+    unit="questions",
+    dataset="mmlu",
+    rule=V.accuracy,
+    figure="mmlu_accuracy",
+    headline=Headline(measures=(VERDICT_MEASURE, ""), styles=POOLED),
+)
 
 
 def _questions(accuracy: pd.DataFrame) -> list[int]:
@@ -34,12 +52,12 @@ def accuracy_rule(families: Mapping[str, str]) -> RowRule:
 
     def study(rec: Record) -> str:
         family = families.get(str(rec["model"]), "").lower()
-        if family in C.STUDY_MMLU_ACCURACY:
-            return f"{span(C.STUDY_MMLU_ACCURACY[family])} ({family} family)"
-        return C.NO_FIGURE
+        if family in S.STUDY_MMLU_ACCURACY:
+            return f"{span(S.STUDY_MMLU_ACCURACY[family])} ({family} family)"
+        return S.NO_FIGURE
 
     return RowRule(
-        claim="accuracy",
+        claim=ACCURACY,
         unit=ACC,
         judge=lambda acc, rec: V.accuracy(
             acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=int(rec["n_questions"])
@@ -66,3 +84,13 @@ def _bar(rec: Record, majority: str) -> D.Interval:
 
 def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:
     return rows_of(accuracy.assign(n_questions=_questions(accuracy)), accuracy_rule(families))
+
+
+INPUTS = {
+    "accuracy": PaperInput(
+        "answers.accuracy.accuracy_table",
+        ACCURACY_READING,
+        given("accuracy", lambda b: accuracy_rows(b.frames["accuracy"], b.expected.families)),
+        from_store=FROM_ANSWERS,
+    ),
+}

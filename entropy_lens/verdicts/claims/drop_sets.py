@@ -1,4 +1,4 @@
-"""Paper-table rows of the drop sets: does a pruning criterion's ``k``-block set keep more than random ``k``-sets?
+"""The drop sets: does a pruning criterion's ``k``-block set keep more than random ``k``-sets?
 
 No claim of the study's: an extension row on every model, counted apart.  One row per model, measure,
 statistic, variant, ``k`` and criterion of :func:`entropy_lens.answers.drop_scores.drop_scores`: the estimate
@@ -10,21 +10,40 @@ Rule, fixed before any result was read: ``holds`` (better than random) when the 
 more than the skip comparisons' margin); else ``undecided``.  Fewer than
 :data:`~entropy_lens.verdicts.outcomes.MIN_RANDOM_SETS` random sets, or an intact model not above chance,
 leave it undecided, and so does a degenerate interval (zero width, or none).
+
+Its record, its row rule, and the paper-table input its rows come from.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from entropy_lens.answers.conditions import VARIANT_TEXT
 from entropy_lens.answers.criteria import ACCURACY, CRITERION_TEXT
-from entropy_lens.answers.drop_scores import MARGINS
+from entropy_lens.answers.drop_scores import DROP_SCORE_READING, MARGINS
 from entropy_lens.answers.pruning import GROMOV
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts.claim import EXTENSION, SKIP_ROWS, Claim
+from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, rule_rows
 from entropy_lens.verdicts.rows import Record, RowRule, interval, table_null
 from entropy_lens.verdicts.units import LOGPROB, POINTS
 
-DROP_SETS = "drop_sets"
+DROP_SETS = Claim(
+    id="drop_sets",
+    name="dropping the k blocks a pruning criterion ranks least critical vs random k-sets",
+    sentence="which k blocks can you drop? each criterion's k least critical blocks (ΔH, Block Influence, "
+    "angular distance, position) and Gromov's contiguous span, skipped together, against random k-sets "
+    "(no claim of the study's own)",
+    role=EXTENSION,
+    unit="questions, random sets",
+    dataset="layer_skip_eval",
+    rule=O.drop_set,
+    # one row per criterion, share, variant and statistic: the full table's section; its k count toward the
+    # experiment's smallest k
+    headline=replace(SKIP_ROWS, shown=False),
+)
+
 NO_DROP_CLAIM = "no claim of the study's own (it names no pruning criterion)"
 CHANCE = 0.25
 NAMES = {**CRITERION_TEXT, GROMOV: "Gromov's contiguous span"}
@@ -59,7 +78,7 @@ DROP_RULE = RowRule(
     claim=DROP_SETS,
     unit=lambda rec: POINTS if _accuracy(rec) else LOGPROB,
     judge=lambda _, rec: drop_verdict(rec),
-    role=C.EXTENSION,
+    role=EXTENSION,
     study=NO_DROP_CLAIM,
     split=lambda rec: (
         f"k={int(rec['k'])} ({100 * float(rec['share']):.0f}% of blocks), {VARIANT_TEXT[str(rec['variant'])]}, "
@@ -69,3 +88,13 @@ DROP_RULE = RowRule(
     extra=lambda rec: {"baseline": D.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
     null=lambda rec: table_null(rec, margin=MARGINS[str(rec["statistic"])]),
 )
+
+
+INPUTS = {
+    "drop_scores": PaperInput(
+        "answers.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
+        DROP_SCORE_READING,
+        rule_rows("drop_scores", DROP_RULE),
+        from_store=FROM_ANSWERS,
+    ),
+}

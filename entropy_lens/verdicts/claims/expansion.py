@@ -1,15 +1,46 @@
-"""Paper-table rows of the expansion claims: Spearman ΔH vs Δ nucleus size, and adjacent-layer overlap."""
+"""The expansion claims: Spearman ΔH vs Δ nucleus size, and adjacent-layer overlap of the top-p sets
+(:mod:`entropy_lens.analysis.expansion`).
+
+Each claim's record, its row rule, and the paper-table input its rows come from.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
+import xarray as xr
 
+from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING, expansion_spearman, nucleus_overlap
 from entropy_lens.core.frames import SOURCES
 from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts.rows import CONTAINMENT_STATISTIC, Record, RowRule, span
+from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts.claim import CONTAINMENT_STATISTIC, FINDING, Claim, Headline
+from entropy_lens.verdicts.inputs import PaperInput, StoreSettings, rule_rows
+from entropy_lens.verdicts.rows import Record, RowRule, span
 from entropy_lens.verdicts.units import CONTAINMENT, JACCARD, RHO
+
+SPEARMAN = Claim(
+    id="spearman",
+    name="Spearman ΔH vs Δ nucleus size",
+    sentence="rising entropy is the candidate set expanding, falling entropy pruning",
+    role=FINDING,
+    unit="prompts",
+    dataset="tasks",
+    rule=V.above_threshold,
+    figure="spearman",
+)
+
+OVERLAP = Claim(
+    id="overlap",
+    name="adjacent layers share most of their top-p sets",
+    sentence="adjacent layers share most of their top-p sets",
+    role=FINDING,
+    unit="prompts",
+    dataset="tasks",
+    rule=V.above_threshold,
+    figure="overlap",
+    headline=Headline(measures=(CONTAINMENT_STATISTIC,)),
+)
 
 
 def _sources(rec: Record) -> int:
@@ -18,14 +49,14 @@ def _sources(rec: Record) -> int:
 
 
 def _study_spearman(rec: Record) -> str:
-    matched = C.study_model_for(str(rec["model"]))
-    if matched in C.STUDY_SPEARMAN:
-        return f"{C.STUDY_SPEARMAN[matched]:.3f}"
-    return span(C.STUDY_SPEARMAN.values(), ".3f")
+    matched = S.study_model_for(str(rec["model"]))
+    if matched in S.STUDY_SPEARMAN:
+        return f"{S.STUDY_SPEARMAN[matched]:.3f}"
+    return span(S.STUDY_SPEARMAN.values(), ".3f")
 
 
 SPEARMAN_RULE = RowRule(
-    claim="spearman",
+    claim=SPEARMAN,
     unit=RHO,
     judge=lambda rho, rec: V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"),
     study=_study_spearman,
@@ -37,7 +68,7 @@ SPEARMAN_RULE = RowRule(
 
 
 OVERLAP_RULE = RowRule(
-    claim="overlap",
+    claim=OVERLAP,
     unit=lambda rec: CONTAINMENT if str(rec["measure"]).startswith(CONTAINMENT_STATISTIC) else JACCARD,
     judge=lambda value, rec: V.above_threshold(
         value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
@@ -46,3 +77,29 @@ OVERLAP_RULE = RowRule(
     margin=D.NULL_MARGINS["containment"],
     bar=V.CONTAINMENT_THRESHOLD,
 )
+
+
+def expansion_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.DataFrame:
+    """ΔH against the nucleus-size change, with the dataset column of a stacked table."""
+    return expansion_spearman(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset)
+
+
+def overlap_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.DataFrame:
+    """Adjacent-layer overlap of the top-p sets, with the dataset column of a stacked table."""
+    return nucleus_overlap(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset)
+
+
+INPUTS = {
+    "expansion": PaperInput(
+        "analysis.expansion.expansion_spearman (a dataset column when stacked)",
+        SPEARMAN_READING,
+        rule_rows("expansion", SPEARMAN_RULE),
+        from_store=expansion_from_store,
+    ),
+    "overlap": PaperInput(
+        "analysis.expansion.nucleus_overlap (a dataset column when stacked)",
+        OVERLAP_READING,
+        rule_rows("overlap", OVERLAP_RULE),
+        from_store=overlap_from_store,
+    ),
+}

@@ -1,19 +1,26 @@
-"""Paper-table rows of the family claims: family shapes and the same-family pairs (family, not size;
-size as resolution)."""
+"""The family claims: family shapes (:mod:`entropy_lens.analysis.shapes`) and the same-family pairs (family,
+not size; size as resolution: :mod:`entropy_lens.analysis.pairs`).
+
+Each claim's record, its row rules, and the paper-table inputs its rows come from.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 import pandas as pd
+import xarray as xr
 
-from entropy_lens.analysis.pairs import ALIGNMENT_GAP, FAMILY_GAP, NORMALIZED
+from entropy_lens.analysis.pairs import ALIGNMENT_GAP, FAMILY_GAP, NORMALIZED, PAIR_READING, family_pairs
 from entropy_lens.analysis.pairs import NATS as NATS_SCALE
+from entropy_lens.analysis.shapes import SHAPE_READING, profile_shapes
 from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, HEADLINE_SCALE, Claim, Headline
+from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput, StoreSettings, families_read
 from entropy_lens.verdicts.rows import (
     Expected,
     Record,
@@ -27,13 +34,62 @@ from entropy_lens.verdicts.rows import (
 )
 from entropy_lens.verdicts.units import LOG_V, NATS
 
+CLUSTERING = Claim(
+    id="clustering",
+    name="family, not size, clusters blank-prompt profiles",
+    sentence="blank-prompt profiles cluster by model family, not size",
+    role=FINDING,
+    unit="blank samples",
+    dataset="blank",
+    rule=V.family_not_size,
+    figure="family",
+    headline=Headline(measures=(HEADLINE_SCALE, "")),
+)
+
+SIZE_RESOLUTION = Claim(
+    id="size_resolution",
+    name="size as resolution: normalized depth aligns a family's sizes better than absolute layer",
+    sentence="after depth normalization a smaller model looks like a coarser sampling of the same schedule",
+    role=FINDING,
+    unit="blank samples",
+    dataset="blank",
+    rule=V.size_resolution,
+    figure="resolution",
+    headline=Headline(measures=(HEADLINE_SCALE, "")),
+)
+
+SHAPE_GPT = Claim(
+    id="shape_gpt",
+    name="GPT profiles start high and sharpen",
+    sentence="GPT profiles start high and sharpen",
+    role=FINDING,
+    unit="prompts",
+    dataset="",
+    rule=V.family_shape,
+    figure="shape",
+)
+
+SHAPE_LLAMA = Claim(
+    id="shape_llama",
+    name="Llama profiles start low, plateau, then refine",
+    sentence="Llama profiles start low, plateau, then refine",
+    role=FINDING,
+    unit="prompts",
+    dataset="",
+    rule=V.family_shape,
+    figure="shape",
+)
+
+# Shape claim key (:data:`entropy_lens.verdicts.study.SHAPE_FAMILIES`) -> its claim.
+SHAPE_ROWS = {"gpt": SHAPE_GPT, "llama": SHAPE_LLAMA}
+
 
 def shape_rule(expected: Expected) -> RowRule:
     """A verdict per model of a family with a shape claim (or of its architecture, as an extension)."""
 
     def scope(rec: Record) -> tuple[str, str] | None:
         model = str(rec["model"])
-        return C.shape_scope(
+        return S.shape_scope(
             str(expected.families.get(model, rec.get("family", ""))), expected.architectures.get(model, "")
         )
 
@@ -43,13 +99,13 @@ def shape_rule(expected: Expected) -> RowRule:
     def note(rec: Record) -> str:
         text = "; ".join(f"{s} {i.text(1.0, 3)}" for s, i in stats(rec).items())
         model = str(rec["model"])
-        if scope(rec)[1] == C.EXTENSION:
+        if scope(rec)[1] == EXTENSION:
             architecture, family = expected.architectures.get(model, ""), expected.families.get(model, "")
             text = f"{architecture} architecture, family {family}: " + text
         return f"{text}; start {float(rec['start']):.3f}, final {float(rec['final']):.3f} nats"
 
     return RowRule(
-        claim=lambda rec: C.SHAPE_ROWS[scope(rec)[0]],
+        claim=lambda rec: SHAPE_ROWS[scope(rec)[0]],
         unit=NATS,
         judge=lambda _, rec: V.family_shape(
             scope(rec)[0], stats(rec), n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"])
@@ -78,13 +134,13 @@ def _flat_null(claim: str, statistics: Mapping[str, D.Interval]) -> D.Null | Non
     return D.Null("flat profile (weakest part)", D.Interval(0.0, 0.0, 0.0), weakest, margin=D.NULL_MARGINS["gap"])
 
 
-# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim id, verdict rule, study text and note.
+# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study text and note.
 PAIR_CLAIMS = {
-    FAMILY_GAP: ("clustering", V.family_not_size, C.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
+    FAMILY_GAP: (CLUSTERING, V.family_not_size, S.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
     ALIGNMENT_GAP: (
-        "size_resolution",
+        SIZE_RESOLUTION,
         V.size_resolution,
-        C.STUDY_RESOLUTION_CLAIM,
+        S.STUDY_RESOLUTION_CLAIM,
         "r({small}, {large} at its depths)",
     ),
 }
@@ -113,7 +169,7 @@ def _pair_unit(rec: Record) -> str:
     return LOG_V if _scale(rec) == NORMALIZED else NATS
 
 
-def _pair_rule(claim: str, judge, study: str, same: str, scores: str) -> RowRule:
+def _pair_rule(claim: Claim, judge, study: str, same: str, scores: str) -> RowRule:
     def verdict(gap: D.Interval, rec: Record) -> D.Verdict:
         if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
             return D.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
@@ -162,3 +218,40 @@ def _clustering_note(clustering: pd.DataFrame | None) -> str:
 
 def _score(value: float) -> str:
     return "n/a" if pd.isna(value) else f"{value:.2f}"
+
+
+def shapes_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.DataFrame:
+    """The profiles' shape statistics, with the dataset column of a stacked table."""
+    return profile_shapes(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset)
+
+
+def pairs_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.DataFrame | None:
+    """The same-family pairs on the blank set: family, not size, and size as resolution (``None`` elsewhere)."""
+    if not families_read(store, dataset):
+        return None
+    return family_pairs(store, grid_points=s.grid_points, n_boot=s.n_boot, seed=s.seed)
+
+
+INPUTS = {
+    "clustering": PaperInput(
+        "analysis.families.clustering_scores (read by the family-pair rows)",
+        None,
+        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
+    ),
+    "family_pairs": PaperInput(
+        "analysis.pairs.family_pairs",
+        PAIR_READING,
+        lambda b: (
+            pair_rows(b.frames["family_pairs"], b.frames["clustering"], b.expected)
+            if b.frames["clustering"] is not None or b.frames["family_pairs"] is not None
+            else []
+        ),
+        from_store=pairs_from_store,
+    ),
+    "shapes": PaperInput(
+        "analysis.shapes.profile_shapes (a dataset column when stacked)",
+        SHAPE_READING,
+        lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
+        from_store=shapes_from_store,
+    ),
+}

@@ -1,5 +1,6 @@
-"""Paper-table rows of the separability claims: kNN AUC per target (:mod:`entropy_lens.analysis.knn`),
-the held-out family, and Rényi as equivalence with the Shannon rows it repeats.
+"""The separability claims: kNN AUC per target (:mod:`entropy_lens.analysis.knn`) and the held-out family.
+
+Each claim's record, its row rule, and the inputs of the paper table its rows come from.
 """
 
 from __future__ import annotations
@@ -9,39 +10,182 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+import xarray as xr
 
+from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING, family_heldout
 from entropy_lens.analysis.knn import GROUPED, STUDY
+from entropy_lens.analysis.targets import KNN_READING, knn_table
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts.rows import Expected, Record, RowRule, family_shortfall, interval, row, rows_of, span, text
-from entropy_lens.verdicts.units import AUC, AUC_POINTS, SHARE
+from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, PER_STYLE, SHANNON, SHANNON_ROWS, Claim, Headline
+from entropy_lens.verdicts.inputs import (
+    LOGIT_LENS_ONLY,
+    PaperInput,
+    StoreSettings,
+    families_read,
+    given,
+    rule_rows,
+)
+from entropy_lens.verdicts.rows import Expected, Record, RowRule, family_shortfall, interval, rows_of, span, text
+from entropy_lens.verdicts.units import AUC, SHARE
+
+# --------------------------------------------------------------------------- the claims
+
+TASK = Claim(
+    id="task",
+    name="task separability (intact prompts)",
+    sentence="entropy profiles separate the task (continue, count words, extract gist)",
+    role=FINDING,
+    unit="stories",
+    dataset="tasks",
+    rule=V.separability,
+    figure="task_auc",
+    knn_target="task",
+    headline=SHANNON_ROWS,
+)
+
+SCRAMBLED = Claim(
+    id="scrambled",
+    name="task separability (scrambled control)",
+    sentence="the task is still told apart when the story's words are scrambled (control)",
+    role=FINDING,
+    unit="stories",
+    dataset="tasks",
+    rule=V.separability,
+    figure="task_auc",
+    knn_target="task_scrambled",
+    headline=SHANNON_ROWS,
+)
+
+FORMAT = Claim(
+    id="format",
+    name="format separability",
+    sentence="entropy profiles separate the output format (poem, scientific blurb, chat log)",
+    role=FINDING,
+    unit="topics",
+    dataset="formats",
+    rule=V.separability,
+    figure="format_auc",
+    knn_target="format",
+    headline=SHANNON_ROWS,
+)
+
+FAMILY = Claim(
+    id="family",
+    name="family separability (blank prompts)",
+    sentence="blank-prompt profiles tell model families apart",
+    role=FINDING,
+    unit="blank samples",
+    dataset="blank",
+    rule=V.separability,
+    figure="family",
+    knn_target="family",
+    headline=SHANNON_ROWS,
+)
+
+FAMILY_HELDOUT = Claim(
+    id="family_heldout",
+    name="family held out across size: an unseen model's blank profiles fall in its own family",
+    sentence="profiles cluster by family, not size: a model left out falls in its family",
+    role=FINDING,
+    unit="blank samples",
+    dataset="blank",
+    rule=V.held_out_family,
+    figure="family",
+    headline=Headline(measures=(SHANNON,)),
+)
+
+MODEL_IDENTITY = Claim(
+    id="model_identity",
+    name="model identity (blank prompts; one model per family)",
+    sentence="with one model per family, family separability is model identity",
+    role=EXTENSION,
+    unit="blank samples",
+    dataset="blank",
+    rule=V.separability,
+    headline=Headline(measures=(SHANNON,)),
+)
+
+IMAGE_CLASS = Claim(
+    id="image_class",
+    name="image class separability (image classifiers)",
+    sentence="beyond the study: image classes from image classifiers' profiles",
+    role=EXTENSION,
+    unit="images",
+    dataset="images",
+    rule=V.separability,
+    figure="",
+    knn_target="image_class",
+    headline=SHANNON_ROWS,
+)
+
+MMLU_CORRECT = Claim(
+    id="mmlu_correct",
+    name="MMLU correctness separability",
+    sentence="entropy profiles separate right from wrong MMLU answers",
+    role=FINDING,
+    unit="questions",
+    dataset="mmlu",
+    rule=V.separability,
+    figure="mmlu_auc",
+    knn_target="mmlu_correct",
+    headline=Headline(measures=(SHANNON, ""), styles=PER_STYLE),
+)
+
+MMLU_CORRECT_CALIBRATED = Claim(
+    id="mmlu_correct_calibrated",
+    name="MMLU correctness separability (calibrated letter)",
+    sentence="variant: right from wrong by the calibrated letter, an answer the greedy generation need not give",
+    role=EXTENSION,
+    unit="questions",
+    dataset="mmlu",
+    rule=V.separability,
+    knn_target="mmlu_correct_calibrated",
+    headline=SHANNON_ROWS,
+)
+
+# kNN target -> the claim its rows test, and the extension targets (beyond the study's claims).
+KNN_CLAIMS: dict[str, Claim] = {
+    c.knn_target: c for c in (TASK, SCRAMBLED, FORMAT, FAMILY, IMAGE_CLASS, MMLU_CORRECT, MMLU_CORRECT_CALIBRATED)
+}
+EXTENSION_TARGETS = tuple(target for target, c in KNN_CLAIMS.items() if c.role == EXTENSION)
+
+
+def knn_unit(target: str) -> str:
+    """What a kNN target's intervals resample (its claim's unit)."""
+    return KNN_CLAIMS[target].unit if target in KNN_CLAIMS else "sources"
 
 
 def _study_auc(target: str, model: str, family: str, measure: str) -> str:
-    if measure != "shannon":
-        return C.NO_FIGURE
-    matched = C.study_model_for(model)
+    if measure != SHANNON:
+        return S.NO_FIGURE
+    matched = S.study_model_for(model)
     if target == "task":
-        return f"{C.STUDY_TASK_AUC[matched]:.2f}" if matched in C.STUDY_TASK_AUC else span(C.STUDY_TASK_AUC.values())
+        return f"{S.STUDY_TASK_AUC[matched]:.2f}" if matched in S.STUDY_TASK_AUC else span(S.STUDY_TASK_AUC.values())
     if target == "format":
-        if matched in C.STUDY_FORMAT_AUC:
-            return "{:.1f} ± {:.1f}".format(*C.STUDY_FORMAT_AUC[matched])
-        return span([m for m, _ in C.STUDY_FORMAT_AUC.values()])
-    if target == "mmlu_correct" and family.lower() in C.STUDY_MMLU_AUC:
-        return f"{span(C.STUDY_MMLU_AUC[family.lower()])} ({family.lower()} family)"
-    return C.NO_FIGURE
+        if matched in S.STUDY_FORMAT_AUC:
+            return "{:.1f} ± {:.1f}".format(*S.STUDY_FORMAT_AUC[matched])
+        return span([m for m, _ in S.STUDY_FORMAT_AUC.values()])
+    if target == "mmlu_correct" and family.lower() in S.STUDY_MMLU_AUC:
+        return f"{span(S.STUDY_MMLU_AUC[family.lower()])} ({family.lower()} family)"
+    return S.NO_FIGURE
 
 
-def knn_claim(target: str, expected: Expected) -> tuple[str, str]:
-    """(claim id, role) of a kNN target's rows."""
+def knn_claim(target: str, expected: Expected) -> tuple[Claim, str]:
+    """(claim, role) of a kNN target's rows.
+
+    Raises:
+        ValueError: naming a target no claim tests.
+    """
     if target == "family" and expected.one_model_per_family():
-        return "model_identity", C.EXTENSION
-    role = C.EXTENSION if target in C.EXTENSION_TARGETS else C.FINDING
-    return C.KNN_CLAIMS.get(target, target), role
+        return MODEL_IDENTITY, EXTENSION
+    if target not in KNN_CLAIMS:
+        raise ValueError(f"no claim tests kNN target {target!r}; claimed targets: {list(KNN_CLAIMS)}")
+    return KNN_CLAIMS[target], EXTENSION if target in EXTENSION_TARGETS else FINDING
 
 
 # The answer measure whose correctness each MMLU target labels (entropy_lens.answers.letters.MEASURES): the greedy
@@ -101,7 +245,7 @@ def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: 
         k_study=expected.k_study,
         n_groups=int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0,
         skipped=note if note.startswith("skipped") else "",
-        unit=C.KNN_UNITS.get(str(rec["target"]), "sources"),
+        unit=knn_unit(str(rec["target"])),
     )
 
 
@@ -139,7 +283,7 @@ def _heldout_note(rec: Record) -> str:
 
 
 HELDOUT_RULE = RowRule(
-    claim="family_heldout",
+    claim=FAMILY_HELDOUT,
     unit=SHARE,
     judge=_heldout_verdict,
     note=_heldout_note,
@@ -150,122 +294,38 @@ HELDOUT_RULE = RowRule(
 )
 
 
-# --------------------------------------------------------------------------- baselines (issue 36)
+# --------------------------------------------------------------------------- inputs
 
-# kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.baselines).
-BASELINE_CLAIMS = {
-    "task": "task_beyond_baselines",
-    "task_scrambled": "task_beyond_baselines",
-    "format": "format_beyond_baselines",
-    "mmlu_correct": "correct_beyond_confidence",
+
+def knn_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.DataFrame:
+    """kNN separability of the dataset's targets, both fold protocols (Shannon entropy)."""
+    return knn_table({dataset: store}, features=s.features, settings=s.knn)
+
+
+def heldout_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.DataFrame | None:
+    """The held-out family on the blank set, as the run's own table decides it (``None`` elsewhere)."""
+    if not families_read(store, dataset):
+        return None
+    return family_heldout({dataset: store}, features=s.features, settings=s.knn)
+
+
+INPUTS = {
+    "knn": PaperInput(
+        "analysis.targets.knn_table (both fold protocols)",
+        KNN_READING,
+        given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
+        from_store=knn_from_store,
+    ),
+    "heldout": PaperInput(
+        "analysis.heldout.family_heldout",
+        HELDOUT_READING,
+        rule_rows("heldout", HELDOUT_RULE),
+        from_store=heldout_from_store,
+    ),
+    "heldout_normalized": PaperInput(
+        "analysis.heldout.family_heldout on entropy / log V",
+        HELDOUT_NORMALIZED_READING,
+        rule_rows("heldout_normalized", HELDOUT_RULE),
+        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the held-out family is read on entropy",
+    ),
 }
-
-
-def _baseline_split(rec: Record) -> str:
-    split = split_of(rec)
-    return f"scrambled{', ' + split if split else ''}" if rec["target"] == "task_scrambled" else split
-
-
-def _baseline_verdict(diff: D.Interval, rec: Record) -> D.Verdict:
-    n_groups = int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0
-    statistic = f"AUC profile − {rec['baseline']}"
-    return V.above_threshold(
-        diff, threshold=0.0, n=n_groups, statistic=statistic, unit=C.KNN_UNITS.get(str(rec["target"]), "sources")
-    )
-
-
-def _baseline_note(rec: Record) -> str:
-    aucs = ""
-    if pd.notna(rec.get("auc_mean")) and pd.notna(rec.get("null_estimate")):
-        aucs = f"AUC profile {100 * rec['auc_mean']:.1f}, {rec['baseline']} {100 * rec['null_estimate']:.1f}"
-    return "; ".join(t for t in (aucs, text(rec.get("note"))) if t)
-
-
-# The profile's AUC minus a baseline's on the same folds: an extension row per (target, split, model, baseline);
-# its paper-table input is baselines.BASELINE_READING's frame of knn_baselines.csv.
-BASELINE_RULE = RowRule(
-    claim=lambda rec: BASELINE_CLAIMS[str(rec["target"])],
-    unit=AUC_POINTS,
-    judge=_baseline_verdict,
-    note=_baseline_note,
-    keep=lambda rec: str(rec["target"]) in BASELINE_CLAIMS,
-    split=_baseline_split,
-    measure=lambda rec: str(rec["baseline"]),
-    extra=lambda rec: {"baseline": interval(rec, "null_estimate", "null_low", "null_high")},
-    margin=D.NULL_MARGINS["AUC"],
-)
-
-
-# --------------------------------------------------------------------------- Rényi
-
-
-def _renyi_key(rec: Record) -> tuple[str, str, str]:
-    """(claim id, model, split) of the Shannon row a Rényi record repeats."""
-    target = str(rec["target"])
-    return C.KNN_CLAIMS.get(target, target), str(rec["model"]), split_of(rec)
-
-
-def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tuple[str, ...], D.Null]) -> RowRule:
-    def split(rec: Record) -> str:
-        claim_id, _, shannon_split = _renyi_key(rec)
-        claim = C.BY_ID[claim_id].name if claim_id in C.BY_ID else claim_id
-        return f"{claim}{', ' + shannon_split if shannon_split else ''}, α = {float(rec['alpha']):g}"
-
-    return RowRule(
-        claim="renyi",
-        unit=AUC_POINTS,
-        judge=lambda diff, rec: V.renyi_equivalence(
-            diff, n_groups=int(rec["n_groups"]), unit=C.KNN_UNITS.get(str(rec["target"]), "sources")
-        ),
-        note=lambda rec: f"AUC Shannon {100 * rec['shannon_auc']:.1f}, this order {100 * rec['renyi_auc']:.1f}",
-        keep=lambda rec: _renyi_key(rec) in decided,
-        split=split,
-        null=lambda rec: nulls.get((*_renyi_key(rec), str(rec["measure"]))),
-    )
-
-
-def _order_nulls(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], D.Null]:
-    """Each Rényi order's separability row's null (the stratified dummy, paired on its folds), keyed by the
-    Shannon row it repeats and the order: equivalence to Shannon means something only where the order's own
-    profile beats the dummy."""
-    return {
-        (r["claim_id"], r["model"], r["split"], r["measure"]): D.Null(
-            f"{r['null']} ({r['measure']} profile)",
-            interval(r, "null_estimate", "null_low", "null_high"),
-            interval(r, "beyond", "beyond_low", "beyond_high"),
-            margin=D.NULL_MARGINS["AUC"],
-        )
-        for r in rows
-        if r["claim_id"] in C.KNN_CLAIMS.values() and r["measure"] != "shannon" and text(r.get("beyond_verdict"))
-    }
-
-
-def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> list[dict[str, Any]]:
-    """Per decided Shannon separability row and Rényi order, the paired equivalence; then the claim's row,
-    whose null is the weakest order's (the one whose profile beats its dummy by least)."""
-    if equivalence is None or equivalence.empty:
-        return []
-    decided = {
-        (r["claim_id"], r["model"], r["split"]): r
-        for r in rows
-        if r["claim_id"] in C.KNN_CLAIMS.values()
-        and r["measure"] == "shannon"
-        and r["role"] == C.FINDING
-        and r["verdict"] in (D.REPRODUCED, D.NOT_REPRODUCED)
-    }
-    nulls = _order_nulls(rows)
-    out = rows_of(equivalence, _renyi_rule(decided, nulls))
-    summary = V.renyi_summary([r["verdict"] for r in out])
-    orders = ", ".join(dict.fromkeys(r["measure"] for r in out))
-    with_null = [r for r in out if text(r.get("beyond_verdict"))]
-    weakest = min(with_null, key=lambda r: r["beyond_low"]) if with_null else None
-    extra: dict[str, Any] = {}
-    if weakest is not None:
-        extra["null"] = D.Null(
-            f"{weakest['null']}, weakest order",
-            interval(weakest, "null_estimate", "null_low", "null_high"),
-            interval(weakest, "beyond", "beyond_low", "beyond_high"),
-            margin=D.NULL_MARGINS["AUC"],
-        )
-        extra["n_sources"] = weakest["n_sources"]
-    return [row("renyi", "all", "", summary, measure=orders, study=C.STUDY_RENYI_CLAIM, **extra), *out]

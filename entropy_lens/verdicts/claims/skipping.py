@@ -1,8 +1,9 @@
-"""Paper-table rows of the layer-skip experiment: comparisons, collapse and the rank over blocks.
+"""The layer-skip claims: comparisons, collapse and the rank over blocks (:mod:`entropy_lens.answers.criticality`).
 
 Each comparison gets its outcome first (:mod:`entropy_lens.verdicts.outcomes`); it becomes a
 finding's verdict only where the study names a direction for the model
-(:data:`entropy_lens.verdicts.registry.SKIP_EXPECTED`), and is an extension row elsewhere.
+(:data:`entropy_lens.verdicts.study.SKIP_EXPECTED`), and is an extension row elsewhere.
+Each claim's record, its row rules, and the paper-table inputs its rows come from.
 """
 
 from __future__ import annotations
@@ -11,26 +12,95 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from entropy_lens.answers.conditions import EXPANSION, RANDOM, VARIANT_TEXT
-from entropy_lens.answers.criticality import ACCURACY
+from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM, VARIANT_TEXT
+from entropy_lens.answers.criticality import ACCURACY, COMPARISON_READING
+from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_ROWS, Claim
+from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, given
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
 from entropy_lens.verdicts.units import LOGPROB, POINTS, RHO
+
+SKIP_COLLAPSE = Claim(
+    id="skip_collapse",
+    name="skipping the single largest-expansion block collapses MMLU to chance",
+    sentence="on Llama, skipping the single largest-expansion layer collapses MMLU to chance",
+    role=FINDING,
+    unit="questions",
+    dataset="layer_skip_eval",
+    rule=O.collapse,
+    figure="skip_llama",
+    headline=SKIP_ROWS,
+)
+
+SKIP_VS_RANDOM = Claim(
+    id="skip_vs_random",
+    name="skipping the expansion block(s) vs random blocks",
+    sentence="expansion layers are more critical than random layers (Llama)",
+    role=FINDING,
+    unit="questions (and random sets)",
+    dataset="layer_skip_eval",
+    rule=O.skip_outcome,
+    figure="skip_llama",
+    headline=SKIP_ROWS,
+)
+
+SKIP_VS_PRUNING = Claim(
+    id="skip_vs_pruning",
+    name="skipping the expansion block(s) vs the pruning block(s)",
+    sentence="Llama: expansion layers matter more; Gemma-2-2B-it: pruning layers matter more",
+    role=FINDING,
+    unit="questions",
+    dataset="layer_skip_eval",
+    rule=O.skip_outcome,
+    figure="skip_llama",
+    headline=SKIP_ROWS,
+)
+
+PRUNING_VS_RANDOM = Claim(
+    id="pruning_vs_random",
+    name="skipping the pruning block(s) vs random blocks",
+    sentence="pruning layers against random layers (no claim of the study's own)",
+    role=EXTENSION,
+    unit="questions (and random sets)",
+    dataset="layer_skip_eval",
+    rule=O.skip_outcome,
+    headline=SKIP_ROWS,
+)
+
+SKIP_RANK = Claim(
+    id="skip_rank",
+    name="the cost of skipping a block follows its entropy change (rank over blocks)",
+    sentence="rank of each block's ΔH against the cost of skipping it (no claim of the study's own: it compares "
+    "the selected layers with random ones)",
+    role=EXTENSION,
+    unit="questions, blocks",
+    dataset="layer_skip_eval",
+    rule=O.rank_outcome,
+    headline=SKIP_ROWS,
+)
+
+# Comparisons of the skip experiment (first, second) -> the claim their row names.
+SKIP_COMPARISON_CLAIMS = {
+    (EXPANSION, RANDOM): SKIP_VS_RANDOM,
+    (PRUNING, RANDOM): PRUNING_VS_RANDOM,
+    (EXPANSION, PRUNING): SKIP_VS_PRUNING,
+}
 
 
 def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[D.Verdict | O.Outcome, str, str]:
     """(verdict or outcome, role, study text) of a claim's row for a model of ``scope``."""
-    expected = C.SKIP_EXPECTED.get(scope or "", {}).get(claim)
+    expected = S.SKIP_EXPECTED.get(scope or "", {}).get(claim)
     if expected is None:
-        return outcome, C.EXTENSION, C.NO_SKIP_CLAIM
-    return O.against_study(outcome, expected), C.FINDING, C.STUDY_SKIP_SENTENCE[scope]
+        return outcome, EXTENSION, S.NO_SKIP_CLAIM
+    return O.against_study(outcome, expected), FINDING, S.STUDY_SKIP_SENTENCE[scope]
 
 
-def _claim(rec: Record) -> str:
-    return C.SKIP_COMPARISON_CLAIMS[(str(rec["first"]), str(rec["second"]))]
+def _claim(rec: Record) -> Claim:
+    return SKIP_COMPARISON_CLAIMS[(str(rec["first"]), str(rec["second"]))]
 
 
 def _is_accuracy(rec: Record) -> bool:
@@ -50,7 +120,7 @@ def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
 
     def judged(rec: Record) -> tuple[D.Verdict | O.Outcome, str, str]:
         outcome = O.comparison_outcome(rec)
-        return _judge(_claim(rec), outcome, scopes.get(str(rec["model"])))
+        return _judge(_claim(rec).id, outcome, scopes.get(str(rec["model"])))
 
     return RowRule(
         claim=_claim,
@@ -78,16 +148,16 @@ def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """Accuracy with the largest-expansion block skipped (``k = 1``) against chance and the intact model."""
 
     def finding(rec: Record) -> bool:
-        return C.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get("skip_collapse") is not None
+        return S.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get(SKIP_COLLAPSE.id) is not None
 
     return RowRule(
-        claim="skip_collapse",
+        claim=SKIP_COLLAPSE,
         unit="accuracy %",
         judge=lambda skipped, rec: O.collapse(
             skipped, intact=_intact(rec), chance=float(rec["chance"]), n=int(rec["n"])
         ),
-        role=lambda rec: C.FINDING if finding(rec) else C.EXTENSION,
-        study=lambda rec: C.STUDY_SKIP_SENTENCE[C.LLAMA_SCOPE] if finding(rec) else C.NO_SKIP_CLAIM,
+        role=lambda rec: FINDING if finding(rec) else EXTENSION,
+        study=lambda rec: S.STUDY_SKIP_SENTENCE[S.LLAMA_SCOPE] if finding(rec) else S.NO_SKIP_CLAIM,
         note=lambda rec: (
             f"block {rec['first_layers']} skipped; baseline = intact; chance {100 * float(rec['chance']):.0f}%"
         ),
@@ -127,10 +197,10 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
         return O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
 
     return RowRule(
-        claim="skip_rank",
+        claim=SKIP_RANK,
         unit=RHO,
         judge=lambda _, rec: judged(rec),
-        role=C.EXTENSION,
+        role=EXTENSION,
         study=NO_RANK_CLAIM,
         note=lambda rec: (
             f"{int(rec['n_blocks'])} blocks; cost = drop of the gold letter's log-probability; most costly "
@@ -143,3 +213,19 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
             "no relation (rho 0)", interval(rec, ESTIMATE, LOW, HIGH), 0.0, margin=O.RHO_MARGIN
         ),
     )
+
+
+INPUTS = {
+    "layer_skip": PaperInput(
+        "answers.criticality.skip_comparisons",
+        COMPARISON_READING,
+        given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
+        from_store=FROM_ANSWERS,
+    ),
+    "skip_spearman": PaperInput(
+        "answers.criticality.criticality_spearman",
+        RANK_READING,
+        lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
+        from_store=FROM_ANSWERS,
+    ),
+}
