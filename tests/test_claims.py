@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from entropy_lens.analysis.targets import STUDY_TARGETS
+from entropy_lens.analysis.separability.targets import STUDY_TARGETS
 from entropy_lens.verdicts import registry as C
 
 RULE_MODULES = ("entropy_lens.verdicts.rules", "entropy_lens.verdicts.outcomes")
@@ -37,9 +37,9 @@ def test_every_knn_target_tests_a_registered_claim():
 
 
 def test_the_headline_selections_name_measures_the_analyses_write():
-    from entropy_lens.analysis.expansion_nulls import CONTAINMENT
+    from entropy_lens.analysis.expansion.nulls import CONTAINMENT
+    from entropy_lens.analysis.families.scales import NORMALIZED, SCALES
     from entropy_lens.analysis.features import metric_label
-    from entropy_lens.analysis.pairs import NORMALIZED, SCALES
     from entropy_lens.store import schema
 
     assert (

@@ -11,18 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from entropy_lens.analysis.expansion import expansion_spearman, nucleus_overlap
-from entropy_lens.analysis.heldout import BLANK, family_heldout
-from entropy_lens.analysis.pairs import family_pairs
-from entropy_lens.analysis.shapes import profile_shapes
-from entropy_lens.analysis.targets import knn_table
+from entropy_lens.analysis.expansion.overlap import nucleus_overlap
+from entropy_lens.analysis.expansion.spearman import expansion_spearman
+from entropy_lens.analysis.families.pairs import family_pairs
+from entropy_lens.analysis.families.shapes import profile_shapes
+from entropy_lens.analysis.separability.heldout import BLANK, family_heldout
+from entropy_lens.analysis.separability.targets import knn_table
 
 if TYPE_CHECKING:
     import pandas as pd
     import xarray as xr
 
     from entropy_lens.analysis.features import FeatureSettings
-    from entropy_lens.analysis.knn import KnnSettings
+    from entropy_lens.analysis.separability.settings import KnnSettings
 
 
 @dataclass(frozen=True)

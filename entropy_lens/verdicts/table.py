@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from entropy_lens.analysis.baselines import BASELINE_READING
-from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
-from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING
-from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
-from entropy_lens.analysis.pairs import PAIR_READING
-from entropy_lens.analysis.shapes import SHAPE_READING
-from entropy_lens.analysis.targets import KNN_READING
+from entropy_lens.analysis.expansion.overlap import OVERLAP_READING
+from entropy_lens.analysis.expansion.spearman import SPEARMAN_READING
+from entropy_lens.analysis.families.pairs import PAIR_READING
+from entropy_lens.analysis.families.shapes import SHAPE_READING
+from entropy_lens.analysis.separability.baselines import BASELINE_READING
+from entropy_lens.analysis.separability.equivalence import EQUIVALENCE_READING
+from entropy_lens.analysis.separability.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING
+from entropy_lens.analysis.separability.targets import KNN_READING
 from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.criticality import COMPARISON_READING
 from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
@@ -112,34 +113,37 @@ LOGIT_LENS_ONLY = "read under the logit lens only"
 # the other rules of its kind. Rows are then ordered by claim (claims.CLAIM_ORDER).
 INPUTS: Mapping[str, PaperInput] = {
     "knn": PaperInput(
-        "analysis.targets.knn_table (both fold protocols)",
+        "analysis.separability.targets.knn_table (both fold protocols)",
         KNN_READING,
         _given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
         from_store=S.knn,
     ),
     "heldout": PaperInput(
-        "analysis.heldout.family_heldout", HELDOUT_READING, _rule("heldout", HELDOUT_RULE), from_store=S.heldout
+        "analysis.separability.heldout.family_heldout",
+        HELDOUT_READING,
+        _rule("heldout", HELDOUT_RULE),
+        from_store=S.heldout,
     ),
     "heldout_normalized": PaperInput(
-        "analysis.heldout.family_heldout on entropy / log V",
+        "analysis.separability.heldout.family_heldout on entropy / log V",
         HELDOUT_NORMALIZED_READING,
         _rule("heldout_normalized", HELDOUT_RULE),
         from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the held-out family is read on entropy",
     ),
     "baselines": PaperInput(
-        "analysis.baselines.baseline_table",
+        "analysis.separability.baselines.baseline_table",
         BASELINE_READING,
         _rule("baselines", BASELINE_RULE),
         from_store=f"{LOGIT_LENS_ONLY}: the profile against its first token and the prompt text",
     ),
     "renyi": PaperInput(
-        "analysis.equivalence.renyi_differences",
+        "analysis.separability.equivalence.renyi_equivalence",
         EQUIVALENCE_READING,
         lambda b: renyi_rows(b.rows, b.frames["renyi"]),
         from_store=f"{LOGIT_LENS_ONLY}: the Rényi orders",
     ),
     "expansion": PaperInput(
-        "analysis.expansion.expansion_spearman (a dataset column when stacked)",
+        "analysis.expansion.spearman.expansion_spearman (a dataset column when stacked)",
         SPEARMAN_READING,
         _rule("expansion", SPEARMAN_RULE),
         from_store=S.expansion,
@@ -169,12 +173,12 @@ INPUTS: Mapping[str, PaperInput] = {
         from_store=FROM_ANSWERS,
     ),
     "clustering": PaperInput(
-        "analysis.families.clustering_scores (read by the family-pair rows)",
+        "analysis.families.clustering.clustering_scores (read by the family-pair rows)",
         None,
         from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
     ),
     "family_pairs": PaperInput(
-        "analysis.pairs.family_pairs",
+        "analysis.families.pairs.family_pairs",
         PAIR_READING,
         lambda b: (
             pair_rows(b.frames["family_pairs"], b.frames["clustering"], b.expected)
@@ -184,13 +188,13 @@ INPUTS: Mapping[str, PaperInput] = {
         from_store=S.pairs,
     ),
     "overlap": PaperInput(
-        "analysis.expansion.nucleus_overlap (a dataset column when stacked)",
+        "analysis.expansion.overlap.nucleus_overlap (a dataset column when stacked)",
         OVERLAP_READING,
         _rule("overlap", OVERLAP_RULE),
         from_store=S.overlap,
     ),
     "shapes": PaperInput(
-        "analysis.shapes.profile_shapes (a dataset column when stacked)",
+        "analysis.families.shapes.profile_shapes (a dataset column when stacked)",
         SHAPE_READING,
         lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
         from_store=S.shapes,

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from entropy_lens.analysis.pairs import ALIGNMENT_GAP, FAMILY_GAP, NORMALIZED
-from entropy_lens.analysis.pairs import NATS as NATS_SCALE
-from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
+from entropy_lens.analysis.families.gaps import ALIGNMENT_GAP, FAMILY_GAP
+from entropy_lens.analysis.families.scales import NATS as NATS_SCALE
+from entropy_lens.analysis.families.scales import NORMALIZED
+from entropy_lens.analysis.families.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
@@ -78,7 +79,7 @@ def _flat_null(claim: str, statistics: Mapping[str, D.Interval]) -> D.Null | Non
     return D.Null("flat profile (weakest part)", D.Interval(0.0, 0.0, 0.0), weakest, margin=D.NULL_MARGINS["gap"])
 
 
-# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim id, verdict rule, study text and note.
+# Pair statistic (:mod:`entropy_lens.analysis.families.pairs`) -> its claim id, verdict rule, study text and note.
 PAIR_CLAIMS = {
     FAMILY_GAP: ("clustering", V.family_not_size, C.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
     ALIGNMENT_GAP: (

@@ -1,4 +1,4 @@
-"""Paper-table rows of the separability claims: kNN AUC per target (:mod:`entropy_lens.analysis.knn`),
+"""Paper-table rows of the separability claims: kNN AUC per target (:mod:`entropy_lens.analysis.separability.knn`),
 the held-out family, and Rényi as equivalence with the Shannon rows it repeats.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis.knn import GROUPED, STUDY
+from entropy_lens.analysis.separability.folds import GROUPED, STUDY
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
@@ -152,7 +152,7 @@ HELDOUT_RULE = RowRule(
 
 # --------------------------------------------------------------------------- baselines (issue 36)
 
-# kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.baselines).
+# kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.separability.baselines).
 BASELINE_CLAIMS = {
     "task": "task_beyond_baselines",
     "task_scrambled": "task_beyond_baselines",
