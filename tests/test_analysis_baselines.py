@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from synthetic import combined_dataset
 
-from entropy_lens.analysis import baselines as B
-from entropy_lens.analysis import targets as T
-from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.separability import baselines as B
+from entropy_lens.analysis.separability import targets as T
+from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.store import schema
 from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import registry as C

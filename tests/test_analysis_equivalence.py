@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 from synthetic import combined_dataset, lazy
 
-from entropy_lens.analysis import equivalence as E
-from entropy_lens.analysis import knn as K
-from entropy_lens.analysis import targets as T
+from entropy_lens.analysis.separability import equivalence as E
+from entropy_lens.analysis.separability import folds as FO
+from entropy_lens.analysis.separability import knn as K
+from entropy_lens.analysis.separability import settings as KS
+from entropy_lens.analysis.separability import targets as T
 from entropy_lens.store import schema
 
-FAST = K.KnnSettings(k=7, n_splits=5, n_repeats=3)
+FAST = KS.KnnSettings(k=7, n_splits=5, n_repeats=3)
 TASK = T.Target("task", "tasks", "task", group_by="story_id")
 N_PROMPTS = 120  # 60 stories of two prompts, 30 per class
 
@@ -70,7 +72,7 @@ def test_identical_features_differ_by_exactly_zero_on_every_fold():
     assert E.difference_interval(shannon, renyi) == (0.0, 0.0, 0.0)
     # The folds are knn_auc's (the knn table's) folds too; other folds would not pair.
     np.testing.assert_array_equal(K.knn_auc(X, y, FAST, groups=groups).knn, shannon.knn)
-    reshuffled = K.knn_auc(X, y, K.KnnSettings(k=7, n_splits=5, n_repeats=3, seed=1), groups=groups)
+    reshuffled = K.knn_auc(X, y, KS.KnnSettings(k=7, n_splits=5, n_repeats=3, seed=1), groups=groups)
     assert np.abs(reshuffled.knn - shannon.knn).max() > 0.01
 
 
@@ -86,8 +88,8 @@ def test_skipped_folds_are_the_same_for_both_feature_sets():
     groups = np.asarray([f"s{i // 3}" for i in range(30)])  # stories straddle classes: some folds lack one
     rng = np.random.default_rng(2)
     X = rng.normal(size=(30, 4)) + 2.0 * np.searchsorted(["a", "b", "c"], y)[:, None]
-    settings = K.KnnSettings(k=3, n_splits=5, n_repeats=3)
-    plan = K.plan_folds(y, settings, groups=groups)
+    settings = KS.KnnSettings(k=3, n_splits=5, n_repeats=3)
+    plan = FO.plan_folds(y, settings, groups=groups)
     shannon, renyi = E.paired_aucs(X, rng.normal(size=(30, 4)), y, settings, groups=groups)
     assert plan.n_skipped_folds == 6 and len(plan.folds) == 6
     assert shannon.n_skipped_folds == renyi.n_skipped_folds == 6
@@ -121,8 +123,8 @@ def test_unpaired_results_are_refused():
     rng = np.random.default_rng(3)
     y = np.repeat(["a", "b"], 30)
     X = rng.normal(size=(60, 3))
-    five = K.knn_auc(X, y, K.KnnSettings(k=5, n_splits=5, n_repeats=1))
-    three = K.knn_auc(X, y, K.KnnSettings(k=5, n_splits=3, n_repeats=1))
+    five = K.knn_auc(X, y, KS.KnnSettings(k=5, n_splits=5, n_repeats=1))
+    three = K.knn_auc(X, y, KS.KnnSettings(k=5, n_splits=3, n_repeats=1))
     with pytest.raises(ValueError, match="results are not paired: 5 and 3 folds"):
         E.difference_interval(five, three)
 
@@ -131,6 +133,6 @@ def test_the_paired_aucs_are_the_knn_tables_grouped_aucs():
     ds = _store({0.5: _same_information, 2.0: _noise})
     table = E.renyi_equivalence({"tasks": ds}, [TASK], settings=FAST)
     knn = T.knn_table({"tasks": ds}, [TASK], alphas=[0.5, 2.0], settings=FAST)
-    grouped = knn[knn["protocol"] == K.GROUPED].set_index("measure")["auc_mean"]
+    grouped = knn[knn["protocol"] == FO.GROUPED].set_index("measure")["auc_mean"]
     assert table["renyi_auc"].tolist() == [grouped["renyi(a=0.5)"], grouped["renyi(a=2)"]]
     assert (table["shannon_auc"] == grouped["shannon"]).all()

@@ -9,9 +9,10 @@ import pytest
 from scipy import stats
 from synthetic import combined_dataset, lazy
 
-from entropy_lens.analysis import expansion as E
-from entropy_lens.analysis import expansion_nulls as N
-from entropy_lens.analysis import expansion_planted as P
+from entropy_lens.analysis.expansion import nulls as N
+from entropy_lens.analysis.expansion import overlap as OV
+from entropy_lens.analysis.expansion import planted as P
+from entropy_lens.analysis.expansion import spearman as E
 from entropy_lens.core.intervals import cluster_bootstrap_correlation
 
 
@@ -94,7 +95,7 @@ def _overlap_store():
 
 def test_nucleus_overlap_summarizes_valid_cells_per_statistic():
     ds = _overlap_store()
-    table = E.nucleus_overlap(ds, quantiles=(0.0, 0.5, 1.0))
+    table = OV.nucleus_overlap(ds, quantiles=(0.0, 0.5, 1.0))
     assert table.columns[:2].tolist() == ["model", "statistic"]
     assert list(zip(table["model"], table["statistic"], strict=True)) == [
         ("m", "jaccard"),
@@ -123,12 +124,12 @@ def test_nucleus_overlap_summarizes_valid_cells_per_statistic():
         stats_cols = ["mean", "ci_low", "ci_high", "q00", "q50", "q100"]
         assert (rows.loc[(model, "containment"), stats_cols] >= rows.loc[(model, "jaccard"), stats_cols]).all()
     with pytest.raises(ValueError, match=r"quantiles must lie in \[0, 1\]"):
-        E.nucleus_overlap(ds, quantiles=(50,))
+        OV.nucleus_overlap(ds, quantiles=(50,))
 
 
 def test_overlap_by_depth_gives_both_statistics_per_layer_with_intervals():
-    by_depth = E.overlap_by_depth(_overlap_store())
-    assert by_depth.columns.tolist() == list(E.DEPTH_COLUMNS)
+    by_depth = OV.overlap_by_depth(_overlap_store())
+    assert by_depth.columns.tolist() == list(OV.DEPTH_COLUMNS)
     m = by_depth[by_depth["model"] == "m"].set_index(["statistic", "layer"])
     assert m.loc["jaccard"].index.tolist() == [0, 1, 2]  # the last layer has no successor
     np.testing.assert_allclose(m.loc["jaccard", "mean"], [0.2, 0.4, 0.6], rtol=1e-6)
@@ -149,11 +150,11 @@ def test_overlap_by_depth_interval_resamples_prompts_and_contains_the_mean():
     small, large = np.minimum(sizes[..., :-1], sizes[..., 1:]), np.maximum(sizes[..., :-1], sizes[..., 1:])
     jac[..., :-1] = np.minimum(jac[..., :-1], small / large)  # a Jaccard the sizes allow
     ds = combined_dataset({"m": np.ones((10, 6, 5))}, jaccard={"m": jac}, nucleus={"m": sizes})
-    by_depth = E.overlap_by_depth(ds, n_boot=300, seed=1)
+    by_depth = OV.overlap_by_depth(ds, n_boot=300, seed=1)
     assert len(by_depth) == 2 * 4
     assert (by_depth["ci_low"] < by_depth["mean"]).all() and (by_depth["mean"] < by_depth["ci_high"]).all()
     assert (by_depth["ci_high"] - by_depth["ci_low"] > 0.05).all()  # ten prompts, not sixty cells
-    again = E.overlap_by_depth(ds, n_boot=300, seed=1)
+    again = OV.overlap_by_depth(ds, n_boot=300, seed=1)
     assert again.equals(by_depth)
 
 
@@ -162,7 +163,7 @@ def test_containment_of_a_nucleus_that_doubles_keeping_every_token_is_one():
     jaccard = len(old & new) / len(old | new)
     assert jaccard == 0.5
     cells = np.array([[[jaccard, jaccard, np.nan]]], dtype=np.float32)  # grows 10 -> 20, shrinks 20 -> 10
-    containment = E.containment_from_jaccard(cells, np.array([[[len(old), len(new), len(old)]]], dtype=np.int32))
+    containment = OV.containment_from_jaccard(cells, np.array([[[len(old), len(new), len(old)]]], dtype=np.int32))
     assert containment[0, 0, :2].tolist() == [1.0, 1.0] and np.isnan(containment[0, 0, 2])
 
 
@@ -189,7 +190,7 @@ def test_derived_containment_equals_containment_of_explicit_sets():
         for layer, (a, b) in enumerate(itertools.pairwise(sets)):
             jaccard[i, j, layer] = len(a & b) / len(a | b)
             direct[i, j, layer] = len(a & b) / min(len(a), len(b))
-    derived = E.containment_from_jaccard(jaccard, sizes)
+    derived = OV.containment_from_jaccard(jaccard, sizes)
     assert np.array_equal(np.isnan(derived), np.isnan(direct))
     assert np.nanmin(direct) < 0.2 and np.nanmax(direct) > 0.8  # the sets span a range of overlaps
     np.testing.assert_allclose(derived, direct, rtol=0, atol=1e-6)
@@ -197,12 +198,12 @@ def test_derived_containment_equals_containment_of_explicit_sets():
 
 def test_containment_is_nan_where_a_size_is_masked_and_checks_its_input():
     jaccard = np.array([[[0.5, 0.5, np.nan]]])
-    out = E.containment_from_jaccard(jaccard, np.array([[[4, -1, 4]]]))
+    out = OV.containment_from_jaccard(jaccard, np.array([[[4, -1, 4]]]))
     assert np.isnan(out).all()
     with pytest.raises(ValueError, match=r"share a \[P, T, L\] shape"):
-        E.containment_from_jaccard(jaccard, np.array([[[4, 4]]]))
+        OV.containment_from_jaccard(jaccard, np.array([[[4, 4]]]))
     with pytest.raises(ValueError, match=r"jaccard must lie in \[0, 1\]; got values from 0.5 to 1.5"):
-        E.containment_from_jaccard(np.array([[[0.5, 1.5, np.nan]]]), np.array([[[4, 4, 4]]]))
+        OV.containment_from_jaccard(np.array([[[0.5, 1.5, np.nan]]]), np.array([[[4, 4, 4]]]))
 
 
 def test_expansion_points_subsample_and_carry_depth():
@@ -233,11 +234,11 @@ def test_cross_cells_derive_the_partner_containment_and_select_size_changes():
     cross = np.array([[[0.25, np.nan]], [[0.0, np.nan]]], dtype=np.float32)
     sizes = np.array([[[2, 4]], [[3, 3]]], dtype=np.int32)
     cells = N.cross_cells(jac, cross, sizes, np.array([1, 0]))
-    obs, null = cells[E.CONTAINMENT]
+    obs, null = cells[N.CONTAINMENT]
     # prompt 0: J 0.5 of sizes 2 and 4 -> |A & B| = 2, containment 1; vs its partner's 3: J 1/4 -> 1/2
     np.testing.assert_allclose(obs[:, 0, 0], [1.0, 1.0])
     np.testing.assert_allclose(null[:, 0, 0], [0.25 * 5 / 1.25 / 2, 0.0])
-    obs, null = cells[E.CONTAINMENT_SIZE_CHANGES]
+    obs, null = cells[OV.CONTAINMENT_SIZE_CHANGES]
     assert np.isfinite(obs[:, 0, 0]).tolist() == [True, False]  # 2 -> 4 changes, 3 -> 3 does not
     assert np.isfinite(null[:, 0, 0]).tolist() == [True, True]  # 2 vs the partner's 3, 3 vs the partner's 4
     assert N.both_singleton_share(np.array([[[1, 1, 2]], [[1, 1, -1]]])) == pytest.approx(2 / 3)
@@ -254,7 +255,7 @@ def test_the_null_reads_the_recorded_partner_and_falls_back_to_the_next_prompt()
     assert N.partners(none, "planted")[1] == N.NEXT_IN_STORE
     table = E.expansion_spearman(ds.drop_vars("partner"), n_boot=200)
     assert table.columns.tolist() == list(E.SPEARMAN_COLUMNS) and table["null_name"].iloc[0] == N.NEXT_IN_STORE
-    overlap = E.nucleus_overlap(ds.drop_vars(["partner", "nucleus_jaccard_cross"]), n_boot=200)
+    overlap = OV.nucleus_overlap(ds.drop_vars(["partner", "nucleus_jaccard_cross"]), n_boot=200)
     assert overlap["statistic"].tolist() == ["jaccard", "containment", "containment_size_changes"]
     assert overlap["null_estimate"].isna().all()  # a store extracted without the cross-prompt overlap
 
@@ -281,7 +282,7 @@ def test_planted_null_containment_is_shown_beyond_its_null_in_at_most_five_perce
 
 def test_planted_tables_carry_the_null_of_their_rates():
     ds = P.planted_store(P.planted_logits(np.random.default_rng(1), 12, signal=True))
-    overlap = E.nucleus_overlap(ds, n_boot=200).set_index("statistic")
+    overlap = OV.nucleus_overlap(ds, n_boot=200).set_index("statistic")
     assert (overlap["null_name"] == N.RECORDED).all() and (overlap["beyond_low"] > 0).all()
     assert (overlap["null_n"] == 12 * P.PLANTED_TOKENS * (P.PLANTED_LAYERS - 1)).loc[["jaccard", "containment"]].all()
     spearman = E.expansion_spearman(ds, n_boot=200).iloc[0]
@@ -290,6 +291,6 @@ def test_planted_tables_carry_the_null_of_their_rates():
 
 def test_planted_persisting_shortlists_are_shown_beyond_the_containment_null():
     assert P.overlap_planted_rate(12, draws=5, n_boot=200, signal=True) == 1.0
-    assert P.overlap_planted_rate(12, draws=5, n_boot=200, signal=True, statistic=E.CONTAINMENT_SIZE_CHANGES) == 1.0
+    assert P.overlap_planted_rate(12, draws=5, n_boot=200, signal=True, statistic=OV.CONTAINMENT_SIZE_CHANGES) == 1.0
     with pytest.raises(ValueError, match="statistic must be one of"):
         P.overlap_planted_rate(12, draws=1, statistic="overlap")

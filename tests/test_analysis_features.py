@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from synthetic import ALPHAS, combined_dataset, lazy, linear_profiles, renyi_from_entropy
 
+from entropy_lens.analysis import bands as BA
+from entropy_lens.analysis import depth as D
 from entropy_lens.analysis import features as F
 from entropy_lens.store import schema
 
@@ -141,22 +143,22 @@ def test_resample_depth_equals_np_interp():
     depth = np.sort(rng.uniform(0.1, 1.0, 7))
     values = rng.normal(size=(3, 4, 7))
     grid = np.linspace(0.0, 1.0, 11)
-    got = F.resample_depth(values, depth, grid)
+    got = D.resample_depth(values, depth, grid)
     expected = np.apply_along_axis(lambda v: np.interp(grid, depth, v), -1, values)
     np.testing.assert_allclose(got, expected, atol=1e-12)
 
 
 def test_linear_profiles_at_different_depths_map_exactly_onto_the_grid():
-    grid = F.depth_grid([4, 10], 9)
+    grid = D.depth_grid([4, 10], 9)
     assert grid[0] == pytest.approx(0.25) and grid[-1] == 1.0
     for n in (4, 10):
         prof = linear_profiles(1, 1, n, slope=2.0, offset=0.5)[0, 0]
-        np.testing.assert_allclose(F.resample_depth(prof, schema.depth_of(np.arange(n), n), grid), 0.5 + 2.0 * grid)
+        np.testing.assert_allclose(D.resample_depth(prof, schema.depth_of(np.arange(n), n), grid), 0.5 + 2.0 * grid)
 
 
 def test_resample_rejects_padded_depths():
     with pytest.raises(ValueError, match="strictly increasing"):
-        F.resample_depth(np.zeros(3), np.array([0.5, 1.0, np.nan]), np.linspace(0.5, 1, 3))
+        D.resample_depth(np.zeros(3), np.array([0.5, 1.0, np.nan]), np.linspace(0.5, 1, 3))
 
 
 def test_pooled_features_stack_models_on_the_common_grid():
@@ -167,8 +169,8 @@ def test_pooled_features_stack_models_on_the_common_grid():
     # "mean" over the "last"-filled short prompt: token 1 is repeated into slots 2..4.
     short = ds[schema.ENTROPY].sel(model="short").values[:, :, :3].astype(float)
     short[1, 2:] = short[1, 1]
-    grid = F.depth_grid([3, 6], 5)
-    expected = F.resample_depth(short.mean(axis=1), schema.depth_of(np.arange(3), 3), grid)
+    grid = D.depth_grid([3, 6], 5)
+    expected = D.resample_depth(short.mean(axis=1), schema.depth_of(np.arange(3), 3), grid)
     np.testing.assert_allclose(feats.X[:4], expected, rtol=1e-6)
 
 
@@ -178,7 +180,7 @@ def test_profile_bands_average_valid_tokens_per_label():
     prof[2:] = 2.0
     prof[3, 2] = np.nan  # masked slot must not pull the mean down
     ds = combined_dataset({"m": prof}, prompt_labels={"task": ["x", "x", "y", "y"]})
-    bands = F.profile_bands(ds, "m", "task", band="std")
+    bands = BA.profile_bands(ds, "m", "task", band="std")
     assert set(bands["value"]) == {"x", "y"}
     y = bands[bands["value"] == "y"]
     np.testing.assert_allclose(y["mean"], 2.0)
@@ -186,6 +188,6 @@ def test_profile_bands_average_valid_tokens_per_label():
     assert (y["n"] == 2).all()
     np.testing.assert_allclose(y["depth"], [0.5, 1.0])
     with pytest.raises(ValueError, match="band must be one of"):
-        F.profile_bands(ds, "m", "task", band="iqr")
+        BA.profile_bands(ds, "m", "task", band="iqr")
     with pytest.raises(ValueError, match="label 'style' is not a coordinate on 'prompt'"):
-        F.profile_bands(ds, "m", "style")
+        BA.profile_bands(ds, "m", "style")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from synthetic import combined_dataset, lazy
 
-from entropy_lens.analysis import heldout as H
 from entropy_lens.analysis.features import FeatureSettings
-from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.separability import heldout as H
+from entropy_lens.analysis.separability.settings import KnnSettings
 
 SETTINGS = KnnSettings(k=7)
 FEATURES = FeatureSettings(grid_points=8)

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from synthetic import combined_dataset, lazy
 
-from entropy_lens.analysis import knn as K
-from entropy_lens.analysis import targets as T
 from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.analysis.separability import folds as FO
+from entropy_lens.analysis.separability import knn as K
+from entropy_lens.analysis.separability import settings as KS
+from entropy_lens.analysis.separability import targets as T
 from entropy_lens.store import schema
 
-FAST = K.KnnSettings(k=7, n_splits=5, n_repeats=1)
+FAST = KS.KnnSettings(k=7, n_splits=5, n_repeats=1)
 # Null check: 200 samples, 10 balanced folds of 20 test samples.  One fold's AUC on
 # 10 + 10 samples has a standard error of sqrt((n0 + n1 + 1) / (12 n0 n1)) ~ 0.13, so the
 # mean over 10 disjoint folds has ~0.04 (repeats are correlated and add little).  0.15 is
@@ -30,16 +32,16 @@ def _gaussian(n_per_class: int, n_classes: int, shift: float, dim: int = 10, see
 
 def test_identical_classes_give_chance_auc():
     X, y = _gaussian(100, 2, shift=0.0)
-    res = K.knn_auc(X, y, K.KnnSettings(n_repeats=2))
+    res = K.knn_auc(X, y, KS.KnnSettings(n_repeats=2))
     assert abs(res.knn.mean() - 0.5) < NULL_TOLERANCE
     assert abs(res.dummy.mean() - 0.5) < NULL_TOLERANCE
-    assert res.knn.size == K.DEFAULT_SPLITS * 2 and res.k == K.DEFAULT_K
+    assert res.knn.size == KS.DEFAULT_SPLITS * 2 and res.k == KS.DEFAULT_K
     assert res.p_value > 0.01
 
 
 def test_shifted_classes_give_auc_near_one_and_beat_the_dummy():
     X, y = _gaussian(60, 2, shift=3.0)
-    res = K.knn_auc(X, y, K.KnnSettings(n_repeats=2))
+    res = K.knn_auc(X, y, KS.KnnSettings(n_repeats=2))
     assert res.knn.mean() > 0.98
     assert res.dummy.mean() < 0.7
     assert res.p_value < 1e-3
@@ -63,7 +65,7 @@ def test_fold_auc_binary_and_multiclass():
 def test_k_is_capped_below_the_training_fold_with_a_warning(caplog):
     X, y = _gaussian(10, 2, shift=3.0)
     with caplog.at_level(logging.WARNING):
-        res = K.knn_auc(X, y, K.KnnSettings(n_splits=5, n_repeats=1))
+        res = K.knn_auc(X, y, KS.KnnSettings(n_splits=5, n_repeats=1))
     assert res.k == 20 - 4 - 1  # 5 folds of 20 samples: 16 training samples, k <= 15
     assert "k=29 is not below the smallest training fold" in caplog.text
 
@@ -72,7 +74,7 @@ def test_folds_are_capped_at_the_smallest_class(caplog):
     X, y = _gaussian(30, 2, shift=3.0)
     X, y = X[:33], y[:33]  # 30 of c0, 3 of c1
     with caplog.at_level(logging.WARNING):
-        res = K.knn_auc(X, y, K.KnnSettings(n_repeats=1))
+        res = K.knn_auc(X, y, KS.KnnSettings(n_repeats=1))
     assert res.n_splits == 3
     assert "exceeds the smallest class" in caplog.text
 
@@ -100,12 +102,12 @@ def test_bad_inputs_are_errors():
     with pytest.raises(ValueError, match="NaN"):
         K.knn_auc(X, y)
     with pytest.raises(ValueError, match="test must be one of"):
-        K.KnnSettings(test="mannwhitney")
+        KS.KnnSettings(test="mannwhitney")
     with pytest.raises(ValueError, match="n_splits must be an int >= 2"):
-        K.KnnSettings(n_splits=1)
+        KS.KnnSettings(n_splits=1)
 
 
-@pytest.mark.parametrize("test", K.PAIRED_TESTS)
+@pytest.mark.parametrize("test", KS.PAIRED_TESTS)
 def test_paired_p_values(test):
     rng = np.random.default_rng(0)
     b = rng.uniform(0.4, 0.6, 20)
@@ -195,7 +197,7 @@ def test_target_label_and_filter_errors(tmp_path):
 
 def test_a_fold_plan_is_built_from_labels_alone_and_scores_any_features():
     X, y = _gaussian(30, 2, shift=3.0)
-    plan = K.plan_folds(y, FAST)
+    plan = FO.plan_folds(y, FAST)
     assert len(plan.folds) == 5 and plan.k == 7 and plan.n_classes == 2 and plan.n_skipped_folds == 0
     np.testing.assert_array_equal(K.score_folds(X, plan, FAST).knn, K.knn_auc(X, y, FAST).knn)
     noise = K.score_folds(np.random.default_rng(0).normal(size=X.shape), plan, FAST)

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis.pairs import ALIGNMENT_GAP, CENTRED, FAMILY_GAP, NATS, NORMALIZED, RESOLUTION_GAP
+from entropy_lens.analysis.families.gaps import ALIGNMENT_GAP, FAMILY_GAP, RESOLUTION_GAP
+from entropy_lens.analysis.families.scales import CENTRED, NATS, NORMALIZED
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.tables import to_markdown, write_table
 from entropy_lens.verdicts import claim as K

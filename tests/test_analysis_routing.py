@@ -6,7 +6,7 @@ import xarray as xr
 from tiny import tiny_model
 
 from entropy_lens import extract_profiles
-from entropy_lens.analysis.expansion import spearman
+from entropy_lens.analysis.expansion.spearman import spearman
 from entropy_lens.analysis.routing import (
     LAYER_COLUMNS,
     SUMMARY_COLUMNS,

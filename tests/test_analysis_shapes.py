@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from synthetic import combined_dataset, lazy
 
-from entropy_lens.analysis import shapes as S
+from entropy_lens.analysis.families import shapes as S
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 from entropy_lens.verdicts import decision as D

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from entropy_lens.analysis.targets import STUDY_TARGETS
+from entropy_lens.analysis.separability.targets import STUDY_TARGETS
 from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts import study as S
@@ -78,9 +78,9 @@ def test_rows_of_a_claim_left_out_of_the_registry_are_refused():
 
 
 def test_the_headline_selections_name_measures_the_analyses_write():
-    from entropy_lens.analysis.expansion_nulls import CONTAINMENT
+    from entropy_lens.analysis.expansion.nulls import CONTAINMENT
+    from entropy_lens.analysis.families.scales import NORMALIZED, SCALES
     from entropy_lens.analysis.features import metric_label
-    from entropy_lens.analysis.pairs import NORMALIZED, SCALES
     from entropy_lens.store import schema
 
     assert (

@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import baselines, equivalence, expansion, heldout, knn, pairs, shapes
+from entropy_lens.analysis.expansion import overlap, spearman
+from entropy_lens.analysis.families import pairs, shapes
+from entropy_lens.analysis.separability import baselines, equivalence, heldout, knn
 from entropy_lens.answers import accuracy, criticality, drop_scores
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
 from entropy_lens.verdicts import claim as K
@@ -30,8 +32,8 @@ ANALYSIS_COLUMNS = {
     "heldout_normalized": heldout.HELDOUT_COLUMNS,
     "baselines": baselines.BASELINE_COLUMNS,
     "accuracy": accuracy.ACCURACY_COLUMNS,
-    "expansion": expansion.SPEARMAN_COLUMNS,
-    "overlap": expansion.OVERLAP_COLUMNS,
+    "expansion": spearman.SPEARMAN_COLUMNS,
+    "overlap": overlap.OVERLAP_COLUMNS,
     "layer_skip": criticality.COMPARISON_COLUMNS,
     "skip_spearman": criticality.SPEARMAN_COLUMNS,
     "drop_scores": drop_scores.SCORE_COLUMNS,
@@ -92,7 +94,7 @@ def test_a_missing_split_is_empty_text_and_no_estimate_is_nan():
 def test_a_table_without_a_column_its_reading_needs_is_refused_by_name():
     table = pd.DataFrame({"model": ["a"], "spearman": [0.5], "ci_low": [0.4], "ci_high": [0.6], "n": [9]})
     with pytest.raises(ValueError, match=r"expansion lacks the column\(s\) \['n_prompts'\]"):
-        expansion.SPEARMAN_READING.frame(table, "expansion")
+        spearman.SPEARMAN_READING.frame(table, "expansion")
 
 
 def test_rows_of_applies_the_rule_to_every_kept_record():

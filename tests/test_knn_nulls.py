@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from entropy_lens.analysis import knn as K
-from entropy_lens.analysis import knn_nulls as N
+from entropy_lens.analysis.separability import folds as FO
+from entropy_lens.analysis.separability import knn as K
+from entropy_lens.analysis.separability import nulls as N
+from entropy_lens.analysis.separability import settings as KS
 
 # One repeat of 5 folds keeps 100 draws within seconds; the table's defaults (3 repeats) behave alike.
-PLANTED = K.KnnSettings(k=7, n_splits=5, n_repeats=1)
+PLANTED = KS.KnnSettings(k=7, n_splits=5, n_repeats=1)
 PLANTED_N = 40
 # Contract of issue 36: beyond-null shown in at most 5% of 100 null draws.
 MAX_NULL_RATE = 0.05
@@ -20,7 +22,7 @@ def test_the_dummy_is_stratified_not_constant():
     """A "prior" (constant) dummy gives AUC 0.5 on every fold; the stratified dummy guesses, so its folds vary."""
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 30)
-    res = K.knn_auc(rng.normal(size=(60, 4)), y, K.KnnSettings(k=7, n_splits=5, n_repeats=2))
+    res = K.knn_auc(rng.normal(size=(60, 4)), y, KS.KnnSettings(k=7, n_splits=5, n_repeats=2))
     assert res.dummy.std() > 0.02
     assert np.mean(res.dummy == 0.5) < 0.5
     row = res.summary()
@@ -33,7 +35,7 @@ def test_beyond_is_the_paired_fold_difference_with_the_corrected_interval():
     rng = np.random.default_rng(1)
     y = np.repeat([0, 1], 30)
     X = rng.normal(size=(60, 4)) + 1.5 * y[:, None]
-    res = K.knn_auc(X, y, K.KnnSettings(k=7, n_splits=5, n_repeats=2))
+    res = K.knn_auc(X, y, KS.KnnSettings(k=7, n_splits=5, n_repeats=2))
     row = res.summary()
     diff = res.knn - res.dummy
     half = 2.2621571627409915 * np.sqrt(diff.var(ddof=1) * (1 / diff.size + 1 / 4))  # t(0.975, 9) folds 10, 5 splits
@@ -71,7 +73,7 @@ def test_a_profile_no_better_than_its_baseline_is_rarely_shown_beyond_it():
 
 def test_a_profile_with_more_signal_than_its_baseline_is_shown_beyond_it():
     # Power needs more folds than the null check: 3 repeats of 5 folds of 60 samples.
-    settings = K.KnnSettings(k=7, n_splits=5, n_repeats=3)
+    settings = KS.KnnSettings(k=7, n_splits=5, n_repeats=3)
     assert N.planted_baseline_null_rate(60, draws=10, seed=0, settings=settings, shift=1.0) >= 0.8
 
 
@@ -90,11 +92,11 @@ def test_pooled_folds_keep_a_question_together_and_balance_the_styles():
     expected = np.asarray([60, 15, 15]) / 90
     worst = {}
     for name, strata in (("plain", None), ("stratified", style)):
-        plan = K.plan_folds(y, K.KnnSettings(k=5, n_splits=5, n_repeats=2), groups=questions, strata=strata)
+        plan = FO.plan_folds(y, KS.KnnSettings(k=5, n_splits=5, n_repeats=2), groups=questions, strata=strata)
         for _, train, test in plan.folds:
             assert not set(questions[train]) & set(questions[test])
         shares = [[np.mean(style[test] == s) for s in ("base", "instruct", "chat")] for _, _, test in plan.folds]
         worst[name] = float(np.abs(np.asarray(shares) - expected).max())
     assert worst["stratified"] < 0.1 < worst["plain"]
     with pytest.raises(ValueError, match="strata must hold one value per sample"):
-        K.plan_folds(y, groups=questions, strata=style[:5])
+        FO.plan_folds(y, groups=questions, strata=style[:5])

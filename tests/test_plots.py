@@ -15,7 +15,10 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from synthetic import combined_dataset, lazy
 
-from entropy_lens.analysis import expansion, families, features
+from entropy_lens.analysis import bands as analysis_bands
+from entropy_lens.analysis.expansion import overlap, spearman
+from entropy_lens.analysis.families import clustering
+from entropy_lens.analysis.families import profiles as family_profiles
 from entropy_lens.plots import style
 from entropy_lens.plots.accuracy import plot_letter_bias
 from entropy_lens.plots.expansion import plot_expansion, plot_overlap_depth
@@ -99,7 +102,7 @@ def _store():
 
 def test_profile_bands_plot(tmp_path, drawn):
     ds = _store()
-    bands = pd.concat([features.profile_bands(ds, m, "task") for m in ("a-small", "a-large")])
+    bands = pd.concat([analysis_bands.profile_bands(ds, m, "task") for m in ("a-small", "a-large")])
     plot_profile_bands(bands, tmp_path / "bands.png", title="tasks")
     _check(tmp_path / "bands.png")
     panels = _panels(drawn["bands.png"])
@@ -215,14 +218,14 @@ def test_letter_bias_figure(tmp_path, drawn):
 
 def test_dendrogram_and_embedding(tmp_path, drawn):
     ds = _store()
-    means = families.mean_profiles(families.layer_profiles(ds), grid_points=8)
+    means = family_profiles.mean_profiles(family_profiles.layer_profiles(ds), grid_points=8)
     names = [str(m) for m in means["model"].values]
-    plot_dendrogram(families.linkage_matrix(means), names, tmp_path / "dendro.png", families=means["family"].values)
+    plot_dendrogram(clustering.linkage_matrix(means), names, tmp_path / "dendro.png", families=means["family"].values)
     _check(tmp_path / "dendro.png")
     dendro = _panels(drawn["dendro.png"])[0]
     assert sorted(_ticks(dendro.get_yticklabels())) == sorted(names)
     assert sum(len(c.get_segments()) for c in dendro.collections if isinstance(c, LineCollection)) == len(names) - 1
-    emb = families.embed_samples(families.sample_profiles(ds, grid_points=8), method="pca")
+    emb = clustering.embed_samples(family_profiles.sample_profiles(ds, grid_points=8), method="pca")
     plot_embedding(emb, tmp_path / "embed.png", title="PCA")
     _check(tmp_path / "embed.png")
     scatters = [c for c in _panels(drawn["embed.png"])[0].collections if isinstance(c, PathCollection)]
@@ -232,8 +235,8 @@ def test_dendrogram_and_embedding(tmp_path, drawn):
 
 def test_expansion_scatter(tmp_path, drawn):
     ds = _store()
-    points = expansion.expansion_points(ds)
-    plot_expansion(points, tmp_path / "exp.png", spearman=expansion.expansion_spearman(ds))
+    points = spearman.expansion_points(ds)
+    plot_expansion(points, tmp_path / "exp.png", spearman=spearman.expansion_spearman(ds))
     _check(tmp_path / "exp.png")
     fig = drawn["exp.png"]
     scatters = [c for c in _panels(fig)[0].collections if isinstance(c, PathCollection)]
@@ -264,7 +267,7 @@ def _overlap_store():
 
 
 def test_overlap_depth_draws_each_statistic_with_its_band_and_the_half_line(tmp_path, drawn):
-    frame = expansion.overlap_by_depth(_overlap_store(), n_boot=50)
+    frame = overlap.overlap_by_depth(_overlap_store(), n_boot=50)
     plot_overlap_depth(frame, tmp_path / "overlap.png", title="overlap")
     _check(tmp_path / "overlap.png")
     panels = _panels(drawn["overlap.png"])
@@ -291,7 +294,7 @@ def test_overlap_depth_draws_each_statistic_with_its_band_and_the_half_line(tmp_
 def test_family_profiles_plot_and_svg_only_path(tmp_path, drawn):
     store = lazy(_store(), tmp_path)
     assert store["family"].dtype.kind != "U"  # strings come back from Zarr as StringDType
-    profiles = families.layer_profiles(store)
+    profiles = family_profiles.layer_profiles(store)
     plot_family_profiles(profiles, tmp_path / "fam.png", title="blank")
     _check(tmp_path / "fam.png")
     lines = _panels(drawn["fam.png"])[0].get_lines()
@@ -310,7 +313,7 @@ def test_family_profiles_plot_and_svg_only_path(tmp_path, drawn):
 
 
 def test_path_must_be_png_or_svg(tmp_path):
-    bands = features.profile_bands(_store(), "a-small", "task")
+    bands = analysis_bands.profile_bands(_store(), "a-small", "task")
     with pytest.raises(ValueError, match=r"must end in \.png"):
         plot_profile_bands(bands, tmp_path / "bands.pdf")
 

@@ -167,7 +167,7 @@ def test_the_registry_recomputes_the_family_inputs_only_on_a_blank_store_of_two_
     from synthetic import combined_dataset
 
     from entropy_lens.analysis.features import FeatureSettings
-    from entropy_lens.analysis.knn import KnnSettings
+    from entropy_lens.analysis.separability.settings import KnnSettings
     from entropy_lens.verdicts.inputs import StoreSettings
     from entropy_lens.verdicts.table import INPUTS, store_tables
 

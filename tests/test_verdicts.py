@@ -9,13 +9,14 @@ import pandas as pd
 import pytest
 from synthetic import combined_dataset
 
-from entropy_lens.analysis import knn as K
-from entropy_lens.analysis.expansion import nucleus_overlap
+from entropy_lens.analysis.expansion.overlap import nucleus_overlap
+from entropy_lens.analysis.separability import knn as K
+from entropy_lens.analysis.separability import settings as KS
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
 
-SETTINGS = K.KnnSettings(k=29, n_splits=5, n_repeats=3)
+SETTINGS = KS.KnnSettings(k=29, n_splits=5, n_repeats=3)
 
 
 def _grouped_gaussian(n_groups: int, per_group: int, shift: float, seed: int = 0):
@@ -64,8 +65,8 @@ def test_grouped_folds_remove_the_near_twin_leak():
     groups = np.repeat(np.arange(30), 6)
     X = centres[groups] + rng.normal(size=(groups.size, 8)) * 0.05
     y = np.where(np.arange(30) % 2 == 0, "a", "b")[groups]  # a label fixed per source, unrelated to X
-    study = K.knn_auc(X, y, K.KnnSettings(k=5, n_splits=5, n_repeats=2))
-    grouped = K.knn_auc(X, y, K.KnnSettings(k=5, n_splits=5, n_repeats=2), groups=groups)
+    study = K.knn_auc(X, y, KS.KnnSettings(k=5, n_splits=5, n_repeats=2))
+    grouped = K.knn_auc(X, y, KS.KnnSettings(k=5, n_splits=5, n_repeats=2), groups=groups)
     assert study.knn.mean() > 0.9  # the twin of each test prompt sits in the training fold
     assert grouped.knn.mean() < 0.75 and grouped.grouped and grouped.n_groups == 30
 

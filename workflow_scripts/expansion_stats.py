@@ -1,7 +1,8 @@
 """Rule expansion_stats: Delta H vs nucleus-size change (Spearman) and adjacent-layer overlap
 (Jaccard and containment, overall and per layer), prompt-bootstrapped."""
 
-from entropy_lens.analysis.expansion import expansion_points, expansion_spearman, nucleus_overlap, overlap_by_depth
+from entropy_lens.analysis.expansion.overlap import nucleus_overlap, overlap_by_depth
+from entropy_lens.analysis.expansion.spearman import expansion_points, expansion_spearman
 from entropy_lens.core.tables import write_table
 from entropy_lens.plots.expansion import plot_expansion, plot_overlap_depth
 from entropy_lens.store import storage

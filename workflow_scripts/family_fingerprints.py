@@ -1,7 +1,7 @@
 """Rule family_fingerprints: blank-prompt profiles on a depth grid, clustered by family vs size; same-family pairs."""
 
-from entropy_lens.analysis.families import fingerprints
-from entropy_lens.analysis.pairs import family_pairs
+from entropy_lens.analysis.families.fingerprints import fingerprints
+from entropy_lens.analysis.families.pairs import family_pairs
 from entropy_lens.core.tables import write_csv, write_table
 from entropy_lens.plots.families import plot_fingerprints
 from entropy_lens.store import storage

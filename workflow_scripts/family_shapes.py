@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from entropy_lens.analysis.shapes import profile_shapes
+from entropy_lens.analysis.families.shapes import profile_shapes
 from entropy_lens.core.tables import write_table
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging

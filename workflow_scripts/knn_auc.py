@@ -2,11 +2,11 @@
 the paired Renyi-minus-Shannon AUC on identical grouped folds; the blank store's family held out across size,
 on entropy and on entropy / log V."""
 
-from entropy_lens.analysis.equivalence import renyi_equivalence
 from entropy_lens.analysis.features import FeatureSettings
-from entropy_lens.analysis.heldout import family_heldout
-from entropy_lens.analysis.knn import KnnSettings
-from entropy_lens.analysis.targets import RENYI_TARGETS, knn_table
+from entropy_lens.analysis.separability.equivalence import renyi_equivalence
+from entropy_lens.analysis.separability.heldout import family_heldout
+from entropy_lens.analysis.separability.settings import KnnSettings
+from entropy_lens.analysis.separability.targets import RENYI_TARGETS, knn_table
 from entropy_lens.core.tables import write_table
 from entropy_lens.plots.knn import plot_auc_bars
 from entropy_lens.store import storage

@@ -1,9 +1,9 @@
 """Rule knn_baselines: the profile's kNN AUC beside its baselines on identical grouped folds (first-token profile
 and prompt text for tasks and formats; final-layer entropy and top-letter probability for MMLU correctness)."""
 
-from entropy_lens.analysis.baselines import baseline_table
 from entropy_lens.analysis.features import FeatureSettings
-from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.separability.baselines import baseline_table
+from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.tables import read_frames, write_table
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from entropy_lens.analysis.features import FeatureSettings
-from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.tables import to_markdown, write_csv
 from entropy_lens.model.registry import folder_model_type
 from entropy_lens.store import storage

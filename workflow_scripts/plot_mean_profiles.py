@@ -1,6 +1,6 @@
 """Rule plot_mean_profiles: mean entropy profile per model vs normalized depth, coloured by family."""
 
-from entropy_lens.analysis.families import layer_profiles
+from entropy_lens.analysis.families.profiles import layer_profiles
 from entropy_lens.plots.profiles import plot_family_profiles
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging

@@ -1,6 +1,6 @@
 """Rule plot_profile_bands: mean entropy profile per label value with a 95% band, per model."""
 
-from entropy_lens.analysis.features import all_profile_bands
+from entropy_lens.analysis.bands import all_profile_bands
 from entropy_lens.plots.profiles import plot_profile_bands
 from entropy_lens.store import storage
 from entropy_lens.workflow.jobs import setup_logging

@@ -2,7 +2,7 @@
 
 A *profile* is the ``token x layer`` matrix of one metric for one prompt: Shannon
 ``entropy`` or ``renyi`` at one order ``alpha`` (nats).  This module turns profiles
-into feature vectors for kNN and into per-label summaries for plots.
+into feature vectors for kNN (per-label summaries for plots are :mod:`entropy_lens.analysis.bands`).
 
 Modes (``FeatureSettings.mode``)
     ``concat``   the ``T' x L`` matrix flattened token-major (the study's primary reading).
@@ -25,21 +25,20 @@ Masked-token rule (``FeatureSettings.mask_rule``)
 
 Layers: a single model's features use its real layers (``layer < n_layers``).  Pooled
 features across models (e.g. the ``family`` target) are first resampled onto a common
-normalized-depth grid by linear interpolation (:func:`resample_depth`), never padded.
+normalized-depth grid by linear interpolation (:func:`~entropy_lens.analysis.depth.resample_depth`), never padded.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
+from entropy_lens.analysis.depth import DEFAULT_GRID_POINTS, depth_grid, resample_depth
 from entropy_lens.store import schema
 from entropy_lens.store.storage import as_str
 
@@ -48,13 +47,9 @@ log = logging.getLogger(__name__)
 METRICS = (schema.ENTROPY, schema.RENYI)
 MODES = ("concat", "mean", "windows")
 MASK_RULES = ("last", "truncate")
-BANDS = ("ci95", "std")
 DEFAULT_MODE = "concat"
 DEFAULT_MASK_RULE = "last"
 DEFAULT_WINDOWS = 4
-DEFAULT_GRID_POINTS = 32
-# Two-sided normal quantile for a 95% confidence band of a mean.
-Z_95 = 1.959964
 
 
 @dataclass(frozen=True)
@@ -166,6 +161,12 @@ def model_depth(ds: xr.Dataset, model: str) -> np.ndarray:
     return np.asarray(schema.real_layers(ds[schema.DEPTH], model).values, dtype=np.float64)
 
 
+def model_info(ds: xr.Dataset, model: str) -> dict[str, object]:
+    """The columns naming ``model`` in a per-model row: ``model``, ``family`` (``""`` without it), ``n_layers``."""
+    family = str(ds[schema.FAMILY].sel({schema.MODEL: model}).values) if schema.FAMILY in ds.coords else ""
+    return {"model": model, "family": family, "n_layers": model_n_layers(ds, model)}
+
+
 def model_values(ds: xr.Dataset, model: str, variable: str | xr.DataArray) -> np.ndarray:
     """``[P, T, L_m]`` values of one ``(model, prompt, token, layer)`` variable on the model's real layers."""
     data = ds[variable] if isinstance(variable, str) else variable
@@ -263,50 +264,6 @@ def token_features(profiles: np.ndarray, mode: str, n_windows: int = DEFAULT_WIN
     raise ValueError(f"feature mode must be one of {MODES}, got {mode!r}")
 
 
-def depth_grid(n_layers: Sequence[int], n_points: int = DEFAULT_GRID_POINTS) -> np.ndarray:
-    """Common normalized-depth grid that every model covers without extrapolation.
-
-    Depth is ``(layer + 1) / L``, so a model's profile spans ``[1/L, 1]``; the grid spans
-    ``[1 / min(L), 1]``, the range every model covers.
-
-    Args:
-        n_layers: Layer counts of the compared models.
-        n_points: Grid size.
-
-    Returns:
-        ``[n_points]`` increasing depths.
-    """
-    if len(n_layers) == 0 or min(n_layers) < 2:
-        raise ValueError(f"n_layers must list models with >= 2 layers each, got {list(n_layers)!r}")
-    if n_points < 2:
-        raise ValueError(f"n_points must be >= 2, got {n_points!r}")
-    return np.linspace(1.0 / min(n_layers), 1.0, n_points)
-
-
-def resample_depth(values: np.ndarray, depth: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Linearly interpolate profiles from their layer depths onto ``grid``.
-
-    Equivalent to ``np.interp(grid, depth, v)`` on every trailing vector ``v``, done as one
-    matrix product with the interpolation weights (NaN in a vector makes its result NaN).
-
-    Args:
-        values: ``[..., L]`` values at depths ``depth``.
-        depth: ``[L]`` strictly increasing depths.
-        grid: ``[G]`` target depths (clamped to the end values outside ``depth``, as np.interp).
-
-    Returns:
-        ``[..., G]`` resampled values.
-    """
-    depth = np.asarray(depth, dtype=np.float64)
-    if values.shape[-1] != depth.size:
-        raise ValueError(f"values have {values.shape[-1]} layers but depth has {depth.size} entries")
-    if depth.size < 2 or not np.all(np.diff(depth) > 0):
-        raise ValueError("depth must hold >= 2 strictly increasing values (NaN-padded layers removed)")
-    basis = np.eye(depth.size)
-    weights = np.stack([np.interp(grid, depth, row) for row in basis])  # [L, G]
-    return values @ weights
-
-
 def model_features(
     ds: xr.Dataset,
     model: str,
@@ -366,68 +323,3 @@ def pooled_features(
     X = token_features(complete, settings.mode, settings.n_windows)
     models_col = np.repeat(np.asarray(names, dtype=object), ids.size)[keep]
     return Features(X, models_col, np.tile(ids, len(names))[keep])
-
-
-def prompt_labels(ds: xr.Dataset, label: str) -> np.ndarray:
-    """``[P]`` values of a label coordinate on ``prompt`` (e.g. ``task``, ``format``)."""
-    if label not in ds.coords or ds[label].dims != (schema.PROMPT,):
-        found = [c for c in ds.coords if ds[c].dims == (schema.PROMPT,)]
-        raise ValueError(f"label {label!r} is not a coordinate on 'prompt'; prompt labels here: {found}")
-    return plain(ds[label].values)
-
-
-def profile_bands(
-    ds: xr.Dataset,
-    model: str,
-    label: str,
-    *,
-    metric: str = schema.ENTROPY,
-    alpha: float | None = None,
-    band: str = "ci95",
-    prompts: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Mean profile vs depth per label value, with a band across prompts.
-
-    Each prompt's profile is first averaged over its valid tokens (masked slots are
-    ignored, not filled); the band is the standard deviation across prompts (``std``) or
-    the normal 95% confidence interval of the mean (``ci95``).
-
-    Returns:
-        Tidy frame: ``model, label, value, layer, depth, mean, lower, upper, n``.
-    """
-    if band not in BANDS:
-        raise ValueError(f"band must be one of {BANDS}, got {band!r}")
-    ids = prompt_ids(ds, prompts)
-    values = prompt_labels(ds.sel({schema.PROMPT: ids}), label)
-    per_prompt = _nanmean_tokens(model_profiles(ds, model, metric=metric, alpha=alpha, prompts=ids))  # [N, L]
-    depth = model_depth(ds, model)
-    frames = [
-        _band_frame(per_prompt[values == v], depth, band).assign(model=model, label=label, value=v)
-        for v in pd.unique(values)
-    ]
-    cols = ["model", "label", "value", "layer", "depth", "mean", "lower", "upper", "n"]
-    return pd.concat(frames, ignore_index=True)[cols]
-
-
-def all_profile_bands(ds: xr.Dataset, label: str, *, band: str = "ci95") -> pd.DataFrame:
-    """:func:`profile_bands` of every model of a combined store, stacked."""
-    return pd.concat([profile_bands(ds, str(m), label, band=band) for m in ds.indexes[schema.MODEL]], ignore_index=True)
-
-
-def _nanmean_tokens(profiles: np.ndarray) -> np.ndarray:
-    counts = np.isfinite(profiles).sum(axis=1)
-    sums = np.nansum(profiles, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / counts, np.nan)
-
-
-def _band_frame(rows: np.ndarray, depth: np.ndarray, band: str) -> pd.DataFrame:
-    rows = rows[np.isfinite(rows).all(axis=1)]
-    n = rows.shape[0]
-    mean = rows.mean(axis=0) if n else np.full(depth.size, np.nan)
-    std = rows.std(axis=0, ddof=1) if n > 1 else np.zeros(depth.size)
-    half = std if band == "std" else Z_95 * std / math.sqrt(max(n, 1))
-    lower, upper = mean - half, mean + half
-    return pd.DataFrame(
-        {"layer": np.arange(depth.size), "depth": depth, "mean": mean, "lower": lower, "upper": upper, "n": n}
-    )

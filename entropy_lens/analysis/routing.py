@@ -13,7 +13,7 @@ rows of a prompt are not independent; :mod:`entropy_lens.core.intervals`):
   ``ΔH`` and mean ``R``; each replicate redraws prompts and recomputes both means.
 * **over cells**: Spearman of ``ΔH`` and ``R`` over every valid (token, layer) cell, whose
   interval bootstraps the correlation of the full sample's ranks, as for ΔH against the
-  nucleus size (:mod:`entropy_lens.analysis.expansion`).
+  nucleus size (:mod:`entropy_lens.analysis.expansion.spearman`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from entropy_lens.analysis.expansion import spearman
+from entropy_lens.analysis.expansion.spearman import spearman
 from entropy_lens.analysis.features import model_depth, model_n_layers, model_names, model_values
 from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_sums
 from entropy_lens.store import schema

@@ -24,9 +24,9 @@ def plot_expansion(
     """Scatter of ``Delta H`` against the nucleus-size change, coloured by model.
 
     Args:
-        points: :func:`entropy_lens.analysis.expansion.expansion_points` output.
+        points: :func:`entropy_lens.analysis.expansion.spearman.expansion_points` output.
         path: PNG path.
-        spearman: Optional :func:`~entropy_lens.analysis.expansion.expansion_spearman` output
+        spearman: Optional :func:`~entropy_lens.analysis.expansion.spearman.expansion_spearman` output
             to put rho and n in the legend.
         title: Figure title.
     """
@@ -75,7 +75,7 @@ def plot_overlap_depth(frame: pd.DataFrame, path: str | Path, *, title: str = ""
     band; the dashed line marks the threshold "more than half shared" (0.5).
 
     Args:
-        frame: :func:`entropy_lens.analysis.expansion.overlap_by_depth` output.
+        frame: :func:`entropy_lens.analysis.expansion.overlap.overlap_by_depth` output.
         path: PNG path.
         title: Figure title.
     """

@@ -14,7 +14,7 @@ from entropy_lens.plots import style
 from entropy_lens.store.storage import as_str
 
 if TYPE_CHECKING:
-    from entropy_lens.analysis.families import Fingerprints
+    from entropy_lens.analysis.families.fingerprints import Fingerprints
 
 MARKER_SIZE = (12.0, 160.0)
 EMBED_ALPHA = 0.6
@@ -38,7 +38,7 @@ def plot_dendrogram(
     """Dendrogram of model profiles; leaf labels coloured by family when given.
 
     Args:
-        linkage_matrix: ``[M-1, 4]`` from :func:`entropy_lens.analysis.families.linkage_matrix`.
+        linkage_matrix: ``[M-1, 4]`` from :func:`entropy_lens.analysis.families.clustering.linkage_matrix`.
         labels: ``[M]`` model names in the linkage's order.
         path: PNG path.
         families: ``[M]`` family of each model.
@@ -70,7 +70,7 @@ def plot_embedding(embedding: pd.DataFrame, path: str | Path, *, title: str = ""
     """2-D embedding of per-sample profiles, coloured by family, sized by parameter count.
 
     Args:
-        embedding: :func:`entropy_lens.analysis.families.embed_samples` output
+        embedding: :func:`entropy_lens.analysis.families.clustering.embed_samples` output
             (``x, y, family``, optional ``n_params``, ``model``).
         path: PNG path.
         title: Figure title (e.g. "PCA" or "t-SNE").

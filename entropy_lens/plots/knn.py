@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from entropy_lens.analysis.knn import POOLED_MODEL
+from entropy_lens.analysis.separability.knn import POOLED_MODEL
 from entropy_lens.plots import style
 
 UNSCORED = "not scored"
@@ -35,7 +35,7 @@ def plot_auc_bars(
     are written under its panel.  Rows of other fold protocols are left out (``protocol``).
 
     Args:
-        table: :func:`entropy_lens.analysis.targets.knn_table` output.
+        table: :func:`entropy_lens.analysis.separability.targets.knn_table` output.
         path: PNG path.
         title: Figure title.
         protocol: Which fold protocol to draw (``grouped``, the verdicts', or ``study``).

@@ -37,7 +37,7 @@ def plot_profile_bands(
     """Mean profile vs normalized depth per label value, with its band; one panel per model.
 
     Args:
-        bands: :func:`entropy_lens.analysis.features.profile_bands` output (one or more models).
+        bands: :func:`entropy_lens.analysis.bands.profile_bands` output (one or more models).
         path: PNG path.
         title: Figure title.
         ylabel: Y axis label.
@@ -61,14 +61,16 @@ def plot_family_profiles(profiles: xr.DataArray, path: str | Path, *, title: str
     """Mean profile per model vs normalized depth, coloured by family.
 
     Args:
-        profiles: ``(model, layer)`` from :func:`entropy_lens.analysis.families.layer_profiles`
+        profiles: ``(model, layer)`` from :func:`entropy_lens.analysis.families.profiles.layer_profiles`
             (coords ``depth (model, layer)``, ``family`` and ``n_layers`` on ``model``).
         path: PNG (or SVG) path.
         title: Figure title.
     """
     missing = [c for c in (DEPTH_COORD, FAMILY_COORD, N_LAYERS_COORD) if c not in profiles.coords]
     if missing:
-        raise ValueError(f"profiles lack coordinates {missing}; build them with analysis.families.layer_profiles")
+        raise ValueError(
+            f"profiles lack coordinates {missing}; build them with analysis.families.profiles.layer_profiles"
+        )
     fams = list(pd.unique(as_str(profiles[FAMILY_COORD].values)))
     colors = dict(zip(fams, style.colors(len(fams)), strict=True))
     fig = style.figure(6.0, 4.2)

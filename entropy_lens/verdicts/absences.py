@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from entropy_lens.analysis.knn import POOLED_MODEL
+from entropy_lens.analysis.separability.knn import POOLED_MODEL
 from entropy_lens.prompts.datasets import IMAGE, KINDS
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import study as S

@@ -83,7 +83,7 @@ class Claim:
             :mod:`entropy_lens.verdicts.outcomes` (``docs/verdicts.md`` states each).
         figure: Key of the study's published figure under ``figures`` in ``data/study.yaml``, or of
             its sentence under ``sentences`` where it gives no number; ``""`` for none.
-        knn_target: The kNN target (:data:`entropy_lens.analysis.targets.STUDY_TARGETS`) whose rows test
+        knn_target: The kNN target (:data:`entropy_lens.analysis.separability.targets.STUDY_TARGETS`) whose rows test
             it; ``""`` for claims of other analyses.
         headline: Which of its rows the verdict table shows.
     """

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from entropy_lens.analysis.heldout import BLANK
+from entropy_lens.analysis.separability.heldout import BLANK
 from entropy_lens.core.frames import Reading
 from entropy_lens.verdicts.rows import Expected, RowRule, rows_of
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import xarray as xr
 
     from entropy_lens.analysis.features import FeatureSettings
-    from entropy_lens.analysis.knn import KnnSettings
+    from entropy_lens.analysis.separability.settings import KnnSettings
 
 Rows = list[dict[str, Any]]
 
@@ -35,7 +35,7 @@ class StoreSettings:
     Attributes:
         knn, features: The kNN settings (separability, the held-out family).
         n_boot, seed: Bootstrap replicates and seed of the intervals.
-        grid_points: The normalized-depth grid of the same-family pairs (``analysis.depth_grid``).
+        grid_points: The normalized-depth grid of the same-family pairs (``analysis.depth.depth_grid``).
     """
 
     knn: KnnSettings

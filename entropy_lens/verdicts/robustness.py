@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.features import DEFAULT_GRID_POINTS, FeatureSettings
-from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.depth import DEFAULT_GRID_POINTS
+from entropy_lens.analysis.features import FeatureSettings
+from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 from entropy_lens.store.combine import combine_dataset

@@ -261,7 +261,7 @@ def held_out_family(share: Interval, *, bar: float, n: int, family: str) -> Verd
 class ShapePart:
     """One part of a shape claim: ``statistic`` lies above (or below) ``bar``.
 
-    Statistics (of :mod:`entropy_lens.analysis.shapes`): ``rise`` = mean of the middle
+    Statistics (of :mod:`entropy_lens.analysis.families.shapes`): ``rise`` = mean of the middle
     third minus mean of the first third of depth (nats); ``refine`` = mean of the middle
     third minus the mean of the last third (nats); ``drift`` = change of a line fitted across the
     middle third over the range of the whole profile (absolute value).

@@ -1,5 +1,5 @@
 """The baseline extensions: does a profile separate tasks, formats or right from wrong answers beyond what a
-trivial reading of the same samples already separates (:mod:`entropy_lens.analysis.baselines`)?
+trivial reading of the same samples already separates (:mod:`entropy_lens.analysis.separability.baselines`)?
 
 Each claim's record, its row rule, and the paper-table input its rows come from.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from entropy_lens.analysis.baselines import BASELINE_READING
+from entropy_lens.analysis.separability.baselines import BASELINE_READING
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.claim import EXTENSION, Claim
@@ -48,7 +48,7 @@ FORMAT_BEYOND_BASELINES = Claim(
 )
 
 
-# kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.baselines).
+# kNN target -> the extension claim of its profile-minus-baseline rows (entropy_lens.analysis.separability.baselines).
 BASELINE_CLAIMS = {
     "task": TASK_BEYOND_BASELINES,
     "task_scrambled": TASK_BEYOND_BASELINES,
@@ -91,7 +91,7 @@ BASELINE_RULE = RowRule(
 
 INPUTS = {
     "baselines": PaperInput(
-        "analysis.baselines.baseline_table",
+        "analysis.separability.baselines.baseline_table",
         BASELINE_READING,
         rule_rows("baselines", BASELINE_RULE),
         from_store=f"{LOGIT_LENS_ONLY}: the profile against its first token and the prompt text",

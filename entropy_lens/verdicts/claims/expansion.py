@@ -1,5 +1,6 @@
 """The expansion claims: Spearman ΔH vs Δ nucleus size, and adjacent-layer overlap of the top-p sets
-(:mod:`entropy_lens.analysis.expansion`).
+(:mod:`entropy_lens.analysis.expansion`: :mod:`~entropy_lens.analysis.expansion.spearman`,
+:mod:`~entropy_lens.analysis.expansion.overlap`).
 
 Each claim's record, its row rule, and the paper-table input its rows come from.
 """
@@ -9,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.expansion import OVERLAP_READING, SPEARMAN_READING, expansion_spearman, nucleus_overlap
+from entropy_lens.analysis.expansion.overlap import OVERLAP_READING, nucleus_overlap
+from entropy_lens.analysis.expansion.spearman import SPEARMAN_READING, expansion_spearman
 from entropy_lens.core.frames import SOURCES
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
@@ -91,13 +93,13 @@ def overlap_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.
 
 INPUTS = {
     "expansion": PaperInput(
-        "analysis.expansion.expansion_spearman (a dataset column when stacked)",
+        "analysis.expansion.spearman.expansion_spearman (a dataset column when stacked)",
         SPEARMAN_READING,
         rule_rows("expansion", SPEARMAN_RULE),
         from_store=expansion_from_store,
     ),
     "overlap": PaperInput(
-        "analysis.expansion.nucleus_overlap (a dataset column when stacked)",
+        "analysis.expansion.overlap.nucleus_overlap (a dataset column when stacked)",
         OVERLAP_READING,
         rule_rows("overlap", OVERLAP_RULE),
         from_store=overlap_from_store,

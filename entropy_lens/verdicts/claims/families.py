@@ -1,5 +1,5 @@
-"""The family claims: family shapes (:mod:`entropy_lens.analysis.shapes`) and the same-family pairs (family,
-not size; size as resolution: :mod:`entropy_lens.analysis.pairs`).
+"""The family claims: family shapes (:mod:`entropy_lens.analysis.families.shapes`) and the same-family pairs (family,
+not size; size as resolution: :mod:`entropy_lens.analysis.families.pairs`).
 
 Each claim's record, its row rules, and the paper-table inputs its rows come from.
 """
@@ -11,10 +11,12 @@ from collections.abc import Mapping
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.pairs import ALIGNMENT_GAP, FAMILY_GAP, NORMALIZED, PAIR_READING, family_pairs
-from entropy_lens.analysis.pairs import NATS as NATS_SCALE
-from entropy_lens.analysis.shapes import SHAPE_READING, profile_shapes
-from entropy_lens.analysis.shapes import STATISTICS as SHAPE_STATISTICS
+from entropy_lens.analysis.families.gaps import ALIGNMENT_GAP, FAMILY_GAP
+from entropy_lens.analysis.families.pairs import PAIR_READING, family_pairs
+from entropy_lens.analysis.families.scales import NATS as NATS_SCALE
+from entropy_lens.analysis.families.scales import NORMALIZED
+from entropy_lens.analysis.families.shapes import SHAPE_READING, profile_shapes
+from entropy_lens.analysis.families.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
@@ -134,7 +136,7 @@ def _flat_null(claim: str, statistics: Mapping[str, D.Interval]) -> D.Null | Non
     return D.Null("flat profile (weakest part)", D.Interval(0.0, 0.0, 0.0), weakest, margin=D.NULL_MARGINS["gap"])
 
 
-# Pair statistic (:mod:`entropy_lens.analysis.pairs`) -> its claim, verdict rule, study text and note.
+# Pair statistic (:mod:`entropy_lens.analysis.families.gaps`) -> its claim, verdict rule, study text and note.
 PAIR_CLAIMS = {
     FAMILY_GAP: (CLUSTERING, V.family_not_size, S.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
     ALIGNMENT_GAP: (
@@ -239,7 +241,7 @@ INPUTS = {
         from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
     ),
     "family_pairs": PaperInput(
-        "analysis.pairs.family_pairs",
+        "analysis.families.pairs.family_pairs",
         PAIR_READING,
         lambda b: (
             pair_rows(b.frames["family_pairs"], b.frames["clustering"], b.expected)
@@ -249,7 +251,7 @@ INPUTS = {
         from_store=pairs_from_store,
     ),
     "shapes": PaperInput(
-        "analysis.shapes.profile_shapes (a dataset column when stacked)",
+        "analysis.families.shapes.profile_shapes (a dataset column when stacked)",
         SHAPE_READING,
         lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
         from_store=shapes_from_store,

@@ -1,5 +1,6 @@
 """The Rényi claim: Rényi entropy at other orders leaves the separability conclusions intact, read as the
-equivalence of each order's kNN AUC with Shannon's on identical folds (:mod:`entropy_lens.analysis.equivalence`).
+equivalence of each order's kNN AUC with Shannon's on identical folds
+(:mod:`entropy_lens.analysis.separability.equivalence`).
 
 Its record, its row rules, and the paper-table input its rows come from (after the kNN rows it repeats).
 """
@@ -11,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis.equivalence import EQUIVALENCE_READING
+from entropy_lens.analysis.separability.equivalence import EQUIVALENCE_READING
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts import study as S
@@ -111,7 +112,7 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
 
 INPUTS = {
     "renyi": PaperInput(
-        "analysis.equivalence.renyi_differences",
+        "analysis.separability.equivalence.renyi_equivalence",
         EQUIVALENCE_READING,
         lambda b: renyi_rows(b.rows, b.frames["renyi"]),
         from_store=f"{LOGIT_LENS_ONLY}: the Rényi orders",

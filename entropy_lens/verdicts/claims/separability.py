@@ -1,4 +1,4 @@
-"""The separability claims: kNN AUC per target (:mod:`entropy_lens.analysis.knn`) and the held-out family.
+"""The separability claims: kNN AUC per target (:mod:`entropy_lens.analysis.separability.knn`) and the held-out family.
 
 Each claim's record, its row rule, and the inputs of the paper table its rows come from.
 """
@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING, family_heldout
-from entropy_lens.analysis.knn import GROUPED, STUDY
-from entropy_lens.analysis.targets import KNN_READING, knn_table
+from entropy_lens.analysis.separability.folds import GROUPED, STUDY
+from entropy_lens.analysis.separability.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING, family_heldout
+from entropy_lens.analysis.separability.targets import KNN_READING, knn_table
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
@@ -311,19 +311,19 @@ def heldout_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.
 
 INPUTS = {
     "knn": PaperInput(
-        "analysis.targets.knn_table (both fold protocols)",
+        "analysis.separability.targets.knn_table (both fold protocols)",
         KNN_READING,
         given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
         from_store=knn_from_store,
     ),
     "heldout": PaperInput(
-        "analysis.heldout.family_heldout",
+        "analysis.separability.heldout.family_heldout",
         HELDOUT_READING,
         rule_rows("heldout", HELDOUT_RULE),
         from_store=heldout_from_store,
     ),
     "heldout_normalized": PaperInput(
-        "analysis.heldout.family_heldout on entropy / log V",
+        "analysis.separability.heldout.family_heldout on entropy / log V",
         HELDOUT_NORMALIZED_READING,
         rule_rows("heldout_normalized", HELDOUT_RULE),
         from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the held-out family is read on entropy",

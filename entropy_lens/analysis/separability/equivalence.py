@@ -4,7 +4,7 @@ The study reads Rényi entropy at other orders as leaving its separability findi
 intact.  Reproducing each order on its own cannot show that: two AUCs with overlapping
 intervals may still differ.  Here each separability row (target, split, model) of the
 ``grouped`` protocol is scored once for Shannon ``entropy`` and once per Rényi order
-``alpha != 1`` on one :class:`~entropy_lens.analysis.knn.FoldPlan`: the same samples,
+``alpha != 1`` on one :class:`~entropy_lens.analysis.separability.folds.FoldPlan`: the same samples,
 labels, groups, folds, skipped folds and ``k``.  The per-fold difference
 ``AUC_renyi - AUC_shannon`` is then a paired quantity, and the mean difference gets the
 Nadeau-Bengio corrected resampled-t interval (variance times
@@ -27,17 +27,10 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.features import Features, FeatureSettings, metric_label, model_features, pooled_features
-from entropy_lens.analysis.knn import (
-    POOLED_MODEL,
-    AucResult,
-    FoldPlan,
-    KnnSettings,
-    capped_note,
-    class_shortfall,
-    plan_folds,
-    score_folds,
-)
-from entropy_lens.analysis.targets import STUDY_TARGETS, Target, sample_labels, target_splits
+from entropy_lens.analysis.separability.folds import FoldPlan, class_shortfall, plan_folds
+from entropy_lens.analysis.separability.knn import POOLED_MODEL, AucResult, capped_note, score_folds
+from entropy_lens.analysis.separability.settings import KnnSettings
+from entropy_lens.analysis.separability.targets import STUDY_TARGETS, Target, sample_labels, target_splits
 from entropy_lens.core.folds import DIFFERENCE_BOUNDS, corrected_t_interval
 from entropy_lens.core.frames import Reading
 from entropy_lens.store import schema
@@ -71,7 +64,7 @@ def difference_interval(shannon: AucResult, renyi: AucResult, level: float | Non
 
     Args:
         shannon: Fold AUCs of Shannon features.
-        renyi: Fold AUCs of Rényi features on the same :class:`~entropy_lens.analysis.knn.FoldPlan`.
+        renyi: Fold AUCs of Rényi features on the same :class:`~entropy_lens.analysis.separability.folds.FoldPlan`.
         level: Coverage (default: the results' level).
 
     Returns:
@@ -103,7 +96,7 @@ def paired_aucs(
         X_shannon: ``[N, F]`` Shannon features.
         X_renyi: ``[N, F']`` Rényi features of the same samples, in the same order.
         y: ``[N]`` labels.
-        settings: kNN settings (default :class:`~entropy_lens.analysis.knn.KnnSettings`).
+        settings: kNN settings (default :class:`~entropy_lens.analysis.separability.settings.KnnSettings`).
         groups: ``[N]`` sources, for grouped folds.
 
     Returns:
@@ -125,12 +118,12 @@ def renyi_equivalence(
 
     Args:
         stores: Combined datasets by dataset name (lazy is fine); targets whose dataset
-            is absent are skipped with a warning, as :func:`~entropy_lens.analysis.targets.knn_table` does.
+            is absent are skipped with a warning, as :func:`~entropy_lens.analysis.separability.targets.knn_table` does.
         targets: What to predict; targets without ``group_by`` have no grouped rows and are left out.
         alphas: Rényi orders to compare (default: every order on the store's ``alpha``);
             order 1 (Shannon itself) is left out.
         features: Feature settings (default :class:`~entropy_lens.analysis.features.FeatureSettings`).
-        settings: kNN settings (default :class:`~entropy_lens.analysis.knn.KnnSettings`).
+        settings: kNN settings (default :class:`~entropy_lens.analysis.separability.settings.KnnSettings`).
 
     Returns:
         Tidy frame with :data:`EQUIVALENCE_COLUMNS`, one row per (target, split, model,

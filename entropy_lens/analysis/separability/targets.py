@@ -1,7 +1,7 @@
 """What the kNN predicts: the study's targets (task, scrambled control, format, MMLU correctness, family,
 image class), their labels, splits and source groups in a combined store, and the AUC table over them.
 
-The classifier, its folds and intervals are :mod:`entropy_lens.analysis.knn`'s.
+The classifier, its folds and intervals are :mod:`entropy_lens.analysis.separability.knn`'s.
 """
 
 from __future__ import annotations
@@ -23,18 +23,9 @@ from entropy_lens.analysis.features import (
     pooled_features,
     prompt_ids,
 )
-from entropy_lens.analysis.knn import (
-    GROUPED,
-    NULL_NAME,
-    POOLED_MODEL,
-    PROTOCOLS,
-    STUDY,
-    TABLE_COLUMNS,
-    KnnSettings,
-    capped_note,
-    class_shortfall,
-    knn_auc,
-)
+from entropy_lens.analysis.separability.folds import GROUPED, PROTOCOLS, STUDY, class_shortfall
+from entropy_lens.analysis.separability.knn import NULL_NAME, POOLED_MODEL, TABLE_COLUMNS, capped_note, knn_auc
+from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.frames import Reading
 from entropy_lens.store import schema
 

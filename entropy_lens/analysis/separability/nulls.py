@@ -1,8 +1,8 @@
 """Planted nulls of the separability rows: how often "beyond its null" is shown where it is false.
 
 Two nulls stand beside a kNN AUC (issue 36): the stratified dummy on the same folds
-(:meth:`~entropy_lens.analysis.knn.AucResult.beyond`, every row of the kNN table) and a baseline
-on the same folds (:mod:`entropy_lens.analysis.baselines`).  Each function here sends ``draws``
+(:meth:`~entropy_lens.analysis.separability.knn.AucResult.beyond`, every row of the kNN table) and a baseline
+on the same folds (:mod:`entropy_lens.analysis.separability.baselines`).  Each function here sends ``draws``
 synthetic data sets where the claim is false through the same code path and returns the share
 of draws whose paired interval lies above zero (``beyond_low > 0``):
 
@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from entropy_lens.analysis.baselines import paired_row
-from entropy_lens.analysis.knn import KnnSettings, knn_auc, plan_folds, score_folds
+from entropy_lens.analysis.separability.baselines import paired_row
+from entropy_lens.analysis.separability.folds import plan_folds
+from entropy_lens.analysis.separability.knn import knn_auc, score_folds
+from entropy_lens.analysis.separability.settings import KnnSettings
 
 DIM = 8
 # The planted signal of the baseline null: a class shift of half a standard deviation per feature,
@@ -61,7 +63,7 @@ def planted_baseline_null_rate(
 
     The profile's features carry ``BASELINE_SHIFT + shift`` of class shift and the baseline's
     :data:`BASELINE_SHIFT`, both drawn independently; both are scored on one fold plan and
-    compared by :func:`~entropy_lens.analysis.baselines.paired_row`.
+    compared by :func:`~entropy_lens.analysis.separability.baselines.paired_row`.
 
     Args:
         n_samples: Samples per draw (two balanced classes), ``>= 8``.

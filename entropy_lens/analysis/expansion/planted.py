@@ -8,10 +8,10 @@ is kept.  A planted *signal* makes layer ``l + 1``'s logits layer ``l``'s plus a
 shortlists persist through the layers.  Entropy, top-p sets and their overlaps come from
 :func:`entropy_lens.lens.metrics.row_metrics` and :func:`entropy_lens.lens.nucleus.jaccard`, the
 partner from :func:`entropy_lens.model.batching.batch_partners` (all prompts in one batch).
-:func:`planted_store` wraps them as a store for :func:`~entropy_lens.analysis.expansion.expansion_spearman`
-and :func:`~entropy_lens.analysis.expansion.nucleus_overlap`; the rates call the functions those tables
-take their null columns from (:func:`~entropy_lens.analysis.expansion_nulls.spearman_null`,
-:func:`~entropy_lens.analysis.expansion_nulls.overlap_null_rows`) on the same arrays, without the
+:func:`planted_store` wraps them as a store for :func:`~entropy_lens.analysis.expansion.spearman.expansion_spearman`
+and :func:`~entropy_lens.analysis.expansion.overlap.nucleus_overlap`; the rates call the functions those tables
+take their null columns from (:func:`~entropy_lens.analysis.expansion.nulls.spearman_null`,
+:func:`~entropy_lens.analysis.expansion.nulls.overlap_null_rows`) on the same arrays, without the
 tables' other intervals.
 
 :func:`spearman_planted_rate` and :func:`overlap_planted_rate` give how often "beyond its null"
@@ -24,8 +24,8 @@ import numpy as np
 import torch
 import xarray as xr
 
-from entropy_lens.analysis import expansion_nulls as nulls
-from entropy_lens.analysis.expansion import CONTAINMENT
+from entropy_lens.analysis.expansion import nulls
+from entropy_lens.analysis.expansion.nulls import CONTAINMENT
 from entropy_lens.core.intervals import DEFAULT_N_BOOT
 from entropy_lens.lens import metrics, nucleus
 from entropy_lens.model.batching import batch_partners

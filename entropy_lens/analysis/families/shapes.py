@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from entropy_lens.analysis.families.profiles import real_profile
 from entropy_lens.analysis.features import model_depth, model_names, model_profiles, plain
 from entropy_lens.core.frames import MEASURE, Reading
 from entropy_lens.core.intervals import DEFAULT_N_BOOT, bootstrap_mean_statistic
@@ -177,3 +178,37 @@ def profile_shapes(
             row.update({name: float(estimate[i]), f"{name}_low": float(low[i]), f"{name}_high": float(high[i])})
         rows.append(row)
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def shape_descriptors(profiles: xr.DataArray) -> pd.DataFrame:
+    """Per-model profile shape: start and final level, peak, largest rise and fall.
+
+    Rise/fall at layer ``l`` is ``H_l - H_{l-1}``; its depth is layer ``l``'s.
+
+    Args:
+        profiles: ``(model, layer)`` from :func:`~entropy_lens.analysis.families.profiles.layer_profiles`.
+
+    Returns:
+        One row per model: ``model, family, n_layers, start, final, peak, peak_depth,
+        max_rise, max_rise_depth, max_fall, max_fall_depth`` (levels in nats).
+    """
+    rows = []
+    for model in profiles[schema.MODEL].values:
+        depth, values = real_profile(profiles, str(model))
+        steps = np.diff(values)
+        rows.append(
+            {
+                "model": str(model),
+                "family": str(profiles[schema.FAMILY].sel({schema.MODEL: model}).values),
+                "n_layers": depth.size,
+                "start": values[0],
+                "final": values[-1],
+                "peak": float(np.max(values)),
+                "peak_depth": depth[int(np.argmax(values))],
+                "max_rise": float(steps.max()),
+                "max_rise_depth": depth[1 + int(np.argmax(steps))],
+                "max_fall": float(steps.min()),
+                "max_fall_depth": depth[1 + int(np.argmin(steps))],
+            }
+        )
+    return pd.DataFrame(rows)

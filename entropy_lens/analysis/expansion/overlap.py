@@ -1,222 +1,37 @@
-"""Expansion and pruning: how entropy changes track the top-p nucleus across layers.
+"""Adjacent-layer overlap of the top-p nuclei: Jaccard and containment, overall and per layer.
 
-``Delta H_l = H_l - H_{l-1}`` is compared with the change of the top-p nucleus size
-``Delta N_l = N_l - N_{l-1}`` (or of ``log N`` with ``log_nucleus=True``) for every
-adjacent pair of real layers, every valid generated token and every prompt: one
-Spearman correlation per model with its sample size.  Positive correlation means that
-layers that raise entropy widen the candidate set (expansion) and layers that lower it
-narrow the set (pruning).  Adjacent-layer nucleus overlap of the top-p sets of layers
-``l`` and ``l+1`` is summarized per model, overall and per layer, by two statistics: the
-store's Jaccard ``|A & B| / |A | B|`` and the containment (overlap coefficient)
-``|A & B| / min(|A|, |B|)``, derived exactly from the Jaccard and the two sizes.  "The
-shortlist grows and shrinks" is a containment claim: a nucleus that doubles and keeps
-every old token has Jaccard 0.5 but containment 1.  Masked token slots (NaN / -1) and
-padded layers never enter.
+Adjacent-layer nucleus overlap of the top-p sets of layers ``l`` and ``l+1`` is summarized
+per model, overall and per layer, by two statistics: the store's Jaccard
+``|A & B| / |A | B|`` and the containment (overlap coefficient) ``|A & B| / min(|A|, |B|)``,
+derived exactly from the Jaccard and the two sizes.  "The shortlist grows and shrinks" is a
+containment claim: a nucleus that doubles and keeps every old token has Jaccard 0.5 but
+containment 1.  Masked token slots (NaN / -1) and padded layers never enter.
 
-Intervals.  The (token, layer) rows of one prompt are not independent, so every interval
-resamples prompts, not rows (:mod:`entropy_lens.core.intervals`): the Spearman interval is a
-prompt-cluster bootstrap of the correlation of the full sample's ranks, and an overlap
-mean's interval a prompt-cluster bootstrap of the mean.
+Intervals.  The (token, layer) cells of one prompt are not independent, so an overlap mean's
+interval is a prompt-cluster bootstrap of the mean (:mod:`entropy_lens.core.intervals`).
 
 Nulls.  Every statistic sits beside its cross-prompt null (layer ``l`` of a prompt against layer
-``l + 1`` of its partner, :mod:`~entropy_lens.analysis.expansion_nulls`), on the same cells.
+``l + 1`` of its partner, :mod:`~entropy_lens.analysis.expansion.nulls`), on the same cells.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
 
-from entropy_lens.analysis import expansion_nulls as nulls
-from entropy_lens.analysis.features import metric_array, model_depth, model_n_layers, model_names, model_values
-from entropy_lens.core.frames import MEASURE, Reading
-from entropy_lens.core.intervals import (
-    DEFAULT_N_BOOT,
-    cluster_bootstrap_correlation,
-    cluster_bootstrap_mean,
-    cluster_sums,
-    percentile_interval,
-)
+from entropy_lens.analysis.expansion import nulls
+from entropy_lens.analysis.features import model_depth, model_info, model_names, model_values
+from entropy_lens.core.frames import Reading
+from entropy_lens.core.intervals import DEFAULT_N_BOOT, cluster_bootstrap_mean, cluster_sums, percentile_interval
 from entropy_lens.store import schema
 
-log = logging.getLogger(__name__)
-
 DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-DEFAULT_MAX_POINTS = 20_000
 DEFAULT_SEED = 0
-MIN_SPEARMAN_N = 3
 JACCARD, CONTAINMENT, CONTAINMENT_SIZE_CHANGES = nulls.JACCARD, nulls.CONTAINMENT, nulls.CONTAINMENT_SIZE_CHANGES
 CONTAINMENT_TOLERANCE = nulls.CONTAINMENT_TOLERANCE
-
-
-def layer_deltas(
-    entropy: np.ndarray, nucleus: np.ndarray, *, log_nucleus: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Adjacent-layer changes of entropy and nucleus size over valid cells.
-
-    Args:
-        entropy: ``[P, T, L]`` entropy in nats (NaN where masked).
-        nucleus: ``[P, T, L]`` nucleus sizes (negative where masked).
-        log_nucleus: Compare with the change of ``log N`` instead of ``N``.
-
-    Returns:
-        ``(delta_h, delta_n, layer, prompt)``: ``[n]`` arrays, ``layer`` being the upper
-        layer ``l`` of each pair ``(l-1, l)`` and ``prompt`` the row's prompt index.
-    """
-    if entropy.shape != nucleus.shape or entropy.ndim != 3:
-        raise ValueError(f"entropy and nucleus must share a [P, T, L] shape; got {entropy.shape}, {nucleus.shape}")
-    size = np.where(nucleus > 0, nucleus, np.nan).astype(np.float64)
-    size = np.log(size) if log_nucleus else size
-    d_h = np.diff(entropy.astype(np.float64), axis=2)
-    d_n = np.diff(size, axis=2)
-    ok = np.isfinite(d_h) & np.isfinite(d_n)
-    layer = np.broadcast_to(np.arange(1, entropy.shape[2]), d_h.shape)
-    prompt = np.broadcast_to(np.arange(entropy.shape[0])[:, None, None], d_h.shape)
-    return d_h[ok], d_n[ok], layer[ok], prompt[ok]
-
-
-def _model_arrays(ds: xr.Dataset, model: str, metric: str, alpha: float | None) -> tuple[np.ndarray, np.ndarray]:
-    return model_values(ds, model, metric_array(ds, metric, alpha)), model_values(ds, model, schema.NUCLEUS_SIZE)
-
-
-def _model_info(ds: xr.Dataset, model: str) -> dict[str, object]:
-    family = str(ds[schema.FAMILY].sel({schema.MODEL: model}).values) if schema.FAMILY in ds.coords else ""
-    return {"model": model, "family": family, "n_layers": model_n_layers(ds, model)}
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Spearman rho and two-sided p-value; NaN when ``n < 3`` or either input is constant."""
-    if x.size < MIN_SPEARMAN_N or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan"), float("nan")
-    res = stats.spearmanr(x, y)
-    return float(res.statistic), float(res.pvalue)
-
-
-def expansion_spearman(
-    ds: xr.Dataset,
-    *,
-    metric: str = schema.ENTROPY,
-    alpha: float | None = None,
-    log_nucleus: bool = False,
-    models: Sequence[str] | None = None,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = DEFAULT_SEED,
-) -> pd.DataFrame:
-    """Spearman correlation of ``Delta H`` with the nucleus-size change, per model.
-
-    Args:
-        ds: Combined dataset (lazy is fine; one model is loaded at a time).
-        metric: ``"entropy"`` (the study's) or ``"renyi"``.
-        alpha: Rényi order for ``renyi``.
-        log_nucleus: Use the change of ``log N`` (same ranks per layer pair only if N > 0).
-        models: Models to include (default: all).
-        n_boot: Bootstrap replicates of the prompt-cluster interval.
-        seed: Seed of the bootstrap.
-
-    Returns:
-        One row per model: ``model, family, n_layers, n`` (valid layer pairs),
-        ``n_prompts, spearman, ci_low, ci_high`` (95%, resampling prompts),
-        ``p_value`` (scipy's, which treats rows as independent and so overstates
-        precision; kept for reference) and the cross-prompt null's columns
-        (:data:`~entropy_lens.analysis.expansion_nulls.NULL_COLUMNS`, :mod:`~entropy_lens.analysis.expansion_nulls`;
-        with ``log_nucleus`` the null is of the ``log N`` statistic too).
-    """
-    rows = []
-    for model in model_names(ds, models):
-        entropy, nucleus = _model_arrays(ds, model, metric, alpha)
-        d_h, d_n, _, prompts = layer_deltas(entropy, nucleus, log_nucleus=log_nucleus)
-        rho, p = spearman(d_h, d_n)
-        lo, hi = (math.nan, math.nan) if math.isnan(rho) else _rank_interval(d_h, d_n, prompts, n_boot, seed)
-        rows.append(
-            {
-                **_model_info(ds, model),
-                "n": int(d_h.size),
-                "n_prompts": int(np.unique(prompts).size),
-                "spearman": rho,
-                "ci_low": lo,
-                "ci_high": hi,
-                "p_value": p,
-                **_spearman_null(ds, model, (entropy, nucleus), log_nucleus=log_nucleus, n_boot=n_boot, seed=seed),
-            }
-        )
-    return pd.DataFrame(rows, columns=list(SPEARMAN_COLUMNS))
-
-
-SPEARMAN_COLUMNS = (
-    "model",
-    "family",
-    "n_layers",
-    "n",
-    "n_prompts",
-    "spearman",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    *nulls.NULL_COLUMNS,
-)
-
-
-def _spearman_null(
-    ds: xr.Dataset,
-    model: str,
-    arrays: tuple[np.ndarray, np.ndarray],
-    *,
-    log_nucleus: bool,
-    n_boot: int,
-    seed: int,
-) -> dict[str, object]:
-    """The cross-prompt null's columns of one model; ``arrays`` are its ``[P, T, L]`` entropy and nucleus size."""
-    entropy, nucleus = arrays
-    partner, name = nulls.partners(ds, model)
-    return nulls.spearman_null(entropy, nucleus, partner, name, log_nucleus=log_nucleus, n_boot=n_boot, seed=seed)
-
-
-def _rank_interval(
-    d_h: np.ndarray, d_n: np.ndarray, prompts: np.ndarray, n_boot: int, seed: int
-) -> tuple[float, float]:
-    ranks = (stats.rankdata(d_h), stats.rankdata(d_n))
-    return cluster_bootstrap_correlation(*ranks, prompts, n_boot=n_boot, seed=seed)
-
-
-def expansion_points(
-    ds: xr.Dataset,
-    *,
-    metric: str = schema.ENTROPY,
-    alpha: float | None = None,
-    log_nucleus: bool = False,
-    max_points: int = DEFAULT_MAX_POINTS,
-    seed: int = DEFAULT_SEED,
-    models: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """``(Delta N, Delta H)`` pairs for a scatter plot, at most ``max_points`` per model.
-
-    Returns:
-        ``model, layer, depth, delta_nucleus, delta_entropy`` (a seeded random subsample).
-    """
-    rng = np.random.default_rng(seed)
-    frames = []
-    for model in model_names(ds, models):
-        d_h, d_n, layer, _ = layer_deltas(*_model_arrays(ds, model, metric, alpha), log_nucleus=log_nucleus)
-        pick = rng.choice(d_h.size, size=min(max_points, d_h.size), replace=False)
-        depth = model_depth(ds, model)[layer[pick]]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "model": model,
-                    "layer": layer[pick],
-                    "depth": depth,
-                    "delta_nucleus": d_n[pick],
-                    "delta_entropy": d_h[pick],
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
 
 
 def containment_from_jaccard(jaccard: np.ndarray, nucleus: np.ndarray) -> np.ndarray:
@@ -275,8 +90,7 @@ OVERLAP_COLUMNS = (
     "both_singleton_share",
     *nulls.NULL_COLUMNS,
 )
-# The spearman and overlap tables as standard frames (entropy_lens.core.frames).
-SPEARMAN_READING = Reading("spearman", sources="n_prompts", split="dataset", fixed={MEASURE: "shannon"})
+# The table as a standard frame (entropy_lens.core.frames).
 OVERLAP_READING = Reading("mean", sources="n_prompts", split="dataset", measure="statistic")
 
 
@@ -310,7 +124,7 @@ def nucleus_overlap(
     written by the lens), ``containment_size_changes`` the containment where the two sets
     differ in size (what "the shortlist grows and shrinks" is about: where both sets hold one
     token, containment only asks whether the top token stayed).  Beside each, its cross-prompt
-    null (:mod:`~entropy_lens.analysis.expansion_nulls`: layer ``l`` of a prompt against layer
+    null (:mod:`~entropy_lens.analysis.expansion.nulls`: layer ``l`` of a prompt against layer
     ``l + 1`` of its batch partner, from the store's ``nucleus_jaccard_cross``), observed and null
     on the cells valid for both; NaN for a store extracted without it.
 
@@ -326,7 +140,7 @@ def nucleus_overlap(
         ``containment_size_changes``): ``model, statistic, family, n_layers, n`` (valid cells),
         ``n_prompts, mean, ci_low, ci_high`` (95%, resampling prompts), ``std``,
         ``both_singleton_share`` (share of the row's cells where both sets hold one token), the
-        null's columns (:data:`~entropy_lens.analysis.expansion_nulls.NULL_COLUMNS`) and one
+        null's columns (:data:`~entropy_lens.analysis.expansion.nulls.NULL_COLUMNS`) and one
         ``qNN`` column per quantile.
     """
     if any(not 0 <= q <= 1 for q in quantiles):
@@ -343,7 +157,7 @@ def nucleus_overlap(
         shares = {JACCARD: share, CONTAINMENT: share, CONTAINMENT_SIZE_CHANGES: 0.0}
         rows += [
             {
-                **_model_info(ds, model),
+                **model_info(ds, model),
                 "statistic": name,
                 **_summary(values, quantiles, n_boot, seed),
                 "both_singleton_share": shares[name],

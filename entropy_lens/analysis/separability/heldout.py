@@ -34,7 +34,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
 from entropy_lens.analysis.features import FeatureSettings, plain, pooled_features
-from entropy_lens.analysis.knn import KnnSettings
+from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.frames import MEASURE, SPLIT, Reading
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.store import schema
@@ -86,7 +86,7 @@ def family_heldout(
         features: Feature settings of the pooled features (Shannon entropy on the common
             normalized-depth grid; default :class:`~entropy_lens.analysis.features.FeatureSettings`).
         settings: The classifier's ``k``, distance, weights, level and threads (default
-            :class:`~entropy_lens.analysis.knn.KnnSettings`; the fold settings are unused).
+            :class:`~entropy_lens.analysis.separability.settings.KnnSettings`; the fold settings are unused).
         normalize: Read entropy / ``log V`` of each model (:func:`normalized_entropy`).
 
     Returns:

@@ -2,7 +2,7 @@
 
 A profile that separates tasks, formats or right from wrong answers says little if a simpler
 reading separates them as well.  Each grouped separability row gets, on its own
-:class:`~entropy_lens.analysis.knn.FoldPlan` (the same samples, folds, skipped folds and ``k``):
+:class:`~entropy_lens.analysis.separability.folds.FoldPlan` (the same samples, folds, skipped folds and ``k``):
 
 * tasks and formats: the **first-token profile** (the entropy of the first generated token at
   every layer, the same kNN) and the **prompt text** (a bag-of-words logistic regression on the
@@ -31,15 +31,10 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from entropy_lens.analysis.features import FeatureSettings, apply_mask_rule, model_profiles, token_features
-from entropy_lens.analysis.knn import (
-    FoldPlan,
-    KnnSettings,
-    class_shortfall,
-    fold_auc,
-    plan_folds,
-    score_folds,
-)
-from entropy_lens.analysis.targets import STUDY_TARGETS, Target, sample_labels, target_splits
+from entropy_lens.analysis.separability.folds import FoldPlan, class_shortfall, plan_folds
+from entropy_lens.analysis.separability.knn import fold_auc, score_folds
+from entropy_lens.analysis.separability.settings import KnnSettings
+from entropy_lens.analysis.separability.targets import STUDY_TARGETS, Target, sample_labels, target_splits
 from entropy_lens.core.folds import DIFFERENCE_BOUNDS, corrected_t_interval
 from entropy_lens.core.frames import NULL_CONTRACT, Reading
 from entropy_lens.prompts.datasets import LETTERS
@@ -101,7 +96,7 @@ def baseline_table(
         targets: Targets to read (those named in :data:`BASELINES` with a ``group_by`` are used).
         features: Feature settings of the profile (Shannon entropy; default
             :class:`~entropy_lens.analysis.features.FeatureSettings`).
-        settings: kNN settings (default :class:`~entropy_lens.analysis.knn.KnnSettings`).
+        settings: kNN settings (default :class:`~entropy_lens.analysis.separability.settings.KnnSettings`).
 
     Returns:
         Frame with :data:`BASELINE_COLUMNS`, one row per (target, split, model, baseline); AUCs
