@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens import load_model
-from entropy_lens.answers.criticality import ACCURACY, criticality_spearman, skip_comparisons
+from entropy_lens.answers.comparisons import skip_comparisons
+from entropy_lens.answers.criticality import ACCURACY, criticality_spearman
 from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.answers.skipping import evaluate_skips
 from entropy_lens.lens.decoding import LensSettings

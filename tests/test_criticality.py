@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from entropy_lens.answers import comparisons as CMP
 from entropy_lens.answers import conditions
 from entropy_lens.answers import criticality as K
 from entropy_lens.answers import delta_h as H
@@ -88,7 +89,7 @@ def test_skip_reading_on_each_side_of_its_thresholds():
 def test_k1_comparisons_use_the_census_of_eligible_blocks():
     plan = _plan(DELTA_H)
     correct = _sweep(COSTS)
-    table = K.skip_comparisons(correct, plan, n_boot=300)
+    table = CMP.skip_comparisons(correct, plan, n_boot=300)
     k1 = table[(table["k"] == 1) & (table["statistic"] == K.GOLD_LOGPROB)].set_index(["variant", "first", "second"])
     # all blocks: expansion block 7 costs nothing; random = mean over blocks 1..7
     row = k1.loc[("all_blocks", "expansion", "random")]
@@ -124,7 +125,7 @@ def test_k2_random_population_resamples_sets_too():
     for condition in plan.sets[1:]:
         cost = float(COSTS[list(condition.layers)].sum())
         frames.append(_rows(condition, rng.uniform(size=60) > cost / 3, -cost + 0.1 * rng.normal(size=60)))
-    table = K.skip_comparisons(pd.concat(frames), plan, n_boot=300)
+    table = CMP.skip_comparisons(pd.concat(frames), plan, n_boot=300)
     k2 = table[(table["k"] == 2) & (table["statistic"] == K.GOLD_LOGPROB)].set_index(["variant", "first", "second"])
     row = k2.loc[("all_blocks", "expansion", "random")]
     assert row["n_sets"] == len(sets) and row["n"] == 60
@@ -185,8 +186,8 @@ def test_criticality_spearman_on_score_rows():
 
 def test_comparisons_carry_holm_within_each_claim_and_the_random_blocks_as_null():
     plan = _plan(DELTA_H)
-    table = K.skip_comparisons(_sweep(COSTS), plan, n_boot=300)
-    assert list(table.columns) == list(K.COMPARISON_COLUMNS)
+    table = CMP.skip_comparisons(_sweep(COSTS), plan, n_boot=300)
+    assert list(table.columns) == list(CMP.COMPARISON_COLUMNS)
     for _, claim in table.groupby(["first", "second"]):
         assert (claim["n_family"] == len(claim)).all()  # k = 1 only here: 2 variants x 2 statistics
         assert (claim["p_holm"] >= claim["p_value"]).all() and (claim["holm_level"] >= 0.95).all()

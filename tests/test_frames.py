@@ -12,7 +12,7 @@ import pytest
 from entropy_lens.analysis.expansion import overlap, spearman
 from entropy_lens.analysis.families import pairs, shapes
 from entropy_lens.analysis.separability import baselines, equivalence, heldout, knn
-from entropy_lens.answers import accuracy, criticality, drop_scores
+from entropy_lens.answers import accuracy, comparisons, criticality, drop_scores
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
 from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import decision as D
@@ -34,7 +34,7 @@ ANALYSIS_COLUMNS = {
     "accuracy": accuracy.ACCURACY_COLUMNS,
     "expansion": spearman.SPEARMAN_COLUMNS,
     "overlap": overlap.OVERLAP_COLUMNS,
-    "layer_skip": criticality.COMPARISON_COLUMNS,
+    "layer_skip": comparisons.COMPARISON_COLUMNS,
     "skip_spearman": criticality.SPEARMAN_COLUMNS,
     "drop_scores": drop_scores.SCORE_COLUMNS,
     "shapes": shapes.COLUMNS,

@@ -222,7 +222,7 @@ def family_of(rec: Mapping[str, Any]) -> Family | None:
 
 
 def comparison_outcome(rec: Mapping[str, Any]) -> Outcome:
-    """The outcome of one row of :func:`~entropy_lens.answers.criticality.skip_comparisons` (its raw interval
+    """The outcome of one row of :func:`~entropy_lens.answers.comparisons.skip_comparisons` (its raw interval
     quoted, its Holm-level interval deciding)."""
     accuracy, k = rec["statistic"] == ACCURACY, int(rec["k"])
     return skip_outcome(

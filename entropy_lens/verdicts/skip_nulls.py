@@ -6,7 +6,7 @@ random block's does.  :func:`null_score_rows` writes score rows of one synthetic
 holds (every block's skip drawn from one distribution, the entropy change that selects the blocks
 drawn independently of it), with an optional planted cost on the selected blocks, and
 :func:`planted_null_rate` sends them through the same code path as a run
-(:func:`~entropy_lens.answers.criticality.skip_comparisons`, Holm within the claim, then
+(:func:`~entropy_lens.answers.comparisons.skip_comparisons`, Holm within the claim, then
 :func:`~entropy_lens.verdicts.outcomes.comparison_outcome`) and counts the draws in which any row of
 the claim on the model decides "expansion more critical".
 
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from entropy_lens.answers.comparisons import skip_comparisons
 from entropy_lens.answers.conditions import (
     CORRECT_COLUMNS,
     EXPANSION,
@@ -32,7 +33,6 @@ from entropy_lens.answers.conditions import (
     Condition,
     set_conditions,
 )
-from entropy_lens.answers.criticality import skip_comparisons
 from entropy_lens.answers.delta_h import selections
 from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.checks import check_positive_int

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from entropy_lens.answers.comparisons import COMPARISON_READING
 from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM, VARIANT_TEXT
-from entropy_lens.answers.criticality import ACCURACY, COMPARISON_READING
+from entropy_lens.answers.criticality import ACCURACY
 from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision as D
@@ -217,7 +218,7 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
 
 INPUTS = {
     "layer_skip": PaperInput(
-        "answers.criticality.skip_comparisons",
+        "answers.comparisons.skip_comparisons",
         COMPARISON_READING,
         given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
         from_store=FROM_ANSWERS,
