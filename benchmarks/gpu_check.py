@@ -48,7 +48,7 @@ from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.vision import extract_image_profiles
 from entropy_lens.model.generation import GenerationSettings
-from entropy_lens.model.loading import wrap_model
+from entropy_lens.model.lens_model import wrap_model
 from entropy_lens.store import schema
 from entropy_lens.workflow.plan import (
     EXTRACT,

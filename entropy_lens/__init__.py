@@ -29,7 +29,7 @@ _LAZY = {
     "PromptSettings": "entropy_lens.lens.encoding",
     "GenerationSettings": "entropy_lens.model.generation",
     "REGISTRY": "entropy_lens.model.registry",
-    "LensModel": "entropy_lens.model.loading",
+    "LensModel": "entropy_lens.model.lens_model",
     "load_model": "entropy_lens.model.loading",
     "materialize_model": "entropy_lens.model.loading",
 }

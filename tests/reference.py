@@ -11,7 +11,7 @@ import math
 import numpy as np
 import torch
 
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 
 
 def reference(

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from entropy_lens.lens import decoding, metrics
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 
 
 def fake_lens_model(vocab: int, hidden: int = 32, seed: int = 0) -> LensModel:

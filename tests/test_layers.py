@@ -168,7 +168,7 @@ def test_no_import_cycles(graph):
 def test_the_graph_reads_real_imports(graph):
     # Imports of each form: from-import of a module, from-import of a name, a lazy import in a function.
     assert "entropy_lens.store.schema" in graph["entropy_lens.lens.vision"]
-    assert "entropy_lens.model.loading" in graph["entropy_lens.model.generation"]
+    assert "entropy_lens.model.lens_model" in graph["entropy_lens.model.generation"]
     assert "entropy_lens.model.loading" in graph["entropy_lens.cli"]
 
 

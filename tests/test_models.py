@@ -16,7 +16,7 @@ from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.model import loading as models
 from entropy_lens.model import registry
 from entropy_lens.model.generation import GenerationSettings, generate
-from entropy_lens.model.loading import CONTIGUOUS_HOOK, contiguous_head_input
+from entropy_lens.model.lens_model import CONTIGUOUS_HOOK, contiguous_head_input, find_lens_parts
 
 
 def test_unknown_model_lists_the_registry():
@@ -39,7 +39,7 @@ def test_architecture_without_final_norm_is_named():
             return nn.Linear(2, 4)
 
     with pytest.raises(ValueError, match=r"architecture 'Headless' .*final norm"):
-        models.find_lens_parts(Headless())
+        find_lens_parts(Headless())
 
 
 def test_softcap_is_found_only_where_configured():

@@ -18,7 +18,7 @@ from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import extract_table
 from entropy_lens.model.generation import GenerationSettings
-from entropy_lens.model.loading import wrap_model
+from entropy_lens.model.lens_model import wrap_model
 from entropy_lens.prompts.mmlu import build_mmlu
 from entropy_lens.store import combine, storage
 

@@ -20,7 +20,7 @@ from entropy_lens.core.checks import check_layers
 from entropy_lens.model.batching import left_pad
 from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.model.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
-from entropy_lens.model.loading import find_lens_parts, wrap_model
+from entropy_lens.model.lens_model import find_lens_parts, wrap_model
 from entropy_lens.store import schema
 
 PROMPTS = ["once upon a time there was a little girl", "the cat", "how many words are in the story"]

@@ -10,7 +10,8 @@ import transformers
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from entropy_lens.model.loading import SOURCE_FILE, LensModel, _save_plain, wrap_model
+from entropy_lens.model.lens_model import LensModel, wrap_model
+from entropy_lens.model.loading import SOURCE_FILE, _save_plain
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 WORDS = (

@@ -21,7 +21,7 @@ from entropy_lens.lens.decoding import gather_logprobs, lens_logits
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.translators import Translators
 from entropy_lens.model.hooks import BlockCall, run_blocks
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import LETTERS
 
 

@@ -27,7 +27,7 @@ from entropy_lens.answers.letters import (
     predicted_letters,
 )
 from entropy_lens.lens.choices import RAW_SEPARATOR, ChoiceQuery, choice_logprobs, choice_queries
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import ANSWER, LETTERS, PROMPT_ID, QUESTION_ID, STYLE, SUBJECT
 from entropy_lens.store import schema
 

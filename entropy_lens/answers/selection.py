@@ -25,7 +25,7 @@ from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.text import extract_profiles
 from entropy_lens.model.generation import GenerationSettings
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.store import schema
 
 # One generated token: the first step's distribution is the one the answer letter is read from.

@@ -35,7 +35,7 @@ from entropy_lens.lens.text import extract_profiles
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import capture_block_calls, run_blocks, skip_blocks
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import LETTERS
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from entropy_lens.lens.decoding import gather_logprobs
 from entropy_lens.lens.encoding import encode_prompts
 from entropy_lens.lens.text import Readout
 from entropy_lens.model.batching import batches, padded
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 
 RAW_SEPARATOR = " "
 

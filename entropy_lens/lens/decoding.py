@@ -34,7 +34,7 @@ from entropy_lens.lens.nucleus import (
     set_bits,
 )
 from entropy_lens.lens.stream import StreamResult, TileStream, log_norm_of
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from entropy_lens.lens.translators import Translators
 from entropy_lens.lens.vision import extract_image_profiles
 from entropy_lens.model.batching import shard_slice
 from entropy_lens.model.generation import GenerationSettings
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import IMAGE, PROMPT_ID, PROMPT_TEXT, SEED, label_columns
 from entropy_lens.store import schema
 

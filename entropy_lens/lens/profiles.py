@@ -15,7 +15,7 @@ import xarray as xr
 
 from entropy_lens.lens.decoding import LensSettings, StepMetrics
 from entropy_lens.model.generation import GenerationSettings
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.store import schema
 
 

@@ -23,7 +23,7 @@ from entropy_lens.lens.profiles import ProfileBuffers, build_dataset, profile_at
 from entropy_lens.lens.translators import Translators
 from entropy_lens.model.batching import batch_partners, batches
 from entropy_lens.model.generation import GenerationSettings, generate, row_seed
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.model.routing import Router, find_routers, max_top_k, record_routing, routing_metrics
 from entropy_lens.store import schema
 

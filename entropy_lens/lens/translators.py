@@ -33,7 +33,7 @@ from entropy_lens.lens.decoding import head_logits, lens_logits
 from entropy_lens.lens.encoding import check_context, encode_prompts
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.hooks import record_block_outputs
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.store.tensors import content_digest, load_tensors, save_tensors
 
 LENS_KINDS = ("logit", "linear", "tuned")

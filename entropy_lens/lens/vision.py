@@ -23,7 +23,7 @@ from entropy_lens.lens.decoding import LensSettings, decode_residuals
 from entropy_lens.lens.profiles import ProfileBuffers, build_dataset, profile_attrs
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import record_residuals
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.store import schema
 
 ImageLike = bytes | object  # encoded bytes (PNG, JPEG, ...) or a PIL image

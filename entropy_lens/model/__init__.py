@@ -2,7 +2,8 @@
 
 Modules:
     registry    the embedded models and what a configured model source names (no torch).
-    loading     LensModel: loading (registry, hub, folder, GGUF), materializing and the lens parts.
+    lens_model  LensModel: a frozen model and the lens parts found from what its architecture exposes.
+    loading     loading (registry, hub, folder, GGUF), device and dtype, materializing registry models.
     generation  batched, KV-cached generation handing each step's residuals to a callback.
     hooks       forward hooks undone on exit: recording residuals, skipping blocks.
     devices     one GPU per job, claimed with a lock file.

@@ -17,7 +17,7 @@ import torch
 
 from entropy_lens.model.batching import left_pad, positions
 from entropy_lens.model.hooks import record_residuals
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 
 # End-of-turn markers that chat templates close a reply with; used only when the
 # tokenizer actually has them as tokens.

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from entropy_lens.core.checks import check_layers
-from entropy_lens.model.loading import LensModel
+from entropy_lens.model.lens_model import LensModel
 from entropy_lens.model.vision import read_out
 
 logger = logging.getLogger(__name__)

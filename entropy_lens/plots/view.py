@@ -319,7 +319,7 @@ def generation_from_model(
     top_p: float | None = None,
     chat_template: bool = False,
 ) -> Generation:
-    """Generate greedily from ``prompt`` with ``lm`` (a :class:`~entropy_lens.model.loading.LensModel`) and keep
+    """Generate greedily from ``prompt`` with ``lm`` (a :class:`~entropy_lens.model.lens_model.LensModel`) and keep
     the lens's top ``top_k`` tokens of every cell; ``top_p`` is the lens's nucleus mass (default
     :class:`~entropy_lens.lens.decoding.LensSettings`'), ``chat_template`` renders the prompt as a user turn."""
     from entropy_lens.lens.decoding import LensSettings

@@ -25,7 +25,7 @@ from entropy_lens.prompts.tasks import check_stories
 
 if TYPE_CHECKING:
     from entropy_lens.model.generation import GenerationSettings
-    from entropy_lens.model.loading import LensModel
+    from entropy_lens.model.lens_model import LensModel
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from entropy_lens.workflow.timings import peak_line
 
 if TYPE_CHECKING:
-    from entropy_lens.model.loading import LensModel
+    from entropy_lens.model.lens_model import LensModel
     from entropy_lens.store.storage import Layout
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
