@@ -17,7 +17,9 @@ from entropy_lens.analysis.lens_fit import COLUMNS, kl_by_block, lens_fit_table
 from entropy_lens.lens.decoding import lens_logits
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.entropy import shannon_entropy
-from entropy_lens.lens.translators import corpus_ids, corpus_residuals, fit_kind, held_out_kl, held_out_kls, identity
+from entropy_lens.lens.fitting import corpus_ids, corpus_residuals, fit_kind
+from entropy_lens.lens.held_out import held_out_kl, held_out_kls
+from entropy_lens.lens.translators import identity
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.plots.lenses import plot_lens_fit
 from entropy_lens.prompts.datasets import QUESTION_ID

@@ -10,17 +10,11 @@ import pytest
 import torch
 from tiny import tiny_model
 
-from entropy_lens.lens import translators as translators_module
+from entropy_lens.lens import held_out as held_out_module
 from entropy_lens.lens.decoding import lens_logits
-from entropy_lens.lens.translators import (
-    Translators,
-    corpus_residuals,
-    fit_linear,
-    fit_tuned,
-    held_out_kl,
-    identity,
-    kl_divergence,
-)
+from entropy_lens.lens.fitting import corpus_residuals, fit_linear, fit_tuned, kl_divergence
+from entropy_lens.lens.held_out import held_out_kl
+from entropy_lens.lens.translators import Translators, identity
 
 # Word-level prompts of the tiny tokenizer, 12-16 tokens each: 40 prompts, ~560 tokens for a width of 32.
 WORDS = "the a once upon time there was little girl boy cat dog who loved to play in park and sun moon".split()
@@ -154,7 +148,7 @@ def test_held_out_kl_frees_each_blocks_result_before_the_next_block(lm, monkeypa
         alive.append(weakref.ref(result))
         return result
 
-    monkeypatch.setattr(translators_module, "kl_divergence", kl_tracked)
+    monkeypatch.setattr(held_out_module, "kl_divergence", kl_tracked)
     prompts = corpus(6, 7, lm.tokenizer)
     kl, _ = held_out_kl(lm, identity(lm.n_layers, 32), prompts, batch_size=3)
     monkeypatch.undo()

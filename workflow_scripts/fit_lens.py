@@ -6,7 +6,8 @@ import pandas as pd
 
 from entropy_lens.analysis.lens_fit import kl_by_block
 from entropy_lens.core.tables import write_csv
-from entropy_lens.lens.translators import corpus_ids, fit_kind, held_out_kls
+from entropy_lens.lens.fitting import corpus_ids, fit_kind
+from entropy_lens.lens.held_out import held_out_kls
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.workflow.jobs import job_model, setup_logging
 

@@ -1,7 +1,7 @@
 """Fit quality of a lens: where it can be trusted.
 
 Per block, the KL divergence from the model's own final distribution to the lens's distribution, on held-out
-prompts the fit never saw (:func:`entropy_lens.lens.translators.held_out_kls`). The estimate is the mean over
+prompts the fit never saw (:func:`entropy_lens.lens.held_out.held_out_kls`). The estimate is the mean over
 every held-out token; its interval resamples whole prompts (a cluster bootstrap), since a prompt's tokens are
 not independent. The final block reads the model's own logits under every kind, so its KL is 0.
 """

@@ -6,7 +6,9 @@ Modules:
     stream      the same metrics from logits that arrive one vocabulary tile at a time.
     metrics     every metric of full rows at once (entropy and nucleus from one log-softmax).
     decoding    LensSettings, per-layer decoding in memory-budgeted tiles, log-probabilities of given tokens.
-    translators lenses fitted to the model (linear least squares, tuned by KL), their corpus and fit quality.
+    translators lenses fitted to the model as artifacts: per-block affine maps, saved and loaded.
+    fitting     fitting a lens: the corpus's residuals, linear least squares, tuned by KL.
+    held_out    a fitted lens's quality: KL to the model's final distribution on held-out prompts.
     encoding    prompt texts as token ids (chat template, the empty prompt, the context window).
     profiles    output buffers, the one provenance builder and the profile dataset (text and images).
     text        extract_profiles: generate from each prompt and record every new token's profile.
