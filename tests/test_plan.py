@@ -789,7 +789,7 @@ def test_the_slurm_profile_and_the_rules_agree_with_the_plan_on_its_model_jobs()
 
 
 def test_the_drop_sets_add_their_passes_to_the_skip_evaluation(offline):
-    from entropy_lens.workflow.plan.config import drop_ks, drop_passes_of
+    from entropy_lens.workflow.plan.model_jobs import drop_ks, drop_passes_of
 
     assert drop_ks(28, [0.12, 0.25]) == [3, 7] and drop_ks(4, [0.12, 0.25]) == [1] and drop_ks(2, [0.9]) == []
     assert drop_passes_of(28, 7, 20) == math.ceil(20 * 27 / 25 * 7 / 8 + 10)

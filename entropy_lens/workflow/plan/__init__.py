@@ -7,9 +7,11 @@ estimated time and a cluster request (``runtime`` minutes, ``mem_mb``).
 Modules, each importing only those above it:
     shapes       ModelShape: layers, widths, heads, vocabulary and parameters from ``config.json`` fields.
     settings     PlanSettings (rates, overheads, safety, floors), RunSettings (device, dtype, lens budget).
-    prompts      prompt lengths (PromptStats): from a table and the tokenizer, its characters, or the config.
+    prompts      prompt lengths (PromptStats): from a table and the tokenizer, its characters, or the config;
+                 per model and table of a config (PromptLengths).
     cost         the cost model: one job's workloads -> FLOPs, memory and time (JobPlan).
     cluster      a JobPlan -> ClusterRequest; the Plan of every job, its rules' resources and tables.
+    model_jobs   the per-model jobs: fitting a lens, the layer-skip experiment, their forward passes.
     config       config.yaml -> jobs (which models on which datasets, prompt lengths) -> Plan.
     calibration  predicted against measured benchmarks; rates fitted to them, leave-one-out check.
 

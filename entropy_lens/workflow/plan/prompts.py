@@ -12,8 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
+import pandas as pd
+
+from entropy_lens.prompts.counts import prompt_count
+from entropy_lens.prompts.datasets import FORMAT_TEMPLATES, PROMPT_TEXT, TASK_QUESTIONS, TASK_TEMPLATES, load_topics
 from entropy_lens.workflow.plan.settings import PlanSettings, config_value
+from entropy_lens.workflow.plan.shapes import ModelShape
 
 logger = logging.getLogger(__name__)
 
@@ -168,3 +172,67 @@ def _mmlu_chars(spec: Mapping) -> tuple[int, float, float]:
 
 
 # The config adapter ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """A configured model as the plan sees it: its name, shape, chat template and materialized folder (if any)."""
+
+    name: str
+    shape: ModelShape
+    chat_template: bool
+    folder: Path | None
+
+
+class PromptLengths:
+    """Prompt lengths per (model, table) of a config, from tables and tokenizers when present; cached."""
+
+    def __init__(self, config: Mapping, settings: PlanSettings, tables: Mapping[str, str | os.PathLike]) -> None:
+        self.config, self.settings = config, settings
+        self.tables = {k: Path(v) for k, v in tables.items() if Path(v).is_file()}
+        self._texts: dict[str, list[str]] = {}
+        self._counters: dict[tuple[str, bool], TokenCounter | None] = {}
+
+    def stats(self, model: ModelContext, table: str, *, chat: bool, spec: Mapping | None = None) -> PromptStats:
+        """Lengths of ``table`` as ``model`` sees it; estimated from ``spec`` (default: the
+        config section of the dataset named ``table``) while the table does not exist.
+
+        The number of prompts always comes from the config (:func:`prompt_count`, as
+        ``rules/common.smk`` counts shards); a table holding another number was built under
+        another config (its rule rebuilds it), so its lengths are not used either.
+        """
+        dataset = "mmlu" if table.startswith(("layer_skip", "lens_")) else table
+        spec = spec if spec is not None else config_value(self.config, "datasets", dataset)
+        expected = prompt_count(dataset, spec)
+        texts = self._texts_of(table, expected)
+        if texts is None:
+            return dataclasses.replace(estimated_stats(dataset, spec, self.settings, chat=chat), prompts=expected)
+        return self.of_texts(model, texts, chat=chat)
+
+    def _texts_of(self, table: str, expected: int) -> list[str] | None:
+        """The prompt texts of ``table``, or None when it does not exist or holds another count."""
+        if table not in self.tables:
+            return None
+        if table not in self._texts:
+            self._texts[table] = pd.read_parquet(self.tables[table], columns=[PROMPT_TEXT])[PROMPT_TEXT].tolist()
+            if len(self._texts[table]) != expected:
+                logger.warning(
+                    "%s holds %d prompts but the config builds %d: it was built under another config and its "
+                    "rule rebuilds it; prompt lengths are estimated from the config",
+                    self.tables[table],
+                    len(self._texts[table]),
+                    expected,
+                )
+        texts = self._texts[table]
+        return texts if len(texts) == expected else None
+
+    def of_texts(self, model: ModelContext, texts: Sequence[str], *, chat: bool) -> PromptStats:
+        """Lengths of given prompt texts as ``model`` sees them."""
+        return stats_from_table(texts, self.settings, chat=chat, counter=self._counter(model, chat))
+
+    def _counter(self, model: ModelContext, chat: bool) -> TokenCounter | None:
+        if model.folder is None:
+            return None
+        if (model.name, chat) not in self._counters:
+            self._counters[(model.name, chat)] = token_counter(model.folder, chat_template=chat)
+        return self._counters[(model.name, chat)]

@@ -1,0 +1,137 @@
+"""The per-model jobs of a plan: fitting a lens (per kind) and the layer-skip experiment (selection, evaluation),
+with what each costs in forward passes; :mod:`entropy_lens.workflow.plan.config` adds them to a config's jobs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from entropy_lens.workflow.plan.cost import FIT_LENS, SKIP_EVAL, SKIP_SELECT, Job, Workload
+from entropy_lens.workflow.plan.prompts import ModelContext, PromptLengths, PromptStats
+from entropy_lens.workflow.plan.settings import config_value
+from entropy_lens.workflow.plan.shapes import ModelShape
+
+# extract_profiles' default batch size, which the layer-skip scripts use (they pass none).
+LIBRARY_BATCH_SIZE = 8
+
+
+def lens_fit_jobs(
+    lenses: Mapping, model: ModelContext, prompts: PromptLengths, batch: int, dtype_bytes: int
+) -> list[Job]:
+    """One fit_lens job per kind: a forward pass over the corpus (the linear lens sums its normal equations
+    from it, held in float64 for the whole job), the held-out questions decoded at every block of their last
+    positions under the logit lens and the fitted kind (planned as two lens passes of that many rows, their
+    forward passes counted twice: a small overcount), and for a tuned lens, per Adam step, a forward pass of
+    one batch and every block's head forward and backward (three lens passes of every position). Each batch
+    records every block's output at every position beside its forward pass, and stacks the real positions
+    (:func:`_recorded_residuals`)."""
+    spec = {"styles": ["base"], "n_shot": 0}  # prepare_lens_corpus builds zero-shot base-style prompts
+    n_fit, n_held = config_value(lenses, "fit_prompts"), config_value(lenses, "held_out_prompts")
+    fit = prompts.stats(model, "lens_fit", chat=False, spec={**spec, "n_questions": n_fit})
+    held = prompts.stats(model, "lens_held_out", chat=False, spec={**spec, "n_questions": n_held})
+    corpus = Workload(n_fit, fit.mean_tokens, fit.max_tokens, 0, batch)
+    judged = Workload(
+        n_held, held.mean_tokens, held.max_tokens, config_value(lenses, "held_out_positions"), batch, 1, 2
+    )
+    recorded = _recorded_residuals(model.shape, batch * max(fit.max_tokens, held.max_tokens), dtype_bytes)
+    jobs = []
+    for kind in config_value(lenses, "kinds"):
+        work: tuple[Workload, ...] = (corpus, judged)
+        normal = (0, 0.0, 0.0)
+        if kind == "linear":
+            normal = _normal_equations(model.shape.hidden_size, model.shape.n_layers - 1, n_fit * fit.mean_tokens)
+        if kind == "tuned":
+            rows = max(round(fit.mean_tokens), 1)
+            work += (
+                Workload(batch, fit.mean_tokens, fit.max_tokens, rows, batch, 1, 3 * config_value(lenses, "steps")),
+            )
+        jobs.append(Job(FIT_LENS, model.name, kind, 0, 1, model.shape, work, fit.source, *normal, recorded))
+    return jobs
+
+
+def _recorded_residuals(shape: ModelShape, tokens: int, dtype_bytes: int) -> int:
+    """Bytes of one batch's recorded block outputs: every block at every position (``tokens``, padded), the real
+    positions stacked, and one block's float64 rows with the final block's (the linear lens's sums)."""
+    return 2 * tokens * shape.n_layers * shape.hidden_size * dtype_bytes + 2 * tokens * (shape.hidden_size + 1) * 8
+
+
+def _normal_equations(d: int, blocks: int, tokens: float) -> tuple[int, float, float]:
+    """A linear lens's float64 normal equations: the bytes of its Gram matrices and cross terms (held all
+    job), the FLOPs that sum them over the corpus (on the device) and those that solve them (on the host:
+    Cholesky, or an eigendecomposition where the corpus has fewer tokens than the ``d + 1`` coefficients)."""
+    n = d + 1
+    held = 8 * blocks * n * (2 * d + 1)
+    summed = 2.0 * tokens * blocks * n * (2 * d + 1)
+    solve = blocks * (n**3 / 3 + 2.0 * n * n * d) if tokens > n else blocks * 9.0 * n**3
+    return held, summed, solve
+
+
+def _scoring(stats: PromptStats, batch: int, repeats: int = 1) -> Workload:
+    """One forward pass per prompt; the letter's separator token is fed too."""
+    return Workload(stats.prompts, stats.mean_tokens + 1, stats.max_tokens + 1, 0, batch, 0, repeats)
+
+
+def layer_skip_jobs(skip: Mapping, model: ModelContext, prompts: PromptLengths, batch: int) -> list[Job]:
+    chat, ks, style = model.chat_template, config_value(skip, "ks"), config_value(skip, "style")
+    spec = {"styles": [style], "n_shot": 0}  # prepare_layer_skip builds zero-shot prompts in one style
+    n_cal, n_eval = config_value(skip, "calibration_questions"), config_value(skip, "eval_questions")
+    cal = prompts.stats(model, "layer_skip_calibration", chat=chat, spec={**spec, "n_questions": n_cal})
+    # Calibration reads the answer position: one generated token.
+    select = Workload(n_cal, cal.mean_tokens, cal.max_tokens, 1, LIBRARY_BATCH_SIZE, 1)
+    ev = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_eval})
+    n_sets = min(config_value(skip, "set_questions"), n_eval)
+    sets = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_sets})
+    n_profiled = min(config_value(skip, "profile_prompts"), n_eval)
+    # Profiles read the answer position only: one generated token.
+    profile = Workload(n_profiled, ev.mean_tokens, ev.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, 1 + 4 * len(ks))
+    scoring = (_scoring(ev, batch, sweep_passes(model.shape.n_layers)), profile)
+    if any(k >= 2 for k in ks):
+        set_passes = sum(
+            set_passes_of(model.shape.n_layers, k, config_value(skip, "random_sets")) for k in ks if k >= 2
+        )
+        scoring += (_scoring(sets, batch, set_passes),)
+    n_drop = min(config_value(skip, "drop_questions"), n_eval)
+    ks_drop = drop_ks(model.shape.n_layers, config_value(skip, "drop_shares"))
+    if n_drop and ks_drop:
+        drop = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_drop})
+        passes = sum(drop_passes_of(model.shape.n_layers, k, config_value(skip, "random_sets")) for k in ks_drop)
+        scoring += (_scoring(drop, batch, passes),)
+    return [
+        Job(SKIP_SELECT, model.name, "", 0, 1, model.shape, (select,), cal.source),
+        Job(SKIP_EVAL, model.name, "", 0, 1, model.shape, scoring, ev.source),
+    ]
+
+
+def sweep_passes(n_layers: int) -> int:
+    """Whole forward passes the sweep costs per question on the shared prefix.
+
+    The intact pass runs every block; skipping block ``l`` reruns blocks ``l+1 .. L-1``:
+    ``L + L (L - 1) / 2`` block passes, ``(L + 1) / 2`` whole passes.
+    """
+    return math.ceil((n_layers + 1) / 2)
+
+
+def set_passes_of(n_layers: int, k: int, n_random: int) -> int:
+    """Whole forward passes the ``k``-block sets cost per question on the shared prefix (an estimate).
+
+    About ``n_random (L-1)/(L-3)`` random sets (drawn until ``n_random`` avoid the final block)
+    and up to four selected sets; a set whose first block is ``f`` reruns ``L - 1 - f`` blocks,
+    and the first of ``k`` random blocks sits near depth ``1 / (k + 1)``.
+    """
+    drawn = n_random * (n_layers - 1) / max(n_layers - 3, 1)
+    return max(1, math.ceil((drawn + 4) * k / (k + 1)))
+
+
+def drop_ks(n_layers: int, shares: Sequence[float]) -> list[int]:
+    """The distinct drop-set sizes of ``shares`` of ``n_layers`` blocks (as :func:`entropy_lens.answers.pruning.drop_k`
+    rounds them, at least 1; those beyond the ``L - 1`` eligible blocks left out)."""
+    return sorted({k for k in (max(1, round(s * n_layers)) for s in shares) if k <= n_layers - 1})
+
+
+def drop_passes_of(n_layers: int, k: int, n_random: int) -> int:
+    """Whole forward passes the ``k``-block drop sets cost per question on the shared prefix (an estimate):
+    the random sets as :func:`set_passes_of`, and up to ten chosen sets (five criteria, two variants) counted
+    as whole passes, since a criterion may drop an early block; the intact pass is shared with them."""
+    drawn = n_random * (n_layers - 1) / max(n_layers - 3, 1)
+    return max(1, math.ceil(drawn * k / (k + 1) + 10))
