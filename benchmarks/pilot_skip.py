@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens import load_model
-from entropy_lens.answers.comparisons import skip_comparisons
-from entropy_lens.answers.criticality import ACCURACY, criticality_spearman
-from entropy_lens.answers.selection import calibrate_skips
-from entropy_lens.answers.skipping import evaluate_skips
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.mmlu import build_mmlu, layer_skip_tables, load_questions, stratified_sample
+from entropy_lens.skipping.comparisons import skip_comparisons
+from entropy_lens.skipping.criticality import ACCURACY, criticality_spearman
+from entropy_lens.skipping.evaluation import evaluate_skips
+from entropy_lens.skipping.selection import calibrate_skips
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 from transformers import AutoTokenizer
 
-from entropy_lens.answers.skipping import set_question_ids
 from entropy_lens.prompts.mmlu import layer_skip_tables, load_questions
+from entropy_lens.skipping.evaluation import set_question_ids
 from entropy_lens.workflow.settings import load_config
 from entropy_lens.workflow.timings import read_benchmark
 

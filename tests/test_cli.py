@@ -74,7 +74,7 @@ def test_sparkline_scales_and_marks_missing():
 def _skip_map_csv(folder):
     from test_criticality import COSTS, DELTA_H, _plan, _sweep
 
-    from entropy_lens.answers.criticality import skip_map
+    from entropy_lens.skipping.criticality import skip_map
 
     table = skip_map(_sweep(COSTS), _plan(DELTA_H), n_boot=200)
     (folder / "tables").mkdir(parents=True)

@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.answers import comparisons as CMP
-from entropy_lens.answers import conditions
-from entropy_lens.answers import criticality as K
-from entropy_lens.answers import delta_h as H
-from entropy_lens.answers.conditions import CORRECT_COLUMNS, Condition
-from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.skipping import comparisons as CMP
+from entropy_lens.skipping import conditions
+from entropy_lens.skipping import criticality as K
+from entropy_lens.skipping import delta_h as H
+from entropy_lens.skipping.conditions import CORRECT_COLUMNS, Condition
+from entropy_lens.skipping.plan import SkipPlan
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 

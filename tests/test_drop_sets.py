@@ -6,12 +6,12 @@ import pytest
 import torch
 from tiny import tiny_model
 
-from entropy_lens.answers import drop_scores as D
-from entropy_lens.answers import pruning, skipping
-from entropy_lens.answers.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, set_conditions
-from entropy_lens.answers.criteria import ACCURACY, GOLD_LOGPROB, criteria_table
-from entropy_lens.answers.recorder import ReadingRecorder
 from entropy_lens.prompts.datasets import LETTERS
+from entropy_lens.skipping import drop_scores as D
+from entropy_lens.skipping import evaluation, pruning
+from entropy_lens.skipping.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, set_conditions
+from entropy_lens.skipping.criteria import ACCURACY, GOLD_LOGPROB, criteria_table
+from entropy_lens.skipping.recorder import ReadingRecorder
 
 N_LAYERS = 10
 
@@ -168,10 +168,10 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
         }
     )
     recorder = ReadingRecorder(lm, len(prompts))
-    skipping.condition_letter_logprobs(lm, prompts, [Condition(INTACT, 0)], observe=recorder)
+    evaluation.condition_letter_logprobs(lm, prompts, [Condition(INTACT, 0)], observe=recorder)
     readings = recorder.result(table["question_id"].tolist())
     kwargs = {"variants": [ALL_BLOCKS, NO_FINAL], "n_random": 3, "seed": 0, "batch_size": 4, "chat_template": False}
-    rows = skipping.evaluate_drop_sets(lm, table, readings, shares=[0.12, 0.25], n_questions=4, **kwargs)
+    rows = evaluation.evaluate_drop_sets(lm, table, readings, shares=[0.12, 0.25], n_questions=4, **kwargs)
     assert rows["question"].nunique() == 4
     assert set(rows["kind"]) == {INTACT, DROP, RANDOM} and set(rows["k"]) == {0, 1, 2}
     drops = pruning.drop_sets(
@@ -183,11 +183,11 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
     one = rows[(rows["kind"] == DROP) & (rows["measure"] == "ll")].drop_duplicates("condition").iloc[-1]
     asked = table[table["question_id"].isin(rows["question"])]
     layers = tuple(int(v) for v in one["layers"].split(","))
-    alone = skipping.score_conditions_shared(lm, asked, [Condition(DROP, int(one["k"]), layers)])
+    alone = evaluation.score_conditions_shared(lm, asked, [Condition(DROP, int(one["k"]), layers)])
     alone = alone[alone["measure"] == "ll"].set_index("question")["gold_logprob"]
     shared = rows[(rows["condition"] == one["condition"]) & (rows["measure"] == "ll")].set_index("question")
     np.testing.assert_allclose(shared["gold_logprob"], alone.loc[shared.index], atol=1e-5)
-    assert skipping.evaluate_drop_sets(lm, table, readings, shares=[], n_questions=4, **kwargs).empty
+    assert evaluation.evaluate_drop_sets(lm, table, readings, shares=[], n_questions=4, **kwargs).empty
 
 
 def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
@@ -264,17 +264,17 @@ def linear_lens(lm, seed: int = 0):
 
 
 def test_the_linear_lens_entropy_is_read_through_each_blocks_translator(tmp_path):
-    from entropy_lens.answers import criteria, readings
     from entropy_lens.lens.decoding import lens_logits
     from entropy_lens.lens.entropy import shannon_entropy
     from entropy_lens.plots.pruning import plot_criteria
+    from entropy_lens.skipping import criteria, readings
 
     lm = tiny_model("llama", n_layers=4, scale=3.0)
     prompts = ["the cat sat on the mat Answer:", "what is two and two Answer:", "a b c Answer:"]
     lens = linear_lens(lm)
     recorder = ReadingRecorder(lm, len(prompts), translators=lens)
     states: list = []
-    skipping.condition_letter_logprobs(
+    evaluation.condition_letter_logprobs(
         lm, prompts, [Condition(INTACT, 0)], batch_size=2, observe=lambda *a: (recorder(*a), states.append(a))
     )
     got = recorder.result(["a", "b", "c"])
@@ -299,11 +299,11 @@ def test_the_linear_lens_entropy_is_read_through_each_blocks_translator(tmp_path
 
 
 def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():
-    from entropy_lens.answers import criteria, readings
+    from entropy_lens.skipping import criteria, readings
 
     lm = tiny_model("llama", n_layers=4, scale=3.0)
     recorder = ReadingRecorder(lm, 2)
-    skipping.condition_letter_logprobs(lm, ["x y Answer:", "z Answer:"], [Condition(INTACT, 0)], observe=recorder)
+    evaluation.condition_letter_logprobs(lm, ["x y Answer:", "z Answer:"], [Condition(INTACT, 0)], observe=recorder)
     got = recorder.result(["a", "b"])
     assert got.entropy_linear is None
     table = criteria.criteria_table(got, "m")

@@ -12,8 +12,9 @@ import pytest
 from entropy_lens.analysis.expansion import overlap, spearman
 from entropy_lens.analysis.families import pairs, shapes
 from entropy_lens.analysis.separability import baselines, equivalence, heldout, knn
-from entropy_lens.answers import accuracy, comparisons, criticality, drop_scores
+from entropy_lens.answers import accuracy
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
+from entropy_lens.skipping import comparisons, criticality, drop_scores
 from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C

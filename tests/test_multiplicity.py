@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from entropy_lens.answers.corrections import with_holm
 from entropy_lens.core import multiplicity as M
 from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.skipping.corrections import with_holm
 from entropy_lens.verdicts import outcomes as O
 
 

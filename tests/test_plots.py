@@ -334,7 +334,7 @@ def test_cell_text_is_safe_and_short():
 def test_skip_map_draws_delta_h_and_both_costs_per_block(tmp_path, drawn):
     from test_criticality import COSTS, DELTA_H, _plan, _sweep
 
-    from entropy_lens.answers.criticality import skip_map
+    from entropy_lens.skipping.criticality import skip_map
 
     table = skip_map(_sweep(COSTS), _plan(DELTA_H), n_boot=100)
     rows = table[table["measure"] == "calibrated"].sort_values("layer")

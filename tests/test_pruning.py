@@ -10,14 +10,14 @@ import pytest
 import torch
 from tiny import tiny_model
 
-from entropy_lens.answers import criteria, readings, skipping
-from entropy_lens.answers import exit as early
-from entropy_lens.answers.conditions import ALL_BLOCKS, NO_FINAL, Condition, sweep_conditions
-from entropy_lens.answers.readings import BlockReadings
-from entropy_lens.answers.recorder import ReadingRecorder
 from entropy_lens.lens.choices import rendered_queries
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.prompts.datasets import LETTERS
+from entropy_lens.skipping import criteria, evaluation, readings
+from entropy_lens.skipping import exit as early
+from entropy_lens.skipping.conditions import ALL_BLOCKS, NO_FINAL, Condition, sweep_conditions
+from entropy_lens.skipping.readings import BlockReadings
+from entropy_lens.skipping.recorder import ReadingRecorder
 
 PROMPTS = [
     "once upon a time there was a little girl who loved to play in the park Answer:",
@@ -35,7 +35,7 @@ def lm(request):
 
 def recorded(lm, batch_size: int) -> BlockReadings:
     recorder = ReadingRecorder(lm, len(PROMPTS))
-    skipping.condition_letter_logprobs(
+    evaluation.condition_letter_logprobs(
         lm, PROMPTS, [Condition("intact", 0), Condition("single", 1, (1,))], batch_size=batch_size, observe=recorder
     )
     return recorder.result([f"q{i}" for i in range(len(PROMPTS))])
@@ -91,7 +91,7 @@ def test_block_influence_and_angular_distance_match_plain_hooks(lm):
 def test_last_position_reads_the_models_own_distribution(lm):
     got = recorded(lm, batch_size=2)
     queries, _ = rendered_queries(lm, PROMPTS, LETTERS, chat_template=False)
-    intact = skipping.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=1)["intact"]
+    intact = evaluation.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=1)["intact"]
     np.testing.assert_allclose(got.letters[:, -1, :], intact, atol=1e-4)
     for row, query in enumerate(queries):
         with torch.inference_mode():
@@ -129,7 +129,7 @@ def test_linear_letters_are_the_translated_residual_through_the_models_own_head(
     lm = tiny_model("llama", n_layers=N_LAYERS, scale=3.0)
     lens = linear_lens(lm)
     recorder = ReadingRecorder(lm, len(PROMPTS), translators=lens)
-    skipping.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=3, observe=recorder)
+    evaluation.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=3, observe=recorder)
     got = recorder.result([f"q{i}" for i in range(len(PROMPTS))])
     assert got.letters_linear.shape == (len(PROMPTS), N_LAYERS + 1, len(LETTERS))
     assert np.isnan(got.letters_linear[:, 0]).all() and np.isfinite(got.letters_linear[:, 1:]).all()
@@ -413,8 +413,8 @@ def test_the_linear_lens_exits_by_its_own_entropy():
 
 
 def test_pruning_figures_are_written(tmp_path):
-    from entropy_lens.answers import exit as early
     from entropy_lens.plots.pruning import plot_criteria, plot_exit_curve
+    from entropy_lens.skipping import exit as early
 
     got, answers = forming_answer()
     table = criteria.criteria_table(got, "m")
@@ -458,7 +458,7 @@ def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path
         "read through the logit lens, the answer's accuracy first reaches it (within its interval) after block 2 "
         "(3 of 6 blocks run); through the linear lens, after block 0 (1 of 6 blocks run)" in printed
     )
-    from entropy_lens.answers.pruning import drop_sets
+    from entropy_lens.skipping.pruning import drop_sets
 
     drop_sets(criteria.criteria_table(got, "m"), got, "m", [ALL_BLOCKS]).to_csv(
         tmp_path / "tables" / "skip_drop_sets.csv", index=False
@@ -472,7 +472,7 @@ def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path
 
 
 def test_drop_sets_take_each_criterions_least_critical_blocks_and_gromovs_span():
-    from entropy_lens.answers import pruning
+    from entropy_lens.skipping import pruning
 
     got = constructed(n=6, n_layers=28, seed=5)
     table = criteria.criteria_table(got, "m")

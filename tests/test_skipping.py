@@ -11,16 +11,17 @@ import torch
 import xarray as xr
 from tiny import ARCHS, N_LAYERS, tiny_model
 
-from entropy_lens.answers import conditions, criticality, scoring, skipping
-from entropy_lens.answers import delta_h as H
-from entropy_lens.answers.conditions import Condition
+from entropy_lens.answers import scoring
 from entropy_lens.answers.letters import calibrate
-from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.core.checks import check_layers
 from entropy_lens.model.batching import left_pad
 from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.model.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
 from entropy_lens.model.lens_model import find_lens_parts, wrap_model
+from entropy_lens.skipping import conditions, criticality, evaluation
+from entropy_lens.skipping import delta_h as H
+from entropy_lens.skipping.conditions import Condition
+from entropy_lens.skipping.plan import SkipPlan
 from entropy_lens.store import schema
 
 PROMPTS = ["once upon a time there was a little girl", "the cat", "how many words are in the story"]
@@ -369,14 +370,14 @@ def test_score_conditions_scores_each_condition_on_one_model():
         scores = word_scorer(model, prompts)
         return {"raw": scores, "shifted": scores + np.array([0.0, 0.0, 0.0, 50.0])}  # always D
 
-    correct = skipping.score_conditions(lm, chosen, score, answers, questions=[f"q{i}" for i in range(6)])
+    correct = evaluation.score_conditions(lm, chosen, score, answers, questions=[f"q{i}" for i in range(6)])
     assert len(calls) == 3 and all(m is lm for m in calls)
-    assert list(correct.columns) == list(skipping.CORRECT_COLUMNS) and len(correct) == 3 * 2 * 6
+    assert list(correct.columns) == list(evaluation.CORRECT_COLUMNS) and len(correct) == 3 * 2 * 6
     table = criticality.condition_table(correct).set_index(["measure", "condition"])
     assert table.loc[("raw", "intact"), "accuracy"] == 0.5
     assert table.loc[("raw", "random_k2_r0"), "layers"] == "0,2" and table.loc[("raw", "random_k2_r0"), "k"] == 2
     assert (table["chance"] == 0.25).all() and (table["n"] == 6).all()
-    expected = skipping.answer_indices(answers, 4)
+    expected = evaluation.answer_indices(answers, 4)
     for condition in chosen:
         with skip_blocks(lm, condition.layers):
             acc = float((word_scorer(lm, prompts).argmax(1) == expected).mean())
@@ -394,13 +395,13 @@ def test_score_conditions_checks_inputs_before_scoring():
 
     bad = [Condition("intact", 0), Condition("pruning", 1, (9,))]
     with pytest.raises(ValueError, match="condition 'pruning_k1': layer 9 is out of range"):
-        skipping.score_conditions(lm, bad, never, [0, 1, 2])
+        evaluation.score_conditions(lm, bad, never, [0, 1, 2])
     with pytest.raises(ValueError, match="need one question id per answer"):
-        skipping.score_conditions(lm, bad[:1], never, [0], questions=["a", "b"])
+        evaluation.score_conditions(lm, bad[:1], never, [0], questions=["a", "b"])
     with pytest.raises(ValueError, match="answer 1 is 'E'"):
-        skipping.score_conditions(lm, bad[:1], lambda m: {"x": word_scorer(m, PROMPTS)}, ["A", "E", "B"])
+        evaluation.score_conditions(lm, bad[:1], lambda m: {"x": word_scorer(m, PROMPTS)}, ["A", "E", "B"])
     with pytest.raises(ValueError, match=r"scorer returned shape \(3,\)"):
-        skipping.score_conditions(lm, bad[:1], lambda m: {"x": np.zeros(3)}, [0, 1, 2])
+        evaluation.score_conditions(lm, bad[:1], lambda m: {"x": np.zeros(3)}, [0, 1, 2])
 
 
 # --------------------------------------------------------------------------- shared prefix
@@ -423,7 +424,7 @@ SHARED_CONDITIONS = [
 
 
 def test_shared_prefix_equals_the_plain_skip(lm):
-    got = skipping.condition_letter_logprobs(lm, MMLU_PROMPTS, SHARED_CONDITIONS, batch_size=2)
+    got = evaluation.condition_letter_logprobs(lm, MMLU_PROMPTS, SHARED_CONDITIONS, batch_size=2)
     assert set(got) == {c.name for c in SHARED_CONDITIONS}
     for condition in SHARED_CONDITIONS:
         with skip_blocks(lm, condition.layers):
@@ -434,7 +435,7 @@ def test_shared_prefix_equals_the_plain_skip(lm):
     assert all(not block._forward_pre_hooks and not block._forward_hooks for block in lm.blocks)
 
 
-def _letter_scorer(prompts: list[str], styles: list[str], *, batch_size: int) -> skipping.Scorer:
+def _letter_scorer(prompts: list[str], styles: list[str], *, batch_size: int) -> evaluation.Scorer:
     """The reference scorer: a full forward pass per condition, raw and calibrated letter log-likelihood."""
 
     def score(lm):
@@ -450,9 +451,9 @@ def test_shared_prefix_scores_equal_scoring_under_skip_blocks():
     table = pd.DataFrame(
         {"prompt_text": MMLU_PROMPTS, "style": "base", "answer": list("ABCDA"), "question_id": questions}
     )
-    shared = skipping.score_conditions_shared(lm, table, SHARED_CONDITIONS, batch_size=3)
+    shared = evaluation.score_conditions_shared(lm, table, SHARED_CONDITIONS, batch_size=3)
     score = _letter_scorer(table["prompt_text"].tolist(), table["style"].tolist(), batch_size=3)
-    plain = skipping.score_conditions(lm, SHARED_CONDITIONS, score, table["answer"].tolist(), questions)
+    plain = evaluation.score_conditions(lm, SHARED_CONDITIONS, score, table["answer"].tolist(), questions)
     pd.testing.assert_frame_equal(shared, plain)
 
 

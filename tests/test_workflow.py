@@ -37,9 +37,9 @@ from workflow_tiny import (
 )
 
 from entropy_lens import cli
-from entropy_lens.answers.plan import read_plan
 from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.counts import prompt_count
+from entropy_lens.skipping.plan import read_plan
 from entropy_lens.store import schema, storage
 from entropy_lens.verdicts import claim as K
 from entropy_lens.verdicts import decision as D

@@ -2,14 +2,14 @@
 what the intact pass shows at every block (the pruning criteria's readings), and the drop set each
 criterion chooses from those readings scored beside random sets of its size."""
 
-from entropy_lens.answers.plan import read_plan
-from entropy_lens.answers.readings import readings_frames
-from entropy_lens.answers.recorder import ReadingRecorder
-from entropy_lens.answers.skipping import evaluate_drop_sets, evaluate_skips
 from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.datasets import read_table
+from entropy_lens.skipping.evaluation import evaluate_drop_sets, evaluate_skips
+from entropy_lens.skipping.plan import read_plan
+from entropy_lens.skipping.readings import readings_frames
+from entropy_lens.skipping.recorder import ReadingRecorder
 from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)

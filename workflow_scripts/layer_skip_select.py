@@ -3,11 +3,11 @@
 import dataclasses
 import json
 
-from entropy_lens.answers.plan import write_plan
-from entropy_lens.answers.selection import calibrate_skips
 from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.datasets import read_table
+from entropy_lens.skipping.plan import write_plan
+from entropy_lens.skipping.selection import calibrate_skips
 from entropy_lens.workflow.jobs import job_model, setup_logging
 
 setup_logging(snakemake)

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from entropy_lens.answers.comparisons import skip_comparisons
-from entropy_lens.answers.criticality import condition_table, criticality_spearman, skip_map
-from entropy_lens.answers.plan import read_plan
 from entropy_lens.core.tables import read_csv_table, write_table
+from entropy_lens.skipping.comparisons import skip_comparisons
+from entropy_lens.skipping.criticality import condition_table, criticality_spearman, skip_map
+from entropy_lens.skipping.plan import read_plan
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)

@@ -3,13 +3,13 @@ scores against random sets, the exit curve."""
 
 import pandas as pd
 
-from entropy_lens.answers.criteria import criteria_spearman, criteria_table
-from entropy_lens.answers.drop_scores import drop_scores
-from entropy_lens.answers.exit import exit_curve, threshold_exit
-from entropy_lens.answers.pruning import drop_sets
-from entropy_lens.answers.readings import frames_readings
 from entropy_lens.core.tables import write_table
 from entropy_lens.prompts.datasets import read_table
+from entropy_lens.skipping.criteria import criteria_spearman, criteria_table
+from entropy_lens.skipping.drop_scores import drop_scores
+from entropy_lens.skipping.exit import exit_curve, threshold_exit
+from entropy_lens.skipping.pruning import drop_sets
+from entropy_lens.skipping.readings import frames_readings
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)

@@ -3,7 +3,7 @@
 * :func:`accuracy_table`: MMLU accuracy per model, style and measure, its Wilson interval,
   chance, the majority-letter baseline and the letters the model answered.
 
-The layer-skip experiment's statistics are :mod:`entropy_lens.answers.criticality`.
+The layer-skip experiment's statistics are :mod:`entropy_lens.skipping.criticality`.
 
 Pure pandas: the forward passes live in :mod:`entropy_lens.answers.scoring`.
 """

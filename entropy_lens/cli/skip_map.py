@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.exit import LOGIT
 from entropy_lens.cli.profile import sparkline
 from entropy_lens.core.tables import read_csv_table
+from entropy_lens.skipping.exit import LOGIT
 
 SKIP_MAP_PATH = "{results}/tables/skip_map.csv"
 
@@ -21,7 +21,7 @@ def render_skip_map(rows: pd.DataFrame) -> str:
     """One model's criticality map as text: per block its Delta H and what skipping it alone costs.
 
     Args:
-        rows: One model's and measure's rows of :func:`entropy_lens.answers.criticality.skip_map`.
+        rows: One model's and measure's rows of :func:`entropy_lens.skipping.criticality.skip_map`.
     """
     rows = rows.sort_values("layer")
     delta_h = rows["delta_h"].to_numpy(float)
@@ -64,7 +64,7 @@ def render_drop_scores(rows: pd.DataFrame) -> str:
     set per variant and k: the best criterion's, named only where its paired interval separates it from every other.
 
     Args:
-        rows: One model's and measure's accuracy rows of :func:`entropy_lens.answers.drop_scores.drop_scores`.
+        rows: One model's and measure's accuracy rows of :func:`entropy_lens.skipping.drop_scores.drop_scores`.
     """
     lines = ["drop sets (the k least critical blocks by each criterion, skipped together; accuracy kept):"]
     for (variant, k), group in rows.groupby(["variant", "k"], sort=False):
@@ -94,7 +94,7 @@ def render_criteria(rows: pd.DataFrame) -> str:
     where the interval of its margin over the next best (paired replicates) lies above 0.
 
     Args:
-        rows: One model's and measure's rows of :func:`entropy_lens.answers.criteria.criteria_spearman`.
+        rows: One model's and measure's rows of :func:`entropy_lens.skipping.criteria.criteria_spearman`.
     """
     lines = []
     for (statistic, variant), group in rows.groupby(["statistic", "variant"], sort=False):
@@ -123,7 +123,7 @@ def render_exit(rows: pd.DataFrame) -> str:
     """Where the answer forms: per lens, the first block whose accuracy reaches the model's own (one model, measure).
 
     Args:
-        rows: One model's and measure's rows of :func:`entropy_lens.answers.exit.exit_curve`; a table written
+        rows: One model's and measure's rows of :func:`entropy_lens.skipping.exit.exit_curve`; a table written
             before its ``lens`` column reads as the logit lens's.
     """
     rows = rows if "lens" in rows else rows.assign(lens=LOGIT)

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from entropy_lens.answers.criteria import CRITERIA, CRITERION_TEXT, criterion_ranks
-from entropy_lens.answers.exit import LINEAR, LOGIT
 from entropy_lens.plots import style
+from entropy_lens.skipping.criteria import CRITERIA, CRITERION_TEXT, criterion_ranks
+from entropy_lens.skipping.exit import LINEAR, LOGIT
 
 EXIT_COLORS = {"ll": "tab:gray", "calibrated": "tab:blue"}
 EXIT_LINES = {LOGIT: "-", LINEAR: "--"}
@@ -20,8 +20,8 @@ def plot_criteria(skip_map: pd.DataFrame, criteria: pd.DataFrame, path: str | Pa
     """The cost of skipping each block alone (top) and, beneath it, every criterion's rank of the blocks.
 
     Args:
-        skip_map: One model's and measure's rows of :func:`entropy_lens.answers.criticality.skip_map`.
-        criteria: One model's rows of :func:`entropy_lens.answers.criteria.criteria_table`.
+        skip_map: One model's and measure's rows of :func:`entropy_lens.skipping.criticality.skip_map`.
+        criteria: One model's rows of :func:`entropy_lens.skipping.criteria.criteria_table`.
         path: PNG path (an SVG beside it).
         title: Figure title.
     """
@@ -57,7 +57,7 @@ def plot_exit_curve(curve: pd.DataFrame, path: str | Path, *, title: str = "") -
     style per lens (the logit lens solid, the linear lens dashed where fitted).
 
     Args:
-        curve: One model's rows of :func:`entropy_lens.answers.exit.exit_curve`.
+        curve: One model's rows of :func:`entropy_lens.skipping.exit.exit_curve`.
         path: PNG path (an SVG beside it).
         title: Figure title.
     """

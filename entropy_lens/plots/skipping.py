@@ -8,8 +8,8 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from entropy_lens.answers.criticality import MIN_SKIP_EFFECT as MIN_SKIP_DROP
 from entropy_lens.plots import style
+from entropy_lens.skipping.criticality import MIN_SKIP_EFFECT as MIN_SKIP_DROP
 
 SKIP_COLORS = {"expansion": "tab:red", "pruning": "tab:blue", "random": "tab:gray", "intact": "black"}
 READING_COLORS = {"safe": "tab:green", "costly": "tab:red", "unclear": "tab:gray"}
@@ -25,7 +25,7 @@ def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> N
     coloured by the reading safe / costly / unclear).
 
     Args:
-        rows: One model's and measure's rows of :func:`entropy_lens.answers.criticality.skip_map`.
+        rows: One model's and measure's rows of :func:`entropy_lens.skipping.criticality.skip_map`.
         path: PNG path.
         title: Figure title.
     """
@@ -78,7 +78,7 @@ def plot_skip_profiles(profiles: pd.DataFrame, path: str | Path, *, title: str =
 
     Args:
         profiles: Rows ``condition, kind, depth, entropy`` (one line per condition), as
-            :func:`entropy_lens.answers.skipping.profile_conditions` gives them.
+            :func:`entropy_lens.skipping.evaluation.profile_conditions` gives them.
         path: PNG path.
         title: Figure title.
     """

@@ -17,8 +17,8 @@ import pandas as pd
 
 from entropy_lens.analysis.expansion.planted import overlap_planted_rate, spearman_planted_rate
 from entropy_lens.analysis.separability.nulls import planted_baseline_null_rate, planted_null_rate
-from entropy_lens.answers.drop_scores import planted_null_rate as planted_drop
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
+from entropy_lens.skipping.drop_scores import planted_null_rate as planted_drop
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS

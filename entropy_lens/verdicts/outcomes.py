@@ -20,7 +20,7 @@ second's; at ``k >= 2`` against random sets the interval also resamples the sets
     Random baselines of fewer than :data:`MIN_RANDOM_SETS` sets at ``k >= 2`` are ``undecided``.
     The interval is the one at the row's Holm level (:class:`Family`): the comparisons of one
     claim on one model (every ``k``, variant, letter measure and statistic) are corrected together
-    at a family-wise 5% (:mod:`entropy_lens.answers.corrections`), so a direction is decided only
+    at a family-wise 5% (:mod:`entropy_lens.skipping.corrections`), so a direction is decided only
     where Holm's test rejects; the raw 95% interval is shown beside.
 
 Collapse to chance (Llama: the accuracy with the top expansion block skipped, Wilson interval)
@@ -43,8 +43,8 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM
-from entropy_lens.answers.criticality import ACCURACY
+from entropy_lens.skipping.conditions import EXPANSION, PRUNING, RANDOM
+from entropy_lens.skipping.criticality import ACCURACY
 from entropy_lens.verdicts import decision as D
 
 # Accuracy (0-1): two skips whose difference lies inside +- this cost the same.
@@ -211,7 +211,7 @@ def _value(rec: Mapping[str, Any], key: str) -> float:
 
 
 def family_of(rec: Mapping[str, Any]) -> Family | None:
-    """A comparison row's Holm correction (:data:`~entropy_lens.answers.corrections.HOLM_COLUMNS`), or
+    """A comparison row's Holm correction (:data:`~entropy_lens.skipping.corrections.HOLM_COLUMNS`), or
     ``None`` for a row written without one."""
     if "p_holm" not in rec:
         return None
@@ -222,7 +222,7 @@ def family_of(rec: Mapping[str, Any]) -> Family | None:
 
 
 def comparison_outcome(rec: Mapping[str, Any]) -> Outcome:
-    """The outcome of one row of :func:`~entropy_lens.answers.comparisons.skip_comparisons` (its raw interval
+    """The outcome of one row of :func:`~entropy_lens.skipping.comparisons.skip_comparisons` (its raw interval
     quoted, its Holm-level interval deciding)."""
     accuracy, k = rec["statistic"] == ACCURACY, int(rec["k"])
     return skip_outcome(

@@ -6,7 +6,7 @@ random block's does.  :func:`null_score_rows` writes score rows of one synthetic
 holds (every block's skip drawn from one distribution, the entropy change that selects the blocks
 drawn independently of it), with an optional planted cost on the selected blocks, and
 :func:`planted_null_rate` sends them through the same code path as a run
-(:func:`~entropy_lens.answers.comparisons.skip_comparisons`, Holm within the claim, then
+(:func:`~entropy_lens.skipping.comparisons.skip_comparisons`, Holm within the claim, then
 :func:`~entropy_lens.verdicts.outcomes.comparison_outcome`) and counts the draws in which any row of
 the claim on the model decides "expansion more critical".
 
@@ -25,17 +25,17 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.comparisons import skip_comparisons
-from entropy_lens.answers.conditions import (
+from entropy_lens.core.checks import check_positive_int
+from entropy_lens.skipping.comparisons import skip_comparisons
+from entropy_lens.skipping.conditions import (
     CORRECT_COLUMNS,
     EXPANSION,
     RANDOM,
     Condition,
     set_conditions,
 )
-from entropy_lens.answers.delta_h import selections
-from entropy_lens.answers.plan import SkipPlan
-from entropy_lens.core.checks import check_positive_int
+from entropy_lens.skipping.delta_h import selections
+from entropy_lens.skipping.plan import SkipPlan
 from entropy_lens.verdicts.outcomes import comparison_outcome, more_critical
 
 # The synthetic model: its blocks, its accuracy, what a skipped block costs the gold letter (nats) and how
@@ -82,7 +82,7 @@ def null_score_rows(
     block_spread: float = 0.0,
     n_layers: int = NULL_LAYERS,
 ) -> tuple[pd.DataFrame, SkipPlan]:
-    """Score rows (:data:`~entropy_lens.answers.conditions.CORRECT_COLUMNS`) of one synthetic model and its plan.
+    """Score rows (:data:`~entropy_lens.skipping.conditions.CORRECT_COLUMNS`) of one synthetic model and its plan.
 
     Skipping a set of blocks costs the gold letter :data:`BLOCK_COST` nats per block (plus each block's
     own ``block_spread`` x a standard normal, drawn once), plus per-question noise; every expansion

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from entropy_lens.answers.conditions import EXPANSION, PRUNING
+from entropy_lens.skipping.conditions import EXPANSION, PRUNING
 from entropy_lens.verdicts.claim import EXTENSION, FINDING
 
 if TYPE_CHECKING:

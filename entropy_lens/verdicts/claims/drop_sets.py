@@ -1,7 +1,7 @@
 """The drop sets: does a pruning criterion's ``k``-block set keep more than random ``k``-sets?
 
 No claim of the study's: an extension row on every model, counted apart.  One row per model, measure,
-statistic, variant, ``k`` and criterion of :func:`entropy_lens.answers.drop_scores.drop_scores`: the estimate
+statistic, variant, ``k`` and criterion of :func:`entropy_lens.skipping.drop_scores.drop_scores`: the estimate
 is the set's change against the intact model (paired over questions); the null is the random ``k``-sets' mean
 change (questions and sets resampled); beyond it, the set minus one random set per replicate.
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from entropy_lens.answers.conditions import VARIANT_TEXT
-from entropy_lens.answers.criteria import ACCURACY, CRITERION_TEXT
-from entropy_lens.answers.drop_scores import DROP_SCORE_READING, MARGINS
-from entropy_lens.answers.pruning import GROMOV
+from entropy_lens.skipping.conditions import VARIANT_TEXT
+from entropy_lens.skipping.criteria import ACCURACY, CRITERION_TEXT
+from entropy_lens.skipping.drop_scores import DROP_SCORE_READING, MARGINS
+from entropy_lens.skipping.pruning import GROMOV
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts.claim import EXTENSION, SKIP_ROWS, Claim
@@ -92,7 +92,7 @@ DROP_RULE = RowRule(
 
 INPUTS = {
     "drop_scores": PaperInput(
-        "answers.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
+        "skipping.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
         DROP_SCORE_READING,
         rule_rows("drop_scores", DROP_RULE),
         from_store=FROM_ANSWERS,

@@ -1,4 +1,4 @@
-"""The layer-skip claims: comparisons, collapse and the rank over blocks (:mod:`entropy_lens.answers.criticality`).
+"""The layer-skip claims: comparisons, collapse and the rank over blocks (:mod:`entropy_lens.skipping.criticality`).
 
 Each comparison gets its outcome first (:mod:`entropy_lens.verdicts.outcomes`); it becomes a
 finding's verdict only where the study names a direction for the model
@@ -12,11 +12,11 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from entropy_lens.answers.comparisons import COMPARISON_READING
-from entropy_lens.answers.conditions import EXPANSION, PRUNING, RANDOM, VARIANT_TEXT
-from entropy_lens.answers.criticality import ACCURACY
-from entropy_lens.answers.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
+from entropy_lens.skipping.comparisons import COMPARISON_READING
+from entropy_lens.skipping.conditions import EXPANSION, PRUNING, RANDOM, VARIANT_TEXT
+from entropy_lens.skipping.criticality import ACCURACY
+from entropy_lens.skipping.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import outcomes as O
 from entropy_lens.verdicts import study as S
@@ -218,13 +218,13 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
 
 INPUTS = {
     "layer_skip": PaperInput(
-        "answers.comparisons.skip_comparisons",
+        "skipping.comparisons.skip_comparisons",
         COMPARISON_READING,
         given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
         from_store=FROM_ANSWERS,
     ),
     "skip_spearman": PaperInput(
-        "answers.criticality.criticality_spearman",
+        "skipping.criticality.criticality_spearman",
         RANK_READING,
         lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
         from_store=FROM_ANSWERS,

@@ -124,7 +124,7 @@ def set_passes_of(n_layers: int, k: int, n_random: int) -> int:
 
 
 def drop_ks(n_layers: int, shares: Sequence[float]) -> list[int]:
-    """The distinct drop-set sizes of ``shares`` of ``n_layers`` blocks (as :func:`entropy_lens.answers.pruning.drop_k`
+    """The distinct drop-set sizes of ``shares`` of ``n_layers`` blocks (as :func:`entropy_lens.skipping.pruning.drop_k`
     rounds them, at least 1; those beyond the ``L - 1`` eligible blocks left out)."""
     return sorted({k for k in (max(1, round(s * n_layers)) for s in shares) if k <= n_layers - 1})
 

@@ -1,8 +1,8 @@
 """Which drop set keeps the most? Each criterion's ``k``-block drop set scored against random ``k``-sets.
 
 Pure NumPy/pandas over the evaluation job's drop-set score rows
-(:data:`~entropy_lens.answers.conditions.CORRECT_COLUMNS`: the intact model, every chosen set, the random
-population of each ``k``, on the same questions) and the :func:`~entropy_lens.answers.pruning.drop_sets`
+(:data:`~entropy_lens.skipping.conditions.CORRECT_COLUMNS`: the intact model, every chosen set, the random
+population of each ``k``, on the same questions) and the :func:`~entropy_lens.skipping.pruning.drop_sets`
 table saying which criterion chose which blocks.  Per model, measure (raw ``ll`` or ``calibrated``
 letters), statistic (accuracy, or the gold letter's log-probability among the four letters), variant,
 ``k`` and criterion:
@@ -30,12 +30,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.conditions import DROP, INTACT, RANDOM, in_variant, layer_text
-from entropy_lens.answers.criteria import ACCURACY, COSTS, GOLD_LOGPROB
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.core.frames import NULL_CONTRACT, Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, paired_bootstrap, paired_bootstrap_sets
 from entropy_lens.core.multiplicity import unit_set_pair
+from entropy_lens.skipping.conditions import DROP, INTACT, RANDOM, in_variant, layer_text
+from entropy_lens.skipping.criteria import ACCURACY, COSTS, GOLD_LOGPROB
 
 BETTER, WORSE, SAME, UNDECIDED = "better than random", "worse than random", "no difference", "undecided"
 # The skip comparisons' margins (entropy_lens.verdicts.outcomes): accuracy 0-1, nats.
@@ -134,7 +134,7 @@ def drop_scores(
 
     Args:
         correct: The drop-set score rows of one model (intact, ``drop`` and ``random`` conditions).
-        drops: Its :func:`~entropy_lens.answers.pruning.drop_sets` rows.
+        drops: Its :func:`~entropy_lens.skipping.pruning.drop_sets` rows.
         n_layers: The model's blocks (the random sets of a variant are those within its pool).
         n_boot, seed, level: The bootstraps.
 

@@ -5,7 +5,7 @@
 position).  From it: the ``k`` blocks of largest increase (expansion) or decrease (pruning) per variant
 (:func:`select_layers`, :func:`selections`), how stable the top block is across calibration questions
 (:func:`top_block_shares`), and the expansion phases the advice "protect expansion" keeps
-(:func:`protected_layers`).  The skips themselves are :mod:`entropy_lens.answers.conditions`.
+(:func:`protected_layers`).  The skips themselves are :mod:`entropy_lens.skipping.conditions`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.conditions import (
+from entropy_lens.core.checks import check_positive_int
+from entropy_lens.skipping.conditions import (
     ALL_BLOCKS,
     EXPANSION,
     SELECTION_KINDS,
@@ -26,7 +27,6 @@ from entropy_lens.answers.conditions import (
     check_k,
     eligible_layers,
 )
-from entropy_lens.core.checks import check_positive_int
 from entropy_lens.store import schema
 
 if TYPE_CHECKING:

@@ -1,12 +1,12 @@
 """The layer-skip experiment on a loaded model: MMLU letters and entropy profiles under every skip.
 
-One loaded model is scored under each :class:`~entropy_lens.answers.conditions.Condition`:
+One loaded model is scored under each :class:`~entropy_lens.skipping.conditions.Condition`:
 letter log-likelihood needs no generation.  The conditions share the intact model's
 prefix (:func:`condition_letter_logprobs`): one intact forward pass per batch records how
 every block was called, and each condition reruns only the blocks from its first skipped
 one onward, leaving the skipped ones out.  Each question's correctness and the gold letter's
 log-probability among the four letters are kept per measure, so conditions are compared
-question by question (:mod:`entropy_lens.answers.criticality`).
+question by question (:mod:`entropy_lens.skipping.criticality`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from entropy_lens.answers.conditions import CORRECT_COLUMNS, INTACT, Condition
-from entropy_lens.answers.criteria import criteria_table
 from entropy_lens.answers.letters import calibrate
-from entropy_lens.answers.plan import SkipPlan
-from entropy_lens.answers.pruning import drop_conditions, drop_sets
-from entropy_lens.answers.readings import BlockReadings
-from entropy_lens.answers.selection import shannon_only
 from entropy_lens.core.checks import check_layers, check_positive_int
 from entropy_lens.lens.choices import rendered_queries
 from entropy_lens.lens.decoding import LensSettings, gather_logprobs, lens_logits
@@ -37,6 +31,12 @@ from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.hooks import capture_block_calls, run_blocks, skip_blocks
 from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import LETTERS
+from entropy_lens.skipping.conditions import CORRECT_COLUMNS, INTACT, Condition
+from entropy_lens.skipping.criteria import criteria_table
+from entropy_lens.skipping.plan import SkipPlan
+from entropy_lens.skipping.pruning import drop_conditions, drop_sets
+from entropy_lens.skipping.readings import BlockReadings
+from entropy_lens.skipping.selection import shannon_only
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def condition_letter_logprobs(
         batch_size: Prompts per forward pass.
         chat_template: Render prompts with the model's chat template.
         observe: Called after each batch's intact pass with every block's input kept
-            (e.g. :class:`entropy_lens.answers.recorder.ReadingRecorder`).
+            (e.g. :class:`entropy_lens.skipping.recorder.ReadingRecorder`).
 
     Returns:
         ``{condition name: [N, 4] float32 log-probabilities of A-D}``.
@@ -365,12 +365,12 @@ def evaluate_drop_sets(
     """Score the multi-block drop sets each pruning criterion chooses, and random sets of each size.
 
     The criteria are read off the sweep's intact pass (``readings``, no cost is looked at); the sets
-    (:func:`~entropy_lens.answers.pruning.drop_sets`, :func:`~entropy_lens.answers.pruning.drop_conditions`)
+    (:func:`~entropy_lens.skipping.pruning.drop_sets`, :func:`~entropy_lens.skipping.pruning.drop_conditions`)
     and the intact model are scored on :func:`set_question_ids` of ``n_questions`` (the same seeded
     order as the ``k >= 2`` sets, so one subset holds the other), sharing the intact prefix.
 
     Returns:
-        :data:`~entropy_lens.answers.conditions.CORRECT_COLUMNS` rows (none when ``shares`` is empty).
+        :data:`~entropy_lens.skipping.conditions.CORRECT_COLUMNS` rows (none when ``shares`` is empty).
     """
     drops = drop_sets(criteria_table(readings, lm.name), readings, lm.name, variants, shares)
     if drops.empty:

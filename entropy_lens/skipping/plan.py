@@ -1,6 +1,6 @@
 """The skip plan: what the evaluation job scores, fixed from calibration questions alone.
 
-A :class:`SkipPlan` is written by the selection job (:mod:`entropy_lens.answers.selection`) as
+A :class:`SkipPlan` is written by the selection job (:mod:`entropy_lens.skipping.selection`) as
 JSON and read by the evaluation job and the analyses; it holds no model, so reading it costs
 no torch import.
 """
@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from entropy_lens.answers.conditions import INTACT, RANDOM, SINGLE, Condition, Selection, sweep_conditions
+from entropy_lens.skipping.conditions import INTACT, RANDOM, SINGLE, Condition, Selection, sweep_conditions
 
 
 @dataclass(frozen=True)

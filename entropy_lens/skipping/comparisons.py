@@ -4,7 +4,7 @@
 as the paired difference of the first minus the second (negative: the first skip costs more).  At ``k = 1`` the
 random baseline is the mean over every eligible block of the sweep (a census); at ``k >= 2`` it is the population
 of random sets, and the interval resamples both questions and sets.  Each claim's comparisons are corrected
-together (Holm) beside their random-block null (:mod:`entropy_lens.answers.corrections`).
+together (Holm) beside their random-block null (:mod:`entropy_lens.skipping.corrections`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,16 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from entropy_lens.answers.conditions import (
+from entropy_lens.core.frames import NULL_CONTRACT, Reading
+from entropy_lens.core.intervals import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    paired_bootstrap,
+    paired_bootstrap_sets,
+    wilson_interval,
+)
+from entropy_lens.core.multiplicity import bootstrap_p_value, bootstrap_se, paired_draws, paired_set_draws
+from entropy_lens.skipping.conditions import (
     EXPANSION,
     INTACT,
     PRUNING,
@@ -24,8 +33,8 @@ from entropy_lens.answers.conditions import (
     in_variant,
     layer_text,
 )
-from entropy_lens.answers.corrections import random_null, with_holm
-from entropy_lens.answers.criticality import (
+from entropy_lens.skipping.corrections import random_null, with_holm
+from entropy_lens.skipping.criticality import (
     ACCURACY,
     GOLD_LOGPROB,
     N_CHOICES,
@@ -33,16 +42,7 @@ from entropy_lens.answers.criticality import (
     by_layers,
     by_question,
 )
-from entropy_lens.answers.plan import SkipPlan
-from entropy_lens.core.frames import NULL_CONTRACT, Reading
-from entropy_lens.core.intervals import (
-    DEFAULT_LEVEL,
-    DEFAULT_N_BOOT,
-    paired_bootstrap,
-    paired_bootstrap_sets,
-    wilson_interval,
-)
-from entropy_lens.core.multiplicity import bootstrap_p_value, bootstrap_se, paired_draws, paired_set_draws
+from entropy_lens.skipping.plan import SkipPlan
 
 COMPARISONS = ((EXPANSION, RANDOM), (PRUNING, RANDOM), (EXPANSION, PRUNING))
 COMPARISON_COLUMNS = (

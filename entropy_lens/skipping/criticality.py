@@ -1,8 +1,8 @@
 """What skipping each block costs: the per-block criticality map and the rank over blocks.
 
 Pure NumPy/pandas over the score rows of the layer-skip experiment
-(:data:`~entropy_lens.answers.conditions.CORRECT_COLUMNS`) and its
-:class:`~entropy_lens.answers.selection.SkipPlan`:
+(:data:`~entropy_lens.skipping.conditions.CORRECT_COLUMNS`) and its
+:class:`~entropy_lens.skipping.selection.SkipPlan`:
 
 * :func:`skip_map`: per block skipped alone, the paired change of accuracy and of the gold
   letter's log-probability (among the four letters) against the intact model, each with a
@@ -14,7 +14,7 @@ Pure NumPy/pandas over the score rows of the layer-skip experiment
   the rank statement "the more a block expands, the more its skip costs".
 
 The comparisons the study makes (expansion, pruning and random blocks) are
-:mod:`entropy_lens.answers.comparisons`.
+:mod:`entropy_lens.skipping.comparisons`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from entropy_lens.answers.conditions import (
+from entropy_lens.core.frames import Reading
+from entropy_lens.core.intervals import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    paired_bootstrap,
+    wilson_interval,
+)
+from entropy_lens.skipping.conditions import (
     EXPANSION,
     INTACT,
     PRUNING,
@@ -33,14 +40,7 @@ from entropy_lens.answers.conditions import (
     eligible_layers,
     layer_text,
 )
-from entropy_lens.answers.plan import SkipPlan
-from entropy_lens.core.frames import Reading
-from entropy_lens.core.intervals import (
-    DEFAULT_LEVEL,
-    DEFAULT_N_BOOT,
-    paired_bootstrap,
-    wilson_interval,
-)
+from entropy_lens.skipping.plan import SkipPlan
 
 ACCURACY = "accuracy"
 GOLD_LOGPROB = "gold_logprob"

@@ -1,8 +1,8 @@
 """Which blocks can you drop? The pruning criteria per block, and how well each predicts the measured cost.
 
-Pure NumPy/pandas over :class:`~entropy_lens.answers.readings.BlockReadings` (what the sweep's intact
+Pure NumPy/pandas over :class:`~entropy_lens.skipping.readings.BlockReadings` (what the sweep's intact
 pass shows at every block) and the sweep's score rows
-(:data:`~entropy_lens.answers.conditions.CORRECT_COLUMNS`).  Each criterion scores every block so that
+(:data:`~entropy_lens.skipping.conditions.CORRECT_COLUMNS`).  Each criterion scores every block so that
 a higher score says "more critical, keep it":
 
 * ``delta_h``: the entropy change across the block under the logit lens at the answer position,
@@ -31,11 +31,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from entropy_lens.answers.conditions import INTACT, SINGLE, eligible_layers, layer_text
-from entropy_lens.answers.readings import BlockReadings
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from entropy_lens.skipping.conditions import INTACT, SINGLE, eligible_layers, layer_text
+from entropy_lens.skipping.readings import BlockReadings
 
 DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION = "delta_h", "block_influence", "angular", "position"
 CRITERIA = (DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION)
@@ -283,7 +283,7 @@ def criteria_spearman(
 ) -> pd.DataFrame:
     """Per measure, cost statistic, variant and criterion: the Spearman of the criterion with the cost.
 
-    The blocks are each variant's eligible ones (:func:`~entropy_lens.answers.conditions.eligible_layers`);
+    The blocks are each variant's eligible ones (:func:`~entropy_lens.skipping.conditions.eligible_layers`);
     the questions those both the sweep and the readings hold.  ``null_*`` is the same statistic on the
     costs shuffled across blocks (:func:`shuffled_blocks`): an interval around 0 is what no information looks like;
     ``margin_*`` the interval of its Spearman minus the best other criterion's (:func:`margins`), above 0 where

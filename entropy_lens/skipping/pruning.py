@@ -1,11 +1,11 @@
 """Multi-block drop sets: the ``k`` blocks each criterion ranks least critical, and Gromov et al.'s contiguous choice.
 
-Pure NumPy/pandas over a :func:`~entropy_lens.answers.criteria.criteria_table` (one model) and its
-:class:`~entropy_lens.answers.readings.BlockReadings`.  ``k`` is a share of the model's blocks
+Pure NumPy/pandas over a :func:`~entropy_lens.skipping.criteria.criteria_table` (one model) and its
+:class:`~entropy_lens.skipping.readings.BlockReadings`.  ``k`` is a share of the model's blocks
 (:data:`DEFAULT_SHARES`: about 12% and 25%, 3 and 7 of 28), rounded, at least 1.  The sets are what a
 researcher pruning by each criterion would drop.  :func:`drop_conditions` turns them, with at least
 ``n_random`` random sets of each ``k`` drawn from the eligible blocks, into skip conditions the evaluation
-job scores on the shared intact prefix; :mod:`entropy_lens.answers.drop_scores` reads the scores.
+job scores on the shared intact prefix; :mod:`entropy_lens.skipping.drop_scores` reads the scores.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.conditions import DROP, RANDOM, Condition, eligible_layers, random_population
-from entropy_lens.answers.criteria import ALL_CRITERIA, gromov_choice, present
-from entropy_lens.answers.readings import BlockReadings
+from entropy_lens.skipping.conditions import DROP, RANDOM, Condition, eligible_layers, random_population
+from entropy_lens.skipping.criteria import ALL_CRITERIA, gromov_choice, present
+from entropy_lens.skipping.readings import BlockReadings
 
 DEFAULT_SHARES = (0.12, 0.25)
 GROMOV = "gromov_contiguous"
@@ -87,10 +87,10 @@ def _text(blocks: Sequence[int]) -> str:
 
 def drop_conditions(drops: pd.DataFrame, n_layers: int, n_random: int, seed: int) -> list[Condition]:
     """The skip conditions that score a :func:`drop_sets` table: each distinct chosen set once (kind ``drop``),
-    and per ``k`` the random population of :func:`~entropy_lens.answers.conditions.random_population`.
+    and per ``k`` the random population of :func:`~entropy_lens.skipping.conditions.random_population`.
 
     Random sets of ``k`` are drawn with seed ``(seed, k)``, as the ``k >= 2`` sets of the sweep's plan
-    (:func:`~entropy_lens.answers.conditions.set_conditions`), so a ``k`` both ask for draws the same sets.
+    (:func:`~entropy_lens.skipping.conditions.set_conditions`), so a ``k`` both ask for draws the same sets.
     The scores are found again by their blocks, never by a condition's name.
     """
     conditions: list[Condition] = []

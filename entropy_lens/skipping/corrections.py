@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.conditions import RANDOM
 from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
 from entropy_lens.core.multiplicity import FAMILY_ALPHA, holm, holm_levels, normal_interval
+from entropy_lens.skipping.conditions import RANDOM
 
 # The family a comparison's p-value is corrected within (Holm): one claim (first vs second) of one model.
 FAMILY = ("model", "first", "second")

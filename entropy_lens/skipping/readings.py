@@ -1,7 +1,7 @@
 """What the intact pass of the layer-skip sweep shows at every block: the raw material of the pruning criteria.
 
-The shared-prefix pass (:func:`entropy_lens.answers.skipping.condition_letter_logprobs`) keeps the
-residual input of every block to rerun the model from it.  :class:`~entropy_lens.answers.recorder.ReadingRecorder`
+The shared-prefix pass (:func:`entropy_lens.skipping.evaluation.condition_letter_logprobs`) keeps the
+residual input of every block to rerun the model from it.  :class:`~entropy_lens.skipping.recorder.ReadingRecorder`
 reads those inputs, batch by batch, before they are dropped, and keeps per question a :class:`BlockReadings`:
 
 * ``token_cos`` ``[N, L]``: the mean over the prompt's tokens (padding left out) of

@@ -3,7 +3,7 @@
 Calibration questions (disjoint from the evaluated ones) are profiled with one generated
 token, so the Delta H that ranks the blocks is read at the position the MMLU letter is read
 at.  From it, per variant and ``k``, the expansion and pruning blocks
-(:func:`entropy_lens.answers.delta_h.selections`), the ``k >= 2`` sets to score with their
+(:func:`entropy_lens.skipping.delta_h.selections`), the ``k >= 2`` sets to score with their
 random populations, and how stable the top block is across calibration questions.  A
 :class:`SkipPlan` is what the evaluation job reads (a JSON record).
 """
@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from entropy_lens.answers.conditions import VARIANTS, set_conditions
-from entropy_lens.answers.delta_h import protected_layers, question_delta_h, selections, top_block_shares
-from entropy_lens.answers.plan import SkipPlan
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.text import extract_profiles
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.lens_model import LensModel
+from entropy_lens.skipping.conditions import VARIANTS, set_conditions
+from entropy_lens.skipping.delta_h import protected_layers, question_delta_h, selections, top_block_shares
+from entropy_lens.skipping.plan import SkipPlan
 from entropy_lens.store import schema
 
 # One generated token: the first step's distribution is the one the answer letter is read from.
@@ -44,8 +44,8 @@ class Calibration:
     Attributes:
         plan: The skips to score.
         per_question: ``question_id, layer, delta_h``: each calibration question's Delta H (nats).
-        stability: :func:`~entropy_lens.answers.delta_h.top_block_shares` of every variant.
-        protected: :func:`~entropy_lens.answers.delta_h.protected_layers` of the mean Delta H.
+        stability: :func:`~entropy_lens.skipping.delta_h.top_block_shares` of every variant.
+        protected: :func:`~entropy_lens.skipping.delta_h.protected_layers` of the mean Delta H.
     """
 
     plan: SkipPlan
@@ -77,7 +77,7 @@ def calibrate_skips(
         n_random: Random sets per variant for each ``k >= 2``.
         seed: Seed of the random sets and of the stability bootstrap.
         n_boot: Bootstrap replicates of the stability shares.
-        variants: Selection variants (:data:`~entropy_lens.answers.conditions.VARIANTS`).
+        variants: Selection variants (:data:`~entropy_lens.skipping.conditions.VARIANTS`).
     """
     ds = extract_profiles(
         lm,

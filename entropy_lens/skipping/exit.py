@@ -1,6 +1,6 @@
 """The exit curve: where the MMLU answer forms, read through the logit lens and a fitted linear lens at every block.
 
-Pure NumPy/pandas over :class:`~entropy_lens.answers.readings.BlockReadings` (the answer letters'
+Pure NumPy/pandas over :class:`~entropy_lens.skipping.readings.BlockReadings` (the answer letters'
 log-probabilities and the lens entropy at the answer position of ``x_0 .. x_L``), per lens
 (:func:`lens_readings`: the logit lens, and the linear lens where one is fitted):
 
@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.answers.letters import calibrate
-from entropy_lens.answers.readings import BlockReadings
 from entropy_lens.core.intervals import DEFAULT_LEVEL, wilson_interval
 from entropy_lens.prompts.datasets import LETTERS
+from entropy_lens.skipping.readings import BlockReadings
 
 MEASURES = ("ll", "calibrated")
 LOGIT, LINEAR = "logit", "linear"

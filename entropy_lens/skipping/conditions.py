@@ -45,7 +45,7 @@ SINGLE = "single"
 EXPANSION = "expansion"
 PRUNING = "pruning"
 RANDOM = "random"
-# A multi-block drop set a pruning criterion chose (entropy_lens.answers.pruning); its random baseline is RANDOM.
+# A multi-block drop set a pruning criterion chose (entropy_lens.skipping.pruning); its random baseline is RANDOM.
 DROP = "drop"
 KINDS = (INTACT, SINGLE, EXPANSION, PRUNING, RANDOM, DROP)
 SELECTION_KINDS = (EXPANSION, PRUNING)

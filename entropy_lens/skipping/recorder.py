@@ -1,10 +1,10 @@
-"""Recording :class:`~entropy_lens.answers.readings.BlockReadings` from the layer-skip sweep's intact pass (torch).
+"""Recording :class:`~entropy_lens.skipping.readings.BlockReadings` from the layer-skip sweep's intact pass (torch).
 
 :class:`ReadingRecorder` is the ``observe`` hook of
-:func:`~entropy_lens.answers.skipping.condition_letter_logprobs`: per batch it reads the kept input of
+:func:`~entropy_lens.skipping.evaluation.condition_letter_logprobs`: per batch it reads the kept input of
 every block (and reruns the last block for its output: one block per batch), the block-to-block token
 cosines, the last token's pairwise angles and the head's reading at every position (through the logit
-lens and, where fitted, the linear lens).  What each array means is in :mod:`entropy_lens.answers.readings`.
+lens and, where fitted, the linear lens).  What each array means is in :mod:`entropy_lens.skipping.readings`.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from entropy_lens.answers.readings import BlockReadings
 from entropy_lens.lens.decoding import gather_logprobs, lens_logits
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.lens.translators import Translators
 from entropy_lens.model.hooks import BlockCall, run_blocks
 from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import LETTERS
+from entropy_lens.skipping.readings import BlockReadings
 
 
 class ReadingRecorder:
     """Collects :class:`BlockReadings` from the shared-prefix pass, one batch at a time.
 
-    Pass it as ``observe`` to :func:`~entropy_lens.answers.skipping.condition_letter_logprobs`;
+    Pass it as ``observe`` to :func:`~entropy_lens.skipping.evaluation.condition_letter_logprobs`;
     :meth:`result` returns the record once every prompt was seen.
     """
 
