@@ -5,7 +5,7 @@ For each model it records the residuals of a few real generation steps, then, pe
 - the lens matmuls alone (the very tiles ``decode_residuals`` multiplies), as GFLOP/s
   (``2 x rows x d x V`` per step), against the machine's fp32 GEMM rate measured in the
   same round on as many FLOPs: 2048^3 products, and untiled products of the step's own
-  shape (``F.linear``, as the row-chunked method ran them);
+  shape (``linear``, as the row-chunked method ran them);
 - the whole tiled decode against the row-chunked exact reference it replaced (full
   ``[rows, V]`` logits, :func:`entropy_lens.lens.metrics.row_metrics`, bool masks), whose
   profiles it must reproduce before anything is reported.
@@ -25,8 +25,8 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from bench_common import float64_nucleus_size, story_prompts
+from torch.nn.functional import linear
 
 from entropy_lens import load_model
 from entropy_lens.lens import metrics, nucleus
@@ -67,11 +67,11 @@ def square_rate(flops: float) -> float:
 
 @torch.inference_mode()
 def shape_rate(rows: int, weight: torch.Tensor, flops: float) -> float:
-    """GFLOP/s of untiled ``[rows, d] @ [d, V]`` products (``F.linear``, as ``lens_logits`` runs them)."""
+    """GFLOP/s of untiled ``[rows, d] @ [d, V]`` products (``linear``, as ``lens_logits`` runs them)."""
     x = torch.randn(rows, weight.shape[1], dtype=weight.dtype)
-    F.linear(x, weight)
+    linear(x, weight)
     repeat = max(1, round(flops / (2 * rows * weight.numel())))
-    return 2 * rows * weight.numel() * repeat / seconds(lambda: [F.linear(x, weight) for _ in range(repeat)]) / 1e9
+    return 2 * rows * weight.numel() * repeat / seconds(lambda: [linear(x, weight) for _ in range(repeat)]) / 1e9
 
 
 @torch.inference_mode()

@@ -29,8 +29,7 @@ from entropy_lens.skipping.comparisons import skip_comparisons
 from entropy_lens.skipping.criticality import ACCURACY, criticality_spearman
 from entropy_lens.skipping.evaluation import evaluate_skips
 from entropy_lens.skipping.selection import calibrate_skips
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import decision, outcomes
 
 STUDY_SEED = 0
 STUDY_CALIBRATION = 32
@@ -61,8 +60,8 @@ def pilot_tables(n_calibration: int, n_eval: int, max_eval: int) -> tuple[pd.Dat
 
 def needed(rec: pd.Series | dict, margin: float, n: int) -> float:
     """Questions that would decide a comparison (a direction, or no difference) at the measured spread."""
-    value = D.Interval(float(rec["difference"]), float(rec["ci_low"]), float(rec["ci_high"]))
-    return D.units_to_decide(value, n, [(0.0, False), (0.0, True), (-margin, True), (margin, False)])
+    value = decision.Interval(float(rec["difference"]), float(rec["ci_low"]), float(rec["ci_high"]))
+    return decision.units_to_decide(value, n, [(0.0, False), (0.0, True), (-margin, True), (margin, False)])
 
 
 def main() -> None:
@@ -121,7 +120,7 @@ def main() -> None:
     print(f"k >= 2 sets: {t_sets / len(subset):.1f} s per question ({len(plan.sets) - 1} sets)")
     comparisons = skip_comparisons(correct, plan)
     for rec in comparisons[comparisons["measure"] == MEASURE].to_dict("records"):
-        margin = O.SKIP_MARGIN if rec["statistic"] == ACCURACY else O.LOGPROB_MARGIN
+        margin = outcomes.SKIP_MARGIN if rec["statistic"] == ACCURACY else outcomes.LOGPROB_MARGIN
         n = needed(rec, margin, int(rec["n"]))
         print(
             f"{rec['variant']:10s} k={rec['k']} {rec['statistic']:12s} {rec['first']} - {rec['second']}: "
@@ -130,9 +129,9 @@ def main() -> None:
         )
     ranks = criticality_spearman(correct, found.per_question, plan)
     for rec in ranks[ranks["measure"] == MEASURE].to_dict("records"):
-        rho = D.Interval(rec["rho"], rec["ci_low"], rec["ci_high"])
-        bars = [(0.0, True), (0.0, False), (-O.RHO_MARGIN, True), (O.RHO_MARGIN, False)]
-        n = D.units_to_decide(rho, int(rec["n"]), bars)
+        rho = decision.Interval(rec["rho"], rec["ci_low"], rec["ci_high"])
+        bars = [(0.0, True), (0.0, False), (-outcomes.RHO_MARGIN, True), (outcomes.RHO_MARGIN, False)]
+        n = decision.units_to_decide(rho, int(rec["n"]), bars)
         print(f"rank {rec['variant']}: rho {rho.text(1.0, 3)} on {rec['n']} questions; decided at about {n} questions")
 
 

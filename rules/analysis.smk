@@ -114,7 +114,7 @@ rule expansion_stats:
         ),
         overlap_svg="results/figures/overlap_{dataset}.svg",
     params:
-        seed=config["analysis"]["knn"]["seed"],
+        seed=config["analysis"]["bootstrap_seed"],
         n_boot=config["analysis"]["n_boot"],
     log:
         "logs/expansion_stats/{dataset}.log",
@@ -135,7 +135,7 @@ rule family_shapes:
         ),
         md="results/tables/family_shapes.md",
     params:
-        seed=config["analysis"]["knn"]["seed"],
+        seed=config["analysis"]["bootstrap_seed"],
         n_boot=config["analysis"]["n_boot"],
     log:
         "logs/family_shapes.log",
@@ -158,7 +158,7 @@ rule routing_entropy:
         layers="results/tables/routing_layers.csv",
         layers_md="results/tables/routing_layers.md",
     params:
-        seed=config["analysis"]["knn"]["seed"],
+        seed=config["analysis"]["bootstrap_seed"],
         n_boot=config["analysis"]["n_boot"],
     log:
         "logs/routing_entropy.log",
@@ -199,7 +199,7 @@ rule family_fingerprints:
         tsne_svg="results/figures/embedding_tsne.svg",
     params:
         grid_points=config["analysis"]["depth_grid"],
-        seed=config["analysis"]["knn"]["seed"],
+        seed=config["analysis"]["bootstrap_seed"],
         n_boot=config["analysis"]["n_boot"],
     log:
         "logs/family_fingerprints.log",

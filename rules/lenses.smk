@@ -111,7 +111,7 @@ rule lens_robustness:
         labels={m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]} for m in MODELS},
         expected=expected_runs,
         n_boot=config["analysis"]["n_boot"],
-        seed=config["analysis"]["knn"]["seed"],
+        seed=config["analysis"]["bootstrap_seed"],
         grid_points=config["analysis"]["depth_grid"],
     log:
         "logs/lens_robustness.log",

@@ -7,12 +7,11 @@ import pandas as pd
 import pytest
 from synthetic import combined_dataset
 
-from entropy_lens.analysis.separability import baselines as B
-from entropy_lens.analysis.separability import targets as T
+from entropy_lens.analysis.separability import baselines
 from entropy_lens.analysis.separability.settings import KnnSettings
+from entropy_lens.analysis.separability.targets import Target
 from entropy_lens.store import schema
-from entropy_lens.verdicts import claim as K
-from entropy_lens.verdicts import registry as C
+from entropy_lens.verdicts import claim, registry
 from entropy_lens.verdicts.claims.baselines import BASELINE_RULE
 from entropy_lens.verdicts.rows import rows_of
 
@@ -34,16 +33,16 @@ def _task_store() -> object:
 
 
 def test_task_rows_set_the_profile_beside_its_first_token_and_the_prompt_text():
-    targets = (T.Target("task", "tasks", "task", group_by="story_id"),)
-    table = B.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
-    assert list(table.columns) == list(B.BASELINE_COLUMNS)
+    targets = (Target("task", "tasks", "task", group_by="story_id"),)
+    table = baselines.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
+    assert list(table.columns) == list(baselines.BASELINE_COLUMNS)
     rows = table.set_index("baseline")
-    assert set(rows.index) == {B.FIRST_TOKEN, B.PROMPT_TEXT}
+    assert set(rows.index) == {baselines.FIRST_TOKEN, baselines.PROMPT_TEXT}
     assert (rows["auc_mean"] > 0.95).all()  # the same profile AUC, on the same folds, in both rows
     assert rows["auc_mean"].nunique() == 1
-    first = rows.loc[B.FIRST_TOKEN]
+    first = rows.loc[baselines.FIRST_TOKEN]
     assert abs(first["null_estimate"] - 0.5) < 0.2 and first["beyond_low"] > 0.2
-    text = rows.loc[B.PROMPT_TEXT]
+    text = rows.loc[baselines.PROMPT_TEXT]
     assert text["null_estimate"] > 0.95  # the instruction names the task
     assert text["beyond_low"] <= 0 <= text["beyond_high"] or abs(text["beyond"]) < 0.05
     assert (rows["null_name"] == rows.index).all()
@@ -73,26 +72,26 @@ def _mmlu_store() -> tuple[object, pd.DataFrame]:
 def test_correctness_rows_set_the_profile_beside_the_final_layer_and_the_top_letter():
     ds, frame = _mmlu_store()
     targets = (
-        T.Target("mmlu_correct", "mmlu", "correct_ll", group_by="question_id", stratify_by="style"),
-        T.Target("mmlu_correct", "mmlu", "correct_ll", split_by="style", group_by="question_id"),
+        Target("mmlu_correct", "mmlu", "correct_ll", group_by="question_id", stratify_by="style"),
+        Target("mmlu_correct", "mmlu", "correct_ll", split_by="style", group_by="question_id"),
     )
-    table = B.baseline_table({"mmlu": ds}, frame, targets=targets, settings=FAST)
+    table = baselines.baseline_table({"mmlu": ds}, frame, targets=targets, settings=FAST)
     assert sorted(table["split"].unique()) == ["", "base", "instruct"]
-    assert set(table["baseline"]) == {B.FINAL_LAYER, B.TOP_LETTER}
+    assert set(table["baseline"]) == {baselines.FINAL_LAYER, baselines.TOP_LETTER}
     pooled = table[table["split"] == ""].set_index("baseline")
     assert (pooled["n_groups"] == 40).all() and (pooled["n_samples"] == 80).all()
-    final = pooled.loc[B.FINAL_LAYER]
+    final = pooled.loc[baselines.FINAL_LAYER]
     assert final["null_estimate"] > 0.9 and final["beyond_low"] <= 0  # the final layer holds all the signal
-    assert pooled.loc[B.TOP_LETTER, "null_estimate"] > 0.95
+    assert pooled.loc[baselines.TOP_LETTER, "null_estimate"] > 0.95
 
 
 def test_a_missing_letter_table_is_a_note_not_an_error():
     ds, _ = _mmlu_store()
-    targets = (T.Target("mmlu_correct", "mmlu", "correct_ll", group_by="question_id"),)
-    table = B.baseline_table({"mmlu": ds}, None, targets=targets, settings=FAST).set_index("baseline")
-    assert table.loc[B.TOP_LETTER, "note"].startswith("skipped: no letter log-probabilities")
-    assert np.isnan(table.loc[B.TOP_LETTER, "beyond"])
-    assert np.isfinite(table.loc[B.FINAL_LAYER, "beyond"])
+    targets = (Target("mmlu_correct", "mmlu", "correct_ll", group_by="question_id"),)
+    table = baselines.baseline_table({"mmlu": ds}, None, targets=targets, settings=FAST).set_index("baseline")
+    assert table.loc[baselines.TOP_LETTER, "note"].startswith("skipped: no letter log-probabilities")
+    assert np.isnan(table.loc[baselines.TOP_LETTER, "beyond"])
+    assert np.isfinite(table.loc[baselines.FINAL_LAYER, "beyond"])
 
 
 def test_top_letter_features_read_probability_and_share():
@@ -103,26 +102,26 @@ def test_top_letter_features_read_probability_and_share():
             **{f"logprob_{x}": [np.log(v)] for x, v in zip("ABCD", [0.1, 0.4, 0.2, 0.1], strict=True)},
         }
     )
-    feats = B.top_letter_features(frame, "m", np.asarray(["p"]))
+    feats = baselines.top_letter_features(frame, "m", np.asarray(["p"]))
     assert feats == pytest.approx(np.array([[0.4, 0.5]]))
     with pytest.raises(ValueError, match="no letter log-probabilities of 'm' for 1 prompts"):
-        B.top_letter_features(frame, "m", np.asarray(["other"]))
+        baselines.top_letter_features(frame, "m", np.asarray(["other"]))
 
 
 def test_paired_row_refuses_unpaired_folds():
-    plan = B.plan_folds(np.tile([0, 1], 20), FAST)
+    plan = baselines.plan_folds(np.tile([0, 1], 20), FAST)
     with pytest.raises(ValueError, match="fold AUCs are not paired"):
-        B.paired_row(np.ones(3), np.ones(4), plan, "x")
+        baselines.paired_row(np.ones(3), np.ones(4), plan, "x")
 
 
 def test_baseline_rows_are_extension_rows_judged_on_the_paired_difference():
-    targets = (T.Target("task", "tasks", "task", group_by="story_id"),)
-    table = B.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
-    rows = {r["measure"]: r for r in rows_of(B.BASELINE_READING.frame(table), BASELINE_RULE)}
-    assert set(rows) == {B.FIRST_TOKEN, B.PROMPT_TEXT}
-    first, text = rows[B.FIRST_TOKEN], rows[B.PROMPT_TEXT]
-    assert first["claim"] == text["claim"] == C.BY_ID["task_beyond_baselines"].name
-    assert first["role"] == K.EXTENSION and first["n_sources"] == 20
+    targets = (Target("task", "tasks", "task", group_by="story_id"),)
+    table = baselines.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
+    rows = {r["measure"]: r for r in rows_of(baselines.BASELINE_READING.frame(table), BASELINE_RULE)}
+    assert set(rows) == {baselines.FIRST_TOKEN, baselines.PROMPT_TEXT}
+    first, text = rows[baselines.FIRST_TOKEN], rows[baselines.PROMPT_TEXT]
+    assert first["claim"] == text["claim"] == registry.BY_ID["task_beyond_baselines"].name
+    assert first["role"] == claim.EXTENSION and first["n_sources"] == 20
     assert "lies above 0" in first["why"] and first["baseline"] == pytest.approx(table["null_estimate"].iloc[0])
     assert "lies above 0" not in text["why"]  # the instruction alone separates the tasks as well
     assert first["note"].startswith("AUC profile ")

@@ -9,10 +9,14 @@ import pytest
 from scipy import stats
 from synthetic import combined_dataset, lazy
 
-from entropy_lens.analysis.expansion import nulls as N
-from entropy_lens.analysis.expansion import overlap as OV
-from entropy_lens.analysis.expansion import planted as P
-from entropy_lens.analysis.expansion import spearman as E
+from entropy_lens.analysis.expansion import nulls, planted, spearman
+from entropy_lens.analysis.expansion.overlap import (
+    CONTAINMENT_SIZE_CHANGES,
+    DEPTH_COLUMNS,
+    containment_from_jaccard,
+    nucleus_overlap,
+    overlap_by_depth,
+)
 from entropy_lens.core.intervals import cluster_bootstrap_correlation
 
 
@@ -34,7 +38,7 @@ def _store(tmp_path=None):
 
 
 def test_spearman_is_one_on_monotone_data_and_minus_one_on_antitone(tmp_path):
-    table = E.expansion_spearman(_store(tmp_path)).set_index("model")
+    table = spearman.expansion_spearman(_store(tmp_path)).set_index("model")
     assert table.loc["up", "spearman"] == pytest.approx(1.0)
     assert table.loc["down", "spearman"] == pytest.approx(-1.0)
     assert table.loc["up", "family"] == "f1" and table.loc["down", "n_layers"] == 3
@@ -48,17 +52,17 @@ def test_spearman_interval_resamples_prompts_not_rows():
     h = np.cumsum(rng.normal(size=(p, t, layers)) * 0.3, axis=2) + prompt_effect
     nucleus = np.rint(np.exp(np.clip(h, -2, 6)) + 1 + rng.integers(0, 3, size=h.shape)).astype(np.int32)
     ds = combined_dataset({"m": h}, families={"m": "f"}, nucleus={"m": nucleus})
-    row = E.expansion_spearman(ds, n_boot=400).iloc[0]
+    row = spearman.expansion_spearman(ds, n_boot=400).iloc[0]
     assert row["n_prompts"] == p and row["n"] == p * t * (layers - 1)
     assert row["ci_low"] < row["spearman"] < row["ci_high"]
-    d_h, d_n, _, _ = E.layer_deltas(h, nucleus)
+    d_h, d_n, _, _ = spearman.layer_deltas(h, nucleus)
     ranks = (stats.rankdata(d_h), stats.rankdata(d_n))
     row_lo, row_hi = cluster_bootstrap_correlation(*ranks, np.arange(d_h.size), n_boot=400)
     assert row["ci_high"] - row["ci_low"] > 1.5 * (row_hi - row_lo)
 
 
 def test_sample_size_counts_valid_adjacent_layer_pairs_only():
-    table = E.expansion_spearman(_store()).set_index("model")
+    table = spearman.expansion_spearman(_store()).set_index("model")
     assert table.loc["up", "n"] == (5 * 4 - 2) * (6 - 1)  # 2 masked tokens, 5 layer pairs
     assert table.loc["down", "n"] == 5 * 4 * (3 - 1)  # padded layers 3..5 never enter
 
@@ -66,16 +70,16 @@ def test_sample_size_counts_valid_adjacent_layer_pairs_only():
 def test_layer_deltas_are_differences_of_adjacent_layers():
     h = np.array([[[1.0, 3.0, 2.0]]])
     n = np.array([[[5, 9, -1]]])
-    d_h, d_n, layer, prompt = E.layer_deltas(h, n)
+    d_h, d_n, layer, prompt = spearman.layer_deltas(h, n)
     assert d_h.tolist() == [2.0] and d_n.tolist() == [4.0] and layer.tolist() == [1] and prompt.tolist() == [0]
-    d_h, d_n, _, _ = E.layer_deltas(h, np.array([[[1, 4, 2]]]), log_nucleus=True)
+    d_h, d_n, _, _ = spearman.layer_deltas(h, np.array([[[1, 4, 2]]]), log_nucleus=True)
     np.testing.assert_allclose(d_n, [np.log(4), np.log(0.5)])
     with pytest.raises(ValueError, match=r"share a \[P, T, L\] shape"):
-        E.layer_deltas(h, n[..., :2])
+        spearman.layer_deltas(h, n[..., :2])
 
 
 def test_spearman_is_nan_on_constant_input():
-    rho, p = E.spearman(np.ones(10), np.arange(10.0))
+    rho, p = spearman.spearman(np.ones(10), np.arange(10.0))
     assert np.isnan(rho) and np.isnan(p)
 
 
@@ -95,7 +99,7 @@ def _overlap_store():
 
 def test_nucleus_overlap_summarizes_valid_cells_per_statistic():
     ds = _overlap_store()
-    table = OV.nucleus_overlap(ds, quantiles=(0.0, 0.5, 1.0))
+    table = nucleus_overlap(ds, quantiles=(0.0, 0.5, 1.0))
     assert table.columns[:2].tolist() == ["model", "statistic"]
     assert list(zip(table["model"], table["statistic"], strict=True)) == [
         ("m", "jaccard"),
@@ -124,12 +128,12 @@ def test_nucleus_overlap_summarizes_valid_cells_per_statistic():
         stats_cols = ["mean", "ci_low", "ci_high", "q00", "q50", "q100"]
         assert (rows.loc[(model, "containment"), stats_cols] >= rows.loc[(model, "jaccard"), stats_cols]).all()
     with pytest.raises(ValueError, match=r"quantiles must lie in \[0, 1\]"):
-        OV.nucleus_overlap(ds, quantiles=(50,))
+        nucleus_overlap(ds, quantiles=(50,))
 
 
 def test_overlap_by_depth_gives_both_statistics_per_layer_with_intervals():
-    by_depth = OV.overlap_by_depth(_overlap_store())
-    assert by_depth.columns.tolist() == list(OV.DEPTH_COLUMNS)
+    by_depth = overlap_by_depth(_overlap_store())
+    assert by_depth.columns.tolist() == list(DEPTH_COLUMNS)
     m = by_depth[by_depth["model"] == "m"].set_index(["statistic", "layer"])
     assert m.loc["jaccard"].index.tolist() == [0, 1, 2]  # the last layer has no successor
     np.testing.assert_allclose(m.loc["jaccard", "mean"], [0.2, 0.4, 0.6], rtol=1e-6)
@@ -150,11 +154,11 @@ def test_overlap_by_depth_interval_resamples_prompts_and_contains_the_mean():
     small, large = np.minimum(sizes[..., :-1], sizes[..., 1:]), np.maximum(sizes[..., :-1], sizes[..., 1:])
     jac[..., :-1] = np.minimum(jac[..., :-1], small / large)  # a Jaccard the sizes allow
     ds = combined_dataset({"m": np.ones((10, 6, 5))}, jaccard={"m": jac}, nucleus={"m": sizes})
-    by_depth = OV.overlap_by_depth(ds, n_boot=300, seed=1)
+    by_depth = overlap_by_depth(ds, n_boot=300, seed=1)
     assert len(by_depth) == 2 * 4
     assert (by_depth["ci_low"] < by_depth["mean"]).all() and (by_depth["mean"] < by_depth["ci_high"]).all()
     assert (by_depth["ci_high"] - by_depth["ci_low"] > 0.05).all()  # ten prompts, not sixty cells
-    again = OV.overlap_by_depth(ds, n_boot=300, seed=1)
+    again = overlap_by_depth(ds, n_boot=300, seed=1)
     assert again.equals(by_depth)
 
 
@@ -163,7 +167,7 @@ def test_containment_of_a_nucleus_that_doubles_keeping_every_token_is_one():
     jaccard = len(old & new) / len(old | new)
     assert jaccard == 0.5
     cells = np.array([[[jaccard, jaccard, np.nan]]], dtype=np.float32)  # grows 10 -> 20, shrinks 20 -> 10
-    containment = OV.containment_from_jaccard(cells, np.array([[[len(old), len(new), len(old)]]], dtype=np.int32))
+    containment = containment_from_jaccard(cells, np.array([[[len(old), len(new), len(old)]]], dtype=np.int32))
     assert containment[0, 0, :2].tolist() == [1.0, 1.0] and np.isnan(containment[0, 0, 2])
 
 
@@ -190,7 +194,7 @@ def test_derived_containment_equals_containment_of_explicit_sets():
         for layer, (a, b) in enumerate(itertools.pairwise(sets)):
             jaccard[i, j, layer] = len(a & b) / len(a | b)
             direct[i, j, layer] = len(a & b) / min(len(a), len(b))
-    derived = OV.containment_from_jaccard(jaccard, sizes)
+    derived = containment_from_jaccard(jaccard, sizes)
     assert np.array_equal(np.isnan(derived), np.isnan(direct))
     assert np.nanmin(direct) < 0.2 and np.nanmax(direct) > 0.8  # the sets span a range of overlaps
     np.testing.assert_allclose(derived, direct, rtol=0, atol=1e-6)
@@ -198,16 +202,16 @@ def test_derived_containment_equals_containment_of_explicit_sets():
 
 def test_containment_is_nan_where_a_size_is_masked_and_checks_its_input():
     jaccard = np.array([[[0.5, 0.5, np.nan]]])
-    out = OV.containment_from_jaccard(jaccard, np.array([[[4, -1, 4]]]))
+    out = containment_from_jaccard(jaccard, np.array([[[4, -1, 4]]]))
     assert np.isnan(out).all()
     with pytest.raises(ValueError, match=r"share a \[P, T, L\] shape"):
-        OV.containment_from_jaccard(jaccard, np.array([[[4, 4]]]))
+        containment_from_jaccard(jaccard, np.array([[[4, 4]]]))
     with pytest.raises(ValueError, match=r"jaccard must lie in \[0, 1\]; got values from 0.5 to 1.5"):
-        OV.containment_from_jaccard(np.array([[[0.5, 1.5, np.nan]]]), np.array([[[4, 4, 4]]]))
+        containment_from_jaccard(np.array([[[0.5, 1.5, np.nan]]]), np.array([[[4, 4, 4]]]))
 
 
 def test_expansion_points_subsample_and_carry_depth():
-    pts = E.expansion_points(_store(), max_points=7, seed=0)
+    pts = spearman.expansion_points(_store(), max_points=7, seed=0)
     assert pts.groupby("model").size().to_dict() == {"up": 7, "down": 7}
     up = pts[pts["model"] == "up"]
     np.testing.assert_allclose(up["depth"], (up["layer"] + 1) / 6, rtol=1e-6)
@@ -217,7 +221,7 @@ def test_expansion_points_subsample_and_carry_depth():
 def test_cross_deltas_pair_layer_l_with_the_partner_next_layer():
     h = np.array([[[1.0, 2.0, 4.0]], [[3.0, 5.0, np.nan]]])  # [P=2, T=1, L=3]
     n = np.array([[[1, 2, 4]], [[3, 6, -1]]], dtype=np.int32)
-    d_h, d_n, d_h0, d_n0, prompt = N.cross_deltas(h, n, np.array([1, 0]))
+    d_h, d_n, d_h0, d_n0, prompt = nulls.cross_deltas(h, n, np.array([1, 0]))
     # valid on both sides: layers (0, 1) of each prompt; prompt 0's partner is NaN at layer 2,
     # prompt 1 itself is NaN there
     np.testing.assert_array_equal(prompt, [0, 1])
@@ -226,36 +230,38 @@ def test_cross_deltas_pair_layer_l_with_the_partner_next_layer():
     np.testing.assert_array_equal(d_h0, [5.0 - 1.0, 2.0 - 3.0])
     np.testing.assert_array_equal(d_n0, [6 - 1, 2 - 3])
     with pytest.raises(ValueError, match=r"partner be \[P\]"):
-        N.cross_deltas(h, n, np.array([1]))
+        nulls.cross_deltas(h, n, np.array([1]))
 
 
 def test_cross_cells_derive_the_partner_containment_and_select_size_changes():
     jac = np.array([[[0.5, np.nan]], [[1.0, np.nan]]], dtype=np.float32)
     cross = np.array([[[0.25, np.nan]], [[0.0, np.nan]]], dtype=np.float32)
     sizes = np.array([[[2, 4]], [[3, 3]]], dtype=np.int32)
-    cells = N.cross_cells(jac, cross, sizes, np.array([1, 0]))
-    obs, null = cells[N.CONTAINMENT]
+    cells = nulls.cross_cells(jac, cross, sizes, np.array([1, 0]))
+    obs, null = cells[nulls.CONTAINMENT]
     # prompt 0: J 0.5 of sizes 2 and 4 -> |A & B| = 2, containment 1; vs its partner's 3: J 1/4 -> 1/2
     np.testing.assert_allclose(obs[:, 0, 0], [1.0, 1.0])
     np.testing.assert_allclose(null[:, 0, 0], [0.25 * 5 / 1.25 / 2, 0.0])
-    obs, null = cells[OV.CONTAINMENT_SIZE_CHANGES]
+    obs, null = cells[CONTAINMENT_SIZE_CHANGES]
     assert np.isfinite(obs[:, 0, 0]).tolist() == [True, False]  # 2 -> 4 changes, 3 -> 3 does not
     assert np.isfinite(null[:, 0, 0]).tolist() == [True, True]  # 2 vs the partner's 3, 3 vs the partner's 4
-    assert N.both_singleton_share(np.array([[[1, 1, 2]], [[1, 1, -1]]])) == pytest.approx(2 / 3)
+    assert nulls.both_singleton_share(np.array([[[1, 1, 2]], [[1, 1, -1]]])) == pytest.approx(2 / 3)
 
 
 def test_the_null_reads_the_recorded_partner_and_falls_back_to_the_next_prompt():
-    ds = P.planted_store(P.planted_logits(np.random.default_rng(0), 5, signal=False))
+    ds = planted.planted_store(planted.planted_logits(np.random.default_rng(0), 5, signal=False))
     ds = ds.assign_coords(partner=(("model", "prompt"), np.asarray([["p0003", "", "p0000", "p0001", "p0002"]])))
-    index, name = N.partners(ds, "planted")
-    assert index.tolist() == [3, -1, 0, 1, 2] and name == N.RECORDED
-    index, name = N.partners(ds.drop_vars("partner"), "planted")
-    assert index.tolist() == [1, 2, 3, 4, 0] and name == N.NEXT_IN_STORE
+    index, name = nulls.partners(ds, "planted")
+    assert index.tolist() == [3, -1, 0, 1, 2] and name == nulls.RECORDED
+    index, name = nulls.partners(ds.drop_vars("partner"), "planted")
+    assert index.tolist() == [1, 2, 3, 4, 0] and name == nulls.NEXT_IN_STORE
     none = ds.assign_coords(partner=(("model", "prompt"), np.full((1, 5), "", dtype=object)))  # an older store
-    assert N.partners(none, "planted")[1] == N.NEXT_IN_STORE
-    table = E.expansion_spearman(ds.drop_vars("partner"), n_boot=200)
-    assert table.columns.tolist() == list(E.SPEARMAN_COLUMNS) and table["null_name"].iloc[0] == N.NEXT_IN_STORE
-    overlap = OV.nucleus_overlap(ds.drop_vars(["partner", "nucleus_jaccard_cross"]), n_boot=200)
+    assert nulls.partners(none, "planted")[1] == nulls.NEXT_IN_STORE
+    table = spearman.expansion_spearman(ds.drop_vars("partner"), n_boot=200)
+    assert (
+        table.columns.tolist() == list(spearman.SPEARMAN_COLUMNS) and table["null_name"].iloc[0] == nulls.NEXT_IN_STORE
+    )
+    overlap = nucleus_overlap(ds.drop_vars(["partner", "nucleus_jaccard_cross"]), n_boot=200)
     assert overlap["statistic"].tolist() == ["jaccard", "containment", "containment_size_changes"]
     assert overlap["null_estimate"].isna().all()  # a store extracted without the cross-prompt overlap
 
@@ -267,30 +273,34 @@ def test_spearman_null_is_mechanical_but_a_prompt_specific_coupling_is_shown():
     h = rng.uniform(0.5, 3.0, size=(20, 4, 6))
     scale = np.exp(rng.uniform(0, 6, size=(20, 1, 1)))
     ds = combined_dataset({"m": h}, nucleus={"m": np.rint(scale * np.exp(h)).astype(np.int32) + 1})
-    row = E.expansion_spearman(ds, n_boot=500).iloc[0]
+    row = spearman.expansion_spearman(ds, n_boot=500).iloc[0]
     assert row["spearman"] > 0.9 and row["null_estimate"] < 0.5
-    assert row["beyond_low"] > 0 and row["null_name"] == N.NEXT_IN_STORE and row["null_n"] == 20 * 4 * 5
+    assert row["beyond_low"] > 0 and row["null_name"] == nulls.NEXT_IN_STORE and row["null_n"] == 20 * 4 * 5
 
 
 def test_planted_null_spearman_is_shown_beyond_its_null_in_at_most_five_percent_of_draws():
-    assert P.spearman_planted_rate(12, draws=100, n_boot=200) <= 0.05
+    assert planted.spearman_planted_rate(12, draws=100, n_boot=200) <= 0.05
 
 
 def test_planted_null_containment_is_shown_beyond_its_null_in_at_most_five_percent_of_draws():
-    assert P.overlap_planted_rate(12, draws=100, n_boot=200) <= 0.05
+    assert planted.overlap_planted_rate(12, draws=100, n_boot=200) <= 0.05
 
 
 def test_planted_tables_carry_the_null_of_their_rates():
-    ds = P.planted_store(P.planted_logits(np.random.default_rng(1), 12, signal=True))
-    overlap = OV.nucleus_overlap(ds, n_boot=200).set_index("statistic")
-    assert (overlap["null_name"] == N.RECORDED).all() and (overlap["beyond_low"] > 0).all()
-    assert (overlap["null_n"] == 12 * P.PLANTED_TOKENS * (P.PLANTED_LAYERS - 1)).loc[["jaccard", "containment"]].all()
-    spearman = E.expansion_spearman(ds, n_boot=200).iloc[0]
-    assert spearman["null_estimate"] > 0.5  # entropy and nucleus size rank together in any one distribution
+    ds = planted.planted_store(planted.planted_logits(np.random.default_rng(1), 12, signal=True))
+    overlap = nucleus_overlap(ds, n_boot=200).set_index("statistic")
+    assert (overlap["null_name"] == nulls.RECORDED).all() and (overlap["beyond_low"] > 0).all()
+    assert (
+        (overlap["null_n"] == 12 * planted.PLANTED_TOKENS * (planted.PLANTED_LAYERS - 1))
+        .loc[["jaccard", "containment"]]
+        .all()
+    )
+    rho_row = spearman.expansion_spearman(ds, n_boot=200).iloc[0]
+    assert rho_row["null_estimate"] > 0.5  # entropy and nucleus size rank together in any one distribution
 
 
 def test_planted_persisting_shortlists_are_shown_beyond_the_containment_null():
-    assert P.overlap_planted_rate(12, draws=5, n_boot=200, signal=True) == 1.0
-    assert P.overlap_planted_rate(12, draws=5, n_boot=200, signal=True, statistic=OV.CONTAINMENT_SIZE_CHANGES) == 1.0
+    assert planted.overlap_planted_rate(12, draws=5, n_boot=200, signal=True) == 1.0
+    assert planted.overlap_planted_rate(12, draws=5, n_boot=200, signal=True, statistic=CONTAINMENT_SIZE_CHANGES) == 1.0
     with pytest.raises(ValueError, match="statistic must be one of"):
-        P.overlap_planted_rate(12, draws=1, statistic="overlap")
+        planted.overlap_planted_rate(12, draws=1, statistic="overlap")

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 from synthetic import combined_dataset, lazy, linear_profiles
 
-from entropy_lens.analysis.families import clustering as CL
-from entropy_lens.analysis.families import pairs as PA
-from entropy_lens.analysis.families import profiles as FP
-from entropy_lens.analysis.families import shapes as SH
+from entropy_lens.analysis.families import clustering, shapes
+from entropy_lens.analysis.families.pairs import family_size_pairs, size_pairs
+from entropy_lens.analysis.families.profiles import layer_profiles, mean_profiles, sample_profiles
 from entropy_lens.store import schema
 
 SHAPES = {
@@ -41,7 +40,7 @@ def test_linear_profiles_of_different_depths_resample_to_the_same_grid_curve():
     ds = combined_dataset(
         {"a": linear_profiles(2, 3, 4, slope=2.0, offset=1.0), "b": linear_profiles(2, 3, 10, slope=2.0, offset=1.0)}
     )
-    means = FP.mean_profiles(FP.layer_profiles(ds), grid_points=7)
+    means = mean_profiles(layer_profiles(ds), grid_points=7)
     grid = means[schema.DEPTH].values
     assert grid[0] == pytest.approx(0.25) and grid[-1] == 1.0
     np.testing.assert_allclose(means.sel(model="a").values, 1.0 + 2.0 * grid, rtol=1e-6)
@@ -53,16 +52,16 @@ def test_layer_profiles_average_valid_tokens_and_keep_padding(tmp_path):
     prof[0, 2] = np.nan
     prof[1] = 4.0
     ds = lazy(combined_dataset({"a": prof, "b": np.ones((2, 3, 4))}), tmp_path)
-    lp = FP.layer_profiles(ds)
+    lp = layer_profiles(ds)
     np.testing.assert_allclose(lp.sel(model="a").values[:2], (2 * 1.0 + 3 * 4.0) / 5)
     assert np.isnan(lp.sel(model="a").values[2:]).all()
     assert int(lp.sel(model="b")[schema.N_LAYERS]) == 4
 
 
 def test_clusters_follow_family_not_size(tmp_path):
-    samples = FP.sample_profiles(_families_store(tmp_path), grid_points=16)
+    samples = sample_profiles(_families_store(tmp_path), grid_points=16)
     assert samples.sizes == {"sample": 36, "grid": 16}
-    scores = CL.clustering_scores(samples).set_index("grouping")
+    scores = clustering.clustering_scores(samples).set_index("grouping")
     assert scores.loc["family", "ari_models"] == pytest.approx(1.0)
     assert scores.loc["family", "ari_samples"] == pytest.approx(1.0)
     assert scores.loc["family", "silhouette_samples"] > 0.5
@@ -74,32 +73,32 @@ def test_clusters_follow_family_not_size(tmp_path):
 
 def test_distances_and_linkage_of_model_means():
     ds = combined_dataset({"one": np.ones((2, 2, 3)), "three": np.full((2, 2, 5), 3.0)})
-    means = FP.mean_profiles(FP.layer_profiles(ds), grid_points=5)
-    dist = CL.model_distances(means)
+    means = mean_profiles(layer_profiles(ds), grid_points=5)
+    dist = clustering.model_distances(means)
     assert dist.loc["one", "three"] == pytest.approx(2.0) and dist.loc["three", "one"] == pytest.approx(2.0)
     assert dist.loc["one", "one"] == 0.0
-    assert CL.linkage_matrix(means).shape == (1, 4)
+    assert clustering.linkage_matrix(means).shape == (1, 4)
     with pytest.raises(ValueError, match="clustering needs >= 2 models"):
-        CL.linkage_matrix(means.isel(model=[0]))
+        clustering.linkage_matrix(means.isel(model=[0]))
 
 
 def test_size_buckets():
-    got = CL.size_buckets([5e8, 1e9, 3e9, 4e9, 9e9])
+    got = clustering.size_buckets([5e8, 1e9, 3e9, 4e9, 9e9])
     assert got.tolist() == ["<1B", "1B-4B", "1B-4B", ">=4B", ">=4B"]
-    assert CL.size_buckets([1e8, 0], edges=(5e8,)).tolist() == ["<500M", CL.UNKNOWN_SIZE]
+    assert clustering.size_buckets([1e8, 0], edges=(5e8,)).tolist() == ["<500M", clustering.UNKNOWN_SIZE]
 
 
 def test_embeddings_have_one_row_per_sample(caplog):
-    samples = FP.sample_profiles(_families_store(n_prompts=2), grid_points=8)
-    pca = CL.embed_samples(samples, method="pca")
+    samples = sample_profiles(_families_store(n_prompts=2), grid_points=8)
+    pca = clustering.embed_samples(samples, method="pca")
     assert len(pca) == 12 and np.isfinite(pca[["x", "y"]].to_numpy()).all()
     assert set(pca.columns) >= {"model", "prompt", "family", "n_params", "x", "y"}
     with caplog.at_level(logging.WARNING):
-        tsne = CL.embed_samples(samples, method="tsne", perplexity=30.0)
+        tsne = clustering.embed_samples(samples, method="tsne", perplexity=30.0)
     assert len(tsne) == 12 and np.isfinite(tsne[["x", "y"]].to_numpy()).all()
     assert "perplexity" in caplog.text
     with pytest.raises(ValueError, match="embedding method must be one of"):
-        CL.embed_samples(samples, method="umap")
+        clustering.embed_samples(samples, method="umap")
 
 
 def test_size_pairs_recover_a_known_subsampling():
@@ -116,9 +115,9 @@ def test_size_pairs_recover_a_known_subsampling():
         },
         families={"q-1.5b": "q", "q-0.5b": "q", "z-0.5b": "z", "z-1.5b": "z"},
     )
-    lp = FP.layer_profiles(ds)
-    assert PA.family_size_pairs(lp) == [("q-0.5b", "q-1.5b"), ("z-0.5b", "z-1.5b")]
-    pairs = PA.size_pairs(lp).set_index("family")
+    lp = layer_profiles(ds)
+    assert family_size_pairs(lp) == [("q-0.5b", "q-1.5b"), ("z-0.5b", "z-1.5b")]
+    pairs = size_pairs(lp).set_index("family")
     assert pairs.loc["q", "rmse_subsampled"] == pytest.approx(0.0, abs=1e-6)
     assert pairs.loc["q", "mae_subsampled"] == pytest.approx(0.0, abs=1e-6)
     assert pairs.loc["q", "corr_depth"] > 0.8
@@ -128,7 +127,7 @@ def test_size_pairs_recover_a_known_subsampling():
 
 def test_shape_descriptors_of_a_known_profile():
     ds = combined_dataset({"m": np.broadcast_to(np.array([1.0, 3.0, 2.0, 5.0]), (1, 1, 4)).copy()})
-    row = SH.shape_descriptors(FP.layer_profiles(ds)).iloc[0]
+    row = shapes.shape_descriptors(layer_profiles(ds)).iloc[0]
     assert (row["start"], row["final"], row["peak"], row["peak_depth"]) == pytest.approx((1.0, 5.0, 5.0, 1.0))
     assert (row["max_rise"], row["max_rise_depth"]) == pytest.approx((3.0, 1.0))
     assert (row["max_fall"], row["max_fall_depth"]) == pytest.approx((-1.0, 0.75))

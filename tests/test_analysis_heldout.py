@@ -9,7 +9,7 @@ import pytest
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis.features import FeatureSettings
-from entropy_lens.analysis.separability import heldout as H
+from entropy_lens.analysis.separability import heldout
 from entropy_lens.analysis.separability.settings import KnnSettings
 
 SETTINGS = KnnSettings(k=7)
@@ -43,8 +43,8 @@ FAMILY_SHAPES = {
 
 def test_a_family_shape_shared_across_sizes_is_recognised_in_the_held_out_model(tmp_path):
     ds = lazy(_store({**FAMILY_SHAPES, "llama": ("llama", "rising", 10, 5.0)}), tmp_path)
-    table = H.family_heldout({"blank": ds}, features=FEATURES, settings=SETTINGS)
-    assert list(table.columns) == list(H.HELDOUT_COLUMNS)
+    table = heldout.family_heldout({"blank": ds}, features=FEATURES, settings=SETTINGS)
+    assert list(table.columns) == list(heldout.HELDOUT_COLUMNS)
     assert list(table["model"]) == list(FAMILY_SHAPES)  # the single llama model is held out never
     assert (table["n"] == N_PROMPTS).all() and (table["n_train"] == 4 * N_PROMPTS).all()
     assert (table["n_family_models"] == 2).all() and (table["n_train_families"] == 3).all()
@@ -71,7 +71,7 @@ def test_family_labels_unrelated_to_shape_give_a_share_near_zero():
         "gemma-s": ("gemma", "rising", 8, 2.1),
         "gemma-l": ("gemma", "falling", 16, 2.4),
     }
-    table = H.family_heldout({"blank": _store(crossed)}, features=FEATURES, settings=SETTINGS)
+    table = heldout.family_heldout({"blank": _store(crossed)}, features=FEATURES, settings=SETTINGS)
     assert len(table) == 4
     assert (table["share"] <= 0.1).all() and (table["ci_high"] < table["chance"]).all()
     row = table.set_index("model").loc["qwen-s"]
@@ -80,7 +80,7 @@ def test_family_labels_unrelated_to_shape_give_a_share_near_zero():
 
 def test_k_is_capped_below_the_training_samples_and_noted(caplog):
     with caplog.at_level(logging.WARNING):
-        table = H.family_heldout(
+        table = heldout.family_heldout(
             {"blank": _store(FAMILY_SHAPES, n_prompts=3)}, features=FEATURES, settings=KnnSettings(k=29)
         )
     assert (table["n_train"] == 9).all() and (table["k"] == 8).all()
@@ -90,18 +90,18 @@ def test_k_is_capped_below_the_training_samples_and_noted(caplog):
 
 def test_singleton_families_give_no_row_and_one_family_cannot_be_scored(caplog):
     singles = {m: (m, shape, n, off) for m, (_, shape, n, off) in FAMILY_SHAPES.items()}
-    empty = H.family_heldout({"blank": _store(singles)}, features=FEATURES, settings=SETTINGS)
-    assert empty.empty and list(empty.columns) == list(H.HELDOUT_COLUMNS)
-    assert H.family_heldout({"tasks": _store(singles)}).empty  # no blank store
+    empty = heldout.family_heldout({"blank": _store(singles)}, features=FEATURES, settings=SETTINGS)
+    assert empty.empty and list(empty.columns) == list(heldout.HELDOUT_COLUMNS)
+    assert heldout.family_heldout({"tasks": _store(singles)}).empty  # no blank store
     one = {m: ("qwen", shape, n, off) for m, (_, shape, n, off) in list(FAMILY_SHAPES.items())[:2]}
-    table = H.family_heldout({"blank": _store(one)}, features=FEATURES, settings=SETTINGS)
+    table = heldout.family_heldout({"blank": _store(one)}, features=FEATURES, settings=SETTINGS)
     assert len(table) == 2 and table[["k", "n_own", "share", "ci_low", "ci_high"]].isna().all().all()
     assert table["note"].str.startswith("skipped: the other models hold 1 family (need >= 2)").all()
     assert "no store for dataset 'blank'" in caplog.text
 
 
 def test_predicted_counts_are_listed_largest_first():
-    assert H.predicted_counts(np.array(["gemma", "qwen", "qwen", "llama", "gemma", "qwen"])) == (
+    assert heldout.predicted_counts(np.array(["gemma", "qwen", "qwen", "llama", "gemma", "qwen"])) == (
         "qwen 3; gemma 2; llama 1"
     )
 
@@ -111,10 +111,10 @@ def test_entropy_over_log_v_reads_each_models_own_vocabulary(tmp_path):
     rng = np.random.default_rng(0)
     profiles = {m: _profiles(shape, n, off, rng) for m, (_, shape, n, off) in FAMILY_SHAPES.items()}
     ds = combined_dataset(profiles, families={m: s[0] for m, s in FAMILY_SHAPES.items()}, vocab_sizes=vocab)
-    scaled = H.normalized_entropy(ds)
+    scaled = heldout.normalized_entropy(ds)
     ratio = ds["entropy"].sel(model="gemma-l") / scaled["entropy"].sel(model="gemma-l")
     assert float(ratio.mean()) == pytest.approx(np.log(256000))
-    table = H.family_heldout({"blank": lazy(ds, tmp_path)}, features=FEATURES, settings=SETTINGS, normalize=True)
+    table = heldout.family_heldout({"blank": lazy(ds, tmp_path)}, features=FEATURES, settings=SETTINGS, normalize=True)
     assert list(table["model"]) == list(FAMILY_SHAPES) and (table["share"] >= 0.9).all()
     notes = table.set_index("model")["note"]
     assert notes["qwen-s"].startswith("confound: shares its tokenizer (vocabulary 151936) with qwen-l")

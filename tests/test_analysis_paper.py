@@ -13,16 +13,10 @@ from entropy_lens.analysis.families.gaps import ALIGNMENT_GAP, FAMILY_GAP, RESOL
 from entropy_lens.analysis.families.scales import CENTRED, NATS, NORMALIZED
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.tables import to_markdown, write_table
-from entropy_lens.verdicts import claim as K
-from entropy_lens.verdicts import claim_verdicts as CV
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import render as R
-from entropy_lens.verdicts import study as S
-from entropy_lens.verdicts import table as P
-from entropy_lens.verdicts import units as U
+from entropy_lens.verdicts import claim_verdicts, decision, outcomes, registry, render, study, units
+from entropy_lens.verdicts import table as paper
 from entropy_lens.verdicts.absences import absent_rows
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.claims.separability import KNN_CLAIMS
 from entropy_lens.verdicts.claims.skipping import NO_RANK_CLAIM
 
@@ -97,8 +91,8 @@ def _accuracy(top_share: float = 1.0) -> pd.DataFrame:
 FAMILIES = {"smollm2-135m": "smollm", "gemma-2-2b-it": "gemma", "meta-llama/Llama-3.2-1B": "llama"}
 
 
-def _expected(**extra) -> P.Expected:
-    return P.Expected(
+def _expected(**extra) -> paper.Expected:
+    return paper.Expected(
         datasets={"tasks": ["smollm2-135m"], "formats": ["smollm2-135m", "gemma-2-2b-it"], "blank": ["a", "b"]},
         layer_skip=["smollm2-135m"],
         families={**FAMILIES, "a": "x", "b": "y"},
@@ -107,47 +101,47 @@ def _expected(**extra) -> P.Expected:
 
 
 def test_study_model_matching_and_scopes():
-    assert S.study_model_for("meta-llama/Llama-3.2-1B-Instruct") == "Llama-3.2-1B"
-    assert S.study_model_for("gemma-2-2b-it") == "Gemma-2-2B"
-    assert S.study_model_for("gemma-2-27b") is None
-    assert S.study_model_for("llama-3.2-10b") is None
-    assert S.study_model_for("smollm2-135m") is None
-    assert S.skip_scope("gemma2", "gemma", "google/gemma-2-2b-it") == S.GEMMA2_SCOPE
-    assert S.skip_scope("gemma-2-9b-it", "gemma") is None  # the sentence names Gemma-2-2B-it only
-    assert S.skip_scope("llama-3.2-1b", "Llama") == S.LLAMA_SCOPE
-    assert S.skip_scope("smollm2-135m", "smollm") is None
-    assert S.shape_scope("llama") == ("llama", K.FINDING)
-    assert S.shape_scope("smollm", "llama") == ("llama", K.EXTENSION)
-    assert S.shape_scope("qwen", "qwen2") is None
+    assert study.study_model_for("meta-llama/Llama-3.2-1B-Instruct") == "Llama-3.2-1B"
+    assert study.study_model_for("gemma-2-2b-it") == "Gemma-2-2B"
+    assert study.study_model_for("gemma-2-27b") is None
+    assert study.study_model_for("llama-3.2-10b") is None
+    assert study.study_model_for("smollm2-135m") is None
+    assert study.skip_scope("gemma2", "gemma", "google/gemma-2-2b-it") == study.GEMMA2_SCOPE
+    assert study.skip_scope("gemma-2-9b-it", "gemma") is None  # the sentence names Gemma-2-2B-it only
+    assert study.skip_scope("llama-3.2-1b", "Llama") == study.LLAMA_SCOPE
+    assert study.skip_scope("smollm2-135m", "smollm") is None
+    assert study.shape_scope("llama") == ("llama", FINDING)
+    assert study.shape_scope("smollm", "llama") == ("llama", EXTENSION)
+    assert study.shape_scope("qwen", "qwen2") is None
 
 
 def test_separability_rows_carry_interval_study_protocol_and_verdict():
-    table = P.paper_table(knn=_knn(), expected=_expected())
-    assert list(table.columns) == list(P.COLUMNS)
+    table = paper.paper_table(knn=_knn(), expected=_expected())
+    assert list(table.columns) == list(paper.COLUMNS)
     task = table[(table["claim_id"] == "task") & (table["measure"] == "shannon")].set_index("model")
     row = task.loc["smollm2-135m"]
-    assert row["verdict"] == D.REPRODUCED and row["estimate"] == 0.9 and row["ci_low"] == 0.85
+    assert row["verdict"] == decision.REPRODUCED and row["estimate"] == 0.9 and row["ci_low"] == 0.85
     assert row["study_protocol"] == 0.93 and row["baseline_high"] == 0.58 and row["n_sources"] == 20
     assert row["study"] == "94.77–98.38"  # not a study model: the study's range
     assert task.loc["meta-llama/Llama-3.2-1B", "study"] == "94.94"
     fmt = table[table["claim_id"] == "format"].set_index("model")
-    assert fmt.loc["smollm2-135m", "verdict"] == D.NOT_REPRODUCED
-    assert fmt.loc["gemma-2-2b-it", "verdict"] == D.INCONCLUSIVE and "k=29" in fmt.loc["gemma-2-2b-it", "why"]
+    assert fmt.loc["smollm2-135m", "verdict"] == decision.NOT_REPRODUCED
+    assert fmt.loc["gemma-2-2b-it", "verdict"] == decision.INCONCLUSIVE and "k=29" in fmt.loc["gemma-2-2b-it", "why"]
     assert fmt.loc["gemma-2-2b-it", "study"] == "98.7 ± 1.1"
     assert np.isnan(fmt.loc["gemma-2-2b-it", "study_protocol"])  # a missing number is NaN, not ""
 
 
 def test_family_knn_with_one_model_per_family_is_model_identity_an_extension():
-    one_each = P.paper_table(knn=_knn(), expected=_expected())
+    one_each = paper.paper_table(knn=_knn(), expected=_expected())
     row = one_each[one_each["claim_id"] == "model_identity"].iloc[0]
-    assert row["model"] == "all" and row["role"] == K.EXTENSION and row["verdict"] == "holds"
+    assert row["model"] == "all" and row["role"] == EXTENSION and row["verdict"] == "holds"
     # the study's claim is not dropped: its row says why it could not be read
     (family,) = one_each[one_each["claim_id"] == "family"].to_dict("records")
-    assert family["role"] == K.FINDING and family["why"].startswith("not run: one model per family")
-    pair = P.Expected(datasets={"blank": ["a", "b", "c"]}, families={"a": "x", "b": "x", "c": "y"})
-    shared = P.paper_table(knn=_knn(), expected=pair)
+    assert family["role"] == FINDING and family["why"].startswith("not run: one model per family")
+    pair = paper.Expected(datasets={"blank": ["a", "b", "c"]}, families={"a": "x", "b": "x", "c": "y"})
+    shared = paper.paper_table(knn=_knn(), expected=pair)
     row = shared[shared["model"] == "all"].iloc[0]
-    assert row["claim_id"] == "family" and row["role"] == K.FINDING and row["verdict"] == D.REPRODUCED
+    assert row["claim_id"] == "family" and row["role"] == FINDING and row["verdict"] == decision.REPRODUCED
 
 
 def _heldout(share=(0.9, 0.7, 0.97), model="q-1.5b") -> pd.DataFrame:
@@ -177,14 +171,16 @@ def _heldout(share=(0.9, 0.7, 0.97), model="q-1.5b") -> pd.DataFrame:
 
 def test_held_out_family_rows():
     families = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s": "smollm", "g": "gemma"}
-    expected = P.Expected(datasets={"blank": list(families)}, families=families)
-    table = P.paper_table(heldout=_heldout(), expected=expected)
+    expected = paper.Expected(datasets={"blank": list(families)}, families=families)
+    table = paper.paper_table(heldout=_heldout(), expected=expected)
     row = table[table["claim_id"] == "family_heldout"].iloc[0]
-    assert row["verdict"] == D.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == U.SHARE
+    assert (
+        row["verdict"] == decision.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == units.SHARE
+    )
     assert "predicted: qwen 18; gemma 2" in row["note"]
-    low = P.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
-    assert low.loc[low["claim_id"] == "family_heldout", "verdict"].item() == D.NOT_REPRODUCED
-    none = P.paper_table(knn=_knn(), expected=_expected())
+    low = paper.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
+    assert low.loc[low["claim_id"] == "family_heldout", "verdict"].item() == decision.NOT_REPRODUCED
+    none = paper.paper_table(knn=_knn(), expected=_expected())
     why = none.loc[none["claim_id"] == "family_heldout", "why"].item()
     assert why.startswith("not run: one model per family")
 
@@ -214,61 +210,68 @@ def _renyi(diff=(0.01, -0.02, 0.03), target="task", model="smollm2-135m") -> pd.
 
 
 def test_renyi_is_an_equivalence_on_the_rows_shannon_decided():
-    table = P.paper_table(knn=_knn(), renyi=_renyi(), expected=_expected())
+    table = paper.paper_table(knn=_knn(), renyi=_renyi(), expected=_expected())
     rows = table[table["claim_id"] == "renyi"]
     summary, per_row = rows[rows["model"] == "all"].iloc[0], rows[rows["model"] != "all"]
-    assert summary["verdict"] == D.REPRODUCED and len(per_row) == 1
-    assert per_row.iloc[0]["split"] == f"{C.claim('task').name}, α = 5" and per_row.iloc[0]["unit"] == U.AUC_POINTS
+    assert summary["verdict"] == decision.REPRODUCED and len(per_row) == 1
+    assert (
+        per_row.iloc[0]["split"] == f"{registry.claim('task').name}, α = 5"
+        and per_row.iloc[0]["unit"] == units.AUC_POINTS
+    )
     # the headline keeps the claim's summary alone, also when a per-order row is pooled over models ("all")
     pooled = table.copy()  # a per-order row pooled over models, as family separability's is
     pooled.loc[(pooled["claim_id"] == "renyi") & (pooled["split"] != ""), "model"] = "all"
-    top = P.headline(pooled)
+    top = paper.headline(pooled)
     assert top.loc[top["claim_id"] == "renyi", "split"].tolist() == [""]
-    far = P.paper_table(knn=_knn(), renyi=_renyi((-0.2, -0.25, -0.15)), expected=_expected())
-    assert far.loc[(far["claim_id"] == "renyi") & (far["model"] == "all"), "verdict"].item() == D.NOT_REPRODUCED
-    wide = P.paper_table(knn=_knn(), renyi=_renyi((0.0, -0.08, 0.08)), expected=_expected())
-    assert wide.loc[(wide["claim_id"] == "renyi") & (wide["model"] == "all"), "verdict"].item() == D.INCONCLUSIVE
+    far = paper.paper_table(knn=_knn(), renyi=_renyi((-0.2, -0.25, -0.15)), expected=_expected())
+    assert far.loc[(far["claim_id"] == "renyi") & (far["model"] == "all"), "verdict"].item() == decision.NOT_REPRODUCED
+    wide = paper.paper_table(knn=_knn(), renyi=_renyi((0.0, -0.08, 0.08)), expected=_expected())
+    assert wide.loc[(wide["claim_id"] == "renyi") & (wide["model"] == "all"), "verdict"].item() == decision.INCONCLUSIVE
     # a row Shannon left undecided (gemma's capped k) carries no equivalence row
-    undecided = P.paper_table(knn=_knn(), renyi=_renyi(target="format", model="gemma-2-2b-it"), expected=_expected())
+    undecided = paper.paper_table(
+        knn=_knn(), renyi=_renyi(target="format", model="gemma-2-2b-it"), expected=_expected()
+    )
     assert undecided.loc[undecided["claim_id"] == "renyi", "model"].tolist() == ["all"]
 
 
 def test_mmlu_correctness_is_inconclusive_under_letter_bias():
-    table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=1.0), expected=_expected())
+    table = paper.paper_table(knn=_knn(), accuracy=_accuracy(top_share=1.0), expected=_expected())
     row = table[table["claim_id"] == "mmlu_correct"].iloc[0]
-    assert row["verdict"] == D.INCONCLUSIVE and "letter bias: 'A' answered for 100%" in row["why"]
+    assert row["verdict"] == decision.INCONCLUSIVE and "letter bias: 'A' answered for 100%" in row["why"]
     acc = table[(table["claim_id"] == "accuracy") & (table["measure"] == "calibrated")].iloc[0]
     assert acc["verdict"] == "undecided" and acc["baseline"] == 0.3  # the majority letter beats chance
-    assert acc["role"] == K.PRECONDITION and "gold C 30%" in acc["note"]
+    assert acc["role"] == PRECONDITION and "gold C 30%" in acc["note"]
 
 
 def test_every_absent_claim_gets_a_reason():
-    table = P.paper_table(knn=_knn(), expected=_expected())
+    table = paper.paper_table(knn=_knn(), expected=_expected())
     absent = table[table["why"].str.startswith("not run")]
     reasons = {(c, m): w for c, m, w in zip(absent["claim_id"], absent["model"], absent["why"], strict=True)}
     assert "not profiled on 'tasks'" in reasons[("task", "gemma-2-2b-it")]
     assert "dataset 'mmlu' is disabled" in reasons[("mmlu_correct", "gemma-2-2b-it")]
     assert "not in layer_skip.models" in reasons[("skip_vs_pruning", "gemma-2-2b-it")]  # the Gemma-2 finding
     gemma = absent[absent["model"] == "gemma-2-2b-it"]
-    assert set(gemma.loc[gemma["claim_id"].isin(C.SKIP_CLAIMS), "claim_id"]) == {"skip_vs_pruning"}  # rank: extension
-    findings = absent["role"] == K.FINDING
-    assert (absent.loc[findings, "verdict"] == D.INCONCLUSIVE).all()
+    assert set(gemma.loc[gemma["claim_id"].isin(registry.SKIP_CLAIMS), "claim_id"]) == {
+        "skip_vs_pruning"
+    }  # rank: extension
+    findings = absent["role"] == FINDING
+    assert (absent.loc[findings, "verdict"] == decision.INCONCLUSIVE).all()
     # every finding and precondition of the registry has a row, measured or not
-    for claim in C.CLAIMS:
-        if claim.role != K.EXTENSION:
+    for claim in registry.CLAIMS:
+        if claim.role != EXTENSION:
             assert ((table["claim"] == claim.name) & (table["role"] == claim.role)).any(), claim.name
     (accuracy,) = absent[absent["claim_id"] == "accuracy"].to_dict("records")
-    assert accuracy["role"] == K.PRECONDITION and accuracy["why"] == "not run: dataset 'mmlu' is disabled"
+    assert accuracy["role"] == PRECONDITION and accuracy["why"] == "not run: dataset 'mmlu' is disabled"
     collapse = absent[absent["claim_id"] == "skip_collapse"]
     assert collapse["why"].tolist() == ["not run: meta-llama/Llama-3.2-1B not in layer_skip.models"]
-    no_llama = P.paper_table(
-        knn=_knn(), expected=P.Expected(datasets={"tasks": ["smollm2-135m"]}, families={"smollm2-135m": "smollm"})
+    no_llama = paper.paper_table(
+        knn=_knn(), expected=paper.Expected(datasets={"tasks": ["smollm2-135m"]}, families={"smollm2-135m": "smollm"})
     )
     assert no_llama.loc[no_llama["claim_id"] == "skip_collapse", "why"].tolist() == [
         "not run: no model of the Llama family (the study's scope) in this configuration; other models' rows are "
         "extensions"
     ]
-    one_model = P.paper_table(knn=_knn().iloc[:0], expected=P.Expected(datasets={"blank": ["a"]}))
+    one_model = paper.paper_table(knn=_knn().iloc[:0], expected=paper.Expected(datasets={"blank": ["a"]}))
     family = one_model[one_model["model"] == "all"].iloc[0]
     assert "needs >= 2 models on 'blank', got 1" in family["why"]
 
@@ -341,58 +344,58 @@ def _rank(model: str, rho=(0.6, 0.4, 0.75)) -> pd.DataFrame:
 
 def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
     families = {"llama-3.2-1b": "llama", "gemma-2-2b-it": "gemma", "qwen-1.5b": "qwen"}
-    expected = P.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
+    expected = paper.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
     skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
     rank = pd.concat([_rank(m) for m in families], ignore_index=True)
-    table = P.paper_table(layer_skip=skip, skip_spearman=rank, expected=expected)
+    table = paper.paper_table(layer_skip=skip, skip_spearman=rank, expected=expected)
     k1 = table[table["split"] == "k=1, all blocks eligible"]
 
     def row(model, claim):
-        hit = k1[(k1["model"] == model) & (k1["claim_id"] == claim) & (k1["unit"] != U.LOGPROB)]
+        hit = k1[(k1["model"] == model) & (k1["claim_id"] == claim) & (k1["unit"] != units.LOGPROB)]
         assert len(hit) == 1, hit
         return hit.iloc[0]
 
     llama = row("llama-3.2-1b", "skip_vs_random")
-    assert (llama["role"], llama["verdict"]) == (K.FINDING, D.REPRODUCED)
-    assert llama["study"] == S.STUDY_SKIP_SENTENCE[S.LLAMA_SCOPE]
-    assert row("llama-3.2-1b", "pruning_vs_random")["role"] == K.EXTENSION  # the study says nothing of it
-    assert row("llama-3.2-1b", "skip_collapse")["verdict"] == D.REPRODUCED  # 27 [22, 32] < chance + 10
+    assert (llama["role"], llama["verdict"]) == (FINDING, decision.REPRODUCED)
+    assert llama["study"] == study.STUDY_SKIP_SENTENCE[study.LLAMA_SCOPE]
+    assert row("llama-3.2-1b", "pruning_vs_random")["role"] == EXTENSION  # the study says nothing of it
+    assert row("llama-3.2-1b", "skip_collapse")["verdict"] == decision.REPRODUCED  # 27 [22, 32] < chance + 10
     gemma = row("gemma-2-2b-it", "skip_vs_pruning")
-    assert (gemma["role"], gemma["verdict"]) == (K.FINDING, D.NOT_REPRODUCED)  # expansion hurt more: not the claim
+    assert (gemma["role"], gemma["verdict"]) == (FINDING, decision.NOT_REPRODUCED)  # expansion hurt more: not the claim
     assert "where the study found pruning more critical" in gemma["why"]
-    assert row("gemma-2-2b-it", "skip_vs_random")["role"] == K.EXTENSION
+    assert row("gemma-2-2b-it", "skip_vs_random")["role"] == EXTENSION
     qwen = row("qwen-1.5b", "skip_vs_random")
-    assert (qwen["role"], qwen["verdict"]) == (K.EXTENSION, "expansion more critical")
-    assert qwen["study"] == S.NO_SKIP_CLAIM and not (k1["model"].eq("qwen-1.5b") & k1["role"].eq(K.FINDING)).any()
-    no_final = table[(table["split"] == "k=1, final block excluded") & (table["unit"] == U.POINTS)]
+    assert (qwen["role"], qwen["verdict"]) == (EXTENSION, "expansion more critical")
+    assert qwen["study"] == study.NO_SKIP_CLAIM and not (k1["model"].eq("qwen-1.5b") & k1["role"].eq(FINDING)).any()
+    no_final = table[(table["split"] == "k=1, final block excluded") & (table["unit"] == units.POINTS)]
     flipped = no_final[(no_final["model"] == "llama-3.2-1b") & (no_final["claim_id"] == "skip_vs_random")].iloc[0]
-    assert flipped["verdict"] == D.NOT_REPRODUCED and "random more critical" in flipped["why"]
+    assert flipped["verdict"] == decision.NOT_REPRODUCED and "random more critical" in flipped["why"]
     same = no_final[(no_final["model"] == "qwen-1.5b") & (no_final["claim_id"] == "pruning_vs_random")].iloc[0]
-    assert same["verdict"] == O.NO_DIFFERENCE
+    assert same["verdict"] == outcomes.NO_DIFFERENCE
     few_sets = table[(table["split"].str.startswith("k=2")) & (table["model"] == "llama-3.2-1b")].iloc[0]
-    assert few_sets["verdict"] == D.INCONCLUSIVE and "random baseline of 12 sets" in few_sets["why"]
+    assert few_sets["verdict"] == decision.INCONCLUSIVE and "random baseline of 12 sets" in few_sets["why"]
     # the rank over blocks is no claim of the study's: an extension with its outcome on every model
     ranks = table[(table["claim_id"] == "skip_rank")].set_index(["model", "split"])
-    assert (ranks["role"] == K.EXTENSION).all() and (ranks["verdict"] == "expansion more critical").all()
+    assert (ranks["role"] == EXTENSION).all() and (ranks["verdict"] == "expansion more critical").all()
     assert set(ranks.index.get_level_values("model")) == set(families) and (ranks["study"] == NO_RANK_CLAIM).all()
 
 
 def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     families = {"llama-3.2-1b": "llama", "qwen-1.5b": "qwen"}
-    expected = P.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
+    expected = paper.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
     skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
-    top = P.headline(P.paper_table(layer_skip=skip, skip_spearman=_rank("qwen-1.5b"), expected=expected))
+    top = paper.headline(paper.paper_table(layer_skip=skip, skip_spearman=_rank("qwen-1.5b"), expected=expected))
     not_run = top["why"].str.startswith("not run")
-    skip_rows = top[top["claim_id"].isin(C.SKIP_CLAIMS) & ~not_run]
-    assert not (top["claim_id"].eq("skip_rank") & top["role"].ne(K.EXTENSION)).any()  # no finding, even where missing
+    skip_rows = top[top["claim_id"].isin(registry.SKIP_CLAIMS) & ~not_run]
+    assert not (top["claim_id"].eq("skip_rank") & top["role"].ne(EXTENSION)).any()  # no finding, even where missing
     assert set(skip_rows["split"]) == {
         "k=1, all blocks eligible",
         "k=1, final block excluded",
         "all blocks eligible",
         "final block excluded",
     }
-    assert U.LOGPROB not in set(skip_rows["unit"])
-    lines = R.summary(top)
+    assert units.LOGPROB not in set(skip_rows["unit"])
+    lines = render.summary(top)
     # llama: vs random and vs pruning and the collapse under all blocks, the collapse under no_final; the two
     # no_final comparisons went the other way
     # per claim: the collapse reproduced (both variants); vs random and vs pruning each reproduced under one
@@ -401,32 +404,32 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     assert lines[1].startswith("Extensions (where the study made no claim; counted apart):")
     assert "expansion more critical" in lines[1] and "no difference" in lines[1]
     roles = top["role"].tolist()
-    assert roles == sorted(roles, key=[K.FINDING, K.EXTENSION, K.PRECONDITION].index)
+    assert roles == sorted(roles, key=[FINDING, EXTENSION, PRECONDITION].index)
 
 
 def test_headline_keeps_the_verdict_measure_and_shannon():
-    table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected())
-    top = P.headline(table)
+    table = paper.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected())
+    top = paper.headline(table)
     assert set(top.loc[top["claim_id"] == "accuracy", "measure"]) == {"calibrated"}
     assert "renyi(a=5)" not in set(top.loc[top["claim_id"] == "task", "measure"])
     assert (top["verdict"] != "").all()
-    findings = top[top["role"] == K.FINDING]
+    findings = top[top["role"] == FINDING]
     measured = findings[~findings["why"].str.startswith("not run")]
-    order = [C.CLAIM_ORDER.index(c) for c in measured["claim_id"]]
+    order = [registry.CLAIM_ORDER.index(c) for c in measured["claim_id"]]
     assert order == sorted(order)
     not_run = findings["why"].str.startswith("not run").tolist()
     assert not_run == sorted(not_run)  # findings not run come after those measured
-    assert set(top.loc[top["role"] == K.PRECONDITION, "claim_id"]) == {"accuracy"}
-    assert "not run by this configuration (listed last)" in R.verdicts_html(top)
+    assert set(top.loc[top["role"] == PRECONDITION, "claim_id"]) == {"accuracy"}
+    assert "not run by this configuration (listed last)" in render.verdicts_html(top)
 
 
 def test_the_readme_digest_gives_one_line_per_claim_with_its_verdict_null_and_rows():
-    top = P.headline(P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected()))
-    digest = R.digest_markdown(top)
-    claims = CV.claim_verdicts(top)
-    assert digest.startswith(f"**{R.summary(top)[0]}**")
+    top = paper.headline(paper.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), expected=_expected()))
+    digest = render.digest_markdown(top)
+    claims = claim_verdicts.claim_verdicts(top)
+    assert digest.startswith(f"**{render.summary(top)[0]}**")
     for rec in claims.to_dict("records"):
-        name = rec["claim"] if rec["role"] == K.FINDING else f"{rec['claim']} ({rec['role']})"
+        name = rec["claim"] if rec["role"] == FINDING else f"{rec['claim']} ({rec['role']})"
         (line,) = [line for line in digest.splitlines() if line.startswith(f"| {name} |")]
         rows = top[(top["claim"] == rec["claim"]) & (top["role"] == rec["role"])]
         assert f"| {rec['verdict']}" in line and f"| {rec['beyond_null']}" in line
@@ -446,20 +449,20 @@ def test_the_digest_names_a_not_run_claims_reason():
             "why": ["not run: dataset 'formats' is disabled"] * 2,
         }
     )
-    line = R.digest_markdown(table).splitlines()[-1]
+    line = render.digest_markdown(table).splitlines()[-1]
     assert line == "| format separability | not run (dataset 'formats' is disabled) | no null | not run ×2 |"
 
 
 def test_display_and_html_show_intervals_in_the_units_people_read():
-    table = P.paper_table(knn=_knn(), expected=_expected())
-    top = P.headline(table)
-    view = R.display(top)
+    table = paper.paper_table(knn=_knn(), expected=_expected())
+    top = paper.headline(table)
+    view = render.display(top)
     first = view.iloc[0]
     assert first["ours (95% CI)"] == "90.0 [85.0, 95.0] AUC %" and first["study protocol"].startswith("93.0 [90.0")
-    html = R.verdicts_html(top)
+    html = render.verdicts_html(top)
     assert html.count('<span class="verdict"') == len(top)
     assert "reproduced</span>" in html and "<table" in html
-    assert R.colour("holds") == R.GREEN and R.colour("expansion more critical") == R.BLUE
+    assert render.colour("holds") == render.GREEN and render.colour("expansion more critical") == render.BLUE
 
 
 def test_paper_table_from_files_stacks_per_dataset_tables(tmp_path):
@@ -483,10 +486,10 @@ def test_paper_table_from_files_stacks_per_dataset_tables(tmp_path):
             ]
         ).to_csv(path, index=False)
         paths.append(str(path))
-    table = P.paper_table_from_files({"expansion": paths}, P.Expected())
+    table = paper.paper_table_from_files({"expansion": paths}, paper.Expected())
     assert list(table["split"]) == ["tasks", "blank"]
     with pytest.raises(ValueError, match=r"unknown paper-table inputs \['bogus'\]"):
-        P.paper_table_from_files({"bogus": paths}, P.Expected())
+        paper.paper_table_from_files({"bogus": paths}, paper.Expected())
 
 
 def test_to_markdown_renders_escapes_and_blanks_nan(tmp_path):
@@ -514,12 +517,14 @@ def _overlap() -> pd.DataFrame:
 
 
 def test_overlap_is_judged_by_containment_with_jaccard_beside_it():
-    table = P.paper_table(overlap=_overlap(), expected=_expected())
+    table = paper.paper_table(overlap=_overlap(), expected=_expected())
     rows = table[table["claim_id"] == "overlap"].set_index(["split", "measure"])
-    assert rows.loc[("blank", "containment"), "verdict"] == D.REPRODUCED
-    assert rows.loc[("blank", "jaccard"), "verdict"] == D.NOT_REPRODUCED  # the same sets, the statistic that shrinks
-    assert rows.loc[("tasks", "containment"), "verdict"] == D.INCONCLUSIVE
-    top = P.headline(table).query("claim_id == 'overlap'")
+    assert rows.loc[("blank", "containment"), "verdict"] == decision.REPRODUCED
+    assert (
+        rows.loc[("blank", "jaccard"), "verdict"] == decision.NOT_REPRODUCED
+    )  # the same sets, the statistic that shrinks
+    assert rows.loc[("tasks", "containment"), "verdict"] == decision.INCONCLUSIVE
+    top = paper.headline(table).query("claim_id == 'overlap'")
     assert set(top["measure"]) == {"containment"} and set(top["split"]) == {"blank", "tasks"}
 
 
@@ -540,35 +545,35 @@ def _shapes() -> pd.DataFrame:
 def test_family_shape_rows_findings_for_the_family_extensions_for_its_architecture():
     families = {"llama-3.2-1b": "llama", "smollm2-135m": "smollm", "qwen2.5-coder-0.5b": "qwen"}
     architectures = {"llama-3.2-1b": "llama", "smollm2-135m": "llama", "qwen2.5-coder-0.5b": "qwen2"}
-    expected = P.Expected(
+    expected = paper.Expected(
         datasets={"blank": list(families), "tasks": ["llama-3.2-1b"]}, families=families, architectures=architectures
     )
-    table = P.paper_table(shapes=_shapes(), expected=expected)
+    table = paper.paper_table(shapes=_shapes(), expected=expected)
     llama = table[table["claim_id"] == "shape_llama"].set_index(["model", "split"])
-    assert llama.loc[("llama-3.2-1b", "blank"), "verdict"] == D.REPRODUCED
-    assert llama.loc[("llama-3.2-1b", "blank"), "role"] == K.FINDING
+    assert llama.loc[("llama-3.2-1b", "blank"), "verdict"] == decision.REPRODUCED
+    assert llama.loc[("llama-3.2-1b", "blank"), "role"] == FINDING
     assert "drift 0.050 [0.010, 0.100]" in llama.loc[("llama-3.2-1b", "blank"), "note"]
-    assert llama.loc[("llama-3.2-1b", "tasks"), "verdict"] == D.INCONCLUSIVE
+    assert llama.loc[("llama-3.2-1b", "tasks"), "verdict"] == decision.INCONCLUSIVE
     smol = llama.loc[("smollm2-135m", "blank")]
-    assert (smol["role"], smol["verdict"]) == (K.EXTENSION, "holds") and smol["note"].startswith("llama architecture")
+    assert (smol["role"], smol["verdict"]) == (EXTENSION, "holds") and smol["note"].startswith("llama architecture")
     gpt = table[table["claim_id"] == "shape_gpt"]
     assert len(gpt) == 1 and gpt["why"].item() == "not run: no model of family gpt or gpt2 in this configuration"
     assert "qwen2.5-coder-0.5b" not in set(table.loc[table["claim_id"].isin(["shape_gpt", "shape_llama"]), "model"])
     gpt2 = {"gpt2-small": "gpt2", "gpt2-xl": "GPT2"}
     shapes = _shapes().assign(model="gpt2-small", family="gpt2").iloc[:1]
-    table = P.paper_table(shapes=shapes, expected=P.Expected(datasets={"blank": ["gpt2-small"]}, families=gpt2))
+    table = paper.paper_table(shapes=shapes, expected=paper.Expected(datasets={"blank": ["gpt2-small"]}, families=gpt2))
     rows = table[table["claim_id"] == "shape_gpt"].set_index("model")
-    assert rows.loc["gpt2-small", "verdict"] == D.NOT_REPRODUCED  # it starts low: rise > 0 fails "starts high"
+    assert rows.loc["gpt2-small", "verdict"] == decision.NOT_REPRODUCED  # it starts low: rise > 0 fails "starts high"
     assert rows.loc["gpt2-xl", "why"] == "not run: gpt2-xl is profiled on no dataset"
 
 
 def test_summary_counts_each_role_apart():
-    table = P.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), overlap=_overlap(), expected=_expected())
-    top = P.headline(table)
-    lines = R.summary(top)
+    table = paper.paper_table(knn=_knn(), accuracy=_accuracy(top_share=0.4), overlap=_overlap(), expected=_expected())
+    top = paper.headline(table)
+    lines = render.summary(top)
     findings = lines[0]
-    claims = CV.claim_verdicts(top)
-    found = claims[claims["role"] == K.FINDING]["verdict"].value_counts()
+    claims = claim_verdicts.claim_verdicts(top)
+    found = claims[claims["role"] == FINDING]["verdict"].value_counts()
     assert findings.startswith(
         f"Claims of the study: {found.get('reproduced', 0)} reproduced, {found.get('not reproduced', 0)} not "
         f"reproduced, {found.get('mixed', 0)} mixed, {found.get('inconclusive', 0)} inconclusive; "
@@ -576,16 +581,16 @@ def test_summary_counts_each_role_apart():
     counted = sum(
         int(part.split()[0]) for part in findings.split(". Beyond")[0].split(": ", 1)[1].replace(";", ",").split(", ")
     )
-    assert counted == len(claims[claims["role"] == K.FINDING])  # every finding claim counted once, by claim not row
-    assert counted < int((top["role"] == K.FINDING).sum())  # several rows per claim: rows are not what is counted
+    assert counted == len(claims[claims["role"] == FINDING])  # every finding claim counted once, by claim not row
+    assert counted < int((top["role"] == FINDING).sum())  # several rows per claim: rows are not what is counted
     assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 1 undecided (not findings of the study")
-    text = R.verdicts_markdown(top, "Verdicts")
-    body, section = text.split(f"## {R.HEADINGS[K.PRECONDITION][0]}")
+    text = render.verdicts_markdown(top, "Verdicts")
+    body, section = text.split(f"## {render.HEADINGS[PRECONDITION][0]}")
     assert text.startswith("# Verdicts\n\n**Claims of the study:") and "| claim | model |" in body
     assert "## Claims\n\n| claim | as stated | beyond its null | rows |" in body
-    assert f"{C.claim('accuracy').name} (precondition)" in section
-    assert f"{C.claim('model_identity').name} (extension)" in body
-    html = R.verdicts_html(top)
+    assert f"{registry.claim('accuracy').name} (precondition)" in section
+    assert f"{registry.claim('model_identity').name} (extension)" in body
+    html = render.verdicts_html(top)
     assert html.count("<table") == 3
 
 
@@ -614,26 +619,29 @@ def _pairs(gap=(0.4, 0.3, 0.5), n_other: int = 2, scales=(NATS, NORMALIZED, CENT
     )
 
 
-def _family_expected(families: dict[str, str]) -> P.Expected:
-    return P.Expected(datasets={"blank": list(families)}, families=families)
+def _family_expected(families: dict[str, str]) -> paper.Expected:
+    return paper.Expected(datasets={"blank": list(families)}, families=families)
 
 
 PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "smollm", "g-270m": "gemma"}
 
 
 def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_normalized_one():
-    table = P.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
+    table = paper.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
     rows = table[table["claim_id"].isin(["clustering", "size_resolution"])].set_index(["claim_id", "measure"])
-    assert len(rows) == 6 and set(rows["verdict"]) == {D.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
-    assert rows.loc[("clustering", NORMALIZED), "unit"] == U.LOG_V and rows.loc[("clustering", NATS), "unit"] == U.NATS
+    assert len(rows) == 6 and set(rows["verdict"]) == {decision.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
+    assert (
+        rows.loc[("clustering", NORMALIZED), "unit"] == units.LOG_V
+        and rows.loc[("clustering", NATS), "unit"] == units.NATS
+    )
     assert "(s-135m)" in rows.loc[("clustering", NATS), "why"]
     assert "on absolute layer 0.600" in rows.loc[("size_resolution", NATS), "note"]
     assert RESOLUTION_GAP not in " ".join(table["note"])  # the old closeness statistic is no verdict any more
-    top = P.headline(table)
+    top = paper.headline(table)
     assert set(top.loc[top["claim_id"].isin(["clustering", "size_resolution"]), "measure"]) == {NORMALIZED}
-    below = P.paper_table(family_pairs=_pairs((-0.3, -0.4, -0.2)), expected=_family_expected(PAIR_FAMILIES))
-    assert set(below.loc[below["claim_id"] == "size_resolution", "verdict"]) == {D.NOT_REPRODUCED}
-    wide = P.paper_table(
+    below = paper.paper_table(family_pairs=_pairs((-0.3, -0.4, -0.2)), expected=_family_expected(PAIR_FAMILIES))
+    assert set(below.loc[below["claim_id"] == "size_resolution", "verdict"]) == {decision.NOT_REPRODUCED}
+    wide = paper.paper_table(
         family_pairs=_pairs((0.05, -0.1, 0.2), scales=(NATS,)), expected=_family_expected(PAIR_FAMILIES)
     )
     why = wide.loc[wide["claim_id"] == "clustering", "why"].item()
@@ -643,11 +651,11 @@ def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_nor
 def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_help():
     def reasons(families, pairs=None, clustering=True, claims=("clustering", "size_resolution")):
         frame = pd.DataFrame([{"grouping": "family", "ari_models": 1.0, "silhouette_samples": 0.5}])
-        table = P.paper_table(
+        table = paper.paper_table(
             clustering=frame if clustering else None, family_pairs=pairs, expected=_family_expected(families)
         )
         rows = table[table["claim_id"].isin(claims)]
-        assert (rows["verdict"] == D.INCONCLUSIVE).all()
+        assert (rows["verdict"] == decision.INCONCLUSIVE).all()
         return set(rows["why"])
 
     assert reasons({"a": "x", "b": "y"}) == {
@@ -668,37 +676,39 @@ def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_h
 def test_pooled_accuracy_counts_questions_not_prompts():
     styles = _accuracy(top_share=0.4)
     pooled = styles.assign(style=ALL_STYLES, n=80)  # 40 questions in two styles: the pooled n counts prompts
-    acc = P.paper_table(accuracy=pd.concat([styles, pooled]), expected=_expected())
+    acc = paper.paper_table(accuracy=pd.concat([styles, pooled]), expected=_expected())
     why = acc.loc[(acc["claim_id"] == "accuracy") & (acc["split"] == ALL_STYLES), "why"]
     assert why.str.contains("with 40 questions: about").all(), why.tolist()
 
 
 def test_terminal_table_fits_120_columns_and_cuts_nothing():
-    top = P.headline(P.paper_table(knn=_knn(), accuracy=_accuracy(0.4), overlap=_overlap(), expected=_expected()))
-    text = R.terminal_table(top)
+    top = paper.headline(
+        paper.paper_table(knn=_knn(), accuracy=_accuracy(0.4), overlap=_overlap(), expected=_expected())
+    )
+    text = render.terminal_table(top)
     lines = text.splitlines()
-    assert max(len(line) for line in lines) <= R.TERMINAL_WIDTH
+    assert max(len(line) for line in lines) <= render.TERMINAL_WIDTH
     body = lines[lines.index(next(line for line in lines if line.startswith("-----"))) + 1 :]
-    starts = np.cumsum([0] + [w + 2 for _, w in R.TERMINAL_COLUMNS])
-    for i, (name, width) in enumerate(R.TERMINAL_COLUMNS):
+    starts = np.cumsum([0] + [w + 2 for _, w in render.TERMINAL_COLUMNS])
+    for i, (name, width) in enumerate(render.TERMINAL_COLUMNS):
         column = " ".join(" ".join(line[starts[i] : starts[i] + width].split()) for line in body)
-        for value in R.compact(top)[name]:
+        for value in render.compact(top)[name]:
             assert " ".join(str(value).split()) in column, (name, value)  # every cell whole, in its column
     under = top.assign(under_linear=["inconclusive"] + [""] * (len(top) - 1))  # read again under a fitted lens
-    lens_lines = R.terminal_table(under).splitlines()
-    assert max(len(line) for line in lens_lines) <= R.TERMINAL_WIDTH
+    lens_lines = render.terminal_table(under).splitlines()
+    assert max(len(line) for line in lens_lines) <= render.TERMINAL_WIDTH
     verdicts = " ".join(line[starts[3] :].strip() for line in lens_lines[len(lines) - len(body) :])
-    assert f"{R.compact(top)['verdict'].iloc[0]}; under linear: inconclusive" in verdicts
+    assert f"{render.compact(top)['verdict'].iloc[0]}; under linear: inconclusive" in verdicts
     assert verdicts.count("under linear") == 1
 
 
 def test_a_precondition_not_run_is_counted_apart():
-    lines = R.summary(P.headline(P.paper_table(knn=_knn(), expected=_expected())))  # mmlu disabled
+    lines = render.summary(paper.headline(paper.paper_table(knn=_knn(), expected=_expected())))  # mmlu disabled
     assert lines[-1].startswith("Preconditions: 0 met, 0 not met, 0 undecided; 1 not run (not findings of the study")
 
 
 def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
-    from entropy_lens.verdicts import nulls as NU
+    from entropy_lens.verdicts.nulls import nulls_table, planted_share_at_bar
 
     spear = _csv(
         [
@@ -708,20 +718,20 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
             | {"beyond_low": -0.04, "beyond_high": 0.02}
         ]
     )
-    table = P.paper_table(expansion=spear, accuracy=_accuracy(top_share=0.4), expected=_expected())
+    table = paper.paper_table(expansion=spear, accuracy=_accuracy(top_share=0.4), expected=_expected())
     rho = table[table["claim_id"] == "spearman"].iloc[0]
-    assert rho["verdict"] == D.REPRODUCED  # as stated: 0.9 clears 0.5
-    assert rho["beyond_verdict"] == D.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
+    assert rho["verdict"] == decision.REPRODUCED  # as stated: 0.9 clears 0.5
+    assert rho["beyond_verdict"] == decision.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
     assert "containment is the claim's test" in rho["beyond_why"]
     calls = []
-    planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": NU.planted_share_at_bar}
-    nulls = NU.nulls_table(table, planted, draws=50)
+    planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": planted_share_at_bar}
+    nulls = nulls_table(table, planted, draws=50)
     assert set(nulls["claim_id"]) == {"spearman", "accuracy"}
     assert calls == [30]  # simulated at the row's own number of prompts
     (rate,) = nulls.loc[nulls["claim_id"] == "spearman", "planted_null_rate"]
     assert rate == 0.03
     row = nulls.loc[nulls["claim_id"] == "spearman"].iloc[0]  # the row's null and excess, carried as they are
-    assert (row["null_estimate"], row["beyond_high"], row["beyond_verdict"]) == (0.91, 0.02, D.NOT_SHOWN)
+    assert (row["null_estimate"], row["beyond_high"], row["beyond_verdict"]) == (0.91, 0.02, decision.NOT_SHOWN)
     assert row["null"] == rho["null"] != "" and row["beyond"] == -0.01
     assert (nulls["planted_null_rate"] <= 0.1).all() and (nulls["planted_draws"] == 50).all()
 
@@ -737,18 +747,18 @@ def test_correctness_reads_the_greedy_letter_and_the_calibrated_letter_is_an_ext
     fair = _accuracy(top_share=0.25).assign(accuracy=0.6, ci_low=0.5, ci_high=0.7)
     accuracy = pd.concat([biased[biased["measure"] == "ll"], fair[fair["measure"] != "ll"]])
     accuracy = pd.concat([accuracy, accuracy.assign(style=ALL_STYLES)], ignore_index=True)
-    table = P.paper_table(knn=_csv(rows), accuracy=accuracy, expected=_expected())
+    table = paper.paper_table(knn=_csv(rows), accuracy=accuracy, expected=_expected())
     greedy = table[table["claim_id"] == "mmlu_correct"].iloc[0]
-    assert greedy["verdict"] == D.INCONCLUSIVE and "letter bias" in greedy["why"]
-    calibrated = table[table["claim"] == C.BY_ID["mmlu_correct_calibrated"].name].iloc[0]
-    assert calibrated["role"] == K.EXTENSION and calibrated["split"] == ALL_STYLES
+    assert greedy["verdict"] == decision.INCONCLUSIVE and "letter bias" in greedy["why"]
+    calibrated = table[table["claim"] == registry.BY_ID["mmlu_correct_calibrated"].name].iloc[0]
+    assert calibrated["role"] == EXTENSION and calibrated["split"] == ALL_STYLES
     assert "letter bias" not in calibrated["why"] and "at chance" not in calibrated["why"]
 
 
 def test_no_absent_row_where_a_model_cannot_or_need_not_read_a_finding():
     """An image classifier owes the text sets' findings no "not run" row, nor a GPT-2 model MMLU correctness
     (the study states it for Llama and Gemma); a Gemma model left off MMLU and a Llama one off the tasks still do."""
-    expected = P.Expected(
+    expected = paper.Expected(
         datasets={"tasks": ["gpt2", "gem"], "mmlu": ["llama"], "images": ["vit"]},
         families={"gpt2": "gpt2", "gem": "gemma", "llama": "llama", "vit": "vit"},
     )

@@ -66,6 +66,20 @@ def test_the_fewest_folds_that_give_an_interval_load():
     assert check_config(config)["analysis"]["knn"]["folds"] == 3
 
 
+def test_the_old_knn_seed_is_refused_naming_the_two_seeds_that_replace_it():
+    config = _default()
+    config["analysis"]["knn"]["seed"] = 3
+    with pytest.raises(
+        ValueError,
+        match=r"analysis\.knn\.seed is no longer a setting; set analysis\.knn\.fold_seed .* and "
+        r"analysis\.bootstrap_seed",
+    ):
+        check_config(config)
+    config["analysis"]["knn"].pop("seed")
+    checked = check_config(config)
+    assert (checked["analysis"]["knn"]["fold_seed"], checked["analysis"]["bootstrap_seed"]) == (0, 0)
+
+
 @pytest.mark.parametrize("key", ["random_sets", "eval_questions", "set_questions"])
 def test_layer_skip_counts_too_small_for_an_interval_are_refused(key):
     config = _default()

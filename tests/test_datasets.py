@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 from tiny import tiny_model
 
-from entropy_lens.prompts import datasets as ds
-from entropy_lens.prompts import mmlu, sources, stories, tasks
+from entropy_lens.prompts import datasets, mmlu, sources, stories, tasks
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STORIES = pd.DataFrame(
@@ -53,13 +52,13 @@ def test_scramble_changes_order_even_of_two_words():
 
 
 def _story_of(row: pd.Series) -> str:
-    question = ds.TASK_QUESTIONS[row["task"]][row["phrasing"] - 1]
+    question = datasets.TASK_QUESTIONS[row["task"]][row["phrasing"] - 1]
     return row["prompt_text"].replace(question, "").strip()
 
 
 def test_tasks_table_is_balanced_and_valid():
     table = tasks.build_tasks(STORIES, seed=0, max_words=100)
-    ds.validate_table(table, "tasks")
+    datasets.validate_table(table, "tasks")
     assert len(table) == 24 * len(STORIES)
     for column in ("task", "phrasing", "template", "scrambled", "story_id"):
         counts = table[column].value_counts()
@@ -72,8 +71,8 @@ def test_intact_prompts_hold_the_original_story_only():
     texts = dict(zip(STORIES["story_id"], STORIES["text"], strict=True))
     intact, scrambled = table[~table["scrambled"]], table[table["scrambled"]]
     for _, row in intact.iterrows():
-        question = ds.TASK_QUESTIONS[row["task"]][row["phrasing"] - 1]
-        assert row["prompt_text"] == ds.TASK_TEMPLATES[row["template"]].format(
+        question = datasets.TASK_QUESTIONS[row["task"]][row["phrasing"] - 1]
+        assert row["prompt_text"] == datasets.TASK_TEMPLATES[row["template"]].format(
             story=texts[row["story_id"]], question=question
         )
     scrambled_stories = [_story_of(row) for _, row in scrambled.iterrows()]
@@ -109,85 +108,87 @@ def test_bad_story_sources_are_refused():
 
 
 def test_packaged_topics():
-    topics = ds.load_topics()
+    topics = datasets.load_topics()
     assert len(topics) >= 150
-    assert len({ds.slug(t) for t in topics}) == len(topics)
-    table = ds.build_formats(topics)
-    ds.validate_table(table, "formats")
-    assert table["format"].value_counts().to_dict() == dict.fromkeys(ds.FORMAT_TEMPLATES, len(topics))
+    assert len({datasets.slug(t) for t in topics}) == len(topics)
+    table = datasets.build_formats(topics)
+    datasets.validate_table(table, "formats")
+    assert table["format"].value_counts().to_dict() == dict.fromkeys(datasets.FORMAT_TEMPLATES, len(topics))
     assert "Write a poem about black holes" in set(table["prompt_text"])
 
 
 def test_formats_refuse_colliding_topics(tmp_path):
     path = tmp_path / "topics.txt"
     path.write_text("# mine\nBlack holes\n\nblack-holes\n")
-    assert ds.read_topics(path) == ["Black holes", "black-holes"]
+    assert datasets.read_topics(path) == ["Black holes", "black-holes"]
     with pytest.raises(ValueError, match="same prompt id 'black-holes'"):
-        ds.build_formats(ds.read_topics(path))
+        datasets.build_formats(datasets.read_topics(path))
     with pytest.raises(ValueError, match="unknown formats"):
-        ds.build_formats(["tea"], formats=["sonnet"])
+        datasets.build_formats(["tea"], formats=["sonnet"])
 
 
 def test_blank_table():
-    table = ds.build_blank(5, seed=1)
-    ds.validate_table(table, "blank")
+    table = datasets.build_blank(5, seed=1)
+    datasets.validate_table(table, "blank")
     assert (table["prompt_text"] == "").all() and table["sample"].tolist() == list(range(5))
     assert table["seed"].nunique() == 5
-    pd.testing.assert_frame_equal(table, ds.build_blank(5, seed=1))
-    assert not set(table["seed"]) & set(ds.build_blank(5, seed=2)["seed"])
+    pd.testing.assert_frame_equal(table, datasets.build_blank(5, seed=1))
+    assert not set(table["seed"]) & set(datasets.build_blank(5, seed=2)["seed"])
 
 
 # -- contract and I/O ------------------------------------------------------------------------------
 
 
 def test_validate_names_the_column_and_row():
-    table = ds.build_blank(3, seed=0)
+    table = datasets.build_blank(3, seed=0)
     with pytest.raises(ValueError, match=r"lacks columns \['seed'\]"):
-        ds.validate_table(table.drop(columns="seed"), "blank")
+        datasets.validate_table(table.drop(columns="seed"), "blank")
     dup = table.assign(prompt_id=["blank-0000", "blank-0001", "blank-0001"])
     with pytest.raises(ValueError, match="'prompt_id' must be unique; row 2"):
-        ds.validate_table(dup, "blank")
+        datasets.validate_table(dup, "blank")
     with pytest.raises(ValueError, match=r"must be '' .*row 1 \(prompt_id 'blank-0001'\)"):
-        ds.validate_table(table.assign(prompt_text=["", "x", ""]), "blank")
-    formats = ds.build_formats(["tea", "rain"]).assign(format=["poem", "poem", "sonnet", "blurb", "chat", "chat"])
+        datasets.validate_table(table.assign(prompt_text=["", "x", ""]), "blank")
+    formats = datasets.build_formats(["tea", "rain"]).assign(format=["poem", "poem", "sonnet", "blurb", "chat", "chat"])
     with pytest.raises(ValueError, match=r"'format' must be one of .*row 2"):
-        ds.validate_table(formats, "formats")
+        datasets.validate_table(formats, "formats")
     bad_dtype = tasks.build_tasks(STORIES, seed=0, max_words=100)
     bad_dtype["scrambled"] = bad_dtype["scrambled"].astype(int)
     with pytest.raises(ValueError, match="'scrambled' has dtype int64, expected bool"):
-        ds.validate_table(bad_dtype, "tasks")
+        datasets.validate_table(bad_dtype, "tasks")
     with pytest.raises(ValueError, match="unknown table kind 'poems'"):
-        ds.validate_table(table, "poems")
+        datasets.validate_table(table, "poems")
     with pytest.raises(TypeError, match="must be a pandas DataFrame"):
-        ds.validate_table(table.to_dict(), "blank")
+        datasets.validate_table(table.to_dict(), "blank")
 
 
 def test_round_trip_keeps_table_and_attrs(tmp_path):
     table = tasks.build_tasks(STORIES, seed=0, max_words=100)
-    path = ds.write_table(table, tmp_path / "sub" / "tasks.parquet", "tasks", attrs={"synthetic": True, "n": 3})
-    back = ds.read_table(path, "tasks")
+    path = datasets.write_table(table, tmp_path / "sub" / "tasks.parquet", "tasks", attrs={"synthetic": True, "n": 3})
+    back = datasets.read_table(path, "tasks")
     pd.testing.assert_frame_equal(back, table, check_dtype=False)
     assert back["scrambled"].dtype == bool and back["phrasing"].dtype == np.int64
     assert back.attrs == {"synthetic": True, "n": 3}
     assert sorted(p.name for p in path.parent.iterdir()) == ["tasks.parquet"]
     with pytest.raises(ValueError, match="holds a 'tasks' table, not 'formats'"):
-        ds.read_table(path, "formats")
+        datasets.read_table(path, "formats")
 
 
 def test_bad_table_is_not_written(tmp_path):
-    table = ds.build_blank(3, seed=0).assign(prompt_id="blank-0000")
+    table = datasets.build_blank(3, seed=0).assign(prompt_id="blank-0000")
     with pytest.raises(ValueError, match="must be unique"):
-        ds.write_table(table, tmp_path / "blank.parquet", "blank")
+        datasets.write_table(table, tmp_path / "blank.parquet", "blank")
     with pytest.raises(ValueError, match="JSON-safe"):
-        ds.write_table(ds.build_blank(3, seed=0), tmp_path / "blank.parquet", "blank", attrs={"x": object()})
+        datasets.write_table(
+            datasets.build_blank(3, seed=0), tmp_path / "blank.parquet", "blank", attrs={"x": object()}
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_read_refuses_a_bad_file(tmp_path):
     path = tmp_path / "blank.parquet"
-    ds.build_blank(2, seed=0).assign(prompt_text=["", "hi"]).to_parquet(path)
+    datasets.build_blank(2, seed=0).assign(prompt_text=["", "hi"]).to_parquet(path)
     with pytest.raises(ValueError, match=f"{path.name}: blank table: column 'prompt_text' must be ''"):
-        ds.read_table(path, "blank")
+        datasets.read_table(path, "blank")
 
 
 # -- local files -----------------------------------------------------------------------------------
@@ -267,8 +268,8 @@ def _questions(sizes: dict[str, int]) -> pd.DataFrame:
         {
             "subject": subject,
             "question": f"{subject} question {k}?",
-            **{c: f"{subject} {k} option {c[-1]}" for c in ds.CHOICES},
-            "answer": ds.LETTERS[k % 4],
+            **{c: f"{subject} {k} option {c[-1]}" for c in datasets.CHOICES},
+            "answer": datasets.LETTERS[k % 4],
         }
         for subject, size in sizes.items()
         for k in range(size)
@@ -279,12 +280,12 @@ def _questions(sizes: dict[str, int]) -> pd.DataFrame:
 def test_mmlu_is_stratified_and_balanced_over_styles():
     questions = _questions({"anatomy": 10, "astronomy": 20, "virology": 30})
     table = mmlu.build_mmlu(questions, n=12, seed=0)
-    ds.validate_table(table, "mmlu")
+    datasets.validate_table(table, "mmlu")
     per_style = table[table["style"] == "base"]["subject"].value_counts().to_dict()
     assert per_style == {"anatomy": 2, "astronomy": 4, "virology": 6}
-    assert table["style"].value_counts().to_dict() == dict.fromkeys(ds.STYLES, 12)
+    assert table["style"].value_counts().to_dict() == dict.fromkeys(datasets.STYLES, 12)
     styles_per_question = table.groupby("question_id")["style"].apply(frozenset)
-    assert (styles_per_question == frozenset(ds.STYLES)).all()
+    assert (styles_per_question == frozenset(datasets.STYLES)).all()
     assert table["prompt_text"].str.endswith("\nAnswer:").all()
     pd.testing.assert_frame_equal(table, mmlu.build_mmlu(questions, n=12, seed=0))
     assert set(table["question_id"]) != set(mmlu.build_mmlu(questions, n=12, seed=1)["question_id"])
@@ -305,7 +306,7 @@ def test_mmlu_five_shot_uses_other_questions_of_the_subject():
         asked = row["question"]
         assert row["prompt_text"].count(asked) == 1 and row["prompt_text"].rstrip().endswith(
             f"{asked}\n"
-            + "".join(f"{letter}. {row[c]}\n" for letter, c in zip(ds.LETTERS, ds.CHOICES, strict=True))
+            + "".join(f"{letter}. {row[c]}\n" for letter, c in zip(datasets.LETTERS, datasets.CHOICES, strict=True))
             + "Answer:"
         )
         assert row["prompt_text"].count("Answer: ") == 5

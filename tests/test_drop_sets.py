@@ -7,8 +7,7 @@ import torch
 from tiny import tiny_model
 
 from entropy_lens.prompts.datasets import LETTERS
-from entropy_lens.skipping import drop_scores as D
-from entropy_lens.skipping import evaluation, pruning
+from entropy_lens.skipping import drop_scores, evaluation, pruning
 from entropy_lens.skipping.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, set_conditions
 from entropy_lens.skipping.criteria import ACCURACY, GOLD_LOGPROB, criteria_table
 from entropy_lens.skipping.recorder import ReadingRecorder
@@ -62,16 +61,16 @@ def scenario(chosen_keep: dict[str, float], random_keep: float, n: int = 60, n_s
 
 
 def scored(rows, drops, statistic=ACCURACY):
-    got = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
+    got = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
     return got[got["statistic"] == statistic].set_index("criterion")
 
 
 def test_a_set_that_keeps_more_than_every_random_set_is_better_than_random_and_one_that_loses_is_worse():
     rows, drops = scenario({"keeps": 0.95, "loses": 0.2, "typical": 0.6}, random_keep=0.6)
     got = scored(rows, drops)
-    assert got.loc["keeps", "reading"] == D.BETTER and got.loc["keeps", "beyond_low"] > 0
-    assert got.loc["loses", "reading"] == D.WORSE and got.loc["loses", "beyond_high"] < 0
-    assert got.loc["typical", "reading"] in (D.UNDECIDED, D.SAME)
+    assert got.loc["keeps", "reading"] == drop_scores.BETTER and got.loc["keeps", "beyond_low"] > 0
+    assert got.loc["loses", "reading"] == drop_scores.WORSE and got.loc["loses", "beyond_high"] < 0
+    assert got.loc["typical", "reading"] in (drop_scores.UNDECIDED, drop_scores.SAME)
     assert got.loc["keeps", "change"] == pytest.approx(-0.05, abs=0.02)
     assert got.loc["keeps", "null_estimate"] == pytest.approx(-0.4, abs=0.02)
     assert got.loc["keeps", "beats"] == 1.0 and got.loc["loses", "beats"] == 0.0
@@ -96,17 +95,19 @@ def test_the_same_blocks_chosen_twice_are_one_set_against_the_others():
 
 
 def test_no_difference_inside_the_margins_and_undecided_across_them():
-    assert D.drop_reading(-0.02, 0.03, 0.05) == D.SAME
-    assert D.drop_reading(-0.08, 0.03, 0.05) == D.UNDECIDED
-    assert D.drop_reading(0.01, 0.2, 0.05) == D.BETTER
-    assert D.drop_reading(-0.2, -0.01, 0.05) == D.WORSE
-    assert D.drop_reading(np.nan, 0.1, 0.05) == D.UNDECIDED
-    assert D.drop_reading(0.0, 0.0, 0.05) == D.UNDECIDED  # zero width: every replicate alike decides nothing
+    assert drop_scores.drop_reading(-0.02, 0.03, 0.05) == drop_scores.SAME
+    assert drop_scores.drop_reading(-0.08, 0.03, 0.05) == drop_scores.UNDECIDED
+    assert drop_scores.drop_reading(0.01, 0.2, 0.05) == drop_scores.BETTER
+    assert drop_scores.drop_reading(-0.2, -0.01, 0.05) == drop_scores.WORSE
+    assert drop_scores.drop_reading(np.nan, 0.1, 0.05) == drop_scores.UNDECIDED
+    assert (
+        drop_scores.drop_reading(0.0, 0.0, 0.05) == drop_scores.UNDECIDED
+    )  # zero width: every replicate alike decides nothing
 
 
 def test_the_variant_without_the_final_block_reads_only_random_sets_that_avoid_it():
     rows, drops = scenario({"a": 0.9}, random_keep=0.5)
-    got = D.drop_scores(rows, drops.assign(variant=NO_FINAL), N_LAYERS, n_boot=200, seed=0)
+    got = drop_scores.drop_scores(rows, drops.assign(variant=NO_FINAL), N_LAYERS, n_boot=200, seed=0)
     drawn = rows[rows["kind"] == RANDOM].drop_duplicates("condition")
     avoiding = sum(str(N_LAYERS - 1) not in t.split(",") for t in drawn["layers"])
     assert set(got["n_sets"]) == {avoiding}
@@ -117,28 +118,31 @@ def test_gold_logprob_rows_read_the_letters_probability():
     got = scored(rows, drops, GOLD_LOGPROB)
     assert got.loc["keeps", "change"] == pytest.approx(0.0)
     assert got.loc["keeps", "null_estimate"] == pytest.approx(0.5 * (np.log(0.1) - np.log(0.9)), abs=0.05)
-    assert got.loc["keeps", "reading"] == D.BETTER
+    assert got.loc["keeps", "reading"] == drop_scores.BETTER
 
 
 def test_unscored_sets_and_a_missing_intact_model_are_refused():
     rows, drops = scenario({"a": 0.9}, random_keep=0.5)
     with pytest.raises(ValueError, match="were not scored; rerun layer_skip_eval"):
-        D.drop_scores(rows, drops.assign(layers="7,8"), N_LAYERS, n_boot=100)
+        drop_scores.drop_scores(rows, drops.assign(layers="7,8"), N_LAYERS, n_boot=100)
     with pytest.raises(ValueError, match="lack the intact model"):
-        D.drop_scores(rows[rows["kind"] != INTACT], drops, N_LAYERS, n_boot=100)
+        drop_scores.drop_scores(rows[rows["kind"] != INTACT], drops, N_LAYERS, n_boot=100)
     with pytest.raises(ValueError, match=r"need a \[N\] and b \[N, S\]"):
-        D.one_set_draws(np.ones(3), np.ones((4, 2)), n_boot=10, seed=0)
+        drop_scores.one_set_draws(np.ones(3), np.ones((4, 2)), n_boot=10, seed=0)
 
 
 def test_planted_null_random_sets_relabelled_as_a_criterions_are_rarely_better_than_random():
-    assert D.planted_null_rate(36, 100, 0) <= 0.05 and D.planted_null_rate(90, 100, 1, n_sets=20) <= 0.05
+    assert (
+        drop_scores.drop_set_planted_rate(36, 100, 0) <= 0.05
+        and drop_scores.drop_set_planted_rate(90, 100, 1, n_sets=20) <= 0.05
+    )
 
 
 def test_planted_signal_a_set_that_keeps_everything_is_shown():
     rng = np.random.default_rng(1)
     know = rng.random(36) < 0.7
     random_sets = (know[:, None] & (rng.random((36, 20)) < rng.uniform(0.3, 0.8, 20))).astype(float)
-    assert D.beyond_random(know.astype(float), random_sets, n_boot=400, seed=0)[1] > 0
+    assert drop_scores.beyond_random(know.astype(float), random_sets, n_boot=400, seed=0)[1] > 0
 
 
 def test_drop_conditions_score_each_chosen_set_once_beside_the_plans_random_sets():
@@ -177,7 +181,7 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
     drops = pruning.drop_sets(
         criteria_table(readings, lm.name), readings, lm.name, [ALL_BLOCKS, NO_FINAL], [0.12, 0.25]
     )
-    got = D.drop_scores(rows, drops, lm.n_layers, n_boot=100, seed=0)
+    got = drop_scores.drop_scores(rows, drops, lm.n_layers, n_boot=100, seed=0)
     assert len(got) == len(drops) * 2 * 2  # two measures, two statistics
     # a set scored beside the others on the shared prefix scores as it does alone
     one = rows[(rows["kind"] == DROP) & (rows["measure"] == "ll")].drop_duplicates("condition").iloc[-1]
@@ -191,17 +195,16 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
 
 
 def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
-    from entropy_lens.verdicts import claim as K
-    from entropy_lens.verdicts import registry as C
+    from entropy_lens.verdicts import claim, registry
     from entropy_lens.verdicts.claims import drop_sets
     from entropy_lens.verdicts.rows import rows_of
 
     rows, drops = scenario({"keeps": 0.95, "loses": 0.2, "typical": 0.62}, random_keep=0.6)
-    scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
-    frame = D.DROP_SCORE_READING.frame(scores, "drop_scores")
+    scores = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=400, seed=0)
+    frame = drop_scores.DROP_SCORE_READING.frame(scores, "drop_scores")
     table = pd.DataFrame(rows_of(frame, drop_sets.DROP_RULE)).set_index(["measure", "unit", "split"])
-    assert len(table) == len(scores) and set(table["role"]) == {K.EXTENSION}
-    assert set(table["claim"]) == {C.BY_ID["drop_sets"].name}
+    assert len(table) == len(scores) and set(table["role"]) == {claim.EXTENSION}
+    assert set(table["claim"]) == {registry.BY_ID["drop_sets"].name}
     accuracy = table.xs(drop_sets.POINTS, level="unit").reset_index()
     words = dict(zip(accuracy["split"].str.rsplit(", ", n=1).str[-1], accuracy["verdict"], strict=True))
     assert words == {"keeps": "holds", "loses": "does not hold", "typical": "undecided"}
@@ -232,7 +235,7 @@ def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_
 
     model = _skip_map_csv(tmp_path)["model"].iloc[0]
     rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
-    scores = D.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0)
+    scores = drop_scores.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0)
     scores.to_csv(tmp_path / "tables" / "skip_drop_scores.csv", index=False)
     assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
@@ -241,7 +244,7 @@ def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_
     assert "1,2" in keeps and "95.0% (-5.0 [" in keeps and keeps.endswith("of random sets; better than random")
     assert "recommended: keeps's blocks 1,2" in printed
     rows, drops = scenario({"a": 0.9, "b": 0.9}, random_keep=0.6)
-    D.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0).to_csv(
+    drop_scores.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0).to_csv(
         tmp_path / "tables" / "skip_drop_scores.csv", index=False
     )
     assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
@@ -313,15 +316,15 @@ def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():
 
 
 def test_drop_rows_reach_the_full_paper_table_but_not_the_headline():
-    from entropy_lens.verdicts import registry as C
-    from entropy_lens.verdicts import table as P
+    from entropy_lens.verdicts import registry
+    from entropy_lens.verdicts import table as paper
 
     rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
-    scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=200, seed=0)
-    expected = P.Expected(datasets={"mmlu": ["m"]}, layer_skip=["m"], families={"m": "qwen"})
-    table = P.paper_table(drop_scores=scores, expected=expected)
-    drop_name = C.BY_ID["drop_sets"].name
+    scores = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=200, seed=0)
+    expected = paper.Expected(datasets={"mmlu": ["m"]}, layer_skip=["m"], families={"m": "qwen"})
+    table = paper.paper_table(drop_scores=scores, expected=expected)
+    drop_name = registry.BY_ID["drop_sets"].name
     assert (table["claim"] == drop_name).sum() == len(scores)
     assert table.loc[table["claim"] == drop_name, "split"].str.match(r"k=\d+ \(\d+% of blocks\)").all()
-    top = P.headline(table)
+    top = paper.headline(table)
     assert not top.empty and drop_name not in set(top["claim"])

@@ -15,13 +15,10 @@ from entropy_lens.analysis.separability import baselines, equivalence, heldout, 
 from entropy_lens.answers import accuracy
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
 from entropy_lens.skipping import comparisons, criticality, drop_scores
-from entropy_lens.verdicts import claim as K
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import registry as C
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import claim, decision, registry, study
 from entropy_lens.verdicts import table as paper
 from entropy_lens.verdicts.rows import COLUMNS, RowRule, rows_of
+from entropy_lens.verdicts.rules import above_threshold
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -105,19 +102,21 @@ def test_rows_of_applies_the_rule_to_every_kept_record():
         )
     )
     rule = RowRule(
-        claim=C.claim("overlap"),
+        claim=registry.claim("overlap"),
         unit="share",
-        judge=lambda est, rec: V.above_threshold(est, threshold=0.5, n=int(rec["n"]), statistic="share"),
+        judge=lambda est, rec: above_threshold(est, threshold=0.5, n=int(rec["n"]), statistic="share"),
         note=lambda rec: f"model {rec['model']}",
         keep=lambda rec: rec["model"] != "c",
     )
     rows = pd.DataFrame(rows_of(frame, rule), columns=list(COLUMNS))
     assert rows["model"].tolist() == ["a", "b"]
     assert rows["estimate"].tolist() == [0.9, 0.1] and rows["ci_high"].tolist() == [0.95, 0.2]
-    assert rows["verdict"].tolist() == [D.REPRODUCED, D.NOT_REPRODUCED]
+    assert rows["verdict"].tolist() == [decision.REPRODUCED, decision.NOT_REPRODUCED]
     assert rows["note"].tolist() == ["model a", "model b"] and set(rows["measure"]) == {"shannon"}
-    assert rows["n"].tolist() == [30, 30] and rows["role"].tolist() == [K.FINDING, K.FINDING]
-    assert set(rows["claim_id"]) == {"overlap"} and set(rows["claim"]) == {C.claim("overlap").name}  # id, and name
+    assert rows["n"].tolist() == [30, 30] and rows["role"].tolist() == [claim.FINDING, claim.FINDING]
+    assert set(rows["claim_id"]) == {"overlap"} and set(rows["claim"]) == {
+        registry.claim("overlap").name
+    }  # id, and name
     assert rows_of(None, rule) == []
 
 
@@ -128,20 +127,24 @@ def _one_row():
 
 def test_a_rule_without_an_estimate_leaves_the_estimate_empty():
     frame = _one_row()
-    rule = RowRule(claim=C.claim("shape_gpt"), unit="", judge=lambda est, rec: D.not_run("none"), has_estimate=False)
+    rule = RowRule(
+        claim=registry.claim("shape_gpt"), unit="", judge=lambda est, rec: decision.not_run("none"), has_estimate=False
+    )
     (only,) = rows_of(frame, rule)
     assert math.isnan(only["estimate"]) and math.isnan(only["ci_low"]) and only["n"] == 4
 
 
 def test_a_rule_takes_role_and_study_sentence_from_the_claims_record():
     frame = _one_row()
-    judge = lambda est, rec: D.not_run("none")  # noqa: E731
-    (accuracy,) = rows_of(frame, RowRule(claim=C.claim("accuracy"), unit="", judge=judge))
-    assert accuracy["role"] == K.PRECONDITION == C.BY_ID["accuracy"].role
-    (overlap,) = rows_of(frame, RowRule(claim=C.claim("overlap"), unit="", judge=judge))
-    assert overlap["role"] == K.FINDING and overlap["study"] == S.STUDY["sentences"]["overlap"] != ""
-    (scoped,) = rows_of(frame, RowRule(claim=C.claim("overlap"), unit="", judge=judge, role=K.EXTENSION, study="own"))
-    assert (scoped["role"], scoped["study"]) == (K.EXTENSION, "own")
+    judge = lambda est, rec: decision.not_run("none")  # noqa: E731
+    (accuracy,) = rows_of(frame, RowRule(claim=registry.claim("accuracy"), unit="", judge=judge))
+    assert accuracy["role"] == claim.PRECONDITION == registry.BY_ID["accuracy"].role
+    (overlap,) = rows_of(frame, RowRule(claim=registry.claim("overlap"), unit="", judge=judge))
+    assert overlap["role"] == claim.FINDING and overlap["study"] == study.STUDY["sentences"]["overlap"] != ""
+    (scoped,) = rows_of(
+        frame, RowRule(claim=registry.claim("overlap"), unit="", judge=judge, role=claim.EXTENSION, study="own")
+    )
+    assert (scoped["role"], scoped["study"]) == (claim.EXTENSION, "own")
 
 
 # What each analysis's rows are judged on: the estimate's column and the unit its interval resamples.

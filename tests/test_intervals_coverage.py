@@ -14,8 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from entropy_lens.core import intervals as I
 from entropy_lens.core.folds import corrected_t_interval
+from entropy_lens.core.intervals import (
+    bootstrap_mean_statistic,
+    cluster_bootstrap_mean,
+    paired_bootstrap,
+    percentile_interval,
+    wilson_interval,
+)
 
 DRAWS = 1000
 N = 100
@@ -34,21 +40,21 @@ def _coverage(intervals) -> float:
 
 
 def _paired_bootstrap(x: np.ndarray, seed: int) -> tuple[float, float]:
-    return I.paired_bootstrap(x, np.zeros_like(x), n_boot=N_BOOT, seed=seed)[1:]
+    return paired_bootstrap(x, np.zeros_like(x), n_boot=N_BOOT, seed=seed)[1:]
 
 
 def _cluster_bootstrap_mean(x: np.ndarray, seed: int) -> tuple[float, float]:
-    return I.cluster_bootstrap_mean(x, np.arange(x.size), n_boot=N_BOOT, seed=seed)
+    return cluster_bootstrap_mean(x, np.arange(x.size), n_boot=N_BOOT, seed=seed)
 
 
 def _bootstrap_mean_statistic(x: np.ndarray, seed: int) -> tuple[float, float]:
-    low, high = I.bootstrap_mean_statistic(x[:, None], lambda means: means, n_boot=N_BOOT, seed=seed)
+    low, high = bootstrap_mean_statistic(x[:, None], lambda means: means, n_boot=N_BOOT, seed=seed)
     return float(low[0]), float(high[0])
 
 
 def _percentile_interval(x: np.ndarray, seed: int) -> tuple[float, float]:
     picks = np.random.default_rng(seed).integers(0, x.size, size=(N_BOOT, x.size))
-    low, high = I.percentile_interval(x[picks].mean(axis=1))
+    low, high = percentile_interval(x[picks].mean(axis=1))
     return float(low), float(high)
 
 
@@ -70,6 +76,6 @@ def test_a_95_percent_interval_covers_the_true_mean_about_95_percent_of_the_time
 def test_the_wilson_interval_covers_the_true_share_about_95_percent_of_the_time():
     p, n = 0.3, 80
     successes = np.random.default_rng(1).binomial(n, p, size=DRAWS)
-    intervals = np.asarray([I.wilson_interval(int(k), n) for k in successes])
+    intervals = np.asarray([wilson_interval(int(k), n) for k in successes])
     coverage = float(np.mean((intervals[:, 0] <= p) & (p <= intervals[:, 1])))
     assert FLOOR <= coverage <= CEILING, f"coverage {coverage:.3f} of a 95% interval"

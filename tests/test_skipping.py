@@ -19,8 +19,8 @@ from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.model.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
 from entropy_lens.model.lens_model import find_lens_parts, wrap_model
 from entropy_lens.skipping import conditions, criticality, evaluation
-from entropy_lens.skipping import delta_h as H
 from entropy_lens.skipping.conditions import Condition
+from entropy_lens.skipping.delta_h import mean_delta_h, protected_layers, select_layers, selections, top_block_shares
 from entropy_lens.skipping.plan import SkipPlan
 from entropy_lens.store import schema
 
@@ -197,31 +197,31 @@ DELTA_H = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
     ],
 )
 def test_select_layers_on_constructed_profile(kind, k, variant, expected):
-    assert H.select_layers(DELTA_H, k, kind, variant) == expected
+    assert select_layers(DELTA_H, k, kind, variant) == expected
 
 
 def test_select_layers_never_picks_layer_zero_and_checks_arguments():
     with pytest.raises(ValueError, match="k=7 exceeds the 6 candidate layers"):
-        H.select_layers(DELTA_H, 7, "pruning")
+        select_layers(DELTA_H, 7, "pruning")
     with pytest.raises(ValueError, match="k=6 exceeds the 5 candidate layers"):
-        H.select_layers(DELTA_H, 6, "pruning", "no_final")
+        select_layers(DELTA_H, 6, "pruning", "no_final")
     with pytest.raises(ValueError, match="kind must be one of"):
-        H.select_layers(DELTA_H, 1, "shrink")
+        select_layers(DELTA_H, 1, "shrink")
     with pytest.raises(ValueError, match="variant must be one of"):
-        H.select_layers(DELTA_H, 1, "expansion", "middle")
+        select_layers(DELTA_H, 1, "expansion", "middle")
     with pytest.raises(ValueError, match="k must be a positive integer"):
-        H.select_layers(DELTA_H, 0, "expansion")
+        select_layers(DELTA_H, 0, "expansion")
     with pytest.raises(ValueError, match=r"1-D array \[L\]"):
-        H.select_layers(DELTA_H[None], 1, "expansion")
+        select_layers(DELTA_H[None], 1, "expansion")
 
 
 def test_excluding_the_final_block_changes_the_expansion_block_when_it_rises_most():
     delta_h = np.array([math.nan, 0.3, 0.8, -0.5, 0.1, 1.5])  # the final block flattens the output most
-    chosen = {(s.variant, s.k): s for s in H.selections(delta_h, [1, 2])}
+    chosen = {(s.variant, s.k): s for s in selections(delta_h, [1, 2])}
     assert chosen[("all_blocks", 1)].expansion == (5,) and chosen[("no_final", 1)].expansion == (2,)
     assert chosen[("all_blocks", 2)].expansion == (2, 5) and chosen[("no_final", 2)].expansion == (1, 2)
     assert chosen[("all_blocks", 1)].pruning == chosen[("no_final", 1)].pruning == (3,)
-    assert len(H.selections(delta_h, [5])) == 1  # 5 blocks exceed the no_final pool: left out
+    assert len(selections(delta_h, [5])) == 1  # 5 blocks exceed the no_final pool: left out
 
 
 def test_top_block_shares_measure_how_stable_the_choice_is():
@@ -229,15 +229,15 @@ def test_top_block_shares_measure_how_stable_the_choice_is():
     clear = np.column_stack(
         [np.full(40, np.nan), rng.normal(0, 0.1, (40, 2)), rng.normal(2, 0.1, 40), rng.normal(0, 0.1, 40)]
     )
-    shares = H.top_block_shares(clear, "all_blocks", n_boot=300, seed=0)
+    shares = top_block_shares(clear, "all_blocks", n_boot=300, seed=0)
     top = shares[(shares["kind"] == "expansion") & shares["chosen"]]
     assert top["layer"].tolist() == [3] and top["share"].item() == 1.0
     assert shares.groupby("kind")["share"].sum().round(6).eq(1.0).all()
     tied = np.column_stack([np.full(40, np.nan), rng.normal(1, 1.0, (40, 4))])  # no block stands out
-    shares = H.top_block_shares(tied, "all_blocks", n_boot=300, seed=0)
+    shares = top_block_shares(tied, "all_blocks", n_boot=300, seed=0)
     assert shares.loc[shares["kind"] == "expansion", "share"].max() < 0.8
     with pytest.raises(ValueError, match="no calibration question has a Delta H"):
-        H.top_block_shares(np.full((3, 4), np.nan), "all_blocks", n_boot=10, seed=0)
+        top_block_shares(np.full((3, 4), np.nan), "all_blocks", n_boot=10, seed=0)
 
 
 def profile_dataset(entropy):
@@ -259,7 +259,7 @@ def test_mean_delta_h_ignores_masked_slots():
             [[3.0, 3.0, 3.0], [np.nan, np.nan, np.nan]],  # a stopped sequence's masked slot
         ]
     )
-    got = H.mean_delta_h(profile_dataset(entropy))
+    got = mean_delta_h(profile_dataset(entropy))
     assert math.isnan(got[0])
     np.testing.assert_allclose(got[1:], [(1 + 2 + 0) / 3, (-2 - 4 + 0) / 3])
 
@@ -269,10 +269,10 @@ def test_mean_delta_h_on_one_model_of_a_combined_store():
     ds = profile_dataset(entropy).expand_dims({schema.MODEL: ["m"]})
     ds = ds.assign_coords({schema.N_LAYERS: (schema.MODEL, np.array([3], np.int32))})
     with pytest.raises(ValueError, match="select one model first"):
-        H.mean_delta_h(ds)
-    np.testing.assert_allclose(H.mean_delta_h(ds.sel(model="m")), [np.nan, 1.0, 2.0])
+        mean_delta_h(ds)
+    np.testing.assert_allclose(mean_delta_h(ds.sel(model="m")), [np.nan, 1.0, 2.0])
     with pytest.raises(ValueError, match="no unmasked token slot"):
-        H.mean_delta_h(profile_dataset(np.full((1, 1, 3), np.nan)))
+        mean_delta_h(profile_dataset(np.full((1, 1, 3), np.nan)))
 
 
 def test_random_population_gives_each_variant_its_sets():
@@ -295,7 +295,7 @@ def test_random_population_gives_each_variant_its_sets():
 
 def test_protected_layers_marks_expansion_phases_json_safe():
     delta_h = np.array([math.nan, 0.5, 0.25, -1.0, 2.0, -0.2, 0.0])
-    guide = H.protected_layers(delta_h)
+    guide = protected_layers(delta_h)
     assert guide["protect"] == [0, 1, 2, 4]
     assert guide["phases"] == [
         {"start": 1, "end": 2, "total_increase": 0.75},
@@ -305,11 +305,11 @@ def test_protected_layers_marks_expansion_phases_json_safe():
     assert guide["pruning_candidates"] == [3, 5, 6]
     assert guide["delta_h"][0] is None
     assert json.loads(json.dumps(guide, allow_nan=False)) == guide
-    strict = H.protected_layers(delta_h, min_increase=0.3, protect_undefined=False)
+    strict = protected_layers(delta_h, min_increase=0.3, protect_undefined=False)
     assert strict["protect"] == [1, 4]
     assert strict["pruning_candidates"] == [3, 5, 6, 2]
     with pytest.raises(ValueError, match="min_increase must be a finite number >= 0"):
-        H.protected_layers(delta_h, min_increase=-1.0)
+        protected_layers(delta_h, min_increase=-1.0)
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -319,17 +319,17 @@ def test_conditions_have_names_that_are_never_parsed_back():
     delta_h = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
     sweep = conditions.sweep_conditions(len(delta_h))
     assert [c.name for c in sweep] == ["intact", *(f"skip_{layer}" for layer in range(7))]
-    chosen = H.selections(delta_h, [1, 2])
+    chosen = selections(delta_h, [1, 2])
     made = conditions.set_conditions(chosen, len(delta_h), n_random=2, seed=0)
     names = [c.name for c in made]
     # k = 2: expansion (1, 3) for both variants alike, pruning (2, 4) alike, then the random sets
     assert names[:3] == ["intact", "expansion_k2", "pruning_k2"] and all(n.startswith("random_k2_r") for n in names[3:])
     assert made[1] == Condition("expansion", 2, (1, 3)) and made[2].layers == (2, 4)
     assert all(Condition.from_dict(json.loads(json.dumps(c.to_dict()))) == c for c in made)
-    more = conditions.set_conditions(H.selections(delta_h, [1, 2, 3]), len(delta_h), n_random=2, seed=0)
+    more = conditions.set_conditions(selections(delta_h, [1, 2, 3]), len(delta_h), n_random=2, seed=0)
     k2 = [c for c in more if c.k == 2]
     assert k2 == made[1:]  # adding k = 3 leaves k = 2 unchanged
-    differ = conditions.set_conditions(H.selections(delta_h, [3]), len(delta_h), n_random=2, seed=0)
+    differ = conditions.set_conditions(selections(delta_h, [3]), len(delta_h), n_random=2, seed=0)
     tags = {(c.kind, c.tag) for c in differ if c.kind == "expansion"}
     assert tags == {("expansion", "all_blocks"), ("expansion", "no_final")}  # (1, 3, 6) against (1, 3, 5)
     with pytest.raises(ValueError, match="needs k=2 layers"):
@@ -342,7 +342,7 @@ def test_conditions_have_names_that_are_never_parsed_back():
 
 def test_skip_plan_round_trips_and_names_what_to_profile():
     delta_h = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
-    chosen = H.selections(delta_h, [1, 2])
+    chosen = selections(delta_h, [1, 2])
     plan = SkipPlan("m", 7, tuple(delta_h), tuple(chosen), tuple(conditions.set_conditions(chosen, 7, 3, 0)), 8)
     back = SkipPlan.from_dict(json.loads(json.dumps(plan.to_dict(), allow_nan=False)))
     assert back.to_dict() == plan.to_dict() and math.isnan(back.delta_h[0])

@@ -41,8 +41,7 @@ from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.skipping.plan import read_plan
 from entropy_lens.store import schema, storage
-from entropy_lens.verdicts import claim as K
-from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts import claim, decision
 from entropy_lens.verdicts import registry as claims
 from entropy_lens.verdicts.outcomes import OUTCOMES
 from entropy_lens.workflow import plan as planning
@@ -375,9 +374,13 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
     claimed = table[table["verdict"] != ""]
     words = {
-        K.FINDING: set(D.VERDICTS),
-        K.PRECONDITION: set(D.PRECONDITION_WORDS.values()),
-        K.EXTENSION: {*D.EXTENSION_WORDS.values(), *OUTCOMES, D.INCONCLUSIVE},  # inconclusive: not run
+        claim.FINDING: set(decision.VERDICTS),
+        claim.PRECONDITION: set(decision.PRECONDITION_WORDS.values()),
+        claim.EXTENSION: {
+            *decision.EXTENSION_WORDS.values(),
+            *OUTCOMES,
+            decision.INCONCLUSIVE,
+        },  # inconclusive: not run
     }
     for role, rows in claimed.groupby("role"):
         assert set(rows["verdict"]) <= words[role], (role, set(rows["verdict"]))
@@ -391,9 +394,9 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     assert len(pairs) == 3 and pairs["why"].str.startswith("not run: one model per family").all(), pairs["why"]
     pooled = table[table["claim_id"].isin(["family", "model_identity"])]  # two one-model families
     identity = pooled[pooled["claim_id"] == "model_identity"]
-    assert len(identity) > 0 and set(identity["role"]) == {K.EXTENSION}
+    assert len(identity) > 0 and set(identity["role"]) == {claim.EXTENSION}
     (family,) = pooled[pooled["claim_id"] == "family"].to_dict("records")  # the study's claim, said unread
-    assert family["role"] == K.FINDING and family["why"].startswith("not run: one model per family")
+    assert family["role"] == claim.FINDING and family["why"].startswith("not run: one model per family")
     assert "gap_low" in pd.read_csv(tiny_run / "results/tables/family_pairs.csv").columns
     timings = pd.read_csv(tiny_run / "results/tables/run_timings.csv")
     assert "extract_profiles" in set(timings["rule"]) and timings["seconds"].iloc[-1] > 0
@@ -494,7 +497,7 @@ def test_one_model_plans_no_family_analysis_and_completes(tmp_path):
     assert sorted(overlap.index) == ["containment", "containment_size_changes", "jaccard"]
     assert overlap.loc["jaccard", "estimate"] <= overlap.loc["containment", "estimate"]
     assert overlap.loc["containment", "null"].startswith("cross-prompt")  # its null, computed in the same run
-    assert set(overlap["verdict"]) <= set(D.VERDICTS)
+    assert set(overlap["verdict"]) <= set(decision.VERDICTS)
     headline = (workdir / "results/tables/verdicts.md").read_text()
     assert "**Claims of the study:" in headline  # no MMLU: the accuracy precondition is listed, not run
     assert "**Preconditions: 0 met, 0 not met, 0 undecided; 1 not run (" in headline

@@ -137,7 +137,7 @@ def tiny_config() -> dict:
         "generation": {"batch_size": 4, "seed": 0},
         "compute": {"device": "cpu", "dtype": "float32", "mem_mb": 1000, "threads": 1},
         "storage": {"chunk_prompts": 4, "shard_prompts": 8},
-        "analysis": {"knn": {"k": 3, "folds": 3, "repeats": 2, "feature": "concat", "seed": 0}, "depth_grid": 8},
+        "analysis": {"knn": {"k": 3, "folds": 3, "repeats": 2, "feature": "concat", "fold_seed": 0}, "depth_grid": 8},
         "layer_skip": {
             "enabled": True,
             "calibration_questions": 2,

@@ -14,7 +14,7 @@ letters), statistic (accuracy, or the gold letter's log-probability among the fo
   A chosen set is one set, not a mean of many, so it is held against what one random choice keeps:
   ``beyond_low > 0`` needs the set to beat about the best of the random sets, beyond the questions'
   noise, and a random set relabelled as a criterion's passes in at most about 1 / (sets + 1) of draws
-  (:func:`planted_null_rate`);
+  (:func:`drop_set_planted_rate`);
 * the random sets' distribution (min, quartiles, max of their mean change) and the share of them the
   chosen set keeps more than;
 * ``margin_*``: the chosen set minus the best other criterion's set, paired over questions; a criterion
@@ -280,7 +280,7 @@ def best_criteria(scores: pd.DataFrame) -> pd.DataFrame:
     return scores[scores["best"].astype(bool)]
 
 
-def planted_null_rate(
+def drop_set_planted_rate(
     n_questions: int, draws: int = 100, seed: int = 0, *, n_sets: int = 20, n_boot: int = 400
 ) -> float:
     """Share of ``draws`` in which a random set relabelled as a criterion's comes out :data:`BETTER`.

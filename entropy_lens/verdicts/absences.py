@@ -9,8 +9,7 @@ from typing import Any
 
 from entropy_lens.analysis.separability.knn import POOLED_MODEL
 from entropy_lens.prompts.datasets import IMAGE, KINDS
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import decision, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_EXPERIMENT, Claim
 from entropy_lens.verdicts.claims.families import CLUSTERING, SHAPE_ROWS, SIZE_RESOLUTION
 from entropy_lens.verdicts.claims.separability import EXTENSION_TARGETS, FAMILY_HELDOUT, KNN_CLAIMS, knn_claim
@@ -36,7 +35,7 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
         else:
             wanted = [m for m in models if m in profiled or _in_scope(target, dataset, m, expected)]
         out += [
-            row(claimed, m, AUC, D.not_run(_why_absent(dataset, m, profiled, target)), role=role)
+            row(claimed, m, AUC, decision.not_run(_why_absent(dataset, m, profiled, target)), role=role)
             for m in wanted
             if (claimed.id, m) not in seen
         ]
@@ -46,7 +45,7 @@ def absent_rows(rows: list[dict[str, Any]], expected: Expected) -> list[dict[str
 
 
 # kNN findings whose study figures are per family: a model of another family left off their dataset owes no row.
-FAMILY_SCOPED = {"mmlu_correct": S.STUDY_MMLU_AUC}
+FAMILY_SCOPED = {"mmlu_correct": study.STUDY_MMLU_AUC}
 
 
 def _in_scope(target: str, dataset: str, model: str, expected: Expected) -> bool:
@@ -75,7 +74,7 @@ def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[di
     """
     named = {(r["claim_id"], r["role"]) for r in rows}
     return [
-        row(c, "all", "", D.not_run(_why_unmeasured(c, expected)), role=c.role)
+        row(c, "all", "", decision.not_run(_why_unmeasured(c, expected)), role=c.role)
         for c in CLAIMS
         if c.role != EXTENSION and (c.id, c.role) not in named
     ]
@@ -83,12 +82,12 @@ def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[di
 
 def _why_unmeasured(claim: Claim, expected: Expected) -> str:
     if claim.id in SKIP_CLAIMS:
-        scopes = [scope for scope, claims in S.SKIP_EXPECTED.items() if claim.id in claims]
+        scopes = [scope for scope, claims in study.SKIP_EXPECTED.items() if claim.id in claims]
         if not scopes:
             return "the study names no direction for it on any model: every row of it is an extension"
         scoped = [model for model, scope in expected.skip_scopes().items() if scope in scopes]
         if not scoped:
-            names = " or ".join(S.SKIP_SCOPE_NAMES[s] for s in scopes)
+            names = " or ".join(study.SKIP_SCOPE_NAMES[s] for s in scopes)
             return f"no model of {names} (the study's scope) in this configuration; other models' rows are extensions"
         return _skip_shortfall(scoped, expected, named=True)
     if claim.id == "family" and expected.one_model_per_family():
@@ -117,10 +116,10 @@ def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expecte
             continue
         reason = _skip_shortfall([model], expected, named=False)
         scope = scopes.get(model)
-        claims = [claim(i) for i in S.SKIP_EXPECTED.get(scope or "", {})] or [SKIP_VS_RANDOM]
+        claims = [claim(i) for i in study.SKIP_EXPECTED.get(scope or "", {})] or [SKIP_VS_RANDOM]
         role = FINDING if scope else EXTENSION
-        study = S.STUDY_SKIP_SENTENCE[scope] if scope else S.NO_SKIP_CLAIM
-        out += [row(c, model, POINTS, D.not_run(reason), role=role, study=study) for c in claims]
+        sentence = study.STUDY_SKIP_SENTENCE[scope] if scope else study.NO_SKIP_CLAIM
+        out += [row(c, model, POINTS, decision.not_run(reason), role=role, study=sentence) for c in claims]
     return out
 
 
@@ -129,13 +128,13 @@ def _absent_pair_rows(seen: set[tuple[str, str]], expected: Expected) -> list[di
     blank = list(expected.datasets.get("blank", ()))
     why = family_shortfall(expected) or "no result"
     rows = [
-        row(pair_claim, ", ".join(blank) or "all", NATS, D.not_run(why))
+        row(pair_claim, ", ".join(blank) or "all", NATS, decision.not_run(why))
         for pair_claim in (CLUSTERING, SIZE_RESOLUTION)
         if not any(c == pair_claim.id for c, _ in seen)
     ]
     if not any(c == FAMILY_HELDOUT.id for c, _ in seen):
         reason = family_shortfall(expected) or pair_shortfall(blank, expected.families)
-        rows.append(row(FAMILY_HELDOUT, ", ".join(blank) or "all", SHARE, D.not_run(reason)))
+        rows.append(row(FAMILY_HELDOUT, ", ".join(blank) or "all", SHARE, decision.not_run(reason)))
     return rows
 
 
@@ -143,14 +142,16 @@ def _absent_shape_rows(seen: set[tuple[str, str]], profiled: Sequence[str], expe
     """A "not run" row for each shape claim without a model of its family, or a family model without a result."""
     out = []
     for key, shape_claim in SHAPE_ROWS.items():
-        members = [m for m, family in expected.families.items() if S.shape_scope(str(family)) == (key, FINDING)]
+        members = [m for m, family in expected.families.items() if study.shape_scope(str(family)) == (key, FINDING)]
         if not members:
-            names = " or ".join(S.SHAPE_FAMILIES[key])
-            out.append(row(shape_claim, "none", NATS, D.not_run(f"no model of family {names} in this configuration")))
+            names = " or ".join(study.SHAPE_FAMILIES[key])
+            out.append(
+                row(shape_claim, "none", NATS, decision.not_run(f"no model of family {names} in this configuration"))
+            )
         for model in members:
             if (shape_claim.id, model) not in seen:
                 reason = "no result" if model in profiled else f"{model} is profiled on no dataset"
-                out.append(row(shape_claim, model, NATS, D.not_run(reason)))
+                out.append(row(shape_claim, model, NATS, decision.not_run(reason)))
     return out
 
 

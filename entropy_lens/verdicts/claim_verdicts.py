@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts import decision
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.decision import NOT_RUN
 from entropy_lens.verdicts.outcomes import UNDECIDED
@@ -29,11 +29,11 @@ MIXED = "mixed"
 NO_NULL = "no null"
 # Per role: (the positive word, the negative word, the undecided word) of its rows.
 ROLE_WORDS = {
-    FINDING: (D.REPRODUCED, D.NOT_REPRODUCED, D.INCONCLUSIVE),
-    PRECONDITION: tuple(D.PRECONDITION_WORDS[v] for v in D.VERDICTS),
-    EXTENSION: tuple(D.EXTENSION_WORDS[v] for v in D.VERDICTS),
+    FINDING: (decision.REPRODUCED, decision.NOT_REPRODUCED, decision.INCONCLUSIVE),
+    PRECONDITION: tuple(decision.PRECONDITION_WORDS[v] for v in decision.VERDICTS),
+    EXTENSION: tuple(decision.EXTENSION_WORDS[v] for v in decision.VERDICTS),
 }
-BEYOND = (D.SHOWN, D.NOT_SHOWN, D.UNDECIDED_BEYOND)
+BEYOND = (decision.SHOWN, decision.NOT_SHOWN, decision.UNDECIDED_BEYOND)
 CLAIM_COLUMNS = ("claim", "role", "verdict", "beyond_null", "rows", "models", "why", "beyond_why")
 
 
@@ -95,7 +95,7 @@ def _beyond_why(run: pd.DataFrame) -> str:
     """The reason of the first row whose null decides the claim's beyond-null word (else the first's)."""
     if "beyond_why" not in run.columns:
         return ""
-    decided = run[run["beyond_verdict"].astype(str).isin([D.SHOWN, D.NOT_SHOWN])]
+    decided = run[run["beyond_verdict"].astype(str).isin([decision.SHOWN, decision.NOT_SHOWN])]
     source = decided if not decided.empty else run
     whys = [w for w in source["beyond_why"].astype(str) if w]
     return whys[0] if whys else ""

@@ -16,13 +16,12 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.analysis.expansion.planted import overlap_planted_rate, spearman_planted_rate
-from entropy_lens.analysis.separability.nulls import planted_baseline_null_rate, planted_null_rate
+from entropy_lens.analysis.separability.nulls import baseline_planted_rate, knn_planted_rate
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
-from entropy_lens.skipping.drop_scores import planted_null_rate as planted_drop
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import registry as C
+from entropy_lens.skipping.drop_scores import drop_set_planted_rate
+from entropy_lens.verdicts import decision, registry
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS
-from entropy_lens.verdicts.skip_nulls import planted_null_rate as planted_skip
+from entropy_lens.verdicts.skip_nulls import skip_planted_rate
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +58,10 @@ def planted_share_at_bar(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0, *, b
     shown = 0
     for hits in rng.binomial(max(n, 1), bar, size=draws):
         low, high = wilson_interval(int(hits), max(n, 1))
-        null = D.fixed_null("bar", D.Interval(hits / max(n, 1), low, high), bar, margin=D.NULL_MARGINS["share"])
-        shown += D.beyond_null(null, n=n, unit="units").word == D.SHOWN
+        null = decision.fixed_null(
+            "bar", decision.Interval(hits / max(n, 1), low, high), bar, margin=decision.NULL_MARGINS["share"]
+        )
+        shown += decision.beyond_null(null, n=n, unit="units").word == decision.SHOWN
     return shown / draws
 
 
@@ -72,8 +73,10 @@ def planted_zero_mean(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0) -> floa
     for draw in range(draws):
         values = rng.standard_normal(max(n, 2))
         low, high = cluster_bootstrap_mean(values, np.arange(values.size), n_boot=400, seed=draw)
-        null = D.fixed_null("zero", D.Interval(float(values.mean()), low, high), 0.0, margin=D.NULL_MARGINS["gap"])
-        shown += D.beyond_null(null, n=n, unit="units").word == D.SHOWN
+        null = decision.fixed_null(
+            "zero", decision.Interval(float(values.mean()), low, high), 0.0, margin=decision.NULL_MARGINS["gap"]
+        )
+        shown += decision.beyond_null(null, n=n, unit="units").word == decision.SHOWN
     return shown / draws
 
 
@@ -86,21 +89,21 @@ PLANTED: dict[str, Planted] = {
     "size_resolution": planted_zero_mean,
     "shape_gpt": planted_zero_mean,
     "shape_llama": planted_zero_mean,
-    "skip_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
-    "skip_collapse": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
-    "pruning_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
+    "skip_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
+    "skip_collapse": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
+    "pruning_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
     "skip_rank": planted_zero_mean,
-    "drop_sets": planted_drop,
+    "drop_sets": drop_set_planted_rate,
     "spearman": spearman_planted_rate,
     "overlap": overlap_planted_rate,
     **dict.fromkeys(
         ("task", "scrambled", "format", "family", "model_identity", "image_class", "mmlu_correct", "renyi"),
-        lambda n, draws, seed: planted_null_rate(max(n, 8), draws, seed),
+        lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed),
     ),
-    "mmlu_correct_calibrated": lambda n, draws, seed: planted_null_rate(max(n, 8), draws, seed),
+    "mmlu_correct_calibrated": lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed),
     **dict.fromkeys(
         ("task_beyond_baselines", "format_beyond_baselines", "correct_beyond_confidence"),
-        lambda n, draws, seed: planted_baseline_null_rate(max(n, 8), draws, seed),
+        lambda n, draws, seed: baseline_planted_rate(max(n, 8), draws, seed),
     ),
 }
 # Claims whose rows carry no null of their own, and why; every other claim of the registry has a PLANTED entry
@@ -131,7 +134,7 @@ def nulls_table(
     rates: dict[tuple[str, int], float] = {}
     out = []
     for rec in has.to_dict("records"):
-        claim_id = C.claim(str(rec["claim_id"])).id
+        claim_id = registry.claim(str(rec["claim_id"])).id
         n = int(rec["n_sources"]) if pd.notna(rec["n_sources"]) else 0
         n_sim = min(n, MAX_UNITS.get(claim_id, n))
         key = (claim_id, n_sim)

@@ -45,7 +45,7 @@ import pandas as pd
 
 from entropy_lens.skipping.conditions import EXPANSION, PRUNING, RANDOM
 from entropy_lens.skipping.criticality import ACCURACY
-from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts import decision
 
 # Accuracy (0-1): two skips whose difference lies inside +- this cost the same.
 SKIP_MARGIN = 0.05
@@ -90,7 +90,7 @@ class Family:
         level: The interval's coverage.
     """
 
-    interval: D.Interval
+    interval: decision.Interval
     p_holm: float
     n_family: int
     level: float
@@ -119,14 +119,14 @@ class Outcome:
 
 
 def skip_outcome(
-    difference: D.Interval,
+    difference: decision.Interval,
     *,
     first: str,
     second: str,
     margin: float,
     unit: str,
     n: int,
-    intact: D.Interval | None = None,
+    intact: decision.Interval | None = None,
     chance: float = 0.25,
     n_sets: int | None = None,
     family: Family | None = None,
@@ -166,25 +166,29 @@ def skip_outcome(
     return _three_outcomes(difference, first_below=True, margin=margin, n=n, words=words)
 
 
-def _three_outcomes(value: D.Interval, *, first_below: bool, margin: float, n: int, words: dict[str, str]) -> Outcome:
+def _three_outcomes(
+    value: decision.Interval, *, first_below: bool, margin: float, n: int, words: dict[str, str]
+) -> Outcome:
     """One of ``words``' outcomes (outcome -> its ``why``, in this order): the first when ``value`` lies below 0
     (``first_below``; else above it), the second on the other side, the third (no difference) inside
     ``+-margin``, else the fourth (undecided) with the questions that would decide it."""
     names = list(words)
-    sign = D.Test(yes=(D.Side(value, 0.0, above=not first_below),), no=(D.Side(value, 0.0, above=first_below),))
-    band = D.inside(value, margin)
+    sign = decision.Test(
+        yes=(decision.Side(value, 0.0, above=not first_below),), no=(decision.Side(value, 0.0, above=first_below),)
+    )
+    band = decision.inside(value, margin)
     answer = sign.answer()
-    if answer != D.INCONCLUSIVE:
-        outcome = names[0] if answer == D.REPRODUCED else names[1]
+    if answer != decision.INCONCLUSIVE:
+        outcome = names[0] if answer == decision.REPRODUCED else names[1]
         return Outcome(outcome, words[outcome])
-    if band.answer() == D.REPRODUCED:
+    if band.answer() == decision.REPRODUCED:
         return Outcome(names[2], words[names[2]])
     # No difference needs both ends inside the band: it is reached at the later of the two (band.units).
     needed = min(sign.units(n), band.units(n))
-    return Outcome(names[3], words[names[3]] + D.undecided_text(needed, n, "questions"))
+    return Outcome(names[3], words[names[3]] + decision.undecided_text(needed, n, "questions"))
 
 
-def _unreadable(intact: D.Interval | None, chance: float, n_sets: int | None) -> Outcome | None:
+def _unreadable(intact: decision.Interval | None, chance: float, n_sets: int | None) -> Outcome | None:
     """An undecided outcome when nothing can be lost (intact at chance) or the random baseline is too thin."""
     if intact is not None and (not intact.finite or intact.low <= chance):
         return Outcome(UNDECIDED, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
@@ -194,8 +198,8 @@ def _unreadable(intact: D.Interval | None, chance: float, n_sets: int | None) ->
 
 
 def _corrected(
-    text: str, raw: D.Interval, family: Family, scale: float, digits: int
-) -> tuple[str, D.Interval, Outcome | None]:
+    text: str, raw: decision.Interval, family: Family, scale: float, digits: int
+) -> tuple[str, decision.Interval, Outcome | None]:
     """``(why, the interval that decides, an undecided outcome or None)`` of a row corrected within its claim."""
     if not family.interval.finite:
         return text, raw, Outcome(UNDECIDED, f"{text}: no test (the paired bootstrap has no spread)")
@@ -215,7 +219,7 @@ def family_of(rec: Mapping[str, Any]) -> Family | None:
     ``None`` for a row written without one."""
     if "p_holm" not in rec:
         return None
-    corrected = D.Interval(_value(rec, "difference"), _value(rec, "holm_low"), _value(rec, "holm_high"))
+    corrected = decision.Interval(_value(rec, "difference"), _value(rec, "holm_low"), _value(rec, "holm_high"))
     n_family = _value(rec, "n_family")
     size = int(n_family) if math.isfinite(n_family) else 0
     return Family(corrected, _value(rec, "p_holm"), size, _value(rec, "holm_level"))
@@ -226,38 +230,40 @@ def comparison_outcome(rec: Mapping[str, Any]) -> Outcome:
     quoted, its Holm-level interval deciding)."""
     accuracy, k = rec["statistic"] == ACCURACY, int(rec["k"])
     return skip_outcome(
-        D.Interval(_value(rec, "difference"), _value(rec, "ci_low"), _value(rec, "ci_high")),
+        decision.Interval(_value(rec, "difference"), _value(rec, "ci_low"), _value(rec, "ci_high")),
         first=str(rec["first"]),
         second=str(rec["second"]),
         margin=SKIP_MARGIN if accuracy else LOGPROB_MARGIN,
         unit="points" if accuracy else "nats",
         n=int(rec["n"]),
-        intact=D.Interval(_value(rec, "intact"), _value(rec, "intact_low"), _value(rec, "intact_high")),
+        intact=decision.Interval(_value(rec, "intact"), _value(rec, "intact_low"), _value(rec, "intact_high")),
         chance=float(rec["chance"]),
         n_sets=int(rec["n_sets"]) if rec["second"] == RANDOM and k >= 2 else None,
         family=family_of(rec),
     )
 
 
-def collapse(skipped: D.Interval, *, intact: D.Interval, chance: float, n: int) -> D.Verdict:
+def collapse(skipped: decision.Interval, *, intact: decision.Interval, chance: float, n: int) -> decision.Verdict:
     """Verdict on "skipping the single largest-expansion block collapses MMLU to chance"."""
     if not intact.finite or intact.low <= chance:
-        return D.Verdict(D.INCONCLUSIVE, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%")
+        return decision.Verdict(
+            decision.INCONCLUSIVE, f"intact model not above chance: accuracy {intact.text(100.0, 1)}%"
+        )
     if not skipped.finite:
-        return D.Verdict(D.INCONCLUSIVE, "no skipped accuracy")
+        return decision.Verdict(decision.INCONCLUSIVE, "no skipped accuracy")
     bar = chance + COLLAPSE_MARGIN
     text = f"accuracy skipped {skipped.text(100.0, 1)}% (intact {intact.text(100.0, 1)}%, chance {100 * chance:.0f}%)"
     kept = f"{100 * COLLAPSE_MARGIN:.0f}"
-    words = D.Decision(
+    words = decision.Decision(
         reproduced=f"{{text}} rules out keeping {kept} points above chance",
         not_reproduced=f"{{text}} keeps more than {kept} points above chance",
         inconclusive=f"{{text}} straddles chance + {kept}",
     )
-    test = D.Test(yes=(D.Side(skipped, bar, above=False),), no=(D.Side(skipped, bar),))
-    return D.judge(test, n=n, unit="questions", words=words, text=text)
+    test = decision.Test(yes=(decision.Side(skipped, bar, above=False),), no=(decision.Side(skipped, bar),))
+    return decision.judge(test, n=n, unit="questions", words=words, text=text)
 
 
-def rank_outcome(rho: D.Interval, *, n: int, n_blocks: int) -> Outcome:
+def rank_outcome(rho: decision.Interval, *, n: int, n_blocks: int) -> Outcome:
     """Across blocks: does the cost of skipping a block rise with its Delta H (expansion) or fall (pruning)?"""
     if not rho.finite or n_blocks < 3:
         return Outcome(UNDECIDED, f"not computed: {n_blocks} eligible blocks or no interval")
@@ -271,19 +277,28 @@ def rank_outcome(rho: D.Interval, *, n: int, n_blocks: int) -> Outcome:
     return _three_outcomes(rho, first_below=False, margin=RHO_MARGIN, n=n, words=words)
 
 
-def against_study(outcome: Outcome, expected: str) -> D.Verdict:
+def against_study(outcome: Outcome, expected: str) -> decision.Verdict:
     """A finding's verdict: ``reproduced`` when the decided outcome is the study's, ``not reproduced``
     when another outcome was decided, ``inconclusive`` when undecided."""
     if not outcome.decided:
-        return D.Verdict(D.INCONCLUSIVE, outcome.why)
+        return decision.Verdict(decision.INCONCLUSIVE, outcome.why)
     if outcome.outcome == expected:
-        return D.Verdict(D.REPRODUCED, outcome.why)
-    return D.Verdict(D.NOT_REPRODUCED, f"{outcome.outcome}, where the study found {expected}: {outcome.why}")
+        return decision.Verdict(decision.REPRODUCED, outcome.why)
+    return decision.Verdict(
+        decision.NOT_REPRODUCED, f"{outcome.outcome}, where the study found {expected}: {outcome.why}"
+    )
 
 
 def drop_set(
-    beyond: D.Interval, *, margin: float, scale: float, intact: float | None, chance: float, n_sets: int, text: str
-) -> D.Verdict:
+    beyond: decision.Interval,
+    *,
+    margin: float,
+    scale: float,
+    intact: float | None,
+    chance: float,
+    n_sets: int,
+    text: str,
+) -> decision.Verdict:
     """Whether a pruning criterion's drop set keeps more than random ``k``-sets (an extension: holds or not).
 
     Args:
@@ -297,15 +312,15 @@ def drop_set(
         text: The set and its interval, as the ``why`` shows them.
     """
     if intact is not None and not intact > chance:
-        return D.Verdict(D.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
+        return decision.Verdict(decision.INCONCLUSIVE, f"intact model not above chance: accuracy {100 * intact:.1f}%")
     if n_sets < MIN_RANDOM_SETS:
-        return D.Verdict(D.INCONCLUSIVE, f"random baseline of {n_sets} sets (needs {MIN_RANDOM_SETS})")
-    if reason := D.degenerate(beyond):
-        return D.Verdict(D.INCONCLUSIVE, f"not decided: {reason}")
-    words = D.Decision(
+        return decision.Verdict(decision.INCONCLUSIVE, f"random baseline of {n_sets} sets (needs {MIN_RANDOM_SETS})")
+    if reason := decision.degenerate(beyond):
+        return decision.Verdict(decision.INCONCLUSIVE, f"not decided: {reason}")
+    words = decision.Decision(
         reproduced="{text}: better than random",
         not_reproduced=f"{{text}}: no better than random by {margin * scale:g}",
         inconclusive=f"{{text}}: the interval straddles 0 and +{margin * scale:g}",
     )
     # n=0: its why names no units to decide (the random sets, not only the questions, set the spread).
-    return D.judge(D.above(beyond, 0.0, margin=margin), n=0, unit="questions", words=words, text=text)
+    return decision.judge(decision.above(beyond, 0.0, margin=margin), n=0, unit="questions", words=words, text=text)

@@ -15,21 +15,24 @@ from typing import Any
 import pandas as pd
 
 from entropy_lens.core.tables import to_markdown
-from entropy_lens.verdicts import decision as D
+from entropy_lens.verdicts import decision
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.claim_verdicts import BEYOND, MIXED, NO_NULL, claim_verdicts
 from entropy_lens.verdicts.outcomes import UNDECIDED
 from entropy_lens.verdicts.units import RHO, SCALES, THREE_DIGITS
 
-NOT_RUN = D.NOT_RUN
+NOT_RUN = decision.NOT_RUN
 
 GREEN, RED, AMBER, BLUE = "#1a7f37", "#cf222e", "#9a6700", "#0969da"
 VERDICT_COLOURS = {
-    **dict.fromkeys((D.REPRODUCED, *D.PRECONDITION_WORDS.values(), D.EXTENSION_WORDS[D.REPRODUCED]), GREEN),
-    D.NOT_REPRODUCED: RED,
-    D.PRECONDITION_WORDS[D.NOT_REPRODUCED]: RED,
-    D.EXTENSION_WORDS[D.NOT_REPRODUCED]: RED,
-    D.INCONCLUSIVE: AMBER,
+    **dict.fromkeys(
+        (decision.REPRODUCED, *decision.PRECONDITION_WORDS.values(), decision.EXTENSION_WORDS[decision.REPRODUCED]),
+        GREEN,
+    ),
+    decision.NOT_REPRODUCED: RED,
+    decision.PRECONDITION_WORDS[decision.NOT_REPRODUCED]: RED,
+    decision.EXTENSION_WORDS[decision.NOT_REPRODUCED]: RED,
+    decision.INCONCLUSIVE: AMBER,
     UNDECIDED: AMBER,
 }
 HTML_STYLE = """<style>
@@ -141,7 +144,7 @@ def summary(table: pd.DataFrame) -> list[str]:
     findings = claims[claims["role"] == FINDING]
     run = findings[findings["verdict"] != NOT_RUN]
     found = run["verdict"].value_counts()
-    words = [*D.VERDICTS[:2], MIXED, D.VERDICTS[2]]
+    words = [*decision.VERDICTS[:2], MIXED, decision.VERDICTS[2]]
     first = "Claims of the study: " + ", ".join(f"{int(found.get(w, 0))} {w}" for w in words)
     n_not_run = len(findings) - len(run)
     first += f"; {n_not_run} not run by this configuration (listed last)" if n_not_run else ""
@@ -158,7 +161,7 @@ def summary(table: pd.DataFrame) -> list[str]:
     if not preconditions.empty:
         unread = preconditions["verdict"] == NOT_RUN
         met = preconditions.loc[~unread, "verdict"].value_counts()
-        words = ", ".join(f"{int(met.get(w, 0))} {w}" for w in D.PRECONDITION_WORDS.values())
+        words = ", ".join(f"{int(met.get(w, 0))} {w}" for w in decision.PRECONDITION_WORDS.values())
         words += f", {int(met[MIXED])} {MIXED}" if MIXED in met else ""
         words += f"; {int(unread.sum())} not run" if unread.any() else ""
         lines.append(f"Preconditions: {words} ({HEADINGS[PRECONDITION][1]}).")

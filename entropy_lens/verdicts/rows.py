@@ -18,10 +18,8 @@ from typing import Any
 import pandas as pd
 
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, NULL_CONTRACT, SOURCES, SPLIT, N
-from entropy_lens.verdicts import claim as C
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts.claim import Claim
+from entropy_lens.verdicts import decision, outcomes
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION, Claim
 from entropy_lens.verdicts.decision import NOT_RUN
 from entropy_lens.verdicts.study import skip_scope, study_sentence
 
@@ -68,7 +66,6 @@ NUMBER_COLUMNS = {
     "n",
     "n_sources",
 }
-CONTAINMENT_STATISTIC = C.CONTAINMENT_STATISTIC  # the claim records name the measure a headline reads
 # The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null").
 NULL_NAME, NULL_COLUMNS, BEYOND_COLUMNS = NULL_CONTRACT[0], NULL_CONTRACT[1:4], NULL_CONTRACT[4:]
 
@@ -107,23 +104,29 @@ def span(values: Sequence[float], spec: str = ".2f") -> str:
     return f"{min(values):{spec}}–{max(values):{spec}}"
 
 
-def interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str) -> D.Interval:
+def interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str) -> decision.Interval:
     values = [row[c] for c in (mean, low, high)]
-    return D.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
+    return decision.Interval(*(float(v) if v is not None and pd.notna(v) else math.nan for v in values))
 
 
-def word(verdict: D.Verdict | O.Outcome, role: str) -> str:
-    if isinstance(verdict, O.Outcome):
+def word(verdict: decision.Verdict | outcomes.Outcome, role: str) -> str:
+    if isinstance(verdict, outcomes.Outcome):
         return verdict.outcome
-    if role == C.PRECONDITION:
-        return D.PRECONDITION_WORDS[verdict.verdict]
-    if role == C.EXTENSION and not verdict.why.startswith(NOT_RUN):
-        return D.EXTENSION_WORDS[verdict.verdict]
+    if role == PRECONDITION:
+        return decision.PRECONDITION_WORDS[verdict.verdict]
+    if role == EXTENSION and not verdict.why.startswith(NOT_RUN):
+        return decision.EXTENSION_WORDS[verdict.verdict]
     return verdict.verdict
 
 
 def row(
-    claim: Claim, model: str, unit: str, verdict: D.Verdict | O.Outcome, *, role: str = C.FINDING, **values: Any
+    claim: Claim,
+    model: str,
+    unit: str,
+    verdict: decision.Verdict | outcomes.Outcome,
+    *,
+    role: str = FINDING,
+    **values: Any,
 ) -> dict[str, Any]:
     """One table row of ``claim``; intervals (:class:`~entropy_lens.verdicts.decision.Interval`) expand into columns.
 
@@ -141,9 +144,9 @@ def row(
         why=verdict.why,
     )
     for key, value in values.items():
-        if isinstance(value, D.Null):
+        if isinstance(value, decision.Null):
             row.update(_null_columns(value, verdict, _units(values.get("n_sources")), unit))
-        elif isinstance(value, D.Interval):
+        elif isinstance(value, decision.Interval):
             prefix = "ci" if key == "ours" else key
             row[key if key != "ours" else "estimate"] = value.estimate
             row[f"{prefix}_low"], row[f"{prefix}_high"] = value.low, value.high
@@ -152,12 +155,14 @@ def row(
     return row
 
 
-def _null_columns(null: D.Null, verdict: D.Verdict | O.Outcome, n: int, unit: str) -> dict[str, Any]:
+def _null_columns(
+    null: decision.Null, verdict: decision.Verdict | outcomes.Outcome, n: int, unit: str
+) -> dict[str, Any]:
     """The row's beyond-null columns; a claim not run has none."""
     if verdict.why.startswith(NOT_RUN):
         return {}
     scale, digits = _scale(unit)
-    beyond = D.beyond_null(null, n=n, unit="units", scale=scale, digits=digits)
+    beyond = decision.beyond_null(null, n=n, unit="units", scale=scale, digits=digits)
     return {
         "null": null.name,
         **dict(zip(NULL_COLUMNS, (null.value.estimate, null.value.low, null.value.high), strict=True)),
@@ -177,12 +182,12 @@ def _scale(unit: str) -> tuple[float, int]:
     return (100.0, 1) if "%" in unit or "points" in unit else (1.0, 3)
 
 
-def table_null(rec: Record, *, margin: float, bar: float | None = None, instead: str = "") -> D.Null | None:
+def table_null(rec: Record, *, margin: float, bar: float | None = None, instead: str = "") -> decision.Null | None:
     """The null an analysis table carries in its own columns (``null_name``, ``null_*``, ``beyond*``), or
     ``None`` where it has none."""
     if not text(rec.get(NULL_NAME)) or any(pd.isna(rec.get(c)) for c in (*NULL_COLUMNS, *BEYOND_COLUMNS)):
         return None
-    return D.Null(
+    return decision.Null(
         text(rec[NULL_NAME]),
         interval(rec, *NULL_COLUMNS),
         interval(rec, *BEYOND_COLUMNS),
@@ -252,7 +257,7 @@ class RowRule:
 
     claim: Claim | Callable[[Record], Claim]
     unit: Field
-    judge: Callable[[D.Interval, Record], D.Verdict | O.Outcome]
+    judge: Callable[[decision.Interval, Record], decision.Verdict | outcomes.Outcome]
     role: Field | None = None
     study: Field | None = None
     note: Field = ""
@@ -262,7 +267,7 @@ class RowRule:
     measure: Field | None = None
     extra: Callable[[Record], Mapping[str, Any]] | None = None
     has_estimate: bool = True
-    null: Callable[[Record], D.Null | None] | None = None
+    null: Callable[[Record], decision.Null | None] | None = None
     margin: float = 0.0
     bar: float | None = None
     instead: str = ""

@@ -5,7 +5,7 @@ blocks: a selection that carries no information about cost picks blocks whose sk
 random block's does.  :func:`null_score_rows` writes score rows of one synthetic model where that
 holds (every block's skip drawn from one distribution, the entropy change that selects the blocks
 drawn independently of it), with an optional planted cost on the selected blocks, and
-:func:`planted_null_rate` sends them through the same code path as a run
+:func:`skip_planted_rate` sends them through the same code path as a run
 (:func:`~entropy_lens.skipping.comparisons.skip_comparisons`, Holm within the claim, then
 :func:`~entropy_lens.verdicts.outcomes.comparison_outcome`) and counts the draws in which any row of
 the claim on the model decides "expansion more critical".
@@ -121,7 +121,7 @@ def expansion_decided(comparisons: pd.DataFrame) -> bool:
     return any(comparison_outcome(rec).outcome == more_critical(EXPANSION) for rec in rows.to_dict("records"))
 
 
-def planted_null_rate(
+def skip_planted_rate(
     n_questions: int,
     draws: int = 100,
     seed: int = 0,

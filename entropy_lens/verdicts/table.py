@@ -27,8 +27,8 @@ import pandas as pd
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.tables import read_csv_table
-from entropy_lens.verdicts import claim as C
 from entropy_lens.verdicts.absences import absent_rows
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, PER_STYLE, POOLED, PRECONDITION, Headline
 from entropy_lens.verdicts.decision import NOT_RUN
 from entropy_lens.verdicts.inputs import Built, PaperInput, StoreSettings
 from entropy_lens.verdicts.registry import BY_ID, CLAIM_ORDER, TOPICS
@@ -122,25 +122,25 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
     keep &= _at_smallest_k(table, rules.map(lambda rule: rule.smallest_k).astype(bool))
     top = table[keep]
     not_run = top["why"].astype(str).str.startswith(NOT_RUN)
-    top, not_run = top[~(not_run & (top["role"] == C.EXTENSION))], not_run[~(not_run & (top["role"] == C.EXTENSION))]
+    top, not_run = top[~(not_run & (top["role"] == EXTENSION))], not_run[~(not_run & (top["role"] == EXTENSION))]
     role = top["role"]
     return pd.concat(
         [
-            top[~not_run & (role == C.FINDING)],
-            top[not_run & (role == C.FINDING)],
-            top[role == C.EXTENSION],
-            top[role == C.PRECONDITION],
+            top[~not_run & (role == FINDING)],
+            top[not_run & (role == FINDING)],
+            top[role == EXTENSION],
+            top[role == PRECONDITION],
         ],
         ignore_index=True,
     )
 
 
-def _headline_of(claim_id: str) -> C.Headline:
+def _headline_of(claim_id: str) -> Headline:
     """The headline selection of a row's claim (every row, for an id the registry does not hold)."""
-    return BY_ID[claim_id].headline if claim_id in BY_ID else C.Headline()
+    return BY_ID[claim_id].headline if claim_id in BY_ID else Headline()
 
 
-def _selected(table: pd.DataFrame, rule: C.Headline) -> pd.Series:
+def _selected(table: pd.DataFrame, rule: Headline) -> pd.Series:
     """Per row: whether ``rule`` shows it (the smallest ``k`` aside, :func:`_at_smallest_k`)."""
     split = table["split"].astype(str)
     selected = pd.Series(rule.shown, index=table.index)
@@ -150,9 +150,9 @@ def _selected(table: pd.DataFrame, rule: C.Headline) -> pd.Series:
         selected &= split.isin(rule.splits)
     if rule.hidden_units:
         selected &= ~table["unit"].isin(rule.hidden_units)
-    if rule.styles == C.POOLED:
+    if rule.styles == POOLED:
         selected &= split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
-    elif rule.styles == C.PER_STYLE:
+    elif rule.styles == PER_STYLE:
         selected &= ~split.eq(ALL_STYLES) | ~_has_per_style(table)
     return selected
 

@@ -75,6 +75,7 @@ def check_config(config: dict, where: str = "config") -> dict:
     """
     from jsonschema import Draft202012Validator, ValidationError
 
+    _renamed_keys(config, where)
     try:
         _with_defaults(Draft202012Validator)(schema()).validate(config)
     except ValidationError as err:
@@ -95,6 +96,25 @@ def check_config(config: dict, where: str = "config") -> dict:
     config.clear()
     config.update(ordered)
     return config
+
+
+# Settings renamed or split, by their old path: what to set instead (a config naming the old key fails saying so).
+RENAMED = {
+    ("analysis", "knn", "seed"): (
+        "analysis.knn.fold_seed (the kNN folds and the dummy baseline) and analysis.bootstrap_seed (the bootstrap "
+        "intervals of the Spearman, overlap, family shapes and pairs, and routing), both default 0"
+    ),
+}
+
+
+def _renamed_keys(config: Mapping, where: str) -> None:
+    """Refuse a setting that was renamed, naming what replaces it (the schema alone would only call it unexpected)."""
+    for path, instead in RENAMED.items():
+        section: Any = config
+        for key in path[:-1]:
+            section = section.get(key, {}) if isinstance(section, Mapping) else {}
+        if isinstance(section, Mapping) and path[-1] in section:
+            raise ValueError(f"{where}: {'.'.join(path)} is no longer a setting; set {instead}")
 
 
 def canonical(value: Any) -> Any:

@@ -6,9 +6,9 @@ on the same folds (:mod:`entropy_lens.analysis.separability.baselines`).  Each f
 synthetic data sets where the claim is false through the same code path and returns the share
 of draws whose paired interval lies above zero (``beyond_low > 0``):
 
-* :func:`planted_null_rate`: labels drawn independently of the profiles, so the profile
+* :func:`knn_planted_rate`: labels drawn independently of the profiles, so the profile
   carries nothing a stratified guess does not;
-* :func:`planted_baseline_null_rate`: the profile and the baseline are two independent
+* :func:`baseline_planted_rate`: the profile and the baseline are two independent
   draws of the same class-dependent features, so the profile carries nothing beyond the
   baseline (both separate the labels equally).
 
@@ -32,7 +32,7 @@ BASELINE_SHIFT = 0.5
 PLANTED_SETTINGS = KnnSettings(n_splits=5, n_repeats=3)
 
 
-def planted_null_rate(
+def knn_planted_rate(
     n_samples: int, draws: int = 100, seed: int = 0, settings: KnnSettings | None = None, *, shift: float = 0.0
 ) -> float:
     """Share of draws where kNN beats the stratified dummy (``beyond_low > 0``) on labels independent of features.
@@ -56,7 +56,7 @@ def planted_null_rate(
     return shown / draws
 
 
-def planted_baseline_null_rate(
+def baseline_planted_rate(
     n_samples: int, draws: int = 100, seed: int = 0, settings: KnnSettings | None = None, *, shift: float = 0.0
 ) -> float:
     """Share of draws where the profile beats a baseline (``beyond_low > 0``) that carries the same signal.

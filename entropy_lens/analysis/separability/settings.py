@@ -58,7 +58,7 @@ class KnnSettings:
         """The settings of a validated ``analysis.knn`` config section (its ``folds`` and ``repeats`` are
         :attr:`n_splits` and :attr:`n_repeats`; the paired test is the corrected resampled t, the one the
         intervals use)."""
-        return cls(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["seed"])
+        return cls(k=knn["k"], n_splits=knn["folds"], n_repeats=knn["repeats"], seed=knn["fold_seed"])
 
     def __post_init__(self) -> None:
         for name in ("k", "n_repeats"):

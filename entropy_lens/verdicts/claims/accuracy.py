@@ -14,9 +14,7 @@ import pandas as pd
 from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import POOLED, PRECONDITION, Claim, Headline
 from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, given
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
@@ -29,7 +27,7 @@ ACCURACY = Claim(
     role=PRECONDITION,
     unit="questions",
     dataset="mmlu",
-    rule=V.accuracy,
+    rule=rules.accuracy,
     figure="mmlu_accuracy",
     headline=Headline(measures=(VERDICT_MEASURE, ""), styles=POOLED),
 )
@@ -50,36 +48,36 @@ def _questions(accuracy: pd.DataFrame) -> list[int]:
 def accuracy_rule(families: Mapping[str, str]) -> RowRule:
     """Accuracy against the larger of chance and the majority letter, judged over questions."""
 
-    def study(rec: Record) -> str:
+    def study_figure(rec: Record) -> str:
         family = families.get(str(rec["model"]), "").lower()
-        if family in S.STUDY_MMLU_ACCURACY:
-            return f"{span(S.STUDY_MMLU_ACCURACY[family])} ({family} family)"
-        return S.NO_FIGURE
+        if family in study.STUDY_MMLU_ACCURACY:
+            return f"{span(study.STUDY_MMLU_ACCURACY[family])} ({family} family)"
+        return study.NO_FIGURE
 
     return RowRule(
         claim=ACCURACY,
         unit=ACC,
-        judge=lambda acc, rec: V.accuracy(
+        judge=lambda acc, rec: rules.accuracy(
             acc, chance=float(rec["chance"]), majority=float(rec["majority_baseline"]), n=int(rec["n_questions"])
         ),
-        study=study,
+        study=study_figure,
         note=lambda rec: (
             f"answered {rec['top_letter']} for {100 * rec['top_share']:.0f}%; gold {rec['majority_letter']} "
             f"{100 * rec['majority_baseline']:.0f}%; {int(rec['n_unparsed'])} unparsed"
         ),
         extra=lambda rec: {"baseline": _bar(rec, "majority_baseline")},
-        null=lambda rec: D.fixed_null(
+        null=lambda rec: decision.fixed_null(
             "chance or the majority letter",
             interval(rec, ESTIMATE, LOW, HIGH),
             _bar(rec, "majority_baseline").estimate,
-            margin=D.NULL_MARGINS["accuracy"],
+            margin=decision.NULL_MARGINS["accuracy"],
         ),
     )
 
 
-def _bar(rec: Record, majority: str) -> D.Interval:
+def _bar(rec: Record, majority: str) -> decision.Interval:
     """The baseline a share must beat: the larger of chance and the majority's share, without an interval."""
-    return D.Interval(max(float(rec["chance"]), float(rec[majority])), math.nan, math.nan)
+    return decision.Interval(max(float(rec["chance"]), float(rec[majority])), math.nan, math.nan)
 
 
 def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[dict[str, Any]]:

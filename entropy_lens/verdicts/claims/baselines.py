@@ -9,8 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from entropy_lens.analysis.separability.baselines import BASELINE_READING
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import rules as V
+from entropy_lens.verdicts import decision, rules
 from entropy_lens.verdicts.claim import EXTENSION, Claim
 from entropy_lens.verdicts.claims.separability import knn_unit, split_of
 from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput, rule_rows
@@ -24,7 +23,7 @@ CORRECT_BEYOND_CONFIDENCE = Claim(
     role=EXTENSION,
     unit="questions",
     dataset="mmlu",
-    rule=V.above_threshold,
+    rule=rules.above_threshold,
 )
 
 TASK_BEYOND_BASELINES = Claim(
@@ -34,7 +33,7 @@ TASK_BEYOND_BASELINES = Claim(
     role=EXTENSION,
     unit="stories",
     dataset="tasks",
-    rule=V.above_threshold,
+    rule=rules.above_threshold,
 )
 
 FORMAT_BEYOND_BASELINES = Claim(
@@ -44,7 +43,7 @@ FORMAT_BEYOND_BASELINES = Claim(
     role=EXTENSION,
     unit="topics",
     dataset="formats",
-    rule=V.above_threshold,
+    rule=rules.above_threshold,
 )
 
 
@@ -62,10 +61,12 @@ def _baseline_split(rec: Record) -> str:
     return f"scrambled{', ' + split if split else ''}" if rec["target"] == "task_scrambled" else split
 
 
-def _baseline_verdict(diff: D.Interval, rec: Record) -> D.Verdict:
+def _baseline_verdict(diff: decision.Interval, rec: Record) -> decision.Verdict:
     n_groups = int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0
     statistic = f"AUC profile − {rec['baseline']}"
-    return V.above_threshold(diff, threshold=0.0, n=n_groups, statistic=statistic, unit=knn_unit(str(rec["target"])))
+    return rules.above_threshold(
+        diff, threshold=0.0, n=n_groups, statistic=statistic, unit=knn_unit(str(rec["target"]))
+    )
 
 
 def _baseline_note(rec: Record) -> str:
@@ -86,7 +87,7 @@ BASELINE_RULE = RowRule(
     split=_baseline_split,
     measure=lambda rec: str(rec["baseline"]),
     extra=lambda rec: {"baseline": interval(rec, "null_estimate", "null_low", "null_high")},
-    margin=D.NULL_MARGINS["AUC"],
+    margin=decision.NULL_MARGINS["AUC"],
 )
 
 INPUTS = {

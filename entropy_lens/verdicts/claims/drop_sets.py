@@ -22,8 +22,7 @@ from entropy_lens.skipping.conditions import VARIANT_TEXT
 from entropy_lens.skipping.criteria import ACCURACY, CRITERION_TEXT
 from entropy_lens.skipping.drop_scores import DROP_SCORE_READING, MARGINS
 from entropy_lens.skipping.pruning import GROMOV
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import outcomes as O
+from entropy_lens.verdicts import decision, outcomes
 from entropy_lens.verdicts.claim import EXTENSION, SKIP_ROWS, Claim
 from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, rule_rows
 from entropy_lens.verdicts.rows import Record, RowRule, interval, table_null
@@ -38,7 +37,7 @@ DROP_SETS = Claim(
     role=EXTENSION,
     unit="questions, random sets",
     dataset="layer_skip_eval",
-    rule=O.drop_set,
+    rule=outcomes.drop_set,
     # one row per criterion, share, variant and statistic: the full table's section; its k count toward the
     # experiment's smallest k
     headline=replace(SKIP_ROWS, shown=False),
@@ -53,7 +52,7 @@ def _accuracy(rec: Record) -> bool:
     return rec["statistic"] == ACCURACY
 
 
-def drop_verdict(rec: Record) -> D.Verdict:
+def drop_verdict(rec: Record) -> decision.Verdict:
     """Whether a criterion's drop set keeps more than random ``k``-sets: its record read by
     :func:`~entropy_lens.verdicts.outcomes.drop_set`."""
     scale, digits = (100.0, 1) if _accuracy(rec) else (1.0, 3)
@@ -63,7 +62,7 @@ def drop_verdict(rec: Record) -> D.Verdict:
         f"{100 * float(rec['beats']):.0f}% of {int(rec['n_sets'])} random sets"
         + ("; best of the criteria (its interval against every other lies above 0)" if bool(rec["best"]) else "")
     )
-    return O.drop_set(
+    return outcomes.drop_set(
         beyond,
         margin=MARGINS[str(rec["statistic"])],
         scale=scale,
@@ -85,7 +84,7 @@ DROP_RULE = RowRule(
         f"{NAMES.get(str(rec['criterion']), str(rec['criterion']))}"
     ),
     note=lambda rec: f"blocks {rec['layers']} dropped together; baseline = intact; {rec['reading']}",
-    extra=lambda rec: {"baseline": D.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
+    extra=lambda rec: {"baseline": decision.Interval(float(rec["intact"]), float(rec["intact"]), float(rec["intact"]))},
     null=lambda rec: table_null(rec, margin=MARGINS[str(rec["statistic"])]),
 )
 

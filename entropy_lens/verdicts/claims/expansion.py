@@ -13,9 +13,7 @@ import xarray as xr
 from entropy_lens.analysis.expansion.overlap import OVERLAP_READING, nucleus_overlap
 from entropy_lens.analysis.expansion.spearman import SPEARMAN_READING, expansion_spearman
 from entropy_lens.core.frames import SOURCES
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import CONTAINMENT_STATISTIC, FINDING, Claim, Headline
 from entropy_lens.verdicts.inputs import PaperInput, StoreSettings, rule_rows
 from entropy_lens.verdicts.rows import Record, RowRule, span
@@ -28,7 +26,7 @@ SPEARMAN = Claim(
     role=FINDING,
     unit="prompts",
     dataset="tasks",
-    rule=V.above_threshold,
+    rule=rules.above_threshold,
     figure="spearman",
 )
 
@@ -39,7 +37,7 @@ OVERLAP = Claim(
     role=FINDING,
     unit="prompts",
     dataset="tasks",
-    rule=V.above_threshold,
+    rule=rules.above_threshold,
     figure="overlap",
     headline=Headline(measures=(CONTAINMENT_STATISTIC,)),
 )
@@ -51,20 +49,22 @@ def _sources(rec: Record) -> int:
 
 
 def _study_spearman(rec: Record) -> str:
-    matched = S.study_model_for(str(rec["model"]))
-    if matched in S.STUDY_SPEARMAN:
-        return f"{S.STUDY_SPEARMAN[matched]:.3f}"
-    return span(S.STUDY_SPEARMAN.values(), ".3f")
+    matched = study.study_model_for(str(rec["model"]))
+    if matched in study.STUDY_SPEARMAN:
+        return f"{study.STUDY_SPEARMAN[matched]:.3f}"
+    return span(study.STUDY_SPEARMAN.values(), ".3f")
 
 
 SPEARMAN_RULE = RowRule(
     claim=SPEARMAN,
     unit=RHO,
-    judge=lambda rho, rec: V.above_threshold(rho, threshold=V.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"),
+    judge=lambda rho, rec: rules.above_threshold(
+        rho, threshold=rules.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"
+    ),
     study=_study_spearman,
     note="n counts (token, layer) pairs; the interval resamples prompts",
-    margin=D.NULL_MARGINS["rho"],
-    bar=V.SPEARMAN_THRESHOLD,
+    margin=decision.NULL_MARGINS["rho"],
+    bar=rules.SPEARMAN_THRESHOLD,
     instead="it cannot tell whether the same shortlist grows and shrinks; adjacent-set containment is the claim's test",
 )
 
@@ -72,12 +72,12 @@ SPEARMAN_RULE = RowRule(
 OVERLAP_RULE = RowRule(
     claim=OVERLAP,
     unit=lambda rec: CONTAINMENT if str(rec["measure"]).startswith(CONTAINMENT_STATISTIC) else JACCARD,
-    judge=lambda value, rec: V.above_threshold(
-        value, threshold=V.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
+    judge=lambda value, rec: rules.above_threshold(
+        value, threshold=rules.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
     ),
     note="mean over (token, layer) cells; the interval resamples prompts",
-    margin=D.NULL_MARGINS["containment"],
-    bar=V.CONTAINMENT_THRESHOLD,
+    margin=decision.NULL_MARGINS["containment"],
+    bar=rules.CONTAINMENT_THRESHOLD,
 )
 
 

@@ -18,9 +18,7 @@ from entropy_lens.analysis.families.scales import NORMALIZED
 from entropy_lens.analysis.families.shapes import SHAPE_READING, profile_shapes
 from entropy_lens.analysis.families.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, HEADLINE_SCALE, Claim, Headline
 from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput, StoreSettings, families_read
 from entropy_lens.verdicts.rows import (
@@ -43,7 +41,7 @@ CLUSTERING = Claim(
     role=FINDING,
     unit="blank samples",
     dataset="blank",
-    rule=V.family_not_size,
+    rule=rules.family_not_size,
     figure="family",
     headline=Headline(measures=(HEADLINE_SCALE, "")),
 )
@@ -55,7 +53,7 @@ SIZE_RESOLUTION = Claim(
     role=FINDING,
     unit="blank samples",
     dataset="blank",
-    rule=V.size_resolution,
+    rule=rules.size_resolution,
     figure="resolution",
     headline=Headline(measures=(HEADLINE_SCALE, "")),
 )
@@ -67,7 +65,7 @@ SHAPE_GPT = Claim(
     role=FINDING,
     unit="prompts",
     dataset="",
-    rule=V.family_shape,
+    rule=rules.family_shape,
     figure="shape",
 )
 
@@ -78,7 +76,7 @@ SHAPE_LLAMA = Claim(
     role=FINDING,
     unit="prompts",
     dataset="",
-    rule=V.family_shape,
+    rule=rules.family_shape,
     figure="shape",
 )
 
@@ -91,11 +89,11 @@ def shape_rule(expected: Expected) -> RowRule:
 
     def scope(rec: Record) -> tuple[str, str] | None:
         model = str(rec["model"])
-        return S.shape_scope(
+        return study.shape_scope(
             str(expected.families.get(model, rec.get("family", ""))), expected.architectures.get(model, "")
         )
 
-    def stats(rec: Record) -> dict[str, D.Interval]:
+    def stats(rec: Record) -> dict[str, decision.Interval]:
         return {s: interval(rec, s, f"{s}_low", f"{s}_high") for s in SHAPE_STATISTICS}
 
     def note(rec: Record) -> str:
@@ -109,7 +107,7 @@ def shape_rule(expected: Expected) -> RowRule:
     return RowRule(
         claim=lambda rec: SHAPE_ROWS[scope(rec)[0]],
         unit=NATS,
-        judge=lambda _, rec: V.family_shape(
+        judge=lambda _, rec: rules.family_shape(
             scope(rec)[0], stats(rec), n_sources=int(rec["n_sources"]), third_layers=int(rec["third_layers"])
         ),
         role=lambda rec: scope(rec)[1],
@@ -120,29 +118,31 @@ def shape_rule(expected: Expected) -> RowRule:
     )
 
 
-def _flat_null(claim: str, statistics: Mapping[str, D.Interval]) -> D.Null | None:
+def _flat_null(claim: str, statistics: Mapping[str, decision.Interval]) -> decision.Null | None:
     """A shape's null is a flat profile, every part at its bar: the excess of the weakest part in its claimed
     direction (the one whose interval comes closest to the bar)."""
     excess = []
-    for part in V.SHAPE_CLAIMS[claim]:
+    for part in rules.SHAPE_CLAIMS[claim]:
         value = statistics[part.statistic]
         sign = 1.0 if part.above else -1.0
         low, high = sorted((sign * (value.low - part.bar), sign * (value.high - part.bar)))
-        excess.append(D.Interval(sign * (value.estimate - part.bar), low, high))
+        excess.append(decision.Interval(sign * (value.estimate - part.bar), low, high))
     finite = [e for e in excess if e.finite]
     if not finite:
         return None
     weakest = min(finite, key=lambda e: e.low)
-    return D.Null("flat profile (weakest part)", D.Interval(0.0, 0.0, 0.0), weakest, margin=D.NULL_MARGINS["gap"])
+    return decision.Null(
+        "flat profile (weakest part)", decision.Interval(0.0, 0.0, 0.0), weakest, margin=decision.NULL_MARGINS["gap"]
+    )
 
 
 # Pair statistic (:mod:`entropy_lens.analysis.families.gaps`) -> its claim, verdict rule, study text and note.
 PAIR_CLAIMS = {
-    FAMILY_GAP: (CLUSTERING, V.family_not_size, S.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
+    FAMILY_GAP: (CLUSTERING, rules.family_not_size, study.STUDY_FAMILY_CLAIM, "d({small}, {large})"),
     ALIGNMENT_GAP: (
         SIZE_RESOLUTION,
-        V.size_resolution,
-        S.STUDY_RESOLUTION_CLAIM,
+        rules.size_resolution,
+        study.STUDY_RESOLUTION_CLAIM,
         "r({small}, {large} at its depths)",
     ),
 }
@@ -153,13 +153,13 @@ def pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expec
     blank = list(expected.datasets.get("blank", ()))
     scores = _clustering_note(clustering)
     rows = []
-    for statistic, (claim, judge, study, same) in PAIR_CLAIMS.items():
+    for statistic, (claim, judge, sentence, same) in PAIR_CLAIMS.items():
         mine = pairs[pairs["statistic"] == statistic] if pairs is not None else pd.DataFrame()
         if mine.empty:
             why = family_shortfall(expected) or pair_shortfall(blank, expected.families)
-            rows.append(row(claim, ", ".join(blank) or "all", NATS, D.not_run(why), study=study, note=scores))
+            rows.append(row(claim, ", ".join(blank) or "all", NATS, decision.not_run(why), study=sentence, note=scores))
             continue
-        rows += rows_of(mine, _pair_rule(claim, judge, study, same, scores))
+        rows += rows_of(mine, _pair_rule(claim, judge, sentence, same, scores))
     return rows
 
 
@@ -171,10 +171,10 @@ def _pair_unit(rec: Record) -> str:
     return LOG_V if _scale(rec) == NORMALIZED else NATS
 
 
-def _pair_rule(claim: Claim, judge, study: str, same: str, scores: str) -> RowRule:
-    def verdict(gap: D.Interval, rec: Record) -> D.Verdict:
+def _pair_rule(claim: Claim, judge, sentence: str, same: str, scores: str) -> RowRule:
+    def verdict(gap: decision.Interval, rec: Record) -> decision.Verdict:
         if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
-            return D.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
+            return decision.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
         # the alignment gap compares the pair with itself: no other family to name
         nearest = {"nearest": text(rec["nearest"])} if rec["statistic"] == FAMILY_GAP else {}
         return judge(gap, n_samples=int(rec["n"]), unit=_pair_unit(rec), **nearest)
@@ -194,15 +194,15 @@ def _pair_rule(claim: Claim, judge, study: str, same: str, scores: str) -> RowRu
         claim=claim,
         unit=_pair_unit,
         judge=verdict,
-        study=study,
+        study=sentence,
         note=note,
         model=lambda rec: f"{rec['small']}, {rec['large']}",
         measure=_scale,
-        null=lambda rec: D.fixed_null(
+        null=lambda rec: decision.fixed_null(
             "no family structure (gap 0)",
             interval(rec, ESTIMATE, LOW, HIGH),
-            V.GAP_THRESHOLD,
-            margin=D.NULL_MARGINS["gap"],
+            rules.GAP_THRESHOLD,
+            margin=decision.NULL_MARGINS["gap"],
         ),
     )
 

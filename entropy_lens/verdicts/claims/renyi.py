@@ -13,9 +13,7 @@ from typing import Any
 import pandas as pd
 
 from entropy_lens.analysis.separability.equivalence import EQUIVALENCE_READING
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import FINDING, SHANNON, Claim, Headline
 from entropy_lens.verdicts.claims.separability import KNN_CLAIMS, knn_unit, split_of
 from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput
@@ -29,7 +27,7 @@ RENYI = Claim(
     role=FINDING,
     unit="sources of each split",
     dataset="",
-    rule=V.renyi_equivalence,
+    rule=rules.renyi_equivalence,
     figure="renyi",
     headline=Headline(splits=("",)),  # the claim's summary; its per-order rows name a split
 )
@@ -44,7 +42,7 @@ def _renyi_key(rec: Record) -> tuple[str, str, str]:
     return KNN_CLAIMS[target].id if target in KNN_CLAIMS else target, str(rec["model"]), split_of(rec)
 
 
-def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tuple[str, ...], D.Null]) -> RowRule:
+def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tuple[str, ...], decision.Null]) -> RowRule:
     def split(rec: Record) -> str:
         claim_id, _, shannon_split = _renyi_key(rec)
         claim = KNN_IDS[claim_id].name if claim_id in KNN_IDS else claim_id
@@ -53,7 +51,7 @@ def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tupl
     return RowRule(
         claim=RENYI,
         unit=AUC_POINTS,
-        judge=lambda diff, rec: V.renyi_equivalence(
+        judge=lambda diff, rec: rules.renyi_equivalence(
             diff, n_groups=int(rec["n_groups"]), unit=knn_unit(str(rec["target"]))
         ),
         note=lambda rec: f"AUC Shannon {100 * rec['shannon_auc']:.1f}, this order {100 * rec['renyi_auc']:.1f}",
@@ -63,16 +61,16 @@ def _renyi_rule(decided: Mapping[tuple[str, str, str], Any], nulls: Mapping[tupl
     )
 
 
-def _order_nulls(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], D.Null]:
+def _order_nulls(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], decision.Null]:
     """Each Rényi order's separability row's null (the stratified dummy, paired on its folds), keyed by the
     Shannon row it repeats and the order: equivalence to Shannon means something only where the order's own
     profile beats the dummy."""
     return {
-        (r["claim_id"], r["model"], r["split"], r["measure"]): D.Null(
+        (r["claim_id"], r["model"], r["split"], r["measure"]): decision.Null(
             f"{r['null']} ({r['measure']} profile)",
             interval(r, "null_estimate", "null_low", "null_high"),
             interval(r, "beyond", "beyond_low", "beyond_high"),
-            margin=D.NULL_MARGINS["AUC"],
+            margin=decision.NULL_MARGINS["AUC"],
         )
         for r in rows
         if r["claim_id"] in KNN_IDS and r["measure"] != SHANNON and text(r.get("beyond_verdict"))
@@ -90,24 +88,24 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
         if r["claim_id"] in KNN_IDS
         and r["measure"] == SHANNON
         and r["role"] == FINDING
-        and r["verdict"] in (D.REPRODUCED, D.NOT_REPRODUCED)
+        and r["verdict"] in (decision.REPRODUCED, decision.NOT_REPRODUCED)
     }
     nulls = _order_nulls(rows)
     out = rows_of(equivalence, _renyi_rule(decided, nulls))
-    summary = V.renyi_summary([r["verdict"] for r in out])
+    summary = rules.renyi_summary([r["verdict"] for r in out])
     orders = ", ".join(dict.fromkeys(r["measure"] for r in out))
     with_null = [r for r in out if text(r.get("beyond_verdict"))]
     weakest = min(with_null, key=lambda r: r["beyond_low"]) if with_null else None
     extra: dict[str, Any] = {}
     if weakest is not None:
-        extra["null"] = D.Null(
+        extra["null"] = decision.Null(
             f"{weakest['null']}, weakest order",
             interval(weakest, "null_estimate", "null_low", "null_high"),
             interval(weakest, "beyond", "beyond_low", "beyond_high"),
-            margin=D.NULL_MARGINS["AUC"],
+            margin=decision.NULL_MARGINS["AUC"],
         )
         extra["n_sources"] = weakest["n_sources"]
-    return [row(RENYI, "all", "", summary, measure=orders, study=S.STUDY_RENYI_CLAIM, **extra), *out]
+    return [row(RENYI, "all", "", summary, measure=orders, study=study.STUDY_RENYI_CLAIM, **extra), *out]
 
 
 INPUTS = {

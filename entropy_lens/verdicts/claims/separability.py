@@ -18,9 +18,7 @@ from entropy_lens.analysis.separability.targets import KNN_READING, knn_table
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import rules as V
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, PER_STYLE, SHANNON, SHANNON_ROWS, Claim, Headline
 from entropy_lens.verdicts.inputs import (
     LOGIT_LENS_ONLY,
@@ -42,7 +40,7 @@ TASK = Claim(
     role=FINDING,
     unit="stories",
     dataset="tasks",
-    rule=V.separability,
+    rule=rules.separability,
     figure="task_auc",
     knn_target="task",
     headline=SHANNON_ROWS,
@@ -55,7 +53,7 @@ SCRAMBLED = Claim(
     role=FINDING,
     unit="stories",
     dataset="tasks",
-    rule=V.separability,
+    rule=rules.separability,
     figure="task_auc",
     knn_target="task_scrambled",
     headline=SHANNON_ROWS,
@@ -68,7 +66,7 @@ FORMAT = Claim(
     role=FINDING,
     unit="topics",
     dataset="formats",
-    rule=V.separability,
+    rule=rules.separability,
     figure="format_auc",
     knn_target="format",
     headline=SHANNON_ROWS,
@@ -81,7 +79,7 @@ FAMILY = Claim(
     role=FINDING,
     unit="blank samples",
     dataset="blank",
-    rule=V.separability,
+    rule=rules.separability,
     figure="family",
     knn_target="family",
     headline=SHANNON_ROWS,
@@ -94,7 +92,7 @@ FAMILY_HELDOUT = Claim(
     role=FINDING,
     unit="blank samples",
     dataset="blank",
-    rule=V.held_out_family,
+    rule=rules.held_out_family,
     figure="family",
     headline=Headline(measures=(SHANNON,)),
 )
@@ -106,7 +104,7 @@ MODEL_IDENTITY = Claim(
     role=EXTENSION,
     unit="blank samples",
     dataset="blank",
-    rule=V.separability,
+    rule=rules.separability,
     headline=Headline(measures=(SHANNON,)),
 )
 
@@ -117,7 +115,7 @@ IMAGE_CLASS = Claim(
     role=EXTENSION,
     unit="images",
     dataset="images",
-    rule=V.separability,
+    rule=rules.separability,
     figure="",
     knn_target="image_class",
     headline=SHANNON_ROWS,
@@ -130,7 +128,7 @@ MMLU_CORRECT = Claim(
     role=FINDING,
     unit="questions",
     dataset="mmlu",
-    rule=V.separability,
+    rule=rules.separability,
     figure="mmlu_auc",
     knn_target="mmlu_correct",
     headline=Headline(measures=(SHANNON, ""), styles=PER_STYLE),
@@ -143,7 +141,7 @@ MMLU_CORRECT_CALIBRATED = Claim(
     role=EXTENSION,
     unit="questions",
     dataset="mmlu",
-    rule=V.separability,
+    rule=rules.separability,
     knn_target="mmlu_correct_calibrated",
     headline=SHANNON_ROWS,
 )
@@ -162,17 +160,21 @@ def knn_unit(target: str) -> str:
 
 def _study_auc(target: str, model: str, family: str, measure: str) -> str:
     if measure != SHANNON:
-        return S.NO_FIGURE
-    matched = S.study_model_for(model)
+        return study.NO_FIGURE
+    matched = study.study_model_for(model)
     if target == "task":
-        return f"{S.STUDY_TASK_AUC[matched]:.2f}" if matched in S.STUDY_TASK_AUC else span(S.STUDY_TASK_AUC.values())
+        return (
+            f"{study.STUDY_TASK_AUC[matched]:.2f}"
+            if matched in study.STUDY_TASK_AUC
+            else span(study.STUDY_TASK_AUC.values())
+        )
     if target == "format":
-        if matched in S.STUDY_FORMAT_AUC:
-            return "{:.1f} ± {:.1f}".format(*S.STUDY_FORMAT_AUC[matched])
-        return span([m for m, _ in S.STUDY_FORMAT_AUC.values()])
-    if target == "mmlu_correct" and family.lower() in S.STUDY_MMLU_AUC:
-        return f"{span(S.STUDY_MMLU_AUC[family.lower()])} ({family.lower()} family)"
-    return S.NO_FIGURE
+        if matched in study.STUDY_FORMAT_AUC:
+            return "{:.1f} ± {:.1f}".format(*study.STUDY_FORMAT_AUC[matched])
+        return span([m for m, _ in study.STUDY_FORMAT_AUC.values()])
+    if target == "mmlu_correct" and family.lower() in study.STUDY_MMLU_AUC:
+        return f"{span(study.STUDY_MMLU_AUC[family.lower()])} ({family.lower()} family)"
+    return study.NO_FIGURE
 
 
 def knn_claim(target: str, expected: Expected) -> tuple[Claim, str]:
@@ -214,7 +216,7 @@ def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
             "baseline": interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
             "study_protocol": interval(rec, "study_mean", "study_low", "study_high"),
         },
-        margin=D.NULL_MARGINS["AUC"],
+        margin=decision.NULL_MARGINS["AUC"],
     )
 
 
@@ -225,20 +227,22 @@ def knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expecte
 def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
     """The grouped protocol's rows, each with the study protocol's (ungrouped folds) AUC and interval."""
     keys = ["target", "model", "split", "measure"]
-    study = knn[knn["protocol"] == STUDY].drop_duplicates(keys)[[*keys, "auc_mean", "auc_low", "auc_high"]]
-    study = study.rename(columns={"auc_mean": "study_mean", "auc_low": "study_low", "auc_high": "study_high"})
-    return knn[knn["protocol"] == GROUPED].merge(study, on=keys, how="left")
+    protocol = knn[knn["protocol"] == STUDY].drop_duplicates(keys)[[*keys, "auc_mean", "auc_low", "auc_high"]]
+    protocol = protocol.rename(columns={"auc_mean": "study_mean", "auc_low": "study_low", "auc_high": "study_high"})
+    return knn[knn["protocol"] == GROUPED].merge(protocol, on=keys, how="left")
 
 
-def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected) -> D.Verdict:
+def _separability(
+    rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected
+) -> decision.Verdict:
     if rec["target"] == "family" and "blank" in expected.datasets and (shortfall := family_shortfall(expected)):
-        return D.not_run(shortfall)
+        return decision.not_run(shortfall)
     if rec["target"] in CORRECTNESS_MEASURES:
         blocked = _correctness_blocked(accuracy, str(rec["model"]), split, CORRECTNESS_MEASURES[str(rec["target"])])
         if blocked is not None:
             return blocked
     note = text(rec.get("note"))
-    return V.separability(
+    return rules.separability(
         interval(rec, ESTIMATE, LOW, HIGH),
         interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
         k_used=int(rec["k"]) if pd.notna(rec.get("k")) else None,
@@ -251,7 +255,7 @@ def _separability(rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: 
 
 def _correctness_blocked(
     accuracy: pd.DataFrame | None, model: str, style: str, measure: str = VERDICT_MEASURE
-) -> D.Verdict | None:
+) -> decision.Verdict | None:
     """Inconclusive when the correctness label is letter bias or chance (see :func:`verdicts.answers_at_chance`)."""
     if accuracy is None:
         return None
@@ -259,8 +263,8 @@ def _correctness_blocked(
     if hit.empty:
         return None
     rec = hit.iloc[0]
-    acc = D.Interval(rec["accuracy"], rec["ci_low"], rec["ci_high"])
-    return V.answers_at_chance(acc, float(rec["chance"]), float(rec["top_share"]), str(rec["top_letter"]))
+    acc = decision.Interval(rec["accuracy"], rec["ci_low"], rec["ci_high"])
+    return rules.answers_at_chance(acc, float(rec["chance"]), float(rec["top_share"]), str(rec["top_letter"]))
 
 
 def _heldout_bar(rec: Record) -> float:
@@ -268,10 +272,10 @@ def _heldout_bar(rec: Record) -> float:
     return max(float(rec["chance"]), float(rec["majority_share"]))
 
 
-def _heldout_verdict(share: D.Interval, rec: Record) -> D.Verdict:
+def _heldout_verdict(share: decision.Interval, rec: Record) -> decision.Verdict:
     if not share.finite:
-        return D.Verdict(D.INCONCLUSIVE, f"not scored: {text(rec.get('note'))}")
-    return V.held_out_family(share, bar=_heldout_bar(rec), n=int(rec["n"]), family=str(rec["family"]))
+        return decision.Verdict(decision.INCONCLUSIVE, f"not scored: {text(rec.get('note'))}")
+    return rules.held_out_family(share, bar=_heldout_bar(rec), n=int(rec["n"]), family=str(rec["family"]))
 
 
 def _heldout_note(rec: Record) -> str:
@@ -287,9 +291,12 @@ HELDOUT_RULE = RowRule(
     unit=SHARE,
     judge=_heldout_verdict,
     note=_heldout_note,
-    extra=lambda rec: {"baseline": D.Interval(_heldout_bar(rec), math.nan, math.nan)},
-    null=lambda rec: D.fixed_null(
-        "no-signal classifier", interval(rec, ESTIMATE, LOW, HIGH), _heldout_bar(rec), margin=D.NULL_MARGINS["share"]
+    extra=lambda rec: {"baseline": decision.Interval(_heldout_bar(rec), math.nan, math.nan)},
+    null=lambda rec: decision.fixed_null(
+        "no-signal classifier",
+        interval(rec, ESTIMATE, LOW, HIGH),
+        _heldout_bar(rec),
+        margin=decision.NULL_MARGINS["share"],
     ),
 )
 

@@ -17,9 +17,7 @@ from entropy_lens.skipping.comparisons import COMPARISON_READING
 from entropy_lens.skipping.conditions import EXPANSION, PRUNING, RANDOM, VARIANT_TEXT
 from entropy_lens.skipping.criticality import ACCURACY
 from entropy_lens.skipping.criticality import SPEARMAN_READING as RANK_READING
-from entropy_lens.verdicts import decision as D
-from entropy_lens.verdicts import outcomes as O
-from entropy_lens.verdicts import study as S
+from entropy_lens.verdicts import decision, outcomes, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_ROWS, Claim
 from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, given
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
@@ -32,7 +30,7 @@ SKIP_COLLAPSE = Claim(
     role=FINDING,
     unit="questions",
     dataset="layer_skip_eval",
-    rule=O.collapse,
+    rule=outcomes.collapse,
     figure="skip_llama",
     headline=SKIP_ROWS,
 )
@@ -44,7 +42,7 @@ SKIP_VS_RANDOM = Claim(
     role=FINDING,
     unit="questions (and random sets)",
     dataset="layer_skip_eval",
-    rule=O.skip_outcome,
+    rule=outcomes.skip_outcome,
     figure="skip_llama",
     headline=SKIP_ROWS,
 )
@@ -56,7 +54,7 @@ SKIP_VS_PRUNING = Claim(
     role=FINDING,
     unit="questions",
     dataset="layer_skip_eval",
-    rule=O.skip_outcome,
+    rule=outcomes.skip_outcome,
     figure="skip_llama",
     headline=SKIP_ROWS,
 )
@@ -68,7 +66,7 @@ PRUNING_VS_RANDOM = Claim(
     role=EXTENSION,
     unit="questions (and random sets)",
     dataset="layer_skip_eval",
-    rule=O.skip_outcome,
+    rule=outcomes.skip_outcome,
     headline=SKIP_ROWS,
 )
 
@@ -80,7 +78,7 @@ SKIP_RANK = Claim(
     role=EXTENSION,
     unit="questions, blocks",
     dataset="layer_skip_eval",
-    rule=O.rank_outcome,
+    rule=outcomes.rank_outcome,
     headline=SKIP_ROWS,
 )
 
@@ -92,12 +90,14 @@ SKIP_COMPARISON_CLAIMS = {
 }
 
 
-def _judge(claim: str, outcome: O.Outcome, scope: str | None) -> tuple[D.Verdict | O.Outcome, str, str]:
+def _judge(
+    claim: str, outcome: outcomes.Outcome, scope: str | None
+) -> tuple[decision.Verdict | outcomes.Outcome, str, str]:
     """(verdict or outcome, role, study text) of a claim's row for a model of ``scope``."""
-    expected = S.SKIP_EXPECTED.get(scope or "", {}).get(claim)
+    expected = study.SKIP_EXPECTED.get(scope or "", {}).get(claim)
     if expected is None:
-        return outcome, EXTENSION, S.NO_SKIP_CLAIM
-    return O.against_study(outcome, expected), FINDING, S.STUDY_SKIP_SENTENCE[scope]
+        return outcome, EXTENSION, study.NO_SKIP_CLAIM
+    return outcomes.against_study(outcome, expected), FINDING, study.STUDY_SKIP_SENTENCE[scope]
 
 
 def _claim(rec: Record) -> Claim:
@@ -112,15 +112,15 @@ def _split(rec: Record) -> str:
     return f"k={int(rec['k'])}, {VARIANT_TEXT[str(rec['variant'])]}"
 
 
-def _intact(rec: Record) -> D.Interval:
+def _intact(rec: Record) -> decision.Interval:
     return interval(rec, "intact", "intact_low", "intact_high")
 
 
 def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """A comparison's outcome, judged against the study's direction where it names one for the model's scope."""
 
-    def judged(rec: Record) -> tuple[D.Verdict | O.Outcome, str, str]:
-        outcome = O.comparison_outcome(rec)
+    def judged(rec: Record) -> tuple[decision.Verdict | outcomes.Outcome, str, str]:
+        outcome = outcomes.comparison_outcome(rec)
         return _judge(_claim(rec).id, outcome, scopes.get(str(rec["model"])))
 
     return RowRule(
@@ -139,26 +139,26 @@ def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
     )
 
 
-def _random_null(rec: Record) -> D.Null | None:
+def _random_null(rec: Record) -> decision.Null | None:
     """Random blocks, the null of a comparison against them (the table's own columns, Holm-level excess);
     expansion against pruning has none of its own: each side's row against random blocks is its null."""
-    return table_null(rec, margin=O.SKIP_MARGIN if _is_accuracy(rec) else O.LOGPROB_MARGIN)
+    return table_null(rec, margin=outcomes.SKIP_MARGIN if _is_accuracy(rec) else outcomes.LOGPROB_MARGIN)
 
 
 def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """Accuracy with the largest-expansion block skipped (``k = 1``) against chance and the intact model."""
 
     def finding(rec: Record) -> bool:
-        return S.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get(SKIP_COLLAPSE.id) is not None
+        return study.SKIP_EXPECTED.get(scopes.get(str(rec["model"])) or "", {}).get(SKIP_COLLAPSE.id) is not None
 
     return RowRule(
         claim=SKIP_COLLAPSE,
         unit="accuracy %",
-        judge=lambda skipped, rec: O.collapse(
+        judge=lambda skipped, rec: outcomes.collapse(
             skipped, intact=_intact(rec), chance=float(rec["chance"]), n=int(rec["n"])
         ),
         role=lambda rec: FINDING if finding(rec) else EXTENSION,
-        study=lambda rec: S.STUDY_SKIP_SENTENCE[S.LLAMA_SCOPE] if finding(rec) else S.NO_SKIP_CLAIM,
+        study=lambda rec: study.STUDY_SKIP_SENTENCE[study.LLAMA_SCOPE] if finding(rec) else study.NO_SKIP_CLAIM,
         note=lambda rec: (
             f"block {rec['first_layers']} skipped; baseline = intact; chance {100 * float(rec['chance']):.0f}%"
         ),
@@ -193,9 +193,9 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
     """
     del scopes
 
-    def judged(rec: Record) -> O.Outcome:
+    def judged(rec: Record) -> outcomes.Outcome:
         rho = interval(rec, ESTIMATE, LOW, HIGH)
-        return O.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
+        return outcomes.rank_outcome(rho, n=int(rec["n"]), n_blocks=int(rec["n_blocks"]))
 
     return RowRule(
         claim=SKIP_RANK,
@@ -210,8 +210,8 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
         ),
         split=lambda rec: VARIANT_TEXT[str(rec["variant"])],
         # costs shuffled across blocks give an interval around 0 (the bootstrap resamples blocks)
-        null=lambda rec: D.fixed_null(
-            "no relation (rho 0)", interval(rec, ESTIMATE, LOW, HIGH), 0.0, margin=O.RHO_MARGIN
+        null=lambda rec: decision.fixed_null(
+            "no relation (rho 0)", interval(rec, ESTIMATE, LOW, HIGH), 0.0, margin=outcomes.RHO_MARGIN
         ),
     )
 
