@@ -22,6 +22,10 @@ INCONCLUSIVE = "inconclusive"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 # The start of the ``why`` of a claim the configuration did not measure.
 NOT_RUN = "not run"
+# The as-stated words a row's design or its null can force, whatever its interval (docs/verdicts.md, "The words"):
+# a statistic its null cannot beat even when the claim holds, and a design that cannot test the claim at all.
+MECHANICAL = "mechanical"
+CANNOT_TEST = "cannot test"
 # How a precondition's verdict reads: it is met or not, not reproduced.
 PRECONDITION_WORDS = {REPRODUCED: "met", NOT_REPRODUCED: "not met", INCONCLUSIVE: "undecided"}
 # How an extension's verdict reads: the study claims nothing there, so the rule holds or not.
@@ -36,6 +40,8 @@ ZERO_WIDTH = 1e-9
 
 # Beyond its null: the observed statistic minus the same statistic under a null computed in the same run.
 SHOWN, NOT_SHOWN, UNDECIDED_BEYOND = "shown", "not shown", "undecided"
+# An excess whose interval lies above 0 but wholly below the rule's margin.
+SHOWN_NEGLIGIBLE = "shown, negligible"
 BEYOND_WORDS = (SHOWN, NOT_SHOWN, UNDECIDED_BEYOND)
 # Per statistic, the excess over the null below which a statistic shows nothing beyond it (fixed before any
 # run read a null; docs/verdicts.md): AUC 5 points (as MIN_AUC_EFFECT), rho 0.1, containment 0.1, shares and
