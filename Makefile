@@ -82,9 +82,13 @@ PLAN_CONFIG ?= config/paper.yaml
 plan: install
 	$(BIN)/entropy-lens plan --configfile $(PLAN_CONFIG)
 
+# Python through ruff; the Snakefile and rules/*.smk through snakefmt (the Snakemake ecosystem's formatter) and
+# Snakemake's own linter.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check .
+	$(BIN)/snakemake --lint
 
 # Headless Chromium for the page test of `entropy-lens view` (Debian's package; the test skips where it is absent).
 browser:

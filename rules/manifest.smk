@@ -9,11 +9,11 @@ localrules:
 rule results_manifest:
     output:
         "results/tables/manifest.json",
-    params:
-        outputs=manifest_outputs(),
     log:
         "logs/results_manifest.log",
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        outputs=manifest_outputs(),
     script:
         "../workflow_scripts/results_manifest.py"
