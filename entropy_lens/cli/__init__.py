@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
+from entropy_lens.cli.compare import add_compare_parser, compare_command
 from entropy_lens.cli.plan import plan_command
 from entropy_lens.cli.profile import render_profile, sparkline
 from entropy_lens.cli.skip_map import skip_map_command
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         "DVC's hashes; exit 1 if any is damaged or missing, 2 if the folder is no results folder",
     )
     check.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
+    add_compare_parser(sub)
     _view_parser(sub)
     return parser
 
@@ -172,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "unlock": _unlock,
             "skip-map": skip_map_command,
             "verify": _verify,
+            "compare": compare_command,
         }
         commands["view"] = _view
         if args.command in commands:
