@@ -103,13 +103,13 @@ bench: models
 	$(BIN)/python benchmarks/bench_mmlu.py
 	$(BIN)/python benchmarks/bench_store.py
 
-# Share results through DVC (docs/cluster_and_dvc.md): push adds every artifact folder and
-# pushes it to the default remote; pull restores them and marks them up to date for Snakemake.
+# Share results through DVC (docs/cluster_and_dvc.md): push adds every artifact folder, pushes it to the
+# default remote and prints the exact `git add` of what it wrote; pull restores them and marks them up to date
+# for Snakemake.
 DVC_ARGS ?=
 SNAKEMAKE_ARGS ?=
 push: install
 	DVC=$(BIN)/dvc scripts/dvc_sync.sh push $(DVC_ARGS)
-	@echo "now: git add results/*.dvc resources/*.dvc && git commit"
 
 pull: install
 	DVC=$(BIN)/dvc SNAKEMAKE=$(BIN)/snakemake scripts/dvc_sync.sh pull $(DVC_ARGS) -- $(SNAKEMAKE_ARGS)
