@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from tqdm import tqdm
 
 from entropy_lens.cli.compare import add_compare_parser, compare_command
+from entropy_lens.cli.fetch import add_fetch_parser, fetch_command
 from entropy_lens.cli.plan import plan_command
 from entropy_lens.cli.profile import render_profile, sparkline
 from entropy_lens.cli.skip_map import skip_map_command
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
     add_compare_parser(sub)
+    add_fetch_parser(sub)
     _view_parser(sub)
     return parser
 
@@ -175,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "skip-map": skip_map_command,
             "verify": _verify,
             "compare": compare_command,
+            "fetch": fetch_command,
         }
         commands["view"] = _view
         if args.command in commands:

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from entropy_lens.model.digest import sha256_file, source_sha256
-from entropy_lens.model.hub import missing_model_error
+from entropy_lens.model.hub import hub_offline, missing_model_error, missing_model_files, probe_hub
 from entropy_lens.model.lens_model import LensModel, wrap_model
 from entropy_lens.model.registry import (
     FOLDER_SOURCE,
@@ -130,9 +130,10 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "entropy_lens" / "models"
 
 
-def _auto_classes(source: str | os.PathLike | None = None):
+def _auto_classes(source: str | os.PathLike | None = None, **hub: bool):
     """The auto classes of a model and its preprocessor: an image classifier (decided by its config)
-    loads with its image processor, anything else as a causal LM with its tokenizer."""
+    loads with its image processor, anything else as a causal LM with its tokenizer (``hub``: arguments of
+    ``from_pretrained``, e.g. ``local_files_only``)."""
     from transformers import (
         AutoConfig,
         AutoImageProcessor,
@@ -141,7 +142,7 @@ def _auto_classes(source: str | os.PathLike | None = None):
         AutoTokenizer,
     )
 
-    if source is not None and is_image_classifier(AutoConfig.from_pretrained(source)):
+    if source is not None and is_image_classifier(AutoConfig.from_pretrained(source, **hub)):
         return AutoModelForImageClassification, AutoImageProcessor
     return AutoModelForCausalLM, AutoTokenizer
 
@@ -202,10 +203,17 @@ def one_gguf_parse() -> Iterator[dict[str, object]]:
 
 
 def _load_hub(hub_id: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
+    """A hub model: a whole cached snapshot is read with no network at all; one that is missing fails at once in
+    one line offline, and online only after one request without retries found the hub (then it downloads)."""
+    cached = not missing_model_files(hub_id)
+    if not cached:
+        if hub_offline():
+            raise missing_model_error(hub_id)
+        probe_hub(hub_id)
     try:
-        auto_model, auto_tok = _auto_classes(hub_id)
-        model = auto_model.from_pretrained(hub_id, dtype=dtype)
-        tokenizer = auto_tok.from_pretrained(hub_id)
+        auto_model, auto_tok = _auto_classes(hub_id, local_files_only=cached)
+        model = auto_model.from_pretrained(hub_id, dtype=dtype, local_files_only=cached)
+        tokenizer = auto_tok.from_pretrained(hub_id, local_files_only=cached)
     except OSError as err:  # transformers' "not cached and not reachable" (also gated, unknown repo)
         raise missing_model_error(hub_id, err) from err
     model = model.to(device)
