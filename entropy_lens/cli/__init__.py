@@ -77,10 +77,17 @@ def _view_parser(sub) -> None:
     view = sub.add_parser(
         "view", help="one generation as an HTML page: token x block heatmap, the lens's top tokens on hover"
     )
-    view.add_argument("store", nargs="?", help="a per-model profile store (.zarr); or give --model and --prompt")
+    view.add_argument(
+        "store", nargs="?", help="a profile store (.zarr; a combined one with --model); or give --model and --prompt"
+    )
     view.add_argument("--prompt-id", default=None, help="the store's prompt to show (default: its first)")
     view.add_argument("--tokenizer", default=None, help="model folder or hub id decoding the store's tokens")
-    view.add_argument("--model", default=None, help="generate afresh: registry name, hub id, folder or .gguf")
+    view.add_argument(
+        "--model",
+        default=None,
+        help="with a combined STORE, its model to show; with --prompt, generate afresh: registry name, hub id, "
+        "folder or .gguf",
+    )
     view.add_argument("--prompt", default=None, help="the prompt to generate from (with --model)")
     view.add_argument("--max-new-tokens", type=int, default=16)
     view.add_argument("--top-k", type=int, default=10, help="lens tokens shown on hover (with --model)")
@@ -140,9 +147,10 @@ def _verify(args: argparse.Namespace) -> int:
 def _view(args: argparse.Namespace) -> int:
     from entropy_lens.plots import view
 
-    if (args.store is None) == (args.model is None) or (args.model is not None) != (args.prompt is not None):
-        raise ValueError("view reads either a STORE, or --model with --prompt (not both)")
-    if args.model is not None:
+    fresh = args.store is None and args.model is not None and args.prompt is not None
+    if not fresh and (args.store is None or args.prompt is not None):
+        raise ValueError("view reads either a STORE (a combined one with --model), or --model with --prompt")
+    if fresh:
         from entropy_lens.model.loading import load_model
 
         lm = load_model(args.model, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
@@ -152,7 +160,7 @@ def _view(args: argparse.Namespace) -> int:
         )  # fmt: skip
     else:
         gen = view.generation_from_path(
-            args.store, args.prompt_id, args.tokenizer, every=args.every, cache_dir=args.cache_dir
+            args.store, args.prompt_id, args.tokenizer, every=args.every, cache_dir=args.cache_dir, model=args.model
         )
     print(f"wrote {view.write_view(gen, args.out)}: {len(gen.tokens)} tokens x {len(gen.blocks)} blocks")
     return 0
