@@ -9,7 +9,7 @@ rule generate_stories:
     output:
         "results/datasets/stories.parquet",
     params:
-        stories=config["stories"],
+        stories=STORIES,
         n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
         # the corpus is written on the CPU in float32 whatever compute says, so it is the same everywhere
         device="cpu",
@@ -31,7 +31,7 @@ rule prepare_tasks:
     output:
         "results/datasets/tasks.parquet",
     params:
-        tasks=config["datasets"].get("tasks", {}),
+        tasks=PROMPT_SETS["tasks"],
     log:
         "logs/prepare_tasks.log",
     benchmark:
@@ -46,7 +46,7 @@ rule prepare_formats:
     output:
         "results/datasets/formats.parquet",
     params:
-        formats=config["datasets"].get("formats", {}),
+        formats=PROMPT_SETS["formats"],
     log:
         "logs/prepare_formats.log",
     benchmark:
@@ -61,7 +61,7 @@ rule prepare_mmlu:
     output:
         "results/datasets/mmlu.parquet",
     params:
-        mmlu=config["datasets"].get("mmlu", {}),
+        mmlu=PROMPT_SETS["mmlu"],
     log:
         "logs/prepare_mmlu.log",
     benchmark:
@@ -76,7 +76,7 @@ rule prepare_blank:
     output:
         "results/datasets/blank.parquet",
     params:
-        blank=config["datasets"].get("blank", {}),
+        blank=PROMPT_SETS["blank"],
     log:
         "logs/prepare_blank.log",
     benchmark:
@@ -91,7 +91,7 @@ rule prepare_images:
     output:
         "results/datasets/images.parquet",
     params:
-        images=config["datasets"].get("images", {}),
+        images=PROMPT_SETS["images"],
     log:
         "logs/prepare_images.log",
     benchmark:

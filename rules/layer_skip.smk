@@ -32,7 +32,7 @@ rule layer_skip_select:
         protected="results/layer_skip/{model}/protected_layers.json",
     params:
         skip=SKIP_SELECT,
-        lens=config["lens"],
+        lens=LENS,
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
         chat_template=chat_template_of,
@@ -65,7 +65,7 @@ rule layer_skip_eval:
     params:
         skip=SKIP_EVAL,
         drops=SKIP_DROPS,
-        lens=config["lens"],
+        lens=LENS,
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
         chat_template=chat_template_of,

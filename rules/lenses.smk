@@ -77,7 +77,7 @@ rule extract_lens_profiles:
         directory("results/lens_profiles/{kind}/{model}/{dataset}.zarr"),
     params:
         generation=extract_params,
-        lens=config["lens"],
+        lens=LENS,
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
         shard=None,
