@@ -314,7 +314,9 @@ rule run_timings:
 
 
 # The plan that sized the jobs' requests beside what they measured (Snakemake benchmark files): one row per
-# planned model job, its ratios predicted / measured; a job without a benchmark keeps NaN.
+# planned model job, its ratios predicted / measured; a job without a benchmark keeps NaN. The job reads the config
+# at run time, as the jobs' resources do, and takes none of it as a param: a plan or memory setting sizes requests
+# and changes no result, so it reruns this table only with the jobs it reports on.
 rule plan_vs_run:
     input:
         result_outputs(),
@@ -328,7 +330,6 @@ rule plan_vs_run:
     conda:
         "../envs/entropy-lens.yaml"
     params:
-        config=config,
         benchmarks="results/benchmarks",
         logs="logs",  # each job's log ends with its exact peak memory
     script:

@@ -295,8 +295,30 @@ def print_verdicts():
 
 
 def subset(section, keys):
-    """The named keys of a config section: a rule's params (its rerun triggers) and nothing more."""
-    return {key: config[section][key] for key in keys}
+    """The named keys of a config section (a dotted path: "lens", "datasets.tasks") that it sets: a rule's params
+    (its rerun triggers) and nothing more. A setting a job does not read (models, memory, chunking) is no param, so
+    changing it reruns nothing."""
+    values = config
+    for part in section.split("."):
+        values = values.get(part, {})
+    return {key: values[key] for key in keys if key in values}
+
+
+# What the lens measures (a change reruns every model job that reads through it); its working memory
+# (lens.budget_mb) is read by the job from the run config instead (workflow.jobs.lens_settings).
+LENS = subset("lens", ("top_p", "alphas", "top_k"))
+# What each prompt builder reads of its dataset's section (not the models profiled on it, nor their generation).
+PROMPT_SETS = {
+    "tasks": subset("datasets.tasks", ("source", "path", "text_column", "id_column", "n_stories", "max_words", "seed")),
+    "formats": subset("datasets.formats", ("n_topics", "seed")),
+    "mmlu": subset("datasets.mmlu", ("source", "path", "n_questions", "styles", "n_shot", "seed")),
+    "blank": subset("datasets.blank", ("n_samples", "seed")),
+    "images": subset(
+        "datasets.images",
+        ("source", "path", "hub_id", "hub_config", "split", "image_column", "label_column", "n_images", "seed"),
+    ),
+}
+STORIES = subset("stories", ("max_new_tokens", "temperature", "seed"))
 
 
 SKIP_QUESTIONS = subset("layer_skip", ("calibration_questions", "eval_questions", "style", "seed"))

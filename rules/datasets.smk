@@ -16,7 +16,7 @@ rule generate_stories:
         "../envs/entropy-lens.yaml"
     threads: config["compute"]["threads"]
     params:
-        stories=config["stories"],
+        stories=STORIES,
         n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
         # the corpus is written on the CPU in float32 whatever compute says, so it is the same everywhere
         device="cpu",
@@ -37,7 +37,7 @@ rule prepare_tasks:
     conda:
         "../envs/entropy-lens.yaml"
     params:
-        tasks=config["datasets"].get("tasks", {}),
+        tasks=PROMPT_SETS["tasks"],
     script:
         "../workflow_scripts/prepare_tasks.py"
 
@@ -52,7 +52,7 @@ rule prepare_formats:
     conda:
         "../envs/entropy-lens.yaml"
     params:
-        formats=config["datasets"].get("formats", {}),
+        formats=PROMPT_SETS["formats"],
     script:
         "../workflow_scripts/prepare_formats.py"
 
@@ -67,7 +67,7 @@ rule prepare_mmlu:
     conda:
         "../envs/entropy-lens.yaml"
     params:
-        mmlu=config["datasets"].get("mmlu", {}),
+        mmlu=PROMPT_SETS["mmlu"],
     script:
         "../workflow_scripts/prepare_mmlu.py"
 
@@ -82,7 +82,7 @@ rule prepare_blank:
     conda:
         "../envs/entropy-lens.yaml"
     params:
-        blank=config["datasets"].get("blank", {}),
+        blank=PROMPT_SETS["blank"],
     script:
         "../workflow_scripts/prepare_blank.py"
 
@@ -97,6 +97,6 @@ rule prepare_images:
     conda:
         "../envs/entropy-lens.yaml"
     params:
-        images=config["datasets"].get("images", {}),
+        images=PROMPT_SETS["images"],
     script:
         "../workflow_scripts/prepare_images.py"

@@ -1,8 +1,9 @@
 # One extraction job per (model, dataset) pair the config asks for, each writing its own store atomically;
 # with compute.prompts_per_job > 0 one job per shard (its own store, rerun alone when killed), and
 # gather_shards joins a pair's shards into the same per-model store.
-# The stores' chunk layout (config storage) is no param of any rule here: each job reads it from the config
-# when it writes (workflow.jobs.store_layout), so changing the layout reruns no extraction.
+# The stores' chunk layout (config storage) and the lens's working memory (lens.budget_mb) are no params of any rule
+# here: each job reads them from the config (workflow.jobs.store_layout, lens_settings), so changing either reruns no
+# extraction.
 
 
 rule extract_profiles:
@@ -23,7 +24,7 @@ rule extract_profiles:
         gpu=1 if GPU else 0,
     params:
         generation=extract_params,
-        lens=config["lens"],
+        lens=LENS,
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
         shard=shard_spec,

@@ -42,7 +42,7 @@ rule layer_skip_select:
         gpu=1 if GPU else 0,
     params:
         skip=SKIP_SELECT,
-        lens=config["lens"],
+        lens=LENS,
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
         chat_template=chat_template_of,
@@ -75,7 +75,7 @@ rule layer_skip_eval:
     params:
         skip=SKIP_EVAL,
         drops=SKIP_DROPS,
-        lens=config["lens"],
+        lens=LENS,
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
         chat_template=chat_template_of,

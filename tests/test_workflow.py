@@ -604,6 +604,17 @@ def _reordered(value):
     return {key: _reordered(item) for key, item in list(value.items())[::-1]}
 
 
+def test_a_memory_or_chunking_setting_reruns_nothing(tiny_run, tmp_path):
+    """lens.budget_mb (how the lens tiles the vocabulary and chunks rows) and storage.chunk_prompts (how a store is
+    cut into files) change no value: no rule takes them as params, so after a run there is nothing to do; what the
+    lens measures (top_p) is a param of every model job that reads through it."""
+    workdir = copy_workdir(tiny_run, tmp_path / "wf")
+    edit_config(workdir, {"lens": {"budget_mb": 64}, "storage": {"chunk_prompts": 8}})
+    assert nothing_to_do(workdir)
+    edit_config(workdir, {"lens": {"top_p": 0.7}})
+    assert {"extract_profiles", "layer_skip_select"} <= jobs_in(run_snakemake(workdir, "-n").stdout)
+
+
 def test_reruns_follow_real_changes_only(tiny_run, tmp_path):
     """After a run: the config with its keys reordered (models and datasets too) reruns nothing; a changed value
     reruns what reads it; new weights in a local model folder rerun that model's materialization (and what

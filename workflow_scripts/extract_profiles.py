@@ -1,13 +1,12 @@
 """Rule extract_profiles: profile one model on one prompt set (or one shard of it) into a store."""
 
-from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import Shard, extract_table
 from entropy_lens.lens.translators import Translators
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.store import storage
-from entropy_lens.workflow.jobs import job_model, setup_logging, store_layout
+from entropy_lens.workflow.jobs import job_model, lens_settings, setup_logging, store_layout
 
 setup_logging(snakemake)
 gen = snakemake.params.generation
@@ -23,7 +22,7 @@ with job_model(snakemake) as lm:
         table,
         dataset,
         generation=GenerationSettings.from_config(gen),
-        lens=LensSettings.from_config(snakemake.params.lens),
+        lens=lens_settings(snakemake),
         prompting=PromptSettings.from_config(gen),
         shard=shard,
         choices=gen["choices"],

@@ -3,14 +3,13 @@ what the intact pass shows at every block (the pruning criteria's readings), and
 criterion chooses from those readings scored beside random sets of its size."""
 
 from entropy_lens.core.tables import write_csv
-from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.translators import Translators
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.skipping.evaluation import evaluate_drop_sets, evaluate_skips
 from entropy_lens.skipping.plan import read_plan
 from entropy_lens.skipping.readings import readings_frames
 from entropy_lens.skipping.recorder import ReadingRecorder
-from entropy_lens.workflow.jobs import job_model, setup_logging
+from entropy_lens.workflow.jobs import job_model, lens_settings, setup_logging
 
 setup_logging(snakemake)
 params, out = snakemake.params, snakemake.output
@@ -24,7 +23,7 @@ with job_model(snakemake) as lm:
         lm,
         table,
         read_plan(snakemake.input.plan),
-        lens=LensSettings.from_config(params.lens),
+        lens=lens_settings(snakemake),
         batch_size=params.batch_size,
         chat_template=params.chat_template,
         profile_prompts=params.skip["profile_prompts"],

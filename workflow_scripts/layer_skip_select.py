@@ -4,11 +4,10 @@ import dataclasses
 import json
 
 from entropy_lens.core.tables import write_csv
-from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.prompts.datasets import read_table
 from entropy_lens.skipping.plan import write_plan
 from entropy_lens.skipping.selection import calibrate_skips
-from entropy_lens.workflow.jobs import job_model, setup_logging
+from entropy_lens.workflow.jobs import job_model, lens_settings, setup_logging
 
 setup_logging(snakemake)
 skip, out = snakemake.params.skip, snakemake.output
@@ -18,7 +17,7 @@ with job_model(snakemake) as lm:
     found = calibrate_skips(
         lm,
         table,
-        lens=LensSettings.from_config(snakemake.params.lens),
+        lens=lens_settings(snakemake),
         chat_template=snakemake.params.chat_template,
         ks=skip["ks"],
         n_random=skip["random_sets"],

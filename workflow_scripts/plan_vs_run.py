@@ -7,7 +7,7 @@ from entropy_lens.workflow import plan as planning
 from entropy_lens.workflow.jobs import setup_logging
 
 setup_logging(snakemake)
-out, config = snakemake.output, snakemake.params.config
+out, config = snakemake.output, snakemake.config
 
 tables = {Path(path).stem: path for path in snakemake.input.tables}
 model_dirs = {Path(folder).name: folder for folder in snakemake.input.models}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from entropy_lens.workflow.timings import peak_line
 
 if TYPE_CHECKING:
+    from entropy_lens.lens.decoding import LensSettings
     from entropy_lens.model.lens_model import LensModel
     from entropy_lens.store.storage import Layout
 
@@ -83,6 +84,18 @@ def job_model(job: Any) -> Iterator[LensModel]:
     torch.set_num_threads(max(int(job.threads), 1))
     with claim_device(job.params.device) as claimed:
         yield load_model(job.input.model, device=claimed, dtype=job.params.dtype)
+
+
+def lens_settings(job: Any) -> LensSettings:
+    """The lens a model job reads through: what it measures from ``job.params.lens`` (``top_p``, ``alphas``,
+    ``top_k``: rerun triggers) and its working memory from the run config (``job.config["lens"]["budget_mb"]``).
+
+    The memory is read at run time and never a rule param: it sets how the vocabulary is tiled and the rows
+    chunked, not what is computed, so changing it must not rerun an extraction.
+    """
+    from entropy_lens.lens.decoding import LensSettings
+
+    return LensSettings.from_config({**job.params.lens, "budget_mb": job.config["lens"]["budget_mb"]})
 
 
 def store_layout(job: Any) -> Layout:
