@@ -305,6 +305,28 @@ def source_digest(wildcards):
     return source_sha256(source, cache=SOURCE_HASHES)
 
 
+# The report's sections in menu order, each with whether this configuration makes it: numbered among those made,
+# so the numbers run on without a gap (the default makes no layer-skipping section).
+REPORT_SECTIONS = {
+    "Verdicts": True,
+    "kNN separability": True,
+    "Entropy profiles": True,
+    "Expansion and pruning": True,
+    "MMLU": MMLU,
+    "Family fingerprints": True,
+    "Run": True,
+    "Layer skipping": bool(SKIP_MODELS),
+    "Fitted lenses": bool(LENS_MODELS),
+}
+
+
+def section(name):
+    """The report category of section `name`: its number among the sections this configuration makes, its name
+    (a section it does not make keeps its name alone: its rules are read, never run)."""
+    made = [title for title, makes in REPORT_SECTIONS.items() if makes]
+    return f"{made.index(name) + 1}. {name}" if name in made else name
+
+
 VERDICTS = "results/tables/verdicts.txt"
 
 
