@@ -56,8 +56,9 @@ study: models-extra
 
 # The paper run rehearsed offline (config/paper.yaml scaled down by config/rehearsal.yaml) in runs/rehearsal:
 # every hub model and hub dataset of the paper config as a tiny random-init stand-in under its own hub id, in a
-# local Hugging Face cache that only this target points to; every rule of the paper DAG runs. Its numbers come
-# from random weights and mean nothing (the verdict table says so).
+# local Hugging Face cache that only this target points to; `entropy-lens fetch`, offline there, checks that the
+# cache holds every model and dataset the run reads (what a login node's fetch leaves for the compute nodes);
+# every rule of the paper DAG runs. Its numbers come from random weights and mean nothing (the verdict table says so).
 # Through SLURM: make rehearsal REHEARSAL_ARGS="--profile profiles/slurm" (on this machine, start a one-node
 # cluster first: scripts/slurm_localhost.sh start DIR; export SLURM_CONF=DIR/slurm.conf).
 REHEARSAL_DIR ?= runs/rehearsal
@@ -69,6 +70,7 @@ REHEARSAL_SNAKEMAKE = $(REHEARSAL_ENV) $(BIN)/snakemake --cores $(CORES) -s $(CU
 	$(CURDIR)/config/rehearsal.yaml $(REHEARSAL_ARGS)
 rehearsal: models
 	$(BIN)/python scripts/rehearsal_cache.py $(REHEARSAL_CACHE) --configfile config/paper.yaml
+	$(REHEARSAL_ENV) $(BIN)/entropy-lens fetch --configfile config.yaml config/paper.yaml config/rehearsal.yaml
 	if [ -d $(REHEARSAL_DIR)/.snakemake ]; then $(BIN)/entropy-lens unlock --directory $(REHEARSAL_DIR); fi
 	$(REHEARSAL_SNAKEMAKE) --rerun-incomplete
 	$(REHEARSAL_SNAKEMAKE) --report $(CURDIR)/$(REHEARSAL_DIR)/report.html --report-metadata $(CURDIR)/report/metadata.yaml

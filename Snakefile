@@ -41,5 +41,9 @@ rule all:
         final_outputs(),
 
 
+onstart:
+    warn_scaled_threads()
+
+
 onsuccess:
     print_verdicts()

@@ -8,7 +8,7 @@ rule plot_mean_profiles:
         png=report(
             "results/figures/mean_profiles_{dataset}.png",
             caption="../report/mean_profiles.rst",
-            category="3. Entropy profiles",
+            category=section("Entropy profiles"),
             labels={"dataset": "{dataset}"},
         ),
         svg="results/figures/mean_profiles_{dataset}.svg",
@@ -29,10 +29,10 @@ rule mmlu_accuracy:
         csv=report(
             "results/tables/mmlu_accuracy.csv",
             caption="../report/mmlu_accuracy.rst",
-            category="5. MMLU",
+            category=section("MMLU"),
         ),
         md="results/tables/mmlu_accuracy.md",
-        png=report("results/figures/mmlu_letters.png", caption="../report/mmlu_letters.rst", category="5. MMLU"),
+        png=report("results/figures/mmlu_letters.png", caption="../report/mmlu_letters.rst", category=section("MMLU")),
         svg="results/figures/mmlu_letters.svg",
     log:
         "logs/mmlu_accuracy.log",
@@ -48,9 +48,9 @@ rule knn_auc:
     input:
         unpack(combined_stores),
     output:
-        csv=report("results/tables/knn_auc.csv", caption="../report/knn_auc.rst", category="2. kNN separability"),
+        csv=report("results/tables/knn_auc.csv", caption="../report/knn_auc.rst", category=section("kNN separability")),
         md="results/tables/knn_auc.md",
-        png=report("results/figures/knn_auc.png", caption="../report/knn_auc.rst", category="2. kNN separability"),
+        png=report("results/figures/knn_auc.png", caption="../report/knn_auc.rst", category=section("kNN separability")),
         svg="results/figures/knn_auc.svg",
         equivalence_csv="results/tables/renyi_equivalence.csv",
         equivalence_md="results/tables/renyi_equivalence.md",
@@ -100,7 +100,7 @@ rule expansion_stats:
         png=report(
             "results/figures/expansion_{dataset}.png",
             caption="../report/expansion.rst",
-            category="4. Expansion and pruning",
+            category=section("Expansion and pruning"),
             labels={"dataset": "{dataset}", "figure": "expansion"},
         ),
         svg="results/figures/expansion_{dataset}.svg",
@@ -109,7 +109,7 @@ rule expansion_stats:
         overlap_png=report(
             "results/figures/overlap_{dataset}.png",
             caption="../report/overlap.rst",
-            category="4. Expansion and pruning",
+            category=section("Expansion and pruning"),
             labels={"dataset": "{dataset}", "figure": "overlap"},
         ),
         overlap_svg="results/figures/overlap_{dataset}.svg",
@@ -133,7 +133,7 @@ rule family_shapes:
         csv=report(
             "results/tables/family_shapes.csv",
             caption="../report/family_shapes.rst",
-            category="6. Family fingerprints",
+            category=section("Family fingerprints"),
         ),
         md="results/tables/family_shapes.md",
     log:
@@ -154,7 +154,9 @@ rule routing_entropy:
         unpack(combined_stores),
     output:
         summary=report(
-            "results/tables/routing_entropy.csv", caption="../report/routing.rst", category="4. Expansion and pruning"
+            "results/tables/routing_entropy.csv",
+            caption="../report/routing.rst",
+            category=section("Expansion and pruning"),
         ),
         summary_md="results/tables/routing_entropy.md",
         layers="results/tables/routing_layers.csv",
@@ -178,25 +180,33 @@ rule family_fingerprints:
     output:
         distances="results/tables/family_distances.csv",
         clustering=report(
-            "results/tables/family_clustering.csv", caption="../report/families.rst", category="6. Family fingerprints"
+            "results/tables/family_clustering.csv",
+            caption="../report/families.rst",
+            category=section("Family fingerprints"),
         ),
         clustering_md="results/tables/family_clustering.md",
         size_pairs="results/tables/family_size_pairs.csv",
         pairs=report(
-            "results/tables/family_pairs.csv", caption="../report/families.rst", category="6. Family fingerprints"
+            "results/tables/family_pairs.csv",
+            caption="../report/families.rst",
+            category=section("Family fingerprints"),
         ),
         pairs_md="results/tables/family_pairs.md",
         shapes="results/tables/profile_shapes.csv",
         dendrogram=report(
-            "results/figures/dendrogram.png", caption="../report/families.rst", category="6. Family fingerprints"
+            "results/figures/dendrogram.png", caption="../report/families.rst", category=section("Family fingerprints")
         ),
         dendrogram_svg="results/figures/dendrogram.svg",
         pca=report(
-            "results/figures/embedding_pca.png", caption="../report/families.rst", category="6. Family fingerprints"
+            "results/figures/embedding_pca.png",
+            caption="../report/families.rst",
+            category=section("Family fingerprints"),
         ),
         pca_svg="results/figures/embedding_pca.svg",
         tsne=report(
-            "results/figures/embedding_tsne.png", caption="../report/families.rst", category="6. Family fingerprints"
+            "results/figures/embedding_tsne.png",
+            caption="../report/families.rst",
+            category=section("Family fingerprints"),
         ),
         tsne_svg="results/figures/embedding_tsne.svg",
     log:
@@ -220,7 +230,7 @@ rule plot_profile_bands:
         png=report(
             "results/figures/profile_bands_{dataset}.png",
             caption="../report/profile_bands.rst",
-            category="3. Entropy profiles",
+            category=section("Entropy profiles"),
             labels={"dataset": "{dataset}", "figure": "bands"},
         ),
         svg="results/figures/profile_bands_{dataset}.svg",
@@ -244,7 +254,7 @@ rule plot_heatmap:
         png=report(
             "results/figures/heatmap_{model}_{dataset}.png",
             caption="../report/heatmap.rst",
-            category="3. Entropy profiles",
+            category=section("Entropy profiles"),
             labels={"model": "{model}", "dataset": "{dataset}", "figure": "heatmap"},
         ),
         svg="results/figures/heatmap_{model}_{dataset}.svg",
@@ -265,14 +275,14 @@ rule paper_table:
         md=report(
             "results/tables/paper_comparison.md",
             caption="../report/paper.rst",
-            category="1. Verdicts",
+            category=section("Verdicts"),
             labels={"table": "all claims"},
         ),
         csv="results/tables/paper_comparison.csv",
         verdicts_md=report(
             "results/tables/verdicts.md",
             caption="../report/verdicts.rst",
-            category="1. Verdicts",
+            category=section("Verdicts"),
             labels={"table": "headline"},
         ),
         verdicts_csv="results/tables/verdicts.csv",
@@ -280,7 +290,10 @@ rule paper_table:
         verdicts_txt="results/tables/verdicts.txt",
         nulls_csv="results/tables/nulls.csv",
         nulls_md=report(
-            "results/tables/nulls.md", caption="../report/nulls.rst", category="1. Verdicts", labels={"table": "nulls"}
+            "results/tables/nulls.md",
+            caption="../report/nulls.rst",
+            category=section("Verdicts"),
+            labels={"table": "nulls"},
         ),
     log:
         "logs/paper_table.log",
@@ -299,7 +312,7 @@ rule run_timings:
     input:
         result_outputs(),
     output:
-        csv=report("results/tables/run_timings.csv", caption="../report/run_timings.rst", category="7. Run"),
+        csv=report("results/tables/run_timings.csv", caption="../report/run_timings.rst", category=section("Run")),
         md="results/tables/run_timings.md",
     log:
         "logs/run_timings.log",
@@ -323,7 +336,7 @@ rule plan_vs_run:
         tables=plan_tables(),
         models=expand("resources/models/{model}", model=MODELS),
     output:
-        csv=report("results/tables/plan_vs_run.csv", caption="../report/plan_vs_run.rst", category="7. Run"),
+        csv=report("results/tables/plan_vs_run.csv", caption="../report/plan_vs_run.rst", category=section("Run")),
         md="results/tables/plan_vs_run.md",
     log:
         "logs/plan_vs_run.log",

@@ -13,6 +13,8 @@ from entropy_lens.workflow.plan import (
     skip_models,
 )
 from entropy_lens.workflow.settings import check_config, synthetic_stories
+from entropy_lens.workflow.jobs import scaled_threads_line
+from entropy_lens.workflow.fetch import missing_line, missing_sources
 from entropy_lens.model.digest import source_sha256
 from entropy_lens.model.registry import FOLDER_SOURCE, GGUF_SOURCE, source_kind
 from entropy_lens.prompts.counts import prompt_count
@@ -21,6 +23,29 @@ from entropy_lens.prompts.datasets import LETTERS
 # Validated against the package's schema, defaults filled, cross-checked (model sources, stories model,
 # shard size), as `entropy-lens plan` reads it; relative paths are relative to the working directory.
 check_config(config)
+
+
+# Hub models and datasets the jobs will read that this machine's Hugging Face cache lacks (no network; skipped for
+# what is already materialized or prepared): named before anything runs or is submitted, dry runs included.
+if workflow.is_main_process:
+    MISSING_HUB = missing_sources(config)
+    if MISSING_HUB:
+        configs = " ".join(map(str, workflow.configfiles)) or "config.yaml"
+        print(f"entropy-lens: warning: {missing_line(MISSING_HUB, configs)}")
+
+
+def granted_threads():
+    """The threads a model job gets in this run: compute.threads, scaled down to --cores and --max-threads."""
+    cores = workflow.global_resources.get("_cores")
+    limits = (workflow.resource_settings.max_threads, getattr(cores, "value", cores))
+    return min([config["compute"]["threads"], *(v for v in limits if isinstance(v, int) and v > 0)])
+
+
+def warn_scaled_threads():
+    """Before a run starts (onstart): a model job on fewer threads than compute.threads sums its floats in another
+    order, so its bytes differ from a run on the configured threads (the job logs it too; stores record threads)."""
+    if granted_threads() < config["compute"]["threads"]:
+        print(f"entropy-lens: warning: {scaled_threads_line(config['compute']['threads'], granted_threads())}")
 
 
 # The configured models some job reads: an overlay (config/paper.yaml) keeps config.yaml's models in
@@ -278,6 +303,28 @@ def source_digest(wildcards):
     if source_kind(source) not in (FOLDER_SOURCE, GGUF_SOURCE):
         return ""
     return source_sha256(source, cache=SOURCE_HASHES)
+
+
+# The report's sections in menu order, each with whether this configuration makes it: numbered among those made,
+# so the numbers run on without a gap (the default makes no layer-skipping section).
+REPORT_SECTIONS = {
+    "Verdicts": True,
+    "kNN separability": True,
+    "Entropy profiles": True,
+    "Expansion and pruning": True,
+    "MMLU": MMLU,
+    "Family fingerprints": True,
+    "Run": True,
+    "Layer skipping": bool(SKIP_MODELS),
+    "Fitted lenses": bool(LENS_MODELS),
+}
+
+
+def section(name):
+    """The report category of section `name`: its number among the sections this configuration makes, its name
+    (a section it does not make keeps its name alone: its rules are read, never run)."""
+    made = [title for title, makes in REPORT_SECTIONS.items() if makes]
+    return f"{made.index(name) + 1}. {name}" if name in made else name
 
 
 VERDICTS = "results/tables/verdicts.txt"

@@ -91,9 +91,13 @@ rule layer_skip_table:
         delta_h=expand("results/layer_skip/{model}/delta_h.csv", model=SKIP_MODELS),
         stability=expand("results/layer_skip/{model}/stability.csv", model=SKIP_MODELS),
     output:
-        csv=report("results/tables/layer_skip.csv", caption="../report/layer_skip.rst", category="8. Layer skipping"),
+        csv=report(
+            "results/tables/layer_skip.csv", caption="../report/layer_skip.rst", category=section("Layer skipping")
+        ),
         md="results/tables/layer_skip.md",
-        skip_map=report("results/tables/skip_map.csv", caption="../report/skip_map.rst", category="8. Layer skipping"),
+        skip_map=report(
+            "results/tables/skip_map.csv", caption="../report/skip_map.rst", category=section("Layer skipping")
+        ),
         skip_map_md="results/tables/skip_map.md",
         comparisons="results/tables/layer_skip_comparisons.csv",
         comparisons_md="results/tables/layer_skip_comparisons.md",
@@ -122,14 +126,14 @@ rule plot_layer_skip:
         skip_map=report(
             "results/figures/skip_map_{model}.png",
             caption="../report/skip_map.rst",
-            category="8. Layer skipping",
+            category=section("Layer skipping"),
             labels={"model": "{model}", "figure": "criticality map"},
         ),
         skip_map_svg="results/figures/skip_map_{model}.svg",
         profiles=report(
             "results/figures/layer_skip_profiles_{model}.png",
             caption="../report/layer_skip_profiles.rst",
-            category="8. Layer skipping",
+            category=section("Layer skipping"),
             labels={"model": "{model}", "figure": "profiles"},
         ),
         profiles_svg="results/figures/layer_skip_profiles_{model}.svg",
@@ -155,7 +159,9 @@ rule skip_criteria_table:
         evaluation="results/datasets/layer_skip_eval.parquet",
     output:
         criteria=report(
-            "results/tables/skip_criteria.csv", caption="../report/skip_criteria.rst", category="8. Layer skipping"
+            "results/tables/skip_criteria.csv",
+            caption="../report/skip_criteria.rst",
+            category=section("Layer skipping"),
         ),
         criteria_md="results/tables/skip_criteria.md",
         spearman="results/tables/skip_criteria_spearman.csv",
@@ -169,7 +175,7 @@ rule skip_criteria_table:
         drop_scores=report(
             "results/tables/skip_drop_scores.csv",
             caption="../report/skip_drop_scores.rst",
-            category="8. Layer skipping",
+            category=section("Layer skipping"),
         ),
         drop_scores_md="results/tables/skip_drop_scores.md",
     log:
@@ -196,13 +202,13 @@ rule plot_skip_criteria:
         criteria=report(
             "results/figures/skip_criteria_{model}.png",
             caption="../report/skip_criteria.rst",
-            category="8. Layer skipping",
+            category=section("Layer skipping"),
             labels={"model": "{model}", "figure": "pruning criteria"},
         ),
         exit_curve=report(
             "results/figures/skip_exit_{model}.png",
             caption="../report/skip_exit.rst",
-            category="8. Layer skipping",
+            category=section("Layer skipping"),
             labels={"model": "{model}", "figure": "exit curve"},
         ),
     log:

@@ -53,9 +53,11 @@ rule lens_fit_table:
     input:
         expand("results/lenses/{model}/{kind}_kl.csv", model=LENS_MODELS, kind=LENS_KINDS),
     output:
-        csv=report("results/tables/lens_fit.csv", caption="../report/lens_fit.rst", category="9. Fitted lenses"),
+        csv=report("results/tables/lens_fit.csv", caption="../report/lens_fit.rst", category=section("Fitted lenses")),
         md="results/tables/lens_fit.md",
-        figure=report("results/figures/lens_fit.png", caption="../report/lens_fit.rst", category="9. Fitted lenses"),
+        figure=report(
+            "results/figures/lens_fit.png", caption="../report/lens_fit.rst", category=section("Fitted lenses")
+        ),
     log:
         "logs/lens_fit_table.log",
     benchmark:
@@ -102,7 +104,9 @@ rule lens_robustness:
         models=sorted({f"resources/models/{m}" for m, _ in LENS_PROFILE_PAIRS}),
     output:
         csv=report(
-            "results/tables/lens_robustness.csv", caption="../report/lens_robustness.rst", category="9. Fitted lenses"
+            "results/tables/lens_robustness.csv",
+            caption="../report/lens_robustness.rst",
+            category=section("Fitted lenses"),
         ),
         md="results/tables/lens_robustness.md",
         blocks="results/tables/lens_blocks.csv",

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 import xarray as xr
 
 from entropy_lens.lens.decoding import LensSettings, StepMetrics
@@ -83,7 +84,8 @@ def profile_attrs(
     lens settings (the lens kind, and the checksum of a fitted lens's translators) and how tokens were chosen.
 
     An image classifier's store (``lm.readout`` set) adds ``modality = "image"`` and its
-    ``readout``; it runs each image once, which ``generation`` records as one greedy step.
+    ``readout``; it runs each image once, which ``generation`` records as one greedy step. ``threads`` is what
+    torch runs on now (the job set it): float sums, hence the stored bytes, depend on it.
     """
     image = {} if lm.readout is None else {"modality": "image", "readout": lm.readout}
     return schema.provenance(
@@ -106,6 +108,7 @@ def profile_attrs(
         softcap=lm.softcap,
         lens_kind=lens_kind,
         lens_sha256=lens_sha256,
+        threads=torch.get_num_threads(),
         **image,
     )
 

@@ -7,6 +7,7 @@ Modules:
     mmlu      MMLU question sources and the three prompt styles.
     sources   reading a user's jsonl / parquet / csv file.
     counts    how many prompts a dataset's config section builds, before its table exists.
+    hub       hub dataset splits: whether the datasets cache holds one; read offline when it does.
 
 Nothing here loads a model except :func:`entropy_lens.prompts.stories.generate_stories`.
 """

@@ -5,4 +5,7 @@ Modules:
     storage  the only module that touches Zarr: atomic writes, lazy schema-checked reads.
     combine  per-model stores -> one store per dataset (model dim, NaN-padded layers); shards -> one store; a
              combined store's model -> its per-model store beside it.
+    manifest what a run writes and the sha256 of each file it wrote outside the stores.
+    verify   is a results folder whole? every store, table and tensor file, the run's hashes, DVC's.
+    compare  are two runs' results the same? statistic by statistic, within tolerances.
 """

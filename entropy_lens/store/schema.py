@@ -67,6 +67,10 @@ image, ``token`` has length 1 (no generation: the one slot is the classification
 "vocabulary" is the classes (``vocab_size`` = number of classes), ``top1_id`` the most
 probable class at each block and ``token_id`` the model's own predicted class; attrs add
 ``modality = "image"`` and ``readout`` (``cls`` or ``mean``).
+
+Per-model stores written since threads were recorded carry ``threads``: the CPU threads torch ran the
+model on. A matmul's float sums are ordered by its threads, so the same inputs give the same bytes at the
+same thread count only (a gathered store lists each shard's where they differ; a combined store drops it).
 """
 
 from __future__ import annotations

@@ -35,9 +35,12 @@ VERDICT_COLOURS = {
     decision.INCONCLUSIVE: AMBER,
     UNDECIDED: AMBER,
 }
+# The Snakemake report centres its page in the space beside the menu: a table wider than that space overflowed to
+# the left, under the menu (at 1,400 px the claim column was hidden); start it at the left edge and let it scroll.
 HTML_STYLE = """<style>
 .prose.max-w-lg{max-width:none !important}
 .h-screen.items-center{align-items:flex-start !important}
+#app .grow.h-screen.justify-center{justify-content:flex-start !important;min-width:0}
 table.verdicts{border-collapse:collapse;font-size:13px;margin:8px 0 16px 0}
 table.verdicts th,table.verdicts td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 table.verdicts th{background:#f6f8fa}

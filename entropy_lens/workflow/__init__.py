@@ -6,5 +6,6 @@ Modules:
     locks    Snakemake's working-directory lock, and a safe way back after a hard kill.
     timings  Snakemake benchmark files summarized per rule.
     settings the workflow config: overlays, the shipped schema with its defaults, cross-checks.
+    fetch    the hub models and datasets a config reads, what the cache lacks of them, and downloading them.
     tables   the CSV + Markdown pair every analysis writes.
 """

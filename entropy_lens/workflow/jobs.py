@@ -70,8 +70,9 @@ def report_errors(terminal: TextIO, rule: str) -> None:
 
 @contextlib.contextmanager
 def job_model(job: Any) -> Iterator[LensModel]:
-    """Claim ``job.params.device`` (a free GPU, or the CPU), use ``job.threads`` CPU threads and
-    load ``job.input.model`` in ``job.params.dtype``.
+    """Claim ``job.params.device`` (a free GPU, or the CPU), use ``job.threads`` CPU threads (warning where they
+    are not ``compute.threads``: the bytes written depend on them) and load ``job.input.model`` in
+    ``job.params.dtype``.
 
     torch is imported here, not with the module: every job calls :func:`setup_logging`, and a job without a model
     (gathering shards, a table, a figure) would pay its import, about 1.3 s of CPU of the 3.5 s this module took.
@@ -82,6 +83,7 @@ def job_model(job: Any) -> Iterator[LensModel]:
     from entropy_lens.model.loading import load_model
 
     torch.set_num_threads(max(int(job.threads), 1))
+    warn_scaled_threads(job)
     with claim_device(job.params.device) as claimed:
         yield load_model(job.input.model, device=claimed, dtype=job.params.dtype)
 
@@ -96,6 +98,23 @@ def lens_settings(job: Any) -> LensSettings:
     from entropy_lens.lens.decoding import LensSettings
 
     return LensSettings.from_config({**job.params.lens, "budget_mb": job.config["lens"]["budget_mb"]})
+
+
+def scaled_threads_line(configured: int, granted: int) -> str:
+    """What it means that a model job runs on ``granted`` threads where ``compute.threads`` asks ``configured``."""
+    return (
+        f"compute.threads is {configured} but model jobs run on {granted} (Snakemake scales a rule's threads down to "
+        f"--cores and --max-threads, or --set-threads set them): its float sums, and so its stores' and tables' last "
+        f"bits, differ from a run on {configured} threads; run with --cores {configured} or more, or set "
+        f"compute.threads: {granted}"
+    )
+
+
+def warn_scaled_threads(job: Any) -> None:
+    """Log :func:`scaled_threads_line` when the job's threads are not the config's ``compute.threads``."""
+    configured, granted = int(job.config["compute"]["threads"]), int(job.threads)
+    if granted != configured:
+        logging.getLogger(__name__).warning(scaled_threads_line(configured, granted))
 
 
 def store_layout(job: Any) -> Layout:
