@@ -7,7 +7,7 @@ import pytest
 from synthetic import combined_dataset, lazy
 
 from entropy_lens.analysis.separability import equivalence, folds, targets
-from entropy_lens.analysis.separability.knn import knn_auc
+from entropy_lens.analysis.separability.knn import knn_auc, score_folds
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.store import schema
 
@@ -59,12 +59,18 @@ def test_same_information_gives_a_narrow_interval_around_zero_and_noise_a_clearl
     assert (table["n_folds"] == 15).all() and (table["note"] == "").all()
 
 
+def _paired_aucs(X_shannon, X_renyi, y, settings, groups):
+    """Both feature sets scored on one fold plan, as renyi_equivalence scores them."""
+    plan = folds.plan_folds(y, settings, groups=groups)
+    return score_folds(X_shannon, plan, settings), score_folds(X_renyi, plan, settings)
+
+
 def test_identical_features_differ_by_exactly_zero_on_every_fold():
     rng = np.random.default_rng(1)
     y = np.repeat(["a", "b"], 40)
     groups = np.asarray([f"s{i // 2}" for i in range(80)])
     X = rng.normal(size=(80, 6)) + 0.5 * (y == "b")[:, None]
-    shannon, renyi = equivalence.paired_aucs(X, X.copy(), y, FAST, groups=groups)
+    shannon, renyi = _paired_aucs(X, X.copy(), y, FAST, groups)
     assert shannon.knn.size == 15 and 0.6 < shannon.knn.mean() < 1.0 and shannon.knn.std() > 0
     np.testing.assert_array_equal(renyi.knn - shannon.knn, 0.0)
     assert equivalence.difference_interval(shannon, renyi) == (0.0, 0.0, 0.0)
@@ -88,7 +94,7 @@ def test_skipped_folds_are_the_same_for_both_feature_sets():
     X = rng.normal(size=(30, 4)) + 2.0 * np.searchsorted(["a", "b", "c"], y)[:, None]
     settings = KnnSettings(k=3, n_splits=5, n_repeats=3)
     plan = folds.plan_folds(y, settings, groups=groups)
-    shannon, renyi = equivalence.paired_aucs(X, rng.normal(size=(30, 4)), y, settings, groups=groups)
+    shannon, renyi = _paired_aucs(X, rng.normal(size=(30, 4)), y, settings, groups)
     assert plan.n_skipped_folds == 6 and len(plan.folds) == 6
     assert shannon.n_skipped_folds == renyi.n_skipped_folds == 6
     assert shannon.knn.size == renyi.knn.size == 6

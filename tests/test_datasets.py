@@ -117,12 +117,9 @@ def test_packaged_topics():
     assert "Write a poem about black holes" in set(table["prompt_text"])
 
 
-def test_formats_refuse_colliding_topics(tmp_path):
-    path = tmp_path / "topics.txt"
-    path.write_text("# mine\nBlack holes\n\nblack-holes\n")
-    assert datasets.read_topics(path) == ["Black holes", "black-holes"]
+def test_formats_refuse_colliding_topics():
     with pytest.raises(ValueError, match="same prompt id 'black-holes'"):
-        datasets.build_formats(datasets.read_topics(path))
+        datasets.build_formats(["Black holes", "black-holes"])
     with pytest.raises(ValueError, match="unknown formats"):
         datasets.build_formats(["tea"], formats=["sonnet"])
 

@@ -13,7 +13,7 @@ from entropy_lens.verdicts.decision import shown_beyond
 # One repeat of 5 folds keeps 100 draws within seconds; the table's defaults (3 repeats) behave alike.
 PLANTED = KnnSettings(k=7, n_splits=5, n_repeats=1)
 PLANTED_N = 40
-# Contract of issue 36: beyond-null shown in at most 5% of 100 null draws.
+# The planted-null contract (docs/verdicts.md): beyond its null shown in at most 5% of 100 null draws.
 MAX_NULL_RATE = 0.05
 
 

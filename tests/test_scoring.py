@@ -13,7 +13,7 @@ from transformers import PreTrainedTokenizerFast
 
 from entropy_lens.answers import accuracy, letters, scoring
 from entropy_lens.core.intervals import wilson_interval
-from entropy_lens.lens.choices import readout_of
+from entropy_lens.lens.choices import RAW_SEPARATOR, choice_queries, readout_of
 from entropy_lens.lens.decoding import LensSettings
 from entropy_lens.lens.encoding import PromptSettings
 from entropy_lens.lens.extract import extract_table
@@ -263,7 +263,7 @@ def test_real_tokenizer_letters(smollm2):
     lm = smollm2
     header = "The following are multiple choice questions (with answers) about anatomy.\n\n"
     prompt = header + "Which?\nA. x\nB. y\nC. z\nD. w\nAnswer:"
-    raw = scoring.letter_queries(lm.tokenizer, [prompt])[0]
+    raw = choice_queries(lm.tokenizer, [prompt], LETTERS, RAW_SEPARATOR)[0]
     assert lm.tokenizer.convert_ids_to_tokens(list(raw.choice_ids)) == ["ĠA", "ĠB", "ĠC", "ĠD"]
     assert raw.input_ids == lm.tokenizer(prompt)["input_ids"]
     got = scoring.letter_logprobs(lm, [prompt, "Is the sky blue?\nA. yes\nB. no\nC. maybe\nD. never\nAnswer:"])
@@ -273,7 +273,7 @@ def test_real_tokenizer_letters(smollm2):
     rendered = lm.tokenizer.apply_chat_template(
         [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
     )
-    chat = scoring.letter_queries(lm.tokenizer, [rendered], "", add_special_tokens=False)[0]
+    chat = choice_queries(lm.tokenizer, [rendered], LETTERS, "", add_special_tokens=False)[0]
     assert lm.tokenizer.convert_ids_to_tokens(list(chat.choice_ids)) == ["A", "B", "C", "D"]
 
 

@@ -26,19 +26,12 @@ from entropy_lens.answers.letters import (
     parse_letter,
     predicted_letters,
 )
-from entropy_lens.lens.choices import RAW_SEPARATOR, ChoiceQuery, choice_logprobs, choice_queries
+from entropy_lens.lens.choices import choice_logprobs
 from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import ANSWER, LETTERS, PROMPT_ID, QUESTION_ID, STYLE, SUBJECT
 from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
-
-
-def letter_queries(
-    tokenizer: object, prompts: Sequence[str], separator: str = RAW_SEPARATOR, *, add_special_tokens: bool = True
-) -> list[ChoiceQuery]:
-    """Where to read the letters A-D after each prompt (:func:`entropy_lens.lens.choices.choice_queries`)."""
-    return choice_queries(tokenizer, prompts, LETTERS, separator, add_special_tokens=add_special_tokens)
 
 
 def letter_logprobs(

@@ -280,11 +280,6 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def read_topics(path: str | os.PathLike) -> list[str]:
-    """Topics from a text file, one per line; blank lines and ``#`` comments are skipped."""
-    return _parse_topics(Path(path).read_text(encoding="utf-8"))
-
-
 def load_topics() -> list[str]:
     """The topic list shipped with the package (``entropy_lens/data/topics.txt``)."""
     return _parse_topics(resources.files("entropy_lens").joinpath(TOPICS_RESOURCE).read_text(encoding="utf-8"))

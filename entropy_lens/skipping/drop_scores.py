@@ -280,11 +280,6 @@ def _margins(
     return out
 
 
-def best_criteria(scores: pd.DataFrame) -> pd.DataFrame:
-    """The rows whose criterion separates from every other (``best``); none where no interval separates."""
-    return scores[scores["best"].astype(bool)]
-
-
 def drop_set_planted_rate(
     n_questions: int, draws: int = 100, seed: int = 0, *, shown: Shown, n_sets: int = 20, n_boot: int = 400
 ) -> float:
@@ -304,9 +299,3 @@ def drop_set_planted_rate(
         return beyond_random(scores[:, 0], scores[:, 1:], n_boot=n_boot, seed=draw)
 
     return planted_rate(simulate, shown, draws=draws, seed=seed)
-
-
-def drop_summary(scores: pd.DataFrame, measure: str, statistic: str = ACCURACY) -> pd.DataFrame:
-    """Per model, variant and ``k``, one line per criterion for people: its set, change and reading, best marked."""
-    keep = scores[(scores["measure"] == measure) & (scores["statistic"] == statistic)]
-    return keep[["model", "variant", "k", "criterion", "layers", "change", "ci_low", "ci_high", "reading", "best"]]

@@ -14,7 +14,7 @@ reading separates them as well.  Each grouped separability row gets, on its own
 Each row carries the profile's AUC, the baseline's, and the paired fold difference
 ``profile - baseline`` with the Nadeau-Bengio corrected resampled-t interval (the interval of
 :func:`~entropy_lens.core.folds.corrected_t_interval`, bounded by ``[-1, 1]``), in the
-column contract of issue 36 (``null_*`` is the baseline, ``beyond`` the difference).
+null columns of :data:`~entropy_lens.core.frames.NULL_CONTRACT` (``null_*`` is the baseline, ``beyond`` the difference).
 """
 
 from __future__ import annotations

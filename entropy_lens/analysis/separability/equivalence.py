@@ -82,30 +82,6 @@ def difference_interval(shannon: AucResult, renyi: AucResult, level: float | Non
     return float(diff.mean()), low, high
 
 
-def paired_aucs(
-    X_shannon: np.ndarray,
-    X_renyi: np.ndarray,
-    y: Sequence[Any],
-    settings: KnnSettings | None = None,
-    *,
-    groups: Sequence[Any] | None = None,
-) -> tuple[AucResult, AucResult]:
-    """kNN fold AUCs of two feature sets of the same samples on one set of folds.
-
-    Args:
-        X_shannon: ``[N, F]`` Shannon features.
-        X_renyi: ``[N, F']`` Rényi features of the same samples, in the same order.
-        y: ``[N]`` labels.
-        settings: kNN settings (default :class:`~entropy_lens.analysis.separability.settings.KnnSettings`).
-        groups: ``[N]`` sources, for grouped folds.
-
-    Returns:
-        ``(shannon, renyi)`` results whose fold ``i`` used the same training and test samples.
-    """
-    plan = plan_folds(y, settings, groups=groups)
-    return score_folds(X_shannon, plan, settings), score_folds(X_renyi, plan, settings)
-
-
 def renyi_equivalence(
     stores: Mapping[str, xr.Dataset],
     targets: Sequence[Target] = STUDY_TARGETS,

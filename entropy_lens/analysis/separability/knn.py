@@ -68,7 +68,8 @@ TABLE_COLUMNS = (
     "note",
 )
 POOLED_MODEL = "all"
-# The null of every separability row (issue 36's column contract): the stratified dummy on the same folds.
+# The null of every separability row (the null columns of core.frames.NULL_CONTRACT): the stratified dummy on the
+# same folds.
 NULL_NAME = "stratified dummy (same folds)"
 
 
