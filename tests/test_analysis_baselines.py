@@ -125,3 +125,25 @@ def test_baseline_rows_are_extension_rows_judged_on_the_paired_difference():
     assert "lies above 0" in first["why"] and first["baseline"] == pytest.approx(table["null_estimate"].iloc[0])
     assert "lies above 0" not in text["why"]  # the instruction alone separates the tasks as well
     assert first["note"].startswith("AUC profile ")
+
+
+def test_family_rows_set_the_pooled_profile_beside_token_0s_final_layer_entropy():
+    """Three models of 20 blank samples: token 0's final layer is a per-model constant (as a blank prompt's first
+    token is), the rest of the profile noise; the scalar alone separates them, beside the pooled profile."""
+    rng = np.random.default_rng(2)
+    profiles = {}
+    for i, model in enumerate(("a", "b", "c")):
+        values = rng.normal(size=(20, 3, 4 + i))
+        values[:, 0, -1] = 1.0 + i  # token 0 at each model's own final layer
+        profiles[model] = values
+    ds = combined_dataset(profiles, families={"a": "fa", "b": "fb", "c": "fc"})
+    target = Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT)
+    table = baselines.baseline_table({"blank": ds}, targets=(target,), settings=FAST)
+    row = table.set_index("baseline").loc[baselines.TOKEN0_FINAL]
+    assert row["model"] == "all" and row["n_samples"] == 60 and row["n_groups"] == 20
+    assert row["null_estimate"] == 1.0  # the scalar separates the models in every fold
+    assert row["null_low"] == pytest.approx(0.025 ** (1 / 20))  # at the ceiling: the exact interval over 20 sources
+    assert "token 0's final-layer entropy ceiling: every fold 100" in row["note"]
+    assert row["beyond"] == pytest.approx(row["auc_mean"] - row["null_estimate"])
+    scalar = baselines.token0_final_entropy(ds, np.asarray(["c", "a"]), np.asarray(["p0003", "p0004"]))
+    assert scalar == pytest.approx(np.array([[3.0], [1.0]]))
