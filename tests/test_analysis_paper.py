@@ -576,7 +576,8 @@ def test_summary_counts_each_role_apart():
     found = claims[claims["role"] == FINDING]["verdict"].value_counts()
     assert findings.startswith(
         f"Claims of the study: {found.get('reproduced', 0)} reproduced, {found.get('not reproduced', 0)} not "
-        f"reproduced, {found.get('mixed', 0)} mixed, {found.get('inconclusive', 0)} inconclusive; "
+        f"reproduced, {found.get('mixed', 0)} mixed, {found.get('inconclusive', 0)} inconclusive, "
+        f"{found.get('mechanical', 0)} mechanical; "
     )
     counted = sum(
         int(part.split()[0]) for part in findings.split(". Beyond")[0].split(": ", 1)[1].replace(";", ",").split(", ")

@@ -444,20 +444,17 @@ def test_planted_null_fixed_bar_rules_show_beyond_at_most_5_percent():
 def test_claim_verdicts_count_claims_not_rows():
     from entropy_lens.verdicts import claim_verdicts
 
-    assert claim_verdicts.combine(["reproduced", "inconclusive"], *claim_verdicts.ROLE_WORDS["finding"]) == "reproduced"
-    assert (
-        claim_verdicts.combine(["reproduced", "not reproduced"], *claim_verdicts.ROLE_WORDS["finding"])
-        == claim_verdicts.MIXED
-    )
-    assert (
-        claim_verdicts.combine(["not reproduced", "inconclusive"], *claim_verdicts.ROLE_WORDS["finding"])
-        == "not reproduced"
-    )
-    assert claim_verdicts.combine(["inconclusive"], *claim_verdicts.ROLE_WORDS["finding"]) == "inconclusive"
-    assert (
-        claim_verdicts.combine(["random more critical", "undecided"], *claim_verdicts.ROLE_WORDS["extension"])
-        == "random more critical"
-    )
+    finding = claim_verdicts.ROLE_WORDS["finding"]
+    # every: one reproducing row no longer carries a claim whose other rows are undecided
+    assert claim_verdicts.combine(["reproduced", "inconclusive"], *finding) == "inconclusive"
+    assert claim_verdicts.combine(["reproduced", "reproduced"], *finding) == "reproduced"
+    assert claim_verdicts.combine(["reproduced", "not reproduced"], *finding) == claim_verdicts.MIXED
+    assert claim_verdicts.combine(["not reproduced", "inconclusive"], *finding) == "not reproduced"
+    assert claim_verdicts.combine(["inconclusive"], *finding) == "inconclusive"
+    extension = claim_verdicts.ROLE_WORDS["extension"]
+    assert claim_verdicts.combine(["random more critical"] * 2, *extension) == "random more critical"
+    assert claim_verdicts.combine(["random more critical", "undecided"], *extension) == "undecided"
+    assert claim_verdicts.combine(["random more critical", "no difference"], *extension) == claim_verdicts.MIXED
     rows = pd.DataFrame(
         {
             "claim": ["a"] * 8 + ["b"],

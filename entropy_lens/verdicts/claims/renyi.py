@@ -14,7 +14,7 @@ import pandas as pd
 
 from entropy_lens.analysis.separability.equivalence import EQUIVALENCE_READING
 from entropy_lens.verdicts import decision, rules, study
-from entropy_lens.verdicts.claim import FINDING, SHANNON, Claim, Headline
+from entropy_lens.verdicts.claim import FINDING, POOLED, SHANNON, Claim, Headline
 from entropy_lens.verdicts.claims.separability import KNN_CLAIMS, knn_unit, split_of
 from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput
 from entropy_lens.verdicts.rows import Record, RowRule, interval, row, rows_of, text
@@ -30,6 +30,7 @@ RENYI = Claim(
     rule=rules.renyi_equivalence,
     figure="renyi",
     headline=Headline(splits=("",)),  # the claim's summary; its per-order rows name a split
+    aggregation=POOLED,
 )
 
 # The kNN claims by id: the Shannon rows a Rényi order repeats.

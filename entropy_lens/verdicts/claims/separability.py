@@ -19,7 +19,7 @@ from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision, rules, study
-from entropy_lens.verdicts.claim import EXTENSION, FINDING, PER_STYLE, SHANNON, SHANNON_ROWS, Claim, Headline
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, POOLED, SHANNON, SHANNON_ROWS, Claim, Headline
 from entropy_lens.verdicts.inputs import (
     LOGIT_LENS_ONLY,
     PaperInput,
@@ -83,6 +83,7 @@ FAMILY = Claim(
     figure="family",
     knn_target="family",
     headline=SHANNON_ROWS,
+    aggregation=POOLED,
 )
 
 FAMILY_HELDOUT = Claim(
@@ -95,6 +96,7 @@ FAMILY_HELDOUT = Claim(
     rule=rules.held_out_family,
     figure="family",
     headline=Headline(measures=(SHANNON,)),
+    aggregation=POOLED,
 )
 
 MODEL_IDENTITY = Claim(
@@ -106,6 +108,7 @@ MODEL_IDENTITY = Claim(
     dataset="blank",
     rule=rules.separability,
     headline=Headline(measures=(SHANNON,)),
+    aggregation=POOLED,
 )
 
 IMAGE_CLASS = Claim(
@@ -131,7 +134,7 @@ MMLU_CORRECT = Claim(
     rule=rules.separability,
     figure="mmlu_auc",
     knn_target="mmlu_correct",
-    headline=Headline(measures=(SHANNON, ""), styles=PER_STYLE),
+    headline=Headline(measures=(SHANNON, ""), styles=POOLED),  # the three styles are one question's prompts
 )
 
 MMLU_CORRECT_CALIBRATED = Claim(
