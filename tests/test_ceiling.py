@@ -41,8 +41,8 @@ def test_a_perfect_separation_is_decided_not_left_at_zero_width():
     assert (row["auc_low"], row["auc_high"]) == pytest.approx((0.025 ** (1 / 20), 1.0))
     assert knn.ceiling_note(result.knn, result.n_groups) == "ceiling: every fold 100; exact interval over 20 sources"
     auc = decision.Interval(row["auc_mean"], row["auc_low"], row["auc_high"])
-    dummy = decision.Interval(row["dummy_mean"], row["dummy_low"], row["dummy_high"])
-    verdict = rules.separability(auc, dummy, k_used=result.k, k_study=GROUPED.k, n_groups=result.n_groups)
+    excess = decision.Interval(row["beyond"], row["beyond_low"], row["beyond_high"])
+    verdict = rules.separability(auc, excess, k_used=result.k, k_study=GROUPED.k, n_groups=result.n_groups)
     assert verdict.verdict == decision.REPRODUCED, verdict.why
 
 
@@ -54,6 +54,6 @@ def test_a_zero_width_interval_from_too_few_folds_stays_undecided():
     assert row["auc_low"] == row["auc_high"] == 1.0  # two folds: the corrected t's zero width, kept
     assert knn.ceiling_note(result.knn, result.n_groups) == ""
     auc = decision.Interval(row["auc_mean"], row["auc_low"], row["auc_high"])
-    dummy = decision.Interval(row["dummy_mean"], row["dummy_low"], row["dummy_high"])
-    verdict = rules.separability(auc, dummy, k_used=result.k, k_study=two.k, n_groups=result.n_groups)
+    excess = decision.Interval(row["beyond"], row["beyond_low"], row["beyond_high"])
+    verdict = rules.separability(auc, excess, k_used=result.k, k_study=two.k, n_groups=result.n_groups)
     assert verdict.verdict == decision.INCONCLUSIVE and "zero width" in verdict.why

@@ -128,28 +128,6 @@ class Side:
 
 
 @dataclass(frozen=True)
-class AboveRival:
-    """``value`` lies wholly above ``rival``'s interval (a dummy classifier's), both narrowing with more units.
-
-    With ``n'`` units both half-widths shrink by ``sqrt(n / n')``, so the two separate at about
-    ``n * ((h_value + h_rival) / (value - rival)) ** 2`` units.
-    """
-
-    value: Interval
-    rival: Interval
-
-    def holds(self) -> bool:
-        return self.value.low > self.rival.high
-
-    def units(self, n: int) -> float:
-        value, rival = self.value, self.rival
-        if n < 1 or not value.finite or not rival.finite or value.estimate <= rival.estimate:
-            return math.inf
-        spread = value.estimate - value.low + rival.high - rival.estimate
-        return _whole_units(n * (spread / (value.estimate - rival.estimate)) ** 2)
-
-
-@dataclass(frozen=True)
 class Test:
     """A three-way test: ``reproduced`` when every condition of ``yes`` holds, ``not reproduced`` when one of
     ``no`` does, else ``inconclusive``."""

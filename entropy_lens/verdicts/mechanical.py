@@ -1,0 +1,149 @@
+"""Mechanical: a stated statistic that its null cannot beat even when the claim holds.
+
+docs/verdicts.md ("The words"): a row's as-stated word is **mechanical**, and it carries no beyond-chance word,
+when both hold in the same run:
+
+(a) its null alone reaches the study's bar (the stated statistic can be met without the claim), and
+(b) on data simulated on the row's design with the claim true by construction (the **planted-true** simulation),
+    the rule shows "beyond its null" in fewer than half the draws (the null cannot be beaten even when the claim
+    holds).
+
+The planted-true rate is a column of the nulls table (:mod:`entropy_lens.verdicts.nulls`), computed through the
+table's one decision (:func:`~entropy_lens.verdicts.decision.beyond_null`) at the row's margin; :func:`mark_mechanical`
+is the pass after the paper table's rows and nulls are built, before its headline. The Spearman of Delta H with the
+nucleus-size change is the case in point (:mod:`entropy_lens.analysis.expansion.planted_true`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from entropy_lens.analysis.expansion.planted_true import spearman_true_draws
+from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.verdicts import decision
+from entropy_lens.verdicts.decision import MECHANICAL
+from entropy_lens.verdicts.readings import CHANCE
+
+# (b): the rule shows "beyond its null" in fewer than this share of planted-true draws.
+MECHANICAL_SHARE = 0.5
+# Planted-true draws come in batches until the share's Wilson interval lies on one side of MECHANICAL_SHARE (the
+# decision (b) needs, no more), at most MAX_TRUE_DRAWS.
+TRUE_BATCH = 20
+MAX_TRUE_DRAWS = 100
+# The columns of the nulls table that (b) adds.
+TRUE_COLUMNS = ("planted_true_rate", "planted_true_draws")
+# The keys a paper-table row and its nulls-table rows share.
+ROW_KEYS = ("claim_id", "model", "split", "measure")
+
+
+@dataclass(frozen=True)
+class PlantedTrue:
+    """A claim's planted-true simulation.
+
+    Attributes:
+        draws: ``(units, draws, seed) -> [null-column rows]``: each draw's null, observed - null and its interval
+            (the analysis table's own columns), on data where the claim holds by construction.
+        margin: The rule's margin (:data:`~entropy_lens.verdicts.decision.NULL_MARGINS`).
+        max_units: The most units a draw simulates (the row's own count, capped).
+        instead: What tests the claim where its statistic is mechanical.
+    """
+
+    draws: Callable[[int, int, int], Sequence[Mapping[str, Any]]]
+    margin: float
+    max_units: int
+    instead: str
+
+
+SPEARMAN_INSTEAD = "containment of adjacent top-p sets is the claim's test"
+# Claim id -> its planted-true simulation (every claim whose null can reach its bar has one).
+PLANTED_TRUE: dict[str, PlantedTrue] = {
+    "spearman": PlantedTrue(spearman_true_draws, decision.NULL_MARGINS["rho"], 120, SPEARMAN_INSTEAD),
+}
+
+
+def shown(row: Mapping[str, Any], *, margin: float, n: int) -> bool:
+    """Whether one draw's null columns read ``shown`` through the table's decision at ``margin``."""
+    null = decision.Null(
+        str(row["null_name"]),
+        decision.Interval(*(float(row[c]) for c in ("null_estimate", "null_low", "null_high"))),
+        decision.Interval(*(float(row[c]) for c in ("beyond", "beyond_low", "beyond_high"))),
+        margin=margin,
+    )
+    return decision.beyond_null(null, n=n, unit="units").word == decision.SHOWN
+
+
+def planted_true_rate(sim: PlantedTrue, n: int, seed: int = 0) -> tuple[float, int]:
+    """The share of ``sim``'s planted-true draws at ``n`` units (capped) that show "beyond its null", and the draws.
+
+    Draws come in batches of :data:`TRUE_BATCH` until the share's Wilson interval lies wholly on one side of
+    :data:`MECHANICAL_SHARE`, at most :data:`MAX_TRUE_DRAWS`; ``(nan, 0)`` with fewer than two units.
+    """
+    if n < 2:
+        return math.nan, 0
+    units = min(n, sim.max_units)
+    hits = used = 0
+    while used < MAX_TRUE_DRAWS:
+        rows = sim.draws(units, TRUE_BATCH, seed + used)
+        hits += sum(shown(r, margin=sim.margin, n=units) for r in rows)
+        used += len(rows)
+        low, high = wilson_interval(hits, used)
+        if high < MECHANICAL_SHARE or low >= MECHANICAL_SHARE:
+            break
+    return hits / used, used
+
+
+def mark_mechanical(table: pd.DataFrame, nulls: pd.DataFrame) -> pd.DataFrame:
+    """The paper table with each row that is mechanical (its null reaches the bar, and its planted-true rate is
+    below :data:`MECHANICAL_SHARE`) read as such: verdict ``mechanical``, its why saying both, no beyond-chance word.
+
+    Args:
+        table: :func:`entropy_lens.verdicts.table.paper_table` rows.
+        nulls: :func:`entropy_lens.verdicts.nulls.nulls_table` of those rows (its ``planted_true_rate``).
+    """
+    chance = nulls[nulls["reading"] == CHANCE.key] if "reading" in nulls.columns else nulls
+    below = chance[chance["planted_true_rate"] < MECHANICAL_SHARE]
+    rates = {tuple(str(r[k]) for k in ROW_KEYS): r for r in below.to_dict("records")}
+    out = table.copy()
+    for index, rec in table.iterrows():
+        hit = rates.get(tuple(str(rec[k]) for k in ROW_KEYS))
+        if hit is None or not _reaches_bar(rec):
+            continue
+        out.loc[index, "verdict"] = MECHANICAL
+        out.loc[index, "why"] = _why(rec, hit)
+        out.loc[index, CHANCE.word] = ""
+    return out
+
+
+def _reaches_bar(rec: Mapping[str, Any]) -> bool:
+    value = rec.get(CHANCE.at_bar)
+    return value is not None and pd.notna(value) and bool(float(value))
+
+
+def _why(rec: Mapping[str, Any], hit: Mapping[str, Any]) -> str:
+    draws = int(hit["planted_true_draws"])
+    shown_draws = round(float(hit["planted_true_rate"]) * draws)
+    sim = PLANTED_TRUE.get(str(rec["claim_id"]))
+    instead = sim.instead if sim is not None else ""
+    return (
+        f"{MECHANICAL}: {rec['why']}, but its null ({rec[CHANCE.name]}) alone gives "
+        f"{float(rec[CHANCE.estimate]):.3f}, and on data planted on the row's design with the claim true the rule "
+        f"shows beyond its null in {shown_draws} of {draws} draws: the statistic cannot tell"
+        + (f"; {instead}" if instead else "")
+    )
+
+
+def planted_true_columns(
+    sim: PlantedTrue | None, claim_id: str, n: int, cache: dict[tuple[str, int], tuple[float, int]]
+) -> dict[str, Any]:
+    """:data:`TRUE_COLUMNS` of a nulls-table row of ``claim_id`` (NaN and 0 without a simulation), cached by units."""
+    key = (claim_id, n)
+    if key not in cache:
+        cache[key] = planted_true_rate(sim, n) if sim is not None else (math.nan, 0)
+    rate, draws = cache[key]
+    return dict(zip(TRUE_COLUMNS, (rate if draws else np.nan, draws), strict=True))
