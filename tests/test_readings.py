@@ -82,7 +82,7 @@ def _full_table() -> pd.DataFrame:
 
 def test_every_reading_in_the_nulls_table_has_beyond_equal_to_observed_minus_null():
     nulls = nulls_table(_full_table(), planted={}, planted_true={})
-    assert {"null", "feature"} <= set(nulls["reading"])
+    assert {"chance", "feature"} <= set(nulls["reading"])
     assert {"task", "renyi", "overlap", "accuracy", "shape_llama", "skip_vs_random", "clustering"} <= set(
         nulls["claim_id"]
     )
@@ -165,7 +165,7 @@ def test_a_statistic_its_null_cannot_beat_is_mechanical_and_counted_so():
     assert row["planted_true_rate"] == 0.0 and row["planted_true_draws"] == mechanical.TRUE_BATCH  # decided early
     marked = mechanical.mark_mechanical(table, nulls)
     rho = marked[marked["claim_id"] == "spearman"].iloc[0]
-    assert rho["verdict"] == decision.MECHANICAL and rho["beyond_verdict"] == ""
+    assert rho["verdict"] == decision.MECHANICAL and rho["beyond_verdict"] == readings.NOT_READ
     assert "containment of adjacent top-p sets is the claim's test" in rho["why"]
     lines = render.summary(paper.headline(marked))
     assert "0 reproduced" in lines[0] and "1 mechanical" in lines[0]

@@ -28,7 +28,7 @@ from entropy_lens.analysis.expansion.planted_true import spearman_true_draws
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.verdicts import decision
 from entropy_lens.verdicts.decision import MECHANICAL
-from entropy_lens.verdicts.readings import CHANCE
+from entropy_lens.verdicts.readings import CHANCE, NOT_READ
 
 # (b): the rule shows "beyond its null" in fewer than this share of planted-true draws.
 MECHANICAL_SHARE = 0.5
@@ -100,7 +100,8 @@ def planted_true_rate(sim: PlantedTrue, n: int, seed: int = 0) -> tuple[float, i
 
 def mark_mechanical(table: pd.DataFrame, nulls: pd.DataFrame) -> pd.DataFrame:
     """The paper table with each row that is mechanical (its null reaches the bar, and its planted-true rate is
-    below :data:`MECHANICAL_SHARE`) read as such: verdict ``mechanical``, its why saying both, no beyond-chance word.
+    below :data:`MECHANICAL_SHARE`) read as such: verdict ``mechanical``, its why saying both, and no beyond-chance
+    word (``not read``: its null, which nothing beats, stays in its columns).
 
     Args:
         table: :func:`entropy_lens.verdicts.table.paper_table` rows.
@@ -116,7 +117,8 @@ def mark_mechanical(table: pd.DataFrame, nulls: pd.DataFrame) -> pd.DataFrame:
             continue
         out.loc[index, "verdict"] = MECHANICAL
         out.loc[index, "why"] = _why(rec, hit)
-        out.loc[index, CHANCE.word] = ""
+        out.loc[index, CHANCE.word] = NOT_READ
+        out.loc[index, CHANCE.why] = f"{NOT_READ}: {MECHANICAL} (its null cannot be beaten even where the claim holds)"
     return out
 
 

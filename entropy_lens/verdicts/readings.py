@@ -35,8 +35,8 @@ class ReadingColumns:
     """The columns of one reading of a row.
 
     Attributes:
-        key: The keyword a row rule gives its :class:`~entropy_lens.verdicts.decision.Null` under (``null``,
-            ``feature``, ``twin``).
+        key: The keyword a row gets its :class:`~entropy_lens.verdicts.decision.Null` under, and the reading's name
+            in the nulls table (``chance``, ``feature``, ``twin``).
         title: How a reader names it (``beyond its null``, ``beyond the simplest feature``).
         claim_word: The column of the claim's word for it (:func:`entropy_lens.verdicts.claim_verdicts.claim_verdicts`).
         name, observed, estimate, low, high, beyond, beyond_low, beyond_high, word, why, at_bar: Its columns: the
@@ -91,7 +91,7 @@ def prefixed(key: str, title: str) -> ReadingColumns:
 
 # Beyond chance keeps the column names of the null every row had before the other readings (null_*, beyond*).
 CHANCE = ReadingColumns(
-    "null",
+    "chance",
     "beyond its null",
     "beyond_null",
     "null",

@@ -224,8 +224,8 @@ def claims_markdown(table: pd.DataFrame) -> str:
         name = rec["claim"] if rec["role"] == FINDING else f"{rec['claim']} ({rec['role']})"
         cells = [name, stated_text(rec)]
         for reading in shown:
-            why = rec[reading.why]
-            cells.append(rec[reading.claim_word] + (f": {why}" if why else ""))
+            word, why = rec[reading.claim_word], rec[reading.why]
+            cells.append(why if why.startswith(word) else word + (f": {why}" if why else ""))
         lines.append("| " + " | ".join(_cell(str(c)) for c in [*cells, rec["rows"]]) + " |")
     return "\n".join(lines) + "\n"
 

@@ -73,6 +73,9 @@ NUMBER_COLUMNS = {c for c in COLUMNS if c.startswith(("estimate", "ci_", "baseli
 }
 # The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null").
 NULL_NAME, NULL_COLUMNS, BEYOND_COLUMNS = NULL_CONTRACT[0], NULL_CONTRACT[1:4], NULL_CONTRACT[4:]
+# An analysis table's optional column: the statistic its null was subtracted from, where it differs from the row's
+# estimate (read on the cells the null could be read on).
+NULL_OBSERVED = "null_observed"
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,7 @@ def row(
 
     The row carries the claim's id (``claim_id``, what code keys rows by) and its name (``claim``, for readers).
     A :class:`~entropy_lens.verdicts.decision.Null` (or a :class:`~entropy_lens.verdicts.readings.NotRead`) given
-    under a reading's key (``null``, ``feature``, ``twin``: :data:`entropy_lens.verdicts.readings.READINGS`) fills
+    under a reading's key (``chance``, ``feature``, ``twin``: :data:`entropy_lens.verdicts.readings.READINGS`) fills
     that reading's columns; a row not run reads none. Missing numbers are NaN, missing text ``""``.
     """
     row: dict[str, Any] = {c: math.nan if c in NUMBER_COLUMNS else "" for c in COLUMNS}
@@ -187,9 +190,11 @@ def _scale(unit: str) -> tuple[float, int]:
 
 def table_null(rec: Record, *, margin: float, bar: float | None = None, instead: str = "") -> decision.Null | None:
     """The null an analysis table carries in its own columns (``null_name``, ``null_*``, ``beyond*``), or
-    ``None`` where it has none."""
+    ``None`` where it has none. Where the table says what its null was subtracted from (``null_observed``: the
+    statistic on the cells the null could be read on), that is the null's observed value; else the row's own."""
     if not text(rec.get(NULL_NAME)) or any(pd.isna(rec.get(c)) for c in (*NULL_COLUMNS, *BEYOND_COLUMNS)):
         return None
+    observed = rec.get(NULL_OBSERVED)
     return decision.Null(
         text(rec[NULL_NAME]),
         interval(rec, *NULL_COLUMNS),
@@ -197,6 +202,7 @@ def table_null(rec: Record, *, margin: float, bar: float | None = None, instead:
         margin=margin,
         bar=bar,
         instead=instead,
+        observed=float(observed) if observed is not None and pd.notna(observed) else math.nan,
     )
 
 
@@ -296,7 +302,7 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
             else table_null(rec, margin=rule.margin, bar=rule.bar, instead=rule.instead)
         )
         if null is not None:
-            numbers["null"] = null
+            numbers[readings.CHANCE.key] = null
         more = rule.readings(rec) if rule.readings is not None else {}
         numbers.update({key: value for key, value in more.items() if value is not None})
         claim = _at(rule.claim, rec)

@@ -22,6 +22,7 @@ from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import FINDING, POOLED, SHANNON, Claim, Headline
 from entropy_lens.verdicts.claims.separability import KNN_CLAIMS, knn_unit, split_of
 from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput
+from entropy_lens.verdicts.readings import CHANCE
 from entropy_lens.verdicts.rows import Record, RowRule, interval, row, rows_of
 from entropy_lens.verdicts.units import AUC_POINTS
 
@@ -120,7 +121,7 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
     deciding = _deciding(out)
     extra: dict[str, Any] = {}
     if deciding is not None:
-        extra["null"] = decision.Null(
+        extra[CHANCE.key] = decision.Null(
             f"{SHANNON_NULL} ({deciding['split']})",
             interval(deciding, "null_estimate", "null_low", "null_high"),
             interval(deciding, "beyond", "beyond_low", "beyond_high"),
@@ -129,7 +130,8 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
             equivalence=True,
         )
         extra["n_sources"] = deciding["n_sources"]
-    return [row(RENYI, "all", "", summary, measure=orders, study=study.STUDY_RENYI_CLAIM, **extra), *out]
+    summary_row = row(RENYI, "all", AUC_POINTS, summary, measure=orders, study=study.STUDY_RENYI_CLAIM, **extra)
+    return [summary_row, *out]
 
 
 INPUTS = {
