@@ -169,6 +169,9 @@ def test_a_statistic_its_null_cannot_beat_is_mechanical_and_counted_so():
     assert "containment of adjacent top-p sets is the claim's test" in rho["why"]
     lines = render.summary(paper.headline(marked))
     assert "0 reproduced" in lines[0] and "1 mechanical" in lines[0]
+    # the fitted-lens re-run reads the same rates without the nulls table's planted-null draws
+    again = mechanical.mark_mechanical(table, mechanical.true_rates(table, {"spearman": sim}))
+    assert again["verdict"].tolist() == marked["verdict"].tolist()
     # a null the claim beats when true is no mechanical statistic, whatever the null gives here
     shows = mechanical.PlantedTrue(_always_shown, decision.NULL_MARGINS["rho"], 120, mechanical.SPEARMAN_INSTEAD)
     kept = mechanical.mark_mechanical(table, nulls_table(table, planted={}, planted_true={"spearman": shows}))

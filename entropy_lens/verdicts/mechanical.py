@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from entropy_lens.analysis.expansion.planted_true import spearman_true_draws
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.verdicts import decision
 from entropy_lens.verdicts.decision import MECHANICAL
@@ -60,10 +59,18 @@ class PlantedTrue:
     instead: str
 
 
+def _spearman_true_draws(n: int, draws: int, seed: int) -> Sequence[Mapping[str, Any]]:
+    """:func:`~entropy_lens.analysis.expansion.planted_true.spearman_true_draws`, imported where it runs (it reads the
+    lens's torch metrics: a job that reads the verdicts without drawing loads none)."""
+    from entropy_lens.analysis.expansion.planted_true import spearman_true_draws
+
+    return spearman_true_draws(n, draws, seed)
+
+
 SPEARMAN_INSTEAD = "containment of adjacent top-p sets is the claim's test"
 # Claim id -> its planted-true simulation (every claim whose null can reach its bar has one).
 PLANTED_TRUE: dict[str, PlantedTrue] = {
-    "spearman": PlantedTrue(spearman_true_draws, decision.NULL_MARGINS["rho"], 120, SPEARMAN_INSTEAD),
+    "spearman": PlantedTrue(_spearman_true_draws, decision.NULL_MARGINS["rho"], 120, SPEARMAN_INSTEAD),
 }
 
 
@@ -149,3 +156,16 @@ def planted_true_columns(
         cache[key] = planted_true_rate(sim, n) if sim is not None else (math.nan, 0)
     rate, draws = cache[key]
     return dict(zip(TRUE_COLUMNS, (rate if draws else np.nan, draws), strict=True))
+
+
+def true_rates(table: pd.DataFrame, planted_true: Mapping[str, PlantedTrue] | None = None) -> pd.DataFrame:
+    """The planted-true columns of every row of ``table`` whose claim has a simulation (its beyond-chance reading),
+    keyed as :func:`mark_mechanical` reads them: what the nulls table gives, without its planted-null draws."""
+    sims = PLANTED_TRUE if planted_true is None else planted_true
+    cache: dict[tuple[str, int], tuple[float, int]] = {}
+    rows = []
+    for rec in table[table["claim_id"].isin(list(sims))].to_dict("records"):
+        n = int(rec["n_sources"]) if pd.notna(rec["n_sources"]) else 0
+        columns = planted_true_columns(sims[str(rec["claim_id"])], str(rec["claim_id"]), n, cache)
+        rows.append({**{k: rec[k] for k in ROW_KEYS}, "reading": CHANCE.key, **columns})
+    return pd.DataFrame(rows, columns=[*ROW_KEYS, "reading", *TRUE_COLUMNS])

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from entropy_lens.analysis.expansion import nulls
 from entropy_lens.analysis.expansion.planted import (
@@ -30,7 +29,6 @@ from entropy_lens.analysis.expansion.planted import (
     PLANTED_VOCAB,
 )
 from entropy_lens.core.intervals import DEFAULT_N_BOOT
-from entropy_lens.lens import metrics
 
 # The log inverse temperature walks over depth by steps of this standard deviation: each prompt's shortlist grows
 # and shrinks by a fraction of the spread between prompts' levels (LOG_SCALE).
@@ -73,7 +71,12 @@ def spearman_true_draws(
 
 def entropy_and_sizes(logits: np.ndarray, top_p: float = PLANTED_TOP_P) -> tuple[np.ndarray, np.ndarray]:
     """``([P, T, L], [P, T, L])`` Shannon entropy (nats) and top-p set size of ``[P, T, L, V]`` logits, by the
-    lens's own :func:`~entropy_lens.lens.metrics.row_metrics`."""
+    lens's own :func:`~entropy_lens.lens.metrics.row_metrics` (torch, imported here: a table job that never draws
+    loads none)."""
+    import torch
+
+    from entropy_lens.lens import metrics
+
     *shape, vocab = logits.shape
     rm = metrics.row_metrics(torch.from_numpy(logits.reshape(-1, vocab)), top_p=top_p, alphas=(1.0,))
     return rm.entropy.reshape(shape).numpy(), rm.nucleus_size.reshape(shape).numpy().astype(np.int32)
