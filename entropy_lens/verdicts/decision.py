@@ -365,6 +365,14 @@ def beyond_null(null: Null, *, n: int, unit: str, scale: float = 1.0, digits: in
     return Beyond(word, why + mechanical)
 
 
+def shown_beyond(excess: tuple[float, float, float], *, margin: float = 0.0) -> bool:
+    """Whether :func:`beyond_null` shows a statistic beyond its null, given its excess ``(estimate, low, high)``:
+    the decision every planted-null rate counts (:func:`entropy_lens.core.planted.planted_rate`). A negligible
+    excess counts too: on null data any excess declared above 0 is the error a planted null measures."""
+    null = Null("planted", Interval(0.0, 0.0, 0.0), Interval(*excess), margin=margin)
+    return beyond_null(null, n=0, unit="units").word in (SHOWN, SHOWN_NEGLIGIBLE)
+
+
 def fixed_null(name: str, value: Interval, bar: float, *, margin: float) -> Null:
     """The null of a rule whose bar is itself the null (chance, the majority letter, no structure): the
     excess is the statistic's interval shifted by the bar."""
