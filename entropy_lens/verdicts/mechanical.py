@@ -17,14 +17,16 @@ nucleus-size change is the case in point (:mod:`entropy_lens.analysis.expansion.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.core.planted import Excess, Shown
 from entropy_lens.verdicts import decision
 from entropy_lens.verdicts.decision import MECHANICAL
 from entropy_lens.verdicts.readings import CHANCE, NOT_READ
@@ -46,43 +48,39 @@ class PlantedTrue:
     """A claim's planted-true simulation.
 
     Attributes:
-        draws: ``(units, draws, seed) -> [null-column rows]``: each draw's null, observed - null and its interval
-            (the analysis table's own columns), on data where the claim holds by construction.
+        rate: ``(units, draws, seed, shown) -> share``: the share of draws on data where the claim holds by
+            construction whose excess over the null ``shown`` calls beyond it.
         margin: The rule's margin (:data:`~entropy_lens.verdicts.decision.NULL_MARGINS`).
         max_units: The most units a draw simulates (the row's own count, capped).
         instead: What tests the claim where its statistic is mechanical.
     """
 
-    draws: Callable[[int, int, int], Sequence[Mapping[str, Any]]]
+    rate: Callable[[int, int, int, Shown], float]
     margin: float
     max_units: int
     instead: str
 
 
-def _spearman_true_draws(n: int, draws: int, seed: int) -> Sequence[Mapping[str, Any]]:
-    """:func:`~entropy_lens.analysis.expansion.planted_true.spearman_true_draws`, imported where it runs (it reads the
+def _spearman_true_rate(n: int, draws: int, seed: int, shown: Shown) -> float:
+    """:func:`~entropy_lens.analysis.expansion.planted_true.spearman_true_rate`, imported where it runs (it reads the
     lens's torch metrics: a job that reads the verdicts without drawing loads none)."""
-    from entropy_lens.analysis.expansion.planted_true import spearman_true_draws
+    from entropy_lens.analysis.expansion.planted_true import spearman_true_rate
 
-    return spearman_true_draws(n, draws, seed)
+    return spearman_true_rate(n, draws, seed, shown=shown)
 
 
 SPEARMAN_INSTEAD = "containment of adjacent top-p sets is the claim's test"
 # Claim id -> its planted-true simulation (every claim whose null can reach its bar has one).
 PLANTED_TRUE: dict[str, PlantedTrue] = {
-    "spearman": PlantedTrue(_spearman_true_draws, decision.NULL_MARGINS["rho"], 120, SPEARMAN_INSTEAD),
+    "spearman": PlantedTrue(_spearman_true_rate, decision.NULL_MARGINS["rho"], 120, SPEARMAN_INSTEAD),
 }
 
 
-def shown(row: Mapping[str, Any], *, margin: float, n: int) -> bool:
-    """Whether one draw's null columns read ``shown`` through the table's decision at ``margin``."""
-    null = decision.Null(
-        str(row["null_name"]),
-        decision.Interval(*(float(row[c]) for c in ("null_estimate", "null_low", "null_high"))),
-        decision.Interval(*(float(row[c]) for c in ("beyond", "beyond_low", "beyond_high"))),
-        margin=margin,
-    )
-    return decision.beyond_null(null, n=n, unit="units").word == decision.SHOWN
+def shown_true(excess: Excess, *, margin: float) -> bool:
+    """Whether the table's decision reads a planted-true draw's excess ``shown`` at ``margin`` (a negligible excess
+    does not count: where the claim holds by construction, the rule should clear its margin)."""
+    null = decision.Null("planted true", decision.Interval(0.0, 0.0, 0.0), decision.Interval(*excess), margin=margin)
+    return decision.beyond_null(null, n=0, unit="units").word == decision.SHOWN
 
 
 def planted_true_rate(sim: PlantedTrue, n: int, seed: int = 0) -> tuple[float, int]:
@@ -95,10 +93,10 @@ def planted_true_rate(sim: PlantedTrue, n: int, seed: int = 0) -> tuple[float, i
         return math.nan, 0
     units = min(n, sim.max_units)
     hits = used = 0
+    shown = partial(shown_true, margin=sim.margin)
     while used < MAX_TRUE_DRAWS:
-        rows = sim.draws(units, TRUE_BATCH, seed + used)
-        hits += sum(shown(r, margin=sim.margin, n=units) for r in rows)
-        used += len(rows)
+        hits += round(sim.rate(units, TRUE_BATCH, seed + used, shown) * TRUE_BATCH)
+        used += TRUE_BATCH
         low, high = wilson_interval(hits, used)
         if high < MECHANICAL_SHARE or low >= MECHANICAL_SHARE:
             break

@@ -9,14 +9,12 @@ range the planted nulls use: entropies from near ``log V`` to under a nat), as t
 
 The cross-prompt null pairs layer ``l`` of a prompt with layer ``l + 1`` of its partner, which keeps those level
 differences; where they dominate, the null's Spearman is as high as the observed one even though every prompt
-keeps its shortlist.  :func:`spearman_true_draws` gives each draw's null columns
-(:func:`~entropy_lens.analysis.expansion.nulls.spearman_null`, the table's own), for the verdict layer to judge
-through the table's one decision (:mod:`entropy_lens.verdicts.mechanical`).
+keeps its shortlist.  :func:`spearman_true_rate` reads each draw's excess with the table's own
+:func:`~entropy_lens.analysis.expansion.nulls.spearman_null` and counts the draws the verdicts' decision, handed in
+(:mod:`entropy_lens.verdicts.mechanical`), shows beyond it.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +27,7 @@ from entropy_lens.analysis.expansion.planted import (
     PLANTED_VOCAB,
 )
 from entropy_lens.core.intervals import DEFAULT_N_BOOT
+from entropy_lens.core.planted import Excess, Shown, planted_rate
 
 # The log inverse temperature walks over depth by steps of this standard deviation: each prompt's shortlist grows
 # and shrinks by a fraction of the spread between prompts' levels (LOG_SCALE).
@@ -44,29 +43,30 @@ def planted_true_logits(rng: np.random.Generator, n_prompts: int) -> np.ndarray:
     return (z * np.exp(level + walk)).astype(np.float32)
 
 
-def spearman_true_draws(
-    n_prompts: int, draws: int = 100, seed: int = 0, *, n_boot: int = DEFAULT_N_BOOT
-) -> list[dict[str, Any]]:
-    """The cross-prompt null columns of the Spearman on ``draws`` planted-true stores.
+def spearman_true_rate(
+    n_prompts: int, draws: int = 100, seed: int = 0, *, shown: Shown, n_boot: int = DEFAULT_N_BOOT
+) -> float:
+    """Share of planted-true draws whose Spearman ``shown`` calls beyond its cross-prompt null.
 
     Args:
         n_prompts: Prompts per draw (the bootstrap's unit), ``>= 2``.
         draws: Planted stores.
         seed: Seed of the logits (draw ``d``'s bootstrap is seeded ``d``).
-        n_boot: Bootstrap replicates of each interval.
-
-    Returns:
-        One :data:`~entropy_lens.analysis.expansion.nulls.NULL_COLUMNS` row per draw.
+        shown: ``(beyond, beyond_low, beyond_high) -> bool``: the verdicts' decision on the excess
+            (:func:`entropy_lens.core.planted.planted_rate`).
+        n_boot: Bootstrap replicates of each interval (:func:`~entropy_lens.analysis.expansion.nulls.spearman_null`,
+            the table's own).
     """
     if n_prompts < 2:
         raise ValueError(f"a planted-true draw needs >= 2 prompts (one partner each), got {n_prompts}")
-    rng = np.random.default_rng(seed)
     partner = np.roll(np.arange(n_prompts), -1)  # every prompt is its own source: the next one is another's
-    rows = []
-    for draw in range(draws):
+
+    def simulate(rng: np.random.Generator, draw: int) -> Excess:
         entropy, size = entropy_and_sizes(planted_true_logits(rng, n_prompts))
-        rows.append(nulls.spearman_null(entropy, size, partner, nulls.RECORDED, n_boot=n_boot, seed=draw))
-    return rows
+        row = nulls.spearman_null(entropy, size, partner, nulls.RECORDED, n_boot=n_boot, seed=draw)
+        return float(row["beyond"]), float(row["beyond_low"]), float(row["beyond_high"])
+
+    return planted_rate(simulate, shown, draws=draws, seed=seed)
 
 
 def entropy_and_sizes(logits: np.ndarray, top_p: float = PLANTED_TOP_P) -> tuple[np.ndarray, np.ndarray]:
