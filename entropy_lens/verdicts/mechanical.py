@@ -148,8 +148,9 @@ def _why(rec: Mapping[str, Any], hit: Mapping[str, Any]) -> str:
 def planted_true_columns(
     sim: PlantedTrue | None, claim_id: str, n: int, cache: dict[tuple[str, int], tuple[float, int]]
 ) -> dict[str, Any]:
-    """:data:`TRUE_COLUMNS` of a nulls-table row of ``claim_id`` (NaN and 0 without a simulation), cached by units."""
-    key = (claim_id, n)
+    """:data:`TRUE_COLUMNS` of a nulls-table row of ``claim_id`` (NaN and 0 without a simulation), cached by the
+    units simulated (the row's own, capped)."""
+    key = (claim_id, min(n, sim.max_units) if sim is not None else n)
     if key not in cache:
         cache[key] = planted_true_rate(sim, n) if sim is not None else (math.nan, 0)
     rate, draws = cache[key]
