@@ -11,9 +11,9 @@ from entropy_lens.analysis.separability import baselines
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.analysis.separability.targets import Target
 from entropy_lens.store import schema
-from entropy_lens.verdicts import claim, registry
-from entropy_lens.verdicts.claims.baselines import BASELINE_RULE
-from entropy_lens.verdicts.rows import rows_of
+from entropy_lens.verdicts import decision
+from entropy_lens.verdicts.claims.baselines import feature_reading
+from entropy_lens.verdicts.readings import NotRead
 
 FAST = KnnSettings(k=7, n_splits=5, n_repeats=2)
 TASKS = ("continue", "count", "gist")
@@ -114,14 +114,43 @@ def test_paired_row_refuses_unpaired_folds():
         baselines.paired_row(np.ones(3), np.ones(4), plan, "x")
 
 
-def test_baseline_rows_are_extension_rows_judged_on_the_paired_difference():
+def test_the_stronger_feature_is_the_rows_reading_beyond_the_simplest_feature():
+    """The task shows in tokens 1-3 only (the first token is blind to it), and the prompt text names it: the text is
+    the stronger feature and decides the reading, paired on the profile's own folds."""
     targets = (Target("task", "tasks", "task", group_by="story_id"),)
     table = baselines.baseline_table({"tasks": _task_store()}, targets=targets, settings=FAST)
-    rows = {r["measure"]: r for r in rows_of(baselines.BASELINE_READING.frame(table), BASELINE_RULE)}
-    assert set(rows) == {baselines.FIRST_TOKEN, baselines.PROMPT_TEXT}
-    first, text = rows[baselines.FIRST_TOKEN], rows[baselines.PROMPT_TEXT]
-    assert first["claim"] == text["claim"] == registry.BY_ID["task_beyond_baselines"].name
-    assert first["role"] == claim.EXTENSION and first["n_sources"] == 20
-    assert "lies above 0" in first["why"] and first["baseline"] == pytest.approx(table["null_estimate"].iloc[0])
-    assert "lies above 0" not in text["why"]  # the instruction alone separates the tasks as well
-    assert first["note"].startswith("AUC profile ")
+    frame = baselines.BASELINE_READING.frame(table)
+    rec = {"target": "task", "model": "m1", "split": "", "measure": "shannon"}
+    null = feature_reading(frame)(rec)
+    text = table.set_index("baseline").loc[baselines.PROMPT_TEXT]
+    assert null.name == baselines.PROMPT_TEXT and null.margin == decision.NULL_MARGINS["AUC"]
+    assert null.beyond.estimate == pytest.approx(text["beyond"]) and null.observed == pytest.approx(text["auc_mean"])
+    assert null.observed - null.value.estimate == pytest.approx(null.beyond.estimate)
+    assert decision.beyond_null(null, n=20, unit="stories").word != decision.SHOWN  # the text does as well
+    assert feature_reading(frame)({**rec, "measure": "renyi(a=2)"}) is None  # Rényi orders have no baselines
+    assert feature_reading(frame)({**rec, "target": "image_class"}) is None
+    assert feature_reading(None)(rec) is None
+    skipped = frame.assign(beyond=np.nan, note="skipped: no letter log-probabilities")
+    assert isinstance(feature_reading(skipped)(rec), NotRead)
+
+
+def test_family_rows_set_the_pooled_profile_beside_token_0s_final_layer_entropy():
+    """Three models of 20 blank samples: token 0's final layer is a per-model constant (as a blank prompt's first
+    token is), the rest of the profile noise; the scalar alone separates them, beside the pooled profile."""
+    rng = np.random.default_rng(2)
+    profiles = {}
+    for i, model in enumerate(("a", "b", "c")):
+        values = rng.normal(size=(20, 3, 4 + i))
+        values[:, 0, -1] = 1.0 + i  # token 0 at each model's own final layer
+        profiles[model] = values
+    ds = combined_dataset(profiles, families={"a": "fa", "b": "fb", "c": "fc"})
+    target = Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT)
+    table = baselines.baseline_table({"blank": ds}, targets=(target,), settings=FAST)
+    row = table.set_index("baseline").loc[baselines.TOKEN0_FINAL]
+    assert row["model"] == "all" and row["n_samples"] == 60 and row["n_groups"] == 20
+    assert row["null_estimate"] == 1.0  # the scalar separates the models in every fold
+    assert row["null_low"] == pytest.approx(0.025 ** (1 / 20))  # at the ceiling: the exact interval over 20 sources
+    assert "token 0's final-layer entropy ceiling: every fold 100" in row["note"]
+    assert row["beyond"] == pytest.approx(row["auc_mean"] - row["null_estimate"])
+    scalar = baselines.token0_final_entropy(ds, np.asarray(["c", "a"]), np.asarray(["p0003", "p0004"]))
+    assert scalar == pytest.approx(np.array([[3.0], [1.0]]))

@@ -43,6 +43,14 @@ def _knn_row(target, model, protocol, mean, low, high, *, measure="shannon", spl
         "dummy_mean": 0.5,
         "dummy_low": 0.42,
         "dummy_high": 0.58,
+        # the paired fold difference over the dummy (its interval as wide as the AUC's here)
+        "null_name": "stratified dummy (same folds)",
+        "null_estimate": 0.5,
+        "null_low": 0.42,
+        "null_high": 0.58,
+        "beyond": mean - 0.5,
+        "beyond_low": low - 0.5,
+        "beyond_high": high - 0.5,
         "note": note,
     }
 
@@ -576,7 +584,8 @@ def test_summary_counts_each_role_apart():
     found = claims[claims["role"] == FINDING]["verdict"].value_counts()
     assert findings.startswith(
         f"Claims of the study: {found.get('reproduced', 0)} reproduced, {found.get('not reproduced', 0)} not "
-        f"reproduced, {found.get('mixed', 0)} mixed, {found.get('inconclusive', 0)} inconclusive; "
+        f"reproduced, {found.get('mixed', 0)} mixed, {found.get('inconclusive', 0)} inconclusive, "
+        f"{found.get('mechanical', 0)} mechanical; "
     )
     counted = sum(
         int(part.split()[0]) for part in findings.split(". Beyond")[0].split(": ", 1)[1].replace(";", ",").split(", ")
@@ -587,7 +596,7 @@ def test_summary_counts_each_role_apart():
     text = render.verdicts_markdown(top, "Verdicts")
     body, section = text.split(f"## {render.HEADINGS[PRECONDITION][0]}")
     assert text.startswith("# Verdicts\n\n**Claims of the study:") and "| claim | model |" in body
-    assert "## Claims\n\n| claim | as stated | beyond its null | rows |" in body
+    assert "## Claims\n\n| claim | as stated | beyond its null | beyond the simplest feature | rows |" in body
     assert f"{registry.claim('accuracy').name} (precondition)" in section
     assert f"{registry.claim('model_identity').name} (extension)" in body
     html = render.verdicts_html(top)
@@ -721,12 +730,12 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
     )
     table = paper.paper_table(expansion=spear, accuracy=_accuracy(top_share=0.4), expected=_expected())
     rho = table[table["claim_id"] == "spearman"].iloc[0]
-    assert rho["verdict"] == decision.REPRODUCED  # as stated: 0.9 clears 0.5
-    assert rho["beyond_verdict"] == decision.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
-    assert "containment is the claim's test" in rho["beyond_why"]
+    assert rho["verdict"] == decision.REPRODUCED  # as stated: 0.9 clears 0.5, but so does its null
+    assert rho["beyond_verdict"] == decision.NOT_SHOWN and "without the claim" in rho["beyond_why"]
+    assert "containment of adjacent top-p sets is the claim's test" in rho["beyond_why"]
     calls = []
     planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": planted_share_at_bar}
-    nulls = nulls_table(table, planted, draws=50)
+    nulls = nulls_table(table, planted, planted_true={}, draws=50)
     assert set(nulls["claim_id"]) == {"spearman", "accuracy"}
     assert calls == [30]  # simulated at the row's own number of prompts
     (rate,) = nulls.loc[nulls["claim_id"] == "spearman", "planted_null_rate"]

@@ -35,7 +35,7 @@ def _verdict(result: knn.AucResult) -> decision.Verdict:
     row = result.summary()
     return rules.separability(
         decision.Interval(row["auc_mean"], row["auc_low"], row["auc_high"]),
-        decision.Interval(row["dummy_mean"], row["dummy_low"], row["dummy_high"]),
+        decision.Interval(row["beyond"], row["beyond_low"], row["beyond_high"]),
         k_used=result.k,
         k_study=SETTINGS.k,
         n_groups=result.n_groups,
@@ -46,7 +46,7 @@ def test_separable_classes_are_reproduced():
     X, y, groups = _grouped_gaussian(20, 4, shift=3.0)
     verdict = _verdict(knn.knn_auc(X, y, SETTINGS, groups=groups))
     assert verdict.verdict == decision.REPRODUCED, verdict.why
-    assert "lies above the dummy" in verdict.why
+    assert "lies above 50 and the paired excess over the dummy" in verdict.why
 
 
 def test_inseparable_classes_are_not_reproduced():
@@ -78,7 +78,7 @@ def test_too_few_prompts_for_the_study_k_is_inconclusive():
 
 
 def test_too_few_sources_and_unscored_rows_are_inconclusive():
-    auc, dummy = decision.Interval(0.9, 0.85, 0.95), decision.Interval(0.5, 0.4, 0.6)
+    auc, dummy = decision.Interval(0.9, 0.85, 0.95), decision.Interval(0.4, 0.3, 0.5)
     few = rules.separability(auc, dummy, k_used=29, k_study=29, n_groups=3)
     assert few.verdict == decision.INCONCLUSIVE and "only 3 independent sources" in few.why
     skipped = rules.separability(
@@ -94,13 +94,19 @@ def test_too_few_sources_and_unscored_rows_are_inconclusive():
 
 def test_an_interval_too_wide_to_decide_is_inconclusive():
     wide = rules.separability(
-        decision.Interval(0.62, 0.45, 0.79), decision.Interval(0.5, 0.4, 0.6), k_used=29, k_study=29, n_groups=10
+        decision.Interval(0.62, 0.45, 0.79), decision.Interval(0.12, -0.05, 0.29), k_used=29, k_study=29, n_groups=10
     )
     assert wide.verdict == decision.INCONCLUSIVE and "cannot rule out" in wide.why
+    # above chance, but the paired excess over the dummy on the same folds reaches 0: the same pairing as the
+    # beyond-chance reading decides both
     above_chance_not_dummy = rules.separability(
-        decision.Interval(0.7, 0.58, 0.82), decision.Interval(0.55, 0.45, 0.65), k_used=29, k_study=29, n_groups=10
+        decision.Interval(0.7, 0.58, 0.82), decision.Interval(0.15, -0.01, 0.31), k_used=29, k_study=29, n_groups=10
     )
     assert above_chance_not_dummy.verdict == decision.INCONCLUSIVE
+    paired = rules.separability(
+        decision.Interval(0.7, 0.58, 0.82), decision.Interval(0.15, 0.05, 0.25), k_used=29, k_study=29, n_groups=10
+    )
+    assert paired.verdict == decision.REPRODUCED  # unpaired, the dummy's 0.45-0.65 would overlap the AUC's 0.58
 
 
 def _rho(value: decision.Interval, n: int = 50) -> decision.Verdict:
@@ -272,12 +278,12 @@ def test_units_to_decide_predicts_a_fresh_sample_of_that_size():
 
 
 def test_undecided_rows_give_the_units_that_would_decide_them():
-    dummy = decision.Interval(0.5, 0.42, 0.58)
+    excess = decision.Interval(0.12, 0.02, 0.22)
     wide = rules.separability(
-        decision.Interval(0.62, 0.45, 0.79), dummy, k_used=29, k_study=29, n_groups=10, unit="stories"
+        decision.Interval(0.62, 0.45, 0.79), excess, k_used=29, k_study=29, n_groups=10, unit="stories"
     )
-    # both intervals narrow: 10 * ((0.17 + 0.08) / (0.62 - 0.5)) ** 2 = 43.4
-    assert "effect too small to decide with 10 stories: about 44 would decide it" in wide.why
+    # the AUC above 50 is the slower: 10 * (0.17 / 0.12) ** 2 = 20.07
+    assert "effect too small to decide with 10 stories: about 21 would decide it" in wide.why
     rho = _rho(decision.Interval(0.55, 0.4, 0.7))
     assert "with 50 prompts: about 450 would" in rho.why
     acc = rules.accuracy(decision.Interval(0.3, 0.2, 0.4), chance=0.25, majority=0.2, n=100)
@@ -303,18 +309,11 @@ def test_shape_claims_give_the_sources_that_would_decide_them():
     assert "about 40 would" in rules.family_shape(rules.GPT_SHAPE, failing, n_sources=10, third_layers=3).why
 
 
-def test_separability_sources_needed_let_the_dummy_interval_narrow_too():
-    auc, dummy, n = decision.Interval(0.629, 0.548, 0.710), decision.Interval(0.534, 0.398, 0.670), 160
-    why = rules.separability(auc, dummy, k_used=None, k_study=29, n_groups=n, unit="questions").why
+def test_separability_sources_needed_wait_for_the_slower_of_the_auc_and_the_paired_excess():
+    auc, excess, n = decision.Interval(0.629, 0.548, 0.710), decision.Interval(0.095, -0.04, 0.23), 160
+    why = rules.separability(auc, excess, k_used=None, k_study=29, n_groups=n, unit="questions").why
     needed = int(why.split("about ")[1].split(" would")[0].replace(",", ""))
-
-    def separates(units: float) -> bool:  # both half-widths shrink as 1/sqrt(units)
-        shrink = math.sqrt(n / units)
-        low = auc.estimate - (auc.estimate - auc.low) * shrink
-        return low > max(0.5, dummy.estimate + (dummy.high - dummy.estimate) * shrink)
-
-    assert separates(needed + 1) and not separates(0.9 * needed)
-    assert 800 < needed < 900  # a fixed dummy bar (0.670, above the estimate) could never be passed
+    assert needed == math.ceil(n * ((0.095 + 0.04) / 0.095) ** 2)  # the excess is the slower: 324
 
 
 # --------------------------------------------------------------------------- nulls, degenerate intervals, claims
@@ -394,23 +393,15 @@ def test_units_of_a_test_wait_for_its_slowest_yes_and_its_fastest_no():
     assert either.units(100) == decision.units_to_decide(value, 100, [(0.0, True)]) == 625
 
 
-def test_an_interval_above_a_rival_waits_for_both_to_narrow():
-    auc, dummy = decision.Interval(0.6, 0.5, 0.7), decision.Interval(0.5, 0.45, 0.55)
-    above = decision.AboveRival(auc, dummy)
-    assert not above.holds() and decision.AboveRival(auc, decision.Interval(0.4, 0.35, 0.45)).holds()
-    assert above.units(10) == math.ceil(10 * ((0.1 + 0.05) / 0.1) ** 2)  # 23: both half-widths shrink
-    assert decision.AboveRival(dummy, auc).units(10) == math.inf  # the rival's estimate is the higher
-
-
 def test_beyond_null_three_ways_and_a_null_that_reaches_the_bar():
     null = decision.Interval(0.92, 0.9, 0.94)
     shown = decision.beyond_null(
-        decision.Null("cross-prompt", null, decision.Interval(0.05, 0.02, 0.08), margin=0.1), n=40, unit="prompts"
+        decision.Null("cross-prompt", null, decision.Interval(0.15, 0.12, 0.18), margin=0.1), n=40, unit="prompts"
     )
     assert shown.word == decision.SHOWN
     flat = decision.Null("cross-prompt", null, decision.Interval(0.01, -0.02, 0.04), margin=0.1, bar=0.5)
     not_shown = decision.beyond_null(flat, n=40, unit="prompts")
-    assert not_shown.word == decision.NOT_SHOWN and "mechanical" in not_shown.why and "0.5" in not_shown.why
+    assert not_shown.word == decision.NOT_SHOWN and "without the claim" in not_shown.why and "0.5" in not_shown.why
     wide = decision.beyond_null(
         decision.Null("x", null, decision.Interval(0.05, -0.05, 0.15), margin=0.1), n=40, unit="prompts"
     )
@@ -444,20 +435,17 @@ def test_planted_null_fixed_bar_rules_show_beyond_at_most_5_percent():
 def test_claim_verdicts_count_claims_not_rows():
     from entropy_lens.verdicts import claim_verdicts
 
-    assert claim_verdicts.combine(["reproduced", "inconclusive"], *claim_verdicts.ROLE_WORDS["finding"]) == "reproduced"
-    assert (
-        claim_verdicts.combine(["reproduced", "not reproduced"], *claim_verdicts.ROLE_WORDS["finding"])
-        == claim_verdicts.MIXED
-    )
-    assert (
-        claim_verdicts.combine(["not reproduced", "inconclusive"], *claim_verdicts.ROLE_WORDS["finding"])
-        == "not reproduced"
-    )
-    assert claim_verdicts.combine(["inconclusive"], *claim_verdicts.ROLE_WORDS["finding"]) == "inconclusive"
-    assert (
-        claim_verdicts.combine(["random more critical", "undecided"], *claim_verdicts.ROLE_WORDS["extension"])
-        == "random more critical"
-    )
+    finding = claim_verdicts.ROLE_WORDS["finding"]
+    # every: one reproducing row no longer carries a claim whose other rows are undecided
+    assert claim_verdicts.combine(["reproduced", "inconclusive"], *finding) == "inconclusive"
+    assert claim_verdicts.combine(["reproduced", "reproduced"], *finding) == "reproduced"
+    assert claim_verdicts.combine(["reproduced", "not reproduced"], *finding) == claim_verdicts.MIXED
+    assert claim_verdicts.combine(["not reproduced", "inconclusive"], *finding) == "not reproduced"
+    assert claim_verdicts.combine(["inconclusive"], *finding) == "inconclusive"
+    extension = claim_verdicts.ROLE_WORDS["extension"]
+    assert claim_verdicts.combine(["random more critical"] * 2, *extension) == "random more critical"
+    assert claim_verdicts.combine(["random more critical", "undecided"], *extension) == "undecided"
+    assert claim_verdicts.combine(["random more critical", "no difference"], *extension) == claim_verdicts.MIXED
     rows = pd.DataFrame(
         {
             "claim": ["a"] * 8 + ["b"],

@@ -1,5 +1,6 @@
 """Rule knn_baselines: the profile's kNN AUC beside its baselines on identical grouped folds (first-token profile
-and prompt text for tasks and formats; final-layer entropy and top-letter probability for MMLU correctness)."""
+and prompt text for tasks and formats; final-layer entropy and top-letter probability for MMLU correctness; token 0's
+final-layer entropy for the family)."""
 
 from entropy_lens.analysis.features import FeatureSettings
 from entropy_lens.analysis.separability.baselines import baseline_table

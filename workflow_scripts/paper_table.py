@@ -4,6 +4,7 @@ from pathlib import Path
 
 from entropy_lens.core.tables import read_csv_table, write_csv, write_table
 from entropy_lens.model.registry import folder_model_type
+from entropy_lens.verdicts.mechanical import mark_mechanical
 from entropy_lens.verdicts.nulls import nulls_table
 from entropy_lens.verdicts.render import display, terminal_table, verdicts_html, verdicts_markdown
 from entropy_lens.verdicts.robustness import robustness_lines, with_robustness
@@ -23,6 +24,10 @@ warning = REHEARSAL_WARNING if snakemake.params.rehearsal else ""
 tables = {name: path for name, path in snakemake.input.items() if name not in ("models", "robustness")}
 architectures = {Path(folder).name: folder_model_type(folder) for folder in snakemake.input.models}
 table = paper_table_from_files(tables, Expected(**snakemake.params.expected, architectures=architectures))
+# Rows, then their nulls (planted-null and planted-true rates), then the rows a null cannot be beaten on read as
+# mechanical: decided before the headline reads them.
+nulls = nulls_table(table)
+table = mark_mechanical(table, nulls)
 write_table(
     table,
     out.csv,
@@ -45,8 +50,9 @@ Path(out.verdicts_html).write_text(
 )
 Path(out.verdicts_txt).write_text(warning + terminal_table(top))
 write_table(
-    nulls_table(table),
+    nulls,
     out.nulls_csv,
     out.nulls_md,
-    title="Every rule beside its null: observed, null, observed - null, and the rule's planted-null rate",
+    title="Every reading beside its null: observed, null, observed - null, the rule's planted-null rate and, where "
+    "the null can reach the bar, its planted-true rate",
 )

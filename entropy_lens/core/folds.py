@@ -94,3 +94,49 @@ def paired_p_value(a: np.ndarray, b: np.ndarray, test: str = DEFAULT_TEST, *, te
         var = diff.var(ddof=1) * (1.0 / diff.size + test_train_ratio)
         return float(stats.t.sf(diff.mean() / math.sqrt(var), df=diff.size - 1))
     raise ValueError(f"test must be one of {PAIRED_TESTS}, got {test!r}")
+
+
+# Fewest fold scores an interval at the ceiling reads: with fewer, a zero-width interval comes from too few folds
+# and stays undecided (docs/verdicts.md, "A ceiling is decided").
+MIN_CEILING_FOLDS = 6
+
+
+def ceiling_interval(
+    scores: np.ndarray, n_sources: int, level: float = DEFAULT_LEVEL, *, bounds: tuple[float, float] = AUC_BOUNDS
+) -> tuple[float, float] | None:
+    """The exact interval of fold scores that sit at a bound in every fold, or ``None`` where they do not.
+
+    Every fold at AUC 1 has a corrected resampled-t interval of zero width, which decides nothing; yet every one of
+    the ``n_sources`` independent sources was then separated without error in its held-out fold. Read as ``m``
+    successes in ``m`` trials, the exact (Clopper-Pearson) interval of the success rate is
+    ``[((1 - level) / 2) ** (1 / m), 1]`` (``[0, 1 - ...]`` at the floor, every fold 0). It is conservative: an
+    AUC of 1 on a source needs every one of its pairs ordered.
+
+    Args:
+        scores: ``[F]`` fold scores.
+        n_sources: Independent sources behind the folds (``m``).
+        level: Coverage in ``(0, 1)``.
+        bounds: The scores' range (its ends are the ceiling and the floor).
+
+    Returns:
+        ``(low, high)`` on the scores' scale, or ``None`` with fewer than :data:`MIN_CEILING_FOLDS` scores, fewer
+        than one source, or a score off the bound.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size < MIN_CEILING_FOLDS or n_sources < 1:
+        return None
+    floor, ceiling = bounds
+    for end, hits in ((ceiling, n_sources), (floor, 0)):
+        if np.all(values == end):
+            low, high = stats.binomtest(hits, n_sources).proportion_ci(level, method="exact")
+            return floor + (ceiling - floor) * float(low), floor + (ceiling - floor) * float(high)
+    return None
+
+
+def fold_score_interval(
+    scores: np.ndarray, test_train_ratio: float, n_sources: int, level: float = DEFAULT_LEVEL
+) -> tuple[float, float]:
+    """Interval of a mean fold AUC: the exact interval at the ceiling or floor (:func:`ceiling_interval`), else the
+    corrected resampled t (:func:`corrected_t_interval`)."""
+    at_bound = ceiling_interval(scores, n_sources, level)
+    return at_bound if at_bound is not None else corrected_t_interval(scores, test_train_ratio, level)

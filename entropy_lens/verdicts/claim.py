@@ -33,6 +33,10 @@ ROLES = (FINDING, PRECONDITION, EXTENSION)
 # top-p sets, the same-family pairs' entropy / log V), and how a claim measured per MMLU style is shown.
 SHANNON, CONTAINMENT_STATISTIC, HEADLINE_SCALE = "shannon", "containment", "normalized"
 POOLED, PER_STYLE = "pooled", "per style"
+# How a claim's headline rows combine into its word (docs/verdicts.md, "One aggregation rule per claim"): every row
+# must hold (a claim about every model in its scope), or its one pooled row decides.
+EVERY = "every"
+AGGREGATIONS = (EVERY, POOLED)
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,8 @@ class Claim:
         knn_target: The kNN target (:data:`entropy_lens.analysis.separability.targets.STUDY_TARGETS`) whose rows test
             it; ``""`` for claims of other analyses.
         headline: Which of its rows the verdict table shows.
+        aggregation: How those rows combine into the claim's word (:data:`AGGREGATIONS`; fixed with the claim,
+            before any result): :data:`EVERY` row must hold, or the :data:`POOLED` row decides.
     """
 
     id: str
@@ -98,6 +104,11 @@ class Claim:
     figure: str = ""
     knn_target: str = ""
     headline: Headline = Headline()
+    aggregation: str = EVERY
+
+    def __post_init__(self) -> None:
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"claim {self.id!r}: aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}")
 
 
 # The dataset of the layer-skip claims: the experiment's questions, not a profiled prompt set.

@@ -26,6 +26,8 @@ NOT_RUN = "not run"
 # a statistic its null cannot beat even when the claim holds, and a design that cannot test the claim at all.
 MECHANICAL = "mechanical"
 CANNOT_TEST = "cannot test"
+# Every word a row's as-stated reading may carry: the three answers of a test, and the two its design forces.
+AS_STATED_WORDS = (*VERDICTS, MECHANICAL, CANNOT_TEST)
 # How a precondition's verdict reads: it is met or not, not reproduced.
 PRECONDITION_WORDS = {REPRODUCED: "met", NOT_REPRODUCED: "not met", INCONCLUSIVE: "undecided"}
 # How an extension's verdict reads: the study claims nothing there, so the rule holds or not.
@@ -38,11 +40,12 @@ MAX_UNITS_TO_DECIDE = 10_000_000
 # An interval narrower than this (relative to max(1, |estimate|)) has zero width: it decides nothing.
 ZERO_WIDTH = 1e-9
 
-# Beyond its null: the observed statistic minus the same statistic under a null computed in the same run.
+# Beyond its null: the observed statistic minus the same statistic under a null computed in the same run (also the
+# words of the other readings: beyond the simplest feature, beyond the twin).
 SHOWN, NOT_SHOWN, UNDECIDED_BEYOND = "shown", "not shown", "undecided"
 # An excess whose interval lies above 0 but wholly below the rule's margin.
 SHOWN_NEGLIGIBLE = "shown, negligible"
-BEYOND_WORDS = (SHOWN, NOT_SHOWN, UNDECIDED_BEYOND)
+BEYOND_WORDS = (SHOWN, SHOWN_NEGLIGIBLE, NOT_SHOWN, UNDECIDED_BEYOND)
 # Per statistic, the excess over the null below which a statistic shows nothing beyond it (fixed before any
 # run read a null; docs/verdicts.md): AUC 5 points (as MIN_AUC_EFFECT), rho 0.1, containment 0.1, shares and
 # accuracy 10 points (as MIN_ACCURACY_EFFECT), gaps 0 (their null is no structure: a gap of 0).
@@ -51,14 +54,14 @@ NULL_MARGINS = {"AUC": 0.05, "rho": 0.10, "containment": 0.10, "share": 0.10, "a
 
 @dataclass(frozen=True)
 class Verdict:
-    """A verdict and the reason for it."""
+    """A verdict and the reason for it: one of :data:`AS_STATED_WORDS`."""
 
     verdict: str
     why: str
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.verdict not in AS_STATED_WORDS:
+            raise ValueError(f"verdict must be one of {AS_STATED_WORDS}, got {self.verdict!r}")
 
 
 @dataclass(frozen=True)
@@ -122,28 +125,6 @@ class Side:
 
     def units(self, n: int) -> float:
         return units_to_decide(self.value, n, [(self.bar, self.above)])
-
-
-@dataclass(frozen=True)
-class AboveRival:
-    """``value`` lies wholly above ``rival``'s interval (a dummy classifier's), both narrowing with more units.
-
-    With ``n'`` units both half-widths shrink by ``sqrt(n / n')``, so the two separate at about
-    ``n * ((h_value + h_rival) / (value - rival)) ** 2`` units.
-    """
-
-    value: Interval
-    rival: Interval
-
-    def holds(self) -> bool:
-        return self.value.low > self.rival.high
-
-    def units(self, n: int) -> float:
-        value, rival = self.value, self.rival
-        if n < 1 or not value.finite or not rival.finite or value.estimate <= rival.estimate:
-            return math.inf
-        spread = value.estimate - value.low + rival.high - rival.estimate
-        return _whole_units(n * (spread / (value.estimate - rival.estimate)) ** 2)
 
 
 @dataclass(frozen=True)
@@ -286,6 +267,12 @@ def not_run(reason: str) -> Verdict:
     return Verdict(INCONCLUSIVE, f"{NOT_RUN}: {reason}")
 
 
+def cannot_test(reason: str) -> Verdict:
+    """The verdict of a row whose design cannot test its claim whatever the numbers (one same-family pair for
+    "family, not size"); ``reason`` says what design would (counted apart in the headline, beside "not run")."""
+    return Verdict(CANNOT_TEST, f"{CANNOT_TEST}: {reason}")
+
+
 @dataclass(frozen=True)
 class Null:
     """A statistic under its null, computed in the same run on the same cells, and the excess over it.
@@ -298,6 +285,10 @@ class Null:
         bar: The study's bar for the statistic as stated (``None``: none): a null at or above it makes the
             stated verdict mechanical.
         instead: What tests the claim where this statistic is mechanical (said only then).
+        observed: The statistic the null is subtracted from (NaN: the row's own estimate), so that
+            ``observed - value.estimate == beyond.estimate``.
+        equivalence: The excess is read as an equivalence (Rényi against Shannon): ``shown`` inside
+            ``+-margin``, ``not shown`` wholly outside it.
     """
 
     name: str
@@ -306,11 +297,17 @@ class Null:
     margin: float = 0.0
     bar: float | None = None
     instead: str = ""
+    observed: float = math.nan
+    equivalence: bool = False
+
+    def reaches_bar(self) -> bool:
+        """Whether the null alone reaches the study's bar (the stated statistic can be met without the claim)."""
+        return self.bar is not None and math.isfinite(self.value.estimate) and self.value.estimate >= self.bar
 
 
 @dataclass(frozen=True)
 class Beyond:
-    """Beyond its null: :data:`SHOWN`, :data:`NOT_SHOWN` or :data:`UNDECIDED_BEYOND`, and why."""
+    """A reading's word (:data:`BEYOND_WORDS`), and why."""
 
     word: str
     why: str
@@ -323,8 +320,10 @@ class Beyond:
 def beyond_null(null: Null, *, n: int, unit: str, scale: float = 1.0, digits: int = 3) -> Beyond:
     """Does the statistic clear what its null gives? ``shown`` when the paired excess's interval lies above 0,
     ``not shown`` when it rules out an excess of ``null.margin``, else ``undecided`` (also for a degenerate
-    interval): :func:`decide`'s test with bar 0. Where the null alone reaches the study's bar, the ``why``
-    says the stated verdict is mechanical.
+    interval): :func:`decide`'s test with bar 0. An excess shown but wholly below a positive margin (its high end
+    under it) reads ``shown, negligible``. An equivalence null (:attr:`Null.equivalence`) reads :func:`inside`
+    instead: ``shown`` inside ``+-margin``, ``not shown`` wholly outside. Where the null alone reaches the study's
+    bar, the ``why`` says so.
 
     Args:
         null: The null, its value and the paired excess.
@@ -334,33 +333,48 @@ def beyond_null(null: Null, *, n: int, unit: str, scale: float = 1.0, digits: in
     """
     excess = f"observed - {null.name} null = {null.beyond.text(scale, digits)}"
     mechanical = ""
-    if null.bar is not None and math.isfinite(null.value.estimate) and null.value.estimate >= null.bar:
+    if null.reaches_bar():
         mechanical = (
             f"; the null alone gives {null.value.estimate * scale:.{digits}f}, at or above the study's bar "
-            f"{null.bar * scale:g}: the stated statistic is mechanical here and cannot support the claim by itself"
+            f"{null.bar * scale:g}: the stated statistic can be met without the claim"
         )
         mechanical += f"; {null.instead}" if null.instead else ""
     if reason := degenerate(null.beyond):
         return Beyond(UNDECIDED_BEYOND, f"not decided: {reason}{mechanical}")
-    words = Decision(
-        reproduced="{text} lies above 0",
-        not_reproduced=f"{{text}} rules out an excess of {null.margin * scale:g}",
-        inconclusive="{text} includes 0",
-    )
-    verdict = judge(above(null.beyond, 0.0, margin=null.margin), n=n, unit=unit, words=words, text=excess)
+    margin = f"{null.margin * scale:g}"
+    if null.equivalence:
+        test = inside(null.beyond, null.margin)
+        words = Decision(
+            reproduced=f"{{text}} lies inside ±{margin}",
+            not_reproduced=f"{{text}} lies outside ±{margin}",
+            inconclusive=f"{{text}} reaches ±{margin}",
+        )
+    else:
+        test = above(null.beyond, 0.0, margin=null.margin)
+        words = Decision(
+            reproduced="{text} lies above 0",
+            not_reproduced=f"{{text}} rules out an excess of {margin}",
+            inconclusive="{text} includes 0",
+        )
+    verdict = judge(test, n=n, unit=unit, words=words, text=excess)
     word = {REPRODUCED: SHOWN, NOT_REPRODUCED: NOT_SHOWN, INCONCLUSIVE: UNDECIDED_BEYOND}[verdict.verdict]
-    return Beyond(word, verdict.why + mechanical)
+    why = verdict.why
+    if word == SHOWN and not null.equivalence and null.beyond.high < null.margin:
+        word = SHOWN_NEGLIGIBLE
+        why = f"{excess} lies above 0 but wholly below the margin {margin}: negligible"
+    return Beyond(word, why + mechanical)
 
 
 def shown_beyond(excess: tuple[float, float, float], *, margin: float = 0.0) -> bool:
     """Whether :func:`beyond_null` shows a statistic beyond its null, given its excess ``(estimate, low, high)``:
-    the decision every planted-null rate counts (:func:`entropy_lens.core.planted.planted_rate`)."""
+    the decision every planted-null rate counts (:func:`entropy_lens.core.planted.planted_rate`). A negligible
+    excess counts too: on null data any excess declared above 0 is the error a planted null measures."""
     null = Null("planted", Interval(0.0, 0.0, 0.0), Interval(*excess), margin=margin)
-    return beyond_null(null, n=0, unit="units").word == SHOWN
+    return beyond_null(null, n=0, unit="units").word in (SHOWN, SHOWN_NEGLIGIBLE)
 
 
 def fixed_null(name: str, value: Interval, bar: float, *, margin: float) -> Null:
     """The null of a rule whose bar is itself the null (chance, the majority letter, no structure): the
     excess is the statistic's interval shifted by the bar."""
     beyond = Interval(value.estimate - bar, value.low - bar, value.high - bar)
-    return Null(name, Interval(bar, bar, bar), beyond, margin=margin)
+    return Null(name, Interval(bar, bar, bar), beyond, margin=margin, observed=value.estimate)

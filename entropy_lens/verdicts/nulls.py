@@ -1,10 +1,13 @@
 """The null-calibration table: per claim's rows, its null, the run's observed and null values, the excess
 with its interval, and how often the rule shows "beyond its null" on data planted under that null.
 
-Every row of the paper table that carries a null (:func:`entropy_lens.verdicts.rows.table_null`, or a
-fixed bar: chance, the majority letter, no structure) becomes one row here. The planted-null rate is
-simulated at the row's own sample size (its ``n_sources``) through the rule's own interval and decision
-(:data:`PLANTED`); a rate above :data:`MAX_PLANTED_RATE` says the rule could pass on null data.
+Every reading of a paper-table row that carries a null (:mod:`entropy_lens.verdicts.readings`: beyond chance, beyond
+the simplest feature, beyond the twin) becomes one row here, named by its ``reading``; ``observed - null_estimate``
+is ``beyond`` on every row. The planted-null rate is simulated at the row's own sample size (its ``n_sources``)
+through the rule's own interval and decision (:data:`PLANTED`, :data:`PLANTED_READINGS`); a rate above
+:data:`MAX_PLANTED_RATE` says the rule could pass on null data. Beside it, the planted-true rate
+(:mod:`entropy_lens.verdicts.mechanical`): how often the rule shows "beyond its null" where the claim is true by
+construction, for the claims whose null can reach the study's bar.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.core.planted import Shown
 from entropy_lens.skipping.drop_scores import drop_set_planted_rate
 from entropy_lens.verdicts import decision, registry
+from entropy_lens.verdicts.mechanical import PLANTED_TRUE, TRUE_COLUMNS, PlantedTrue, planted_true_columns
 from entropy_lens.verdicts.planted_nulls import DEFAULT_DRAWS, planted_share_at_bar, planted_zero_mean
+from entropy_lens.verdicts.readings import CHANCE, FEATURE, READINGS, ReadingColumns
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS
 from entropy_lens.verdicts.skip_nulls import skip_planted_rate
 
@@ -40,6 +45,7 @@ NULLS_COLUMNS = (
     "measure",
     "unit",
     "n_sources",
+    "reading",
     "observed",
     *ROW_NULL_COLUMNS,
     "planted_null_rate",
@@ -47,6 +53,7 @@ NULLS_COLUMNS = (
     "planted_high",
     "planted_draws",
     "planted_n",
+    *TRUE_COLUMNS,
 )
 
 # A planted-null simulator: (units, draws, seed) -> share of draws shown beyond the null.
@@ -79,10 +86,10 @@ PLANTED: dict[str, Planted] = {
         lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
     ),
     "mmlu_correct_calibrated": lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
-    **dict.fromkeys(
-        ("task_beyond_baselines", "format_beyond_baselines", "correct_beyond_confidence"),
-        lambda n, draws, seed: baseline_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
-    ),
+}
+# Reading key -> its planted-null simulator, for the readings other than chance (whose simulator is its claim's).
+PLANTED_READINGS: dict[str, Planted] = {
+    FEATURE.key: lambda n, draws, seed: baseline_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
 }
 # Claims whose rows carry no null of their own, and why; every other claim of the registry has a PLANTED entry
 # (tests/test_claims.py fails on a claim in neither).
@@ -97,51 +104,79 @@ MAX_UNITS = {"spearman": 120, "overlap": 120, **dict.fromkeys(("task", "scramble
 
 
 def nulls_table(
-    table: pd.DataFrame, planted: Mapping[str, Planted] | None = None, *, draws: int = DEFAULT_DRAWS, seed: int = 0
+    table: pd.DataFrame,
+    planted: Mapping[str, Planted] | None = None,
+    *,
+    planted_true: Mapping[str, PlantedTrue] | None = None,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per paper-table row that carries a null, with the planted-null rate of its claim's rule.
+    """One row per reading of a paper-table row that carries a null, with the planted-null rate of its rule and,
+    for a claim with a planted-true simulation, its planted-true rate.
 
     Args:
         table: :func:`entropy_lens.verdicts.table.paper_table` rows.
-        planted: Claim id -> simulator (default :data:`PLANTED`); a claim without one gets NaN.
+        planted: Claim id -> simulator of its chance reading (default :data:`PLANTED`); a claim without one gets NaN.
+        planted_true: Claim id -> its planted-true simulation (default
+            :data:`~entropy_lens.verdicts.mechanical.PLANTED_TRUE`).
         draws: Planted draws per row.
         seed: Seed of the first draw.
     """
     planted = PLANTED if planted is None else planted
-    has = table[table.get("beyond_verdict", pd.Series("", index=table.index)).astype(str) != ""]
-    rates: dict[tuple[str, int], float] = {}
+    planted_true = PLANTED_TRUE if planted_true is None else planted_true
+    rates: dict[tuple[str, str, int], float] = {}
+    true_rates: dict[tuple[str, int], tuple[float, int]] = {}
     out = []
-    for rec in has.to_dict("records"):
+    for rec in table.to_dict("records"):
         claim_id = registry.claim(str(rec["claim_id"])).id
         n = int(rec["n_sources"]) if pd.notna(rec["n_sources"]) else 0
-        n_sim = min(n, MAX_UNITS.get(claim_id, n))
-        key = (claim_id, n_sim)
-        used = min(draws, MAX_DRAWS.get(claim_id, draws)) if claim_id in planted else 0
-        if key not in rates:
-            rates[key] = planted[claim_id](n_sim, used, seed) if used else float("nan")
-        rate = rates[key]
-        low, high = wilson_interval(round(rate * used), used) if used else (np.nan, np.nan)
-        out.append(
-            {
-                "claim_id": claim_id,
-                **{c: rec[c] for c in ("claim", "role", "model", "split", "measure", "unit", "n_sources")},
-                "observed": rec["estimate"],
-                **{c: rec[c] for c in ROW_NULL_COLUMNS},
-                "planted_null_rate": rate,
-                "planted_low": low,
-                "planted_high": high,
-                "planted_draws": used,
-                "planted_n": n_sim if used else 0,
-            }
-        )
+        for reading in READINGS:
+            if str(rec.get(reading.word) or "") not in decision.BEYOND_WORDS:
+                continue
+            simulate = planted.get(claim_id) if reading is CHANCE else PLANTED_READINGS.get(reading.key)
+            name = claim_id if reading is CHANCE else reading.key
+            n_sim = min(n, MAX_UNITS.get(name, n))
+            used = min(draws, MAX_DRAWS.get(name, draws)) if simulate is not None else 0
+            key = (reading.key, name, n_sim)
+            if key not in rates:
+                rates[key] = simulate(n_sim, used, seed) if used else float("nan")
+            rate = rates[key]
+            low, high = wilson_interval(round(rate * used), used) if used else (np.nan, np.nan)
+            out.append(
+                {
+                    "claim_id": claim_id,
+                    **{c: rec[c] for c in ("claim", "role", "model", "split", "measure", "unit", "n_sources")},
+                    "reading": reading.key,
+                    **_reading_columns(rec, reading),
+                    "planted_null_rate": rate,
+                    "planted_low": low,
+                    "planted_high": high,
+                    "planted_draws": used,
+                    "planted_n": n_sim if used else 0,
+                    **(
+                        planted_true_columns(planted_true.get(claim_id), claim_id, n, true_rates)
+                        if reading is CHANCE
+                        else {}
+                    ),
+                }
+            )
     frame = pd.DataFrame(out, columns=list(NULLS_COLUMNS))
     loud = frame[frame["planted_low"] > MAX_PLANTED_RATE]
     for rec in loud.to_dict("records"):
         log.warning(
-            "%s (%s): planted-null rate %.2f above %.2f",
+            "%s (%s, %s): planted-null rate %.2f above %.2f",
             rec["claim"],
             rec["model"],
+            rec["reading"],
             rec["planted_null_rate"],
             MAX_PLANTED_RATE,
         )
     return frame
+
+
+def _reading_columns(rec: Mapping[str, object], reading: ReadingColumns) -> dict[str, object]:
+    """One reading's observed value, null and excess under the nulls table's names (those of the chance reading)."""
+    observed = rec.get(reading.observed)
+    sources = (reading.name, reading.estimate, reading.low, reading.high, *reading.numbers[4:], reading.word)
+    values = {target: rec.get(source) for target, source in zip(ROW_NULL_COLUMNS, sources, strict=True)}
+    return {"observed": observed if observed is not None and pd.notna(observed) else rec["estimate"], **values}

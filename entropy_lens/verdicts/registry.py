@@ -50,9 +50,6 @@ CLAIMS: tuple[Claim, ...] = (
     families.SHAPE_LLAMA,
     accuracy.ACCURACY,
     separability.MMLU_CORRECT_CALIBRATED,
-    baselines.CORRECT_BEYOND_CONFIDENCE,
-    baselines.TASK_BEYOND_BASELINES,
-    baselines.FORMAT_BEYOND_BASELINES,
     drop_sets.DROP_SETS,
 )
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}

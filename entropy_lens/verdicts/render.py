@@ -19,11 +19,14 @@ from entropy_lens.verdicts import decision
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.claim_verdicts import BEYOND, MIXED, NO_NULL, claim_verdicts
 from entropy_lens.verdicts.outcomes import UNDECIDED
+from entropy_lens.verdicts.readings import CHANCE, NOT_READ, READINGS, ReadingColumns
 from entropy_lens.verdicts.units import RHO, SCALES, THREE_DIGITS
 
 NOT_RUN = decision.NOT_RUN
+# The words of a finding's claim in the order the headline counts them; cannot test and not run are counted apart.
+FINDING_WORDS = (*decision.VERDICTS[:2], MIXED, decision.VERDICTS[2], decision.MECHANICAL)
 
-GREEN, RED, AMBER, BLUE = "#1a7f37", "#cf222e", "#9a6700", "#0969da"
+GREEN, RED, AMBER, BLUE, GREY = "#1a7f37", "#cf222e", "#9a6700", "#0969da", "#59636e"
 VERDICT_COLOURS = {
     **dict.fromkeys(
         (decision.REPRODUCED, *decision.PRECONDITION_WORDS.values(), decision.EXTENSION_WORDS[decision.REPRODUCED]),
@@ -34,6 +37,8 @@ VERDICT_COLOURS = {
     decision.EXTENSION_WORDS[decision.NOT_REPRODUCED]: RED,
     decision.INCONCLUSIVE: AMBER,
     UNDECIDED: AMBER,
+    decision.MECHANICAL: GREY,
+    decision.CANNOT_TEST: GREY,
 }
 # The Snakemake report centres its page in the space beside the menu: a table wider than that space overflowed to
 # the left, under the menu (at 1,400 px the claim column was hidden); start it at the left edge and let it scroll.
@@ -88,9 +93,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             "study": table["study"],
             "verdict": table["verdict"],
             "why": table["why"],
-            "null": _column(table, "null"),
-            "ours - null (95% CI)": [_fmt(r, "beyond", "beyond") if "beyond" in r else "" for r in records],
-            "beyond its null": _column(table, "beyond_verdict"),
+            **_reading_view(table, records),
+            **_original_view(table, records),
             "n": table["n"],
         }
     )
@@ -102,6 +106,38 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 
 def _column(table: pd.DataFrame, name: str) -> pd.Series:
     return table[name] if name in table.columns else pd.Series("", index=table.index)
+
+
+def _read(table: pd.DataFrame, reading: ReadingColumns) -> bool:
+    """Whether any row carries ``reading`` (beyond chance is always shown)."""
+    return reading is CHANCE or (reading.word in table.columns and table[reading.word].astype(str).ne("").any())
+
+
+def _reading_view(table: pd.DataFrame, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per reading a row carries: its null's name, observed - null with its interval, and its word."""
+    view: dict[str, Any] = {}
+    for reading in (r for r in READINGS if _read(table, r)):
+        label = "null" if reading is CHANCE else reading.key
+        view[label] = _column(table, reading.name)
+        view[f"ours - {label} (95% CI)"] = [
+            _fmt(r, reading.beyond, reading.beyond_low.removesuffix("_low")) if reading.beyond in r else ""
+            for r in records
+        ]
+        view[reading.title] = _column(table, reading.word)
+    return view
+
+
+def _original_view(table: pd.DataFrame, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule the row's statistic replaced after the values were seen, with its reading (where a row has one)."""
+    if "original_verdict" not in table.columns or not table["original_verdict"].astype(str).ne("").any():
+        return {}
+    cells = [
+        f"{r['original_rule']}: {_fmt(r, 'original', 'original')}, {r['original_verdict']}"
+        if r.get("original_verdict")
+        else ""
+        for r in records
+    ]
+    return {"original rule": cells}
 
 
 def _claim_text(row: Mapping[str, Any]) -> str:
@@ -135,7 +171,8 @@ def by_role(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def summary(table: pd.DataFrame) -> list[str]:
     """The headline's counts, one verdict per claim (:mod:`entropy_lens.verdicts.claim_verdicts`): findings
-    (measured, then not run) with how many cleared their nulls, extensions and preconditions, apart.
+    (measured; then cannot test and not run, counted apart) with how many cleared each reading, extensions and
+    preconditions, apart.
 
     Args:
         table: :func:`entropy_lens.verdicts.table.headline` rows.
@@ -145,16 +182,24 @@ def summary(table: pd.DataFrame) -> list[str]:
     """
     claims = claim_verdicts(table)
     findings = claims[claims["role"] == FINDING]
-    run = findings[findings["verdict"] != NOT_RUN]
+    run = findings[~findings["verdict"].isin([NOT_RUN, decision.CANNOT_TEST])]
     found = run["verdict"].value_counts()
-    words = [*decision.VERDICTS[:2], MIXED, decision.VERDICTS[2]]
-    first = "Claims of the study: " + ", ".join(f"{int(found.get(w, 0))} {w}" for w in words)
-    n_not_run = len(findings) - len(run)
-    first += f"; {n_not_run} not run by this configuration (listed last)" if n_not_run else ""
-    beyond = run["beyond_null"].value_counts()
-    first += ". Beyond their nulls: " + ", ".join(
-        f"{int(beyond.get(w, 0))} {w}" for w in (*BEYOND, MIXED, NO_NULL) if w in beyond or w in BEYOND
-    )
+    first = "Claims of the study: " + ", ".join(f"{int(found.get(w, 0))} {w}" for w in FINDING_WORDS)
+    apart = {
+        decision.CANNOT_TEST: "cannot test (the design cannot test them)",
+        NOT_RUN: "not run by this configuration",
+    }
+    for word, text in apart.items():
+        n = int((findings["verdict"] == word).sum())
+        first += f"; {n} {text} (listed last)" if n else ""
+    for reading in READINGS:
+        said = run[reading.claim_word].value_counts()
+        if reading is not CHANCE and not set(said.index) - {NO_NULL}:
+            continue
+        title = "Beyond their nulls" if reading is CHANCE else reading.title[0].upper() + reading.title[1:]
+        first += f". {title}: " + "; ".join(  # "; ": a word holds a comma (shown, negligible)
+            f"{int(said.get(w, 0))} {w}" for w in (*BEYOND, MIXED, NOT_READ, NO_NULL) if w in said or w in BEYOND
+        )
     lines = [first + "."]
     extensions = claims[claims["role"] == EXTENSION]
     if not extensions.empty:
@@ -172,17 +217,32 @@ def summary(table: pd.DataFrame) -> list[str]:
 
 
 def claims_markdown(table: pd.DataFrame) -> str:
-    """One line per claim: its verdict as stated, beyond its null, on which models, and its rows' tally."""
+    """One line per claim: its verdict as stated (and the original rule where its statistic replaced one), each
+    reading a row carries, on which models, and its rows' tally."""
     claims = claim_verdicts(table)
-    lines = ["| claim | as stated | beyond its null | rows |", "|---|---|---|---|"]
+    shown = [r for r in READINGS if r is CHANCE or set(claims[r.claim_word]) - {NO_NULL}]
+    header = ["claim", "as stated", *(r.title for r in shown), "rows"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for rec in claims.to_dict("records"):
         name = rec["claim"] if rec["role"] == FINDING else f"{rec['claim']} ({rec['role']})"
-        stated = f"{rec['verdict']} on {rec['models']}" if rec["models"] else rec["verdict"]
-        if rec["verdict"] == NOT_RUN:
-            stated += f" ({_reason(str(rec['why']), '')})"
-        beyond = rec["beyond_null"] + (f": {rec['beyond_why']}" if rec["beyond_why"] else "")
-        lines.append(f"| {_cell(name)} | {_cell(stated)} | {_cell(beyond)} | {rec['rows']} |")
+        cells = [name, stated_text(rec)]
+        for reading in shown:
+            word, why = rec[reading.claim_word], rec[reading.why]
+            cells.append(why if why.startswith(word) else word + (f": {why}" if why else ""))
+        lines.append("| " + " | ".join(_cell(str(c)) for c in [*cells, rec["rows"]]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def stated_text(rec: dict[str, Any]) -> str:
+    """A claim's as-stated cell: its word on its models, why it was not run or cannot be tested, and beside it the
+    original rule's word where the statistic was chosen after the values were seen."""
+    stated = f"{rec['verdict']} on {rec['models']}" if rec["models"] else rec["verdict"]
+    if rec["verdict"] in (NOT_RUN, decision.CANNOT_TEST):
+        stated += f" ({_reason(str(rec['why']), '')})"
+    if rec.get("original"):
+        stated = f"{rec['chosen_after']} (chosen after the values were seen): {stated}; {rec['original_rule']}: "
+        stated += str(rec["original"])
+    return stated
 
 
 def _cell(text: str) -> str:
@@ -245,12 +305,21 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
             "claim": view["claim"],
             "model / split": where,
             "ours (95% CI)": view["ours (95% CI)"],
-            "verdict": [
-                f"{v}; beyond its null: {b}" if b else v
-                for v, b in zip(view["verdict"], view["beyond its null"].astype(str), strict=True)
-            ],
+            "verdict": [_verdict_line(rec, view) for rec in view.to_dict("records")],
         }
     )
+
+
+def _verdict_line(rec: dict[str, Any], view: pd.DataFrame) -> str:
+    """``reproduced; beyond its null: shown; beyond the simplest feature (first-token profile): not shown``."""
+    parts = [str(rec["verdict"])]
+    for reading in READINGS:
+        word = str(rec.get(reading.title, "") or "")
+        if word:
+            label = "null" if reading is CHANCE else reading.key
+            name = str(rec.get(label, "") or "")
+            parts.append(f"{reading.title}{f' ({name})' if reading is not CHANCE and name else ''}: {word}")
+    return "; ".join(parts)
 
 
 def terminal_table(table: pd.DataFrame) -> str:
@@ -285,7 +354,7 @@ PLACEHOLDER_MODELS = frozenset({"all", "none", ""})
 
 
 def _reason(why: str, model: str) -> str:
-    reason = why.removeprefix(f"{NOT_RUN}:").strip()
+    reason = why.removeprefix(f"{NOT_RUN}:").removeprefix(f"{decision.CANNOT_TEST}:").strip()
     if model in PLACEHOLDER_MODELS or "," in model:
         return reason
     return re.sub(rf"(?<![\w.-]){re.escape(model)}(?![\w.-])", "the model", reason)

@@ -23,6 +23,7 @@ from entropy_lens.core.intervals import bootstrap_mean_statistic
 from entropy_lens.store import schema
 from entropy_lens.store.combine import combine_dataset
 from entropy_lens.verdicts.inputs import StoreSettings
+from entropy_lens.verdicts.mechanical import mark_mechanical, true_rates
 from entropy_lens.verdicts.render import NOT_RUN, UNDER_LENS
 from entropy_lens.verdicts.rows import Expected
 from entropy_lens.verdicts.table import headline, paper_table, store_tables
@@ -244,8 +245,11 @@ def _block_differences(
 
 
 def _paper(store: xr.Dataset, dataset: str, expected: Expected, settings: StoreSettings) -> pd.DataFrame:
-    """The paper table of every input whose entry recomputes it from the store (:func:`store_tables`)."""
-    return paper_table(**store_tables(store, dataset, settings), expected=expected)
+    """The paper table of every input whose entry recomputes it from the store (:func:`store_tables`), its
+    mechanical rows read as the paper table job reads them (:func:`~entropy_lens.verdicts.mechanical.mark_mechanical`:
+    the planted-true rates only, no planted-null draws)."""
+    table = paper_table(**store_tables(store, dataset, settings), expected=expected)
+    return mark_mechanical(table, true_rates(table))
 
 
 def with_robustness(

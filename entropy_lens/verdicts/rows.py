@@ -18,12 +18,12 @@ from typing import Any
 import pandas as pd
 
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, MEASURE, MODEL, NULL_CONTRACT, SOURCES, SPLIT, N
-from entropy_lens.verdicts import decision, outcomes
+from entropy_lens.verdicts import decision, outcomes, readings
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION, Claim
 from entropy_lens.verdicts.decision import NOT_RUN
 from entropy_lens.verdicts.study import skip_scope, study_sentence
 
-# A row's null and its excess over it: the paper table's columns, copied as they are into the nulls table.
+# A row's null and its excess over it (the chance reading, readings.CHANCE): its columns as the nulls table shows them.
 ROW_NULL_COLUMNS = (
     "null",
     "null_estimate",
@@ -34,6 +34,9 @@ ROW_NULL_COLUMNS = (
     "beyond_high",
     "beyond_verdict",
 )
+# A rule the study's statistic was judged by before another replaced it (the overlap claim's Jaccard > 0.5): its
+# reading beside the row's, on the same bootstrap.
+ORIGINAL_COLUMNS = ("original_rule", "original", "original_low", "original_high", "original_verdict", "original_why")
 COLUMNS = (
     "claim",
     "claim_id",
@@ -54,20 +57,25 @@ COLUMNS = (
     "study",
     "verdict",
     "why",
-    *ROW_NULL_COLUMNS,
-    "beyond_why",
+    *ORIGINAL_COLUMNS,
+    *readings.COLUMNS,
     "n",
     "n_sources",
     "note",
 )
-NUMBER_COLUMNS = {
-    c for c in COLUMNS if c.startswith(("estimate", "ci_", "baseline", "study_protocol", "null_", "beyond"))
-} - {"beyond_verdict", "beyond_why"} | {
+NUMBER_COLUMNS = {c for c in COLUMNS if c.startswith(("estimate", "ci_", "baseline", "study_protocol"))} | {
+    "original",
+    "original_low",
+    "original_high",
+    *readings.NUMBER_COLUMNS,
     "n",
     "n_sources",
 }
 # The columns an analysis table carries for its null (docs/verdicts.md, "Beyond its null").
 NULL_NAME, NULL_COLUMNS, BEYOND_COLUMNS = NULL_CONTRACT[0], NULL_CONTRACT[1:4], NULL_CONTRACT[4:]
+# An analysis table's optional column: the statistic its null was subtracted from, where it differs from the row's
+# estimate (read on the cells the null could be read on).
+NULL_OBSERVED = "null_observed"
 
 
 @dataclass(frozen=True)
@@ -110,12 +118,13 @@ def interval(row: Mapping[str, Any] | pd.Series, mean: str, low: str, high: str)
 
 
 def word(verdict: decision.Verdict | outcomes.Outcome, role: str) -> str:
+    """A verdict in the words of the row's role (a word a design forces, mechanical or cannot test, stays)."""
     if isinstance(verdict, outcomes.Outcome):
         return verdict.outcome
     if role == PRECONDITION:
-        return decision.PRECONDITION_WORDS[verdict.verdict]
+        return decision.PRECONDITION_WORDS.get(verdict.verdict, verdict.verdict)
     if role == EXTENSION and not verdict.why.startswith(NOT_RUN):
-        return decision.EXTENSION_WORDS[verdict.verdict]
+        return decision.EXTENSION_WORDS.get(verdict.verdict, verdict.verdict)
     return verdict.verdict
 
 
@@ -131,7 +140,9 @@ def row(
     """One table row of ``claim``; intervals (:class:`~entropy_lens.verdicts.decision.Interval`) expand into columns.
 
     The row carries the claim's id (``claim_id``, what code keys rows by) and its name (``claim``, for readers).
-    Missing numbers are NaN, missing text ``""``.
+    A :class:`~entropy_lens.verdicts.decision.Null` (or a :class:`~entropy_lens.verdicts.readings.NotRead`) given
+    under a reading's key (``chance``, ``feature``, ``twin``: :data:`entropy_lens.verdicts.readings.READINGS`) fills
+    that reading's columns; a row not run reads none. Missing numbers are NaN, missing text ``""``.
     """
     row: dict[str, Any] = {c: math.nan if c in NUMBER_COLUMNS else "" for c in COLUMNS}
     row.update(
@@ -144,8 +155,15 @@ def row(
         why=verdict.why,
     )
     for key, value in values.items():
-        if isinstance(value, decision.Null):
-            row.update(_null_columns(value, verdict, _units(values.get("n_sources")), unit))
+        if isinstance(value, decision.Null | readings.NotRead):
+            if not verdict.why.startswith(NOT_RUN):
+                scale, digits = _scale(unit)
+                n, estimate = _units(values.get("n_sources")), _estimate(values.get("ours"))
+                row.update(
+                    readings.reading_values(
+                        readings.BY_KEY[key], value, n=n, estimate=estimate, scale=scale, digits=digits
+                    )
+                )
         elif isinstance(value, decision.Interval):
             prefix = "ci" if key == "ours" else key
             row[key if key != "ours" else "estimate"] = value.estimate
@@ -155,21 +173,9 @@ def row(
     return row
 
 
-def _null_columns(
-    null: decision.Null, verdict: decision.Verdict | outcomes.Outcome, n: int, unit: str
-) -> dict[str, Any]:
-    """The row's beyond-null columns; a claim not run has none."""
-    if verdict.why.startswith(NOT_RUN):
-        return {}
-    scale, digits = _scale(unit)
-    beyond = decision.beyond_null(null, n=n, unit="units", scale=scale, digits=digits)
-    return {
-        "null": null.name,
-        **dict(zip(NULL_COLUMNS, (null.value.estimate, null.value.low, null.value.high), strict=True)),
-        **dict(zip(BEYOND_COLUMNS, (null.beyond.estimate, null.beyond.low, null.beyond.high), strict=True)),
-        "beyond_verdict": beyond.word,
-        "beyond_why": beyond.why,
-    }
+def _estimate(value: Any) -> float:
+    """The row's estimate where it has one (NaN otherwise)."""
+    return value.estimate if isinstance(value, decision.Interval) else math.nan
 
 
 def _units(value: Any) -> int:
@@ -184,9 +190,11 @@ def _scale(unit: str) -> tuple[float, int]:
 
 def table_null(rec: Record, *, margin: float, bar: float | None = None, instead: str = "") -> decision.Null | None:
     """The null an analysis table carries in its own columns (``null_name``, ``null_*``, ``beyond*``), or
-    ``None`` where it has none."""
+    ``None`` where it has none. Where the table says what its null was subtracted from (``null_observed``: the
+    statistic on the cells the null could be read on), that is the null's observed value; else the row's own."""
     if not text(rec.get(NULL_NAME)) or any(pd.isna(rec.get(c)) for c in (*NULL_COLUMNS, *BEYOND_COLUMNS)):
         return None
+    observed = rec.get(NULL_OBSERVED)
     return decision.Null(
         text(rec[NULL_NAME]),
         interval(rec, *NULL_COLUMNS),
@@ -194,6 +202,7 @@ def table_null(rec: Record, *, margin: float, bar: float | None = None, instead:
         margin=margin,
         bar=bar,
         instead=instead,
+        observed=float(observed) if observed is not None and pd.notna(observed) else math.nan,
     )
 
 
@@ -253,6 +262,9 @@ class RowRule:
         margin: The excess over the null below which nothing is shown beyond it (:data:`verdicts.NULL_MARGINS`).
         bar: The study's bar for the statistic, which a null may already reach (``None``: no single bar).
         instead: What tests the claim where its statistic is mechanical (the null reaches the bar).
+        readings: ``record -> {reading key: Null or NotRead}``: the row's readings other than chance (``feature``:
+            beyond the simplest feature, ``twin``: beyond the twin; :mod:`entropy_lens.verdicts.readings`); ``None``
+            or a missing key: none.
     """
 
     claim: Claim | Callable[[Record], Claim]
@@ -271,6 +283,7 @@ class RowRule:
     margin: float = 0.0
     bar: float | None = None
     instead: str = ""
+    readings: Callable[[Record], Mapping[str, decision.Null | readings.NotRead | None]] | None = None
 
 
 def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
@@ -289,7 +302,9 @@ def rows_of(frame: pd.DataFrame | None, rule: RowRule) -> list[dict[str, Any]]:
             else table_null(rec, margin=rule.margin, bar=rule.bar, instead=rule.instead)
         )
         if null is not None:
-            numbers["null"] = null
+            numbers[readings.CHANCE.key] = null
+        more = rule.readings(rec) if rule.readings is not None else {}
+        numbers.update({key: value for key, value in more.items() if value is not None})
         claim = _at(rule.claim, rec)
         out.append(
             row(

@@ -12,10 +12,13 @@ with its corrected resampled-t 95% interval)
     * ``inconclusive`` when the row could not be scored, or the study's ``k`` had to be
       capped (too few prompts), or the number of independent sources is below
       :data:`MIN_GROUPS`;
-    * ``reproduced`` when the interval lies above both the dummy's interval and 0.5;
+    * ``reproduced`` when the interval lies above 0.5 and the paired excess over the stratified
+      dummy on the same folds (the interval the beyond-chance reading reads) lies above 0;
     * ``not reproduced`` when the interval's upper end is below
       ``0.5 + MIN_AUC_EFFECT``: even a small separability is ruled out;
     * ``inconclusive`` otherwise: the interval is too wide to decide.
+    An AUC at the ceiling in every fold carries the exact interval over its sources
+    (:func:`entropy_lens.core.folds.ceiling_interval`), and the ``why`` says so.
 
 Family held out across size (a leave-one-model-out kNN on blank prompts; :func:`held_out_family`)
     the share of the held-out model's samples classified as its own family (Wilson interval
@@ -64,8 +67,7 @@ Size as resolution (per same-family pair)
 An interval too wide to decide
     the ``why`` gives the number of units (questions, prompts, sources, samples) that would
     decide the row at the measured spread (:func:`~entropy_lens.verdicts.decision.units_to_decide`; for
-    separability the dummy's interval narrows with the sources too:
-    :class:`~entropy_lens.verdicts.decision.AboveRival`).
+    separability the slower of the AUC above 0.5 and the paired excess over the dummy above 0).
 """
 
 from __future__ import annotations
@@ -79,7 +81,6 @@ from entropy_lens.verdicts.decision import (
     NOT_REPRODUCED,
     REPRODUCED,
     VERDICTS,
-    AboveRival,
     Decision,
     Interval,
     Side,
@@ -120,20 +121,29 @@ def _pct(interval: Interval) -> str:
 
 def separability(
     auc: Interval,
-    dummy: Interval,
+    excess: Interval,
     *,
     k_used: int | None,
     k_study: int,
     n_groups: int,
     skipped: str = "",
     unit: str = "sources",
+    ceiling: str = "",
 ) -> Verdict:
     """Verdict on a kNN separability row (AUCs in 0-1; see the module docstring).
 
-    ``unit`` names the independent sources (stories, questions, ...) in the ``why`` of an
-    interval too wide to decide.
+    Args:
+        auc: The mean fold AUC with its interval.
+        excess: The paired fold difference AUC - stratified dummy on the same folds, with its interval (the
+            interval the beyond-chance reading reads).
+        k_used, k_study: The ``k`` the row used and the study's.
+        n_groups: Independent sources (stories, questions, ...), named ``unit`` in the ``why`` of an interval too
+            wide to decide.
+        skipped: Why the row was not scored (``""``: it was).
+        unit: The sources' name.
+        ceiling: The note of an AUC at the ceiling in every fold (its exact interval over the sources).
     """
-    if skipped or not auc.finite or not dummy.finite:
+    if skipped or not auc.finite or not excess.finite:
         return Verdict(INCONCLUSIVE, f"not scored: {skipped or 'no interval'}")
     if k_used is not None and k_used < k_study:
         return Verdict(INCONCLUSIVE, f"too few prompts for the study's k={k_study} (k capped to {k_used})")
@@ -142,13 +152,15 @@ def separability(
     if reason := degenerate(auc):
         return Verdict(INCONCLUSIVE, f"not decided: AUC {reason}")
     effect = CHANCE_AUC + MIN_AUC_EFFECT
-    test = Test(yes=(Side(auc, CHANCE_AUC), AboveRival(auc, dummy)), no=(Side(auc, effect, above=False),))
+    test = Test(yes=(Side(auc, CHANCE_AUC), Side(excess, 0.0)), no=(Side(auc, effect, above=False),))
+    paired = f"the paired excess over the dummy {_pct(excess)}"
     words = Decision(
-        reproduced=f"{{text}} lies above the dummy {_pct(dummy)} and 50",
+        reproduced=f"{{text}} lies above 50 and {paired} above 0",
         not_reproduced=f"{{text}} rules out AUC >= {100 * effect:.0f}",
-        inconclusive=f"{{text}} overlaps the dummy {_pct(dummy)} or 50 and cannot rule out AUC >= {100 * effect:.0f}",
+        inconclusive=f"{{text}} or {paired} reaches 50 or 0 and cannot rule out AUC >= {100 * effect:.0f}",
     )
-    return judge(test, n=n_groups, unit=unit, words=words, text=f"AUC {_pct(auc)}")
+    text = f"AUC {_pct(auc)}" + (f" ({ceiling})" if ceiling else "")
+    return judge(test, n=n_groups, unit=unit, words=words, text=text)
 
 
 def answers_at_chance(accuracy: Interval, chance: float, majority_share: float, majority_letter: str) -> Verdict | None:

@@ -11,8 +11,9 @@ Nadeau-Bengio corrected resampled-t interval (variance times
 ``1/F + n_test/n_train``, ``t`` with ``F - 1`` degrees of freedom), bounded by
 ``[-1, 1]``.  Shannon is scored once per row and its fold AUCs are reused for every order.
 
-This module produces the numbers only; the equivalence margin and the verdict belong to
-:mod:`entropy_lens.verdicts.rules`.
+Each row also carries each side's own AUC interval (Shannon is the Rényi claim's null: the difference is
+``renyi_auc - shannon_auc``).  This module produces the numbers only; the equivalence margin and the verdict
+belong to :mod:`entropy_lens.verdicts.rules`.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ EQUIVALENCE_COLUMNS = (
     "n_groups",
     "n_folds",
     "shannon_auc",
+    "shannon_low",
+    "shannon_high",
     "renyi_auc",
+    "renyi_low",
+    "renyi_high",
     "difference",
     "ci_low",
     "ci_high",
@@ -229,11 +234,17 @@ def _paired_row(shannon: _Baseline, X_renyi: np.ndarray, settings: KnnSettings |
         return {**shannon.sizes, "note": shannon.note}
     renyi = score_folds(X_renyi[shannon.known], shannon.plan, settings)
     difference, low, high = difference_interval(shannon.result, renyi)
+    shannon_low, shannon_high = shannon.result.interval(shannon.result.knn)
+    renyi_low, renyi_high = renyi.interval(renyi.knn)
     return {
         **shannon.sizes,
         "n_folds": int(renyi.knn.size),
         "shannon_auc": float(shannon.result.knn.mean()),
+        "shannon_low": shannon_low,
+        "shannon_high": shannon_high,
         "renyi_auc": float(renyi.knn.mean()),
+        "renyi_low": renyi_low,
+        "renyi_high": renyi_high,
         "difference": difference,
         "ci_low": low,
         "ci_high": high,

@@ -34,7 +34,13 @@ from threadpoolctl import threadpool_limits
 
 from entropy_lens.analysis.separability.folds import FoldPlan, plan_folds
 from entropy_lens.analysis.separability.settings import DEFAULT_LEVEL, KnnSettings
-from entropy_lens.core.folds import DIFFERENCE_BOUNDS, corrected_t_interval, paired_p_value
+from entropy_lens.core.folds import (
+    DIFFERENCE_BOUNDS,
+    ceiling_interval,
+    corrected_t_interval,
+    fold_score_interval,
+    paired_p_value,
+)
 from entropy_lens.core.frames import NULL_CONTRACT
 
 TABLE_COLUMNS = (
@@ -113,8 +119,10 @@ class AucResult:
         return 1.0 / (self.n_splits - 1)
 
     def interval(self, scores: np.ndarray) -> tuple[float, float]:
-        """Corrected resampled-t interval of the mean of fold ``scores`` (see :func:`corrected_t_interval`)."""
-        return corrected_t_interval(scores, self.test_train_ratio, self.level)
+        """Interval of the mean of fold ``scores``: the corrected resampled t, or at the ceiling (every fold 1, or
+        every fold 0) the exact interval over the row's sources
+        (:func:`~entropy_lens.core.folds.fold_score_interval`)."""
+        return fold_score_interval(scores, self.test_train_ratio, self.n_groups, self.level)
 
     def beyond(self) -> tuple[float, float, float]:
         """Mean paired fold difference kNN - dummy and its corrected resampled-t interval, in ``[-1, 1]``."""
@@ -255,6 +263,15 @@ def _binary_auc(positive: np.ndarray, score: np.ndarray) -> float:
     n_pos = int(positive.sum())
     n_neg = positive.size - n_pos
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def ceiling_note(scores: np.ndarray, n_sources: int, level: float = DEFAULT_LEVEL) -> str:
+    """``"ceiling: every fold 100; exact interval over m sources"`` (or the floor's) where the fold AUCs sit at a
+    bound in every fold and take :func:`~entropy_lens.core.folds.ceiling_interval`, else ``""``."""
+    if ceiling_interval(scores, n_sources, level) is None:
+        return ""
+    end = "ceiling: every fold 100" if np.all(np.asarray(scores) == 1.0) else "floor: every fold 0"
+    return f"{end}; exact interval over {n_sources} sources"
 
 
 def capped_note(result: AucResult, settings: KnnSettings) -> str:

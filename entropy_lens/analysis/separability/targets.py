@@ -24,7 +24,14 @@ from entropy_lens.analysis.features import (
     prompt_ids,
 )
 from entropy_lens.analysis.separability.folds import GROUPED, PROTOCOLS, STUDY, class_shortfall
-from entropy_lens.analysis.separability.knn import NULL_NAME, POOLED_MODEL, TABLE_COLUMNS, capped_note, knn_auc
+from entropy_lens.analysis.separability.knn import (
+    NULL_NAME,
+    POOLED_MODEL,
+    TABLE_COLUMNS,
+    capped_note,
+    ceiling_note,
+    knn_auc,
+)
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.frames import Reading
 from entropy_lens.store import schema
@@ -254,4 +261,5 @@ def _score(
     except ValueError as err:  # e.g. too few groups to build folds holding every class
         log.warning("skipped: %s", err)
         return {**sizes, "note": f"skipped: {err}"}
-    return {**result.summary(), "note": capped_note(result, settings)}
+    notes = (capped_note(result, settings), ceiling_note(result.knn, result.n_groups, result.level))
+    return {**result.summary(), "note": "; ".join(n for n in notes if n)}

@@ -12,11 +12,11 @@ import xarray as xr
 
 from entropy_lens.analysis.expansion.overlap import OVERLAP_READING, nucleus_overlap
 from entropy_lens.analysis.expansion.spearman import SPEARMAN_READING, expansion_spearman
-from entropy_lens.core.frames import SOURCES
+from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, SOURCES
 from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import CONTAINMENT_STATISTIC, FINDING, Claim, Headline
-from entropy_lens.verdicts.inputs import PaperInput, StoreSettings, rule_rows
-from entropy_lens.verdicts.rows import Record, RowRule, span
+from entropy_lens.verdicts.inputs import PaperInput, StoreSettings, given, rule_rows
+from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
 from entropy_lens.verdicts.units import CONTAINMENT, JACCARD, RHO
 
 SPEARMAN = Claim(
@@ -62,11 +62,51 @@ SPEARMAN_RULE = RowRule(
         rho, threshold=rules.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"
     ),
     study=_study_spearman,
-    note="n counts (token, layer) pairs; the interval resamples prompts",
+    note="n counts (token, layer) pairs; the interval resamples prompts; containment of adjacent top-p sets is the "
+    "claim's test",
     margin=decision.NULL_MARGINS["rho"],
     bar=rules.SPEARMAN_THRESHOLD,
-    instead="it cannot tell whether the same shortlist grows and shrinks; adjacent-set containment is the claim's test",
+    instead="it cannot tell whether the same shortlist grows and shrinks; containment of adjacent top-p sets is the "
+    "claim's test",
 )
+
+
+# Containment replaced Jaccard after the values of the default run were seen (docs/verdicts.md, "Containment and the
+# original Jaccard rule"): each containment row carries the original rule's reading beside its own.
+ORIGINAL_RULE = "the original Jaccard rule (mean Jaccard of adjacent top-p sets above 0.5)"
+ORIGINAL_STATISTIC = "jaccard"
+
+
+def _with_jaccard(overlap: pd.DataFrame) -> pd.DataFrame:
+    """The overlap frame with each row's Jaccard of the same model and dataset beside it (``jaccard_*``; its
+    interval from the same prompt draws: the analysis bootstraps every statistic with one seed)."""
+    keys = ["model", "split"]
+    jaccard = overlap[overlap["measure"] == ORIGINAL_STATISTIC].drop_duplicates(keys)[[*keys, ESTIMATE, LOW, HIGH]]
+    jaccard = jaccard.rename(columns={ESTIMATE: "jaccard_mean", LOW: "jaccard_low", HIGH: "jaccard_high"})
+    return overlap.merge(jaccard, on=keys, how="left")
+
+
+def _original(rec: Record) -> dict[str, object]:
+    """A containment row's reading under the original Jaccard > 0.5 rule (none on other rows)."""
+    if rec["measure"] != CONTAINMENT_STATISTIC or pd.isna(rec.get("jaccard_mean")):
+        return {}
+    jaccard = interval(rec, "jaccard_mean", "jaccard_low", "jaccard_high")
+    verdict = rules.above_threshold(
+        jaccard, threshold=rules.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=ORIGINAL_STATISTIC
+    )
+    return {
+        "original_rule": ORIGINAL_RULE,
+        "original": jaccard,
+        "original_verdict": verdict.verdict,
+        "original_why": verdict.why,
+    }
+
+
+def _overlap_note(rec: Record) -> str:
+    note = "mean over (token, layer) cells; the interval resamples prompts"
+    if rec["measure"] == CONTAINMENT_STATISTIC:
+        note += "; containment was chosen after the values of the default run were seen (Jaccard before it)"
+    return note
 
 
 OVERLAP_RULE = RowRule(
@@ -75,7 +115,8 @@ OVERLAP_RULE = RowRule(
     judge=lambda value, rec: rules.above_threshold(
         value, threshold=rules.CONTAINMENT_THRESHOLD, n=_sources(rec), statistic=str(rec["measure"])
     ),
-    note="mean over (token, layer) cells; the interval resamples prompts",
+    note=_overlap_note,
+    extra=_original,
     margin=decision.NULL_MARGINS["containment"],
     bar=rules.CONTAINMENT_THRESHOLD,
 )
@@ -101,7 +142,7 @@ INPUTS = {
     "overlap": PaperInput(
         "analysis.expansion.overlap.nucleus_overlap (a dataset column when stacked)",
         OVERLAP_READING,
-        rule_rows("overlap", OVERLAP_RULE),
+        given("overlap", lambda b: rows_of(_with_jaccard(b.frames["overlap"]), OVERLAP_RULE)),
         from_store=overlap_from_store,
     ),
 }

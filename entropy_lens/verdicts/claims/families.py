@@ -132,7 +132,11 @@ def _flat_null(claim: str, statistics: Mapping[str, decision.Interval]) -> decis
         return None
     weakest = min(finite, key=lambda e: e.low)
     return decision.Null(
-        "flat profile (weakest part)", decision.Interval(0.0, 0.0, 0.0), weakest, margin=decision.NULL_MARGINS["gap"]
+        "flat profile (weakest part)",
+        decision.Interval(0.0, 0.0, 0.0),
+        weakest,
+        margin=decision.NULL_MARGINS["gap"],
+        observed=weakest.estimate,  # the weakest part's excess in its claimed direction, over a bar of 0
     )
 
 

@@ -6,6 +6,7 @@ Each claim's record, its row rule, and the inputs of the paper table its rows co
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +20,8 @@ from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision, rules, study
-from entropy_lens.verdicts.claim import EXTENSION, FINDING, PER_STYLE, SHANNON, SHANNON_ROWS, Claim, Headline
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, POOLED, SHANNON, SHANNON_ROWS, Claim, Headline
+from entropy_lens.verdicts.claims.baselines import feature_reading
 from entropy_lens.verdicts.inputs import (
     LOGIT_LENS_ONLY,
     PaperInput,
@@ -28,7 +30,18 @@ from entropy_lens.verdicts.inputs import (
     given,
     rule_rows,
 )
-from entropy_lens.verdicts.rows import Expected, Record, RowRule, family_shortfall, interval, rows_of, span, text
+from entropy_lens.verdicts.readings import FEATURE, NotRead
+from entropy_lens.verdicts.rows import (
+    Expected,
+    Record,
+    RowRule,
+    family_shortfall,
+    interval,
+    rows_of,
+    span,
+    table_null,
+    text,
+)
 from entropy_lens.verdicts.units import AUC, SHARE
 
 # --------------------------------------------------------------------------- the claims
@@ -83,6 +96,7 @@ FAMILY = Claim(
     figure="family",
     knn_target="family",
     headline=SHANNON_ROWS,
+    aggregation=POOLED,
 )
 
 FAMILY_HELDOUT = Claim(
@@ -95,6 +109,7 @@ FAMILY_HELDOUT = Claim(
     rule=rules.held_out_family,
     figure="family",
     headline=Headline(measures=(SHANNON,)),
+    aggregation=POOLED,
 )
 
 MODEL_IDENTITY = Claim(
@@ -106,6 +121,7 @@ MODEL_IDENTITY = Claim(
     dataset="blank",
     rule=rules.separability,
     headline=Headline(measures=(SHANNON,)),
+    aggregation=POOLED,
 )
 
 IMAGE_CLASS = Claim(
@@ -131,7 +147,7 @@ MMLU_CORRECT = Claim(
     rule=rules.separability,
     figure="mmlu_auc",
     knn_target="mmlu_correct",
-    headline=Headline(measures=(SHANNON, ""), styles=PER_STYLE),
+    headline=Headline(measures=(SHANNON, ""), styles=POOLED),  # the three styles are one question's prompts
 )
 
 MMLU_CORRECT_CALIBRATED = Claim(
@@ -200,12 +216,26 @@ def split_of(rec: Mapping[str, Any]) -> str:
     return ALL_STYLES if rec["target"] in CORRECTNESS_MEASURES and not split else split
 
 
-def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
-    """The grouped protocol's AUC against the dummy classifier, the study protocol's beside it."""
+def knn_rule(accuracy: pd.DataFrame | None, baselines: pd.DataFrame | None, expected: Expected) -> RowRule:
+    """The grouped protocol's AUC and its paired excess over the dummy classifier, the study protocol's beside it,
+    read beyond chance and beyond the simplest feature (none on a model that answers MMLU at chance)."""
+    feature = feature_reading(baselines)
+
+    def gate(rec: Record) -> decision.Verdict | None:
+        return _correctness_gate(accuracy, rec)
+
+    def chance(rec: Record) -> decision.Null | NotRead | None:
+        blocked = gate(rec)
+        return NotRead(_reason(blocked)) if blocked else table_null(rec, margin=decision.NULL_MARGINS["AUC"])
+
+    def readings(rec: Record) -> dict[str, decision.Null | NotRead | None]:
+        blocked = gate(rec)
+        return {FEATURE.key: NotRead(_reason(blocked)) if blocked else feature(rec)}
+
     return RowRule(
         claim=lambda rec: knn_claim(str(rec["target"]), expected)[0],
         unit=AUC,
-        judge=lambda auc, rec: _separability(rec, accuracy, split_of(rec), expected),
+        judge=lambda auc, rec: gate(rec) or _separability(rec, expected),
         role=lambda rec: knn_claim(str(rec["target"]), expected)[1],
         study=lambda rec: _study_auc(
             rec["target"], rec["model"], expected.families.get(rec["model"], ""), rec["measure"]
@@ -216,12 +246,16 @@ def knn_rule(accuracy: pd.DataFrame | None, expected: Expected) -> RowRule:
             "baseline": interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
             "study_protocol": interval(rec, "study_mean", "study_low", "study_high"),
         },
+        null=chance,
         margin=decision.NULL_MARGINS["AUC"],
+        readings=readings,
     )
 
 
-def knn_rows(knn: pd.DataFrame, accuracy: pd.DataFrame | None, expected: Expected) -> list[dict[str, Any]]:
-    return rows_of(_with_study_protocol(knn), knn_rule(accuracy, expected))
+def knn_rows(
+    knn: pd.DataFrame, accuracy: pd.DataFrame | None, baselines: pd.DataFrame | None, expected: Expected
+) -> list[dict[str, Any]]:
+    return rows_of(_with_study_protocol(knn), knn_rule(accuracy, baselines, expected))
 
 
 def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
@@ -232,39 +266,54 @@ def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
     return knn[knn["protocol"] == GROUPED].merge(protocol, on=keys, how="left")
 
 
-def _separability(
-    rec: Mapping[str, Any], accuracy: pd.DataFrame | None, split: str, expected: Expected
-) -> decision.Verdict:
+def _separability(rec: Mapping[str, Any], expected: Expected) -> decision.Verdict:
     if rec["target"] == "family" and "blank" in expected.datasets and (shortfall := family_shortfall(expected)):
         return decision.not_run(shortfall)
-    if rec["target"] in CORRECTNESS_MEASURES:
-        blocked = _correctness_blocked(accuracy, str(rec["model"]), split, CORRECTNESS_MEASURES[str(rec["target"])])
-        if blocked is not None:
-            return blocked
     note = text(rec.get("note"))
     return rules.separability(
         interval(rec, ESTIMATE, LOW, HIGH),
-        interval(rec, "dummy_mean", "dummy_low", "dummy_high"),
+        interval(rec, "beyond", "beyond_low", "beyond_high"),
         k_used=int(rec["k"]) if pd.notna(rec.get("k")) else None,
         k_study=expected.k_study,
         n_groups=int(rec["n_groups"]) if pd.notna(rec.get("n_groups")) else 0,
         skipped=note if note.startswith("skipped") else "",
         unit=knn_unit(str(rec["target"])),
+        ceiling=match.group(0) if (match := CEILING_NOTE.search(note)) else "",
     )
 
 
-def _correctness_blocked(
-    accuracy: pd.DataFrame | None, model: str, style: str, measure: str = VERDICT_MEASURE
-) -> decision.Verdict | None:
-    """Inconclusive when the correctness label is letter bias or chance (see :func:`verdicts.answers_at_chance`)."""
-    if accuracy is None:
+# The kNN table's note where an AUC sat at a bound in every fold (analysis.separability.knn.ceiling_note).
+CEILING_NOTE = re.compile(r"(ceiling|floor): every fold \d+; exact interval over \d+ sources")
+# The start of the why of a correctness row whose model answers at chance (docs/verdicts.md).
+AT_CHANCE = "not read: the model answers at chance"
+
+
+def _reason(blocked: decision.Verdict | None) -> str:
+    """Why a gated row is not read, without the shared prefix."""
+    return (blocked.why if blocked else "").removeprefix("not read: ")
+
+
+def _correctness_gate(accuracy: pd.DataFrame | None, rec: Record) -> decision.Verdict | None:
+    """A correctness row whose model fails the MMLU precondition (accuracy not above chance and the majority
+    letter), or answers one letter (:func:`~entropy_lens.verdicts.rules.answers_at_chance`), is not read: no
+    as-stated reading, no reading beyond chance or beyond its simplest feature; ``None`` for any other row."""
+    if accuracy is None or rec["target"] not in CORRECTNESS_MEASURES:
         return None
+    model, style, measure = str(rec["model"]), split_of(rec), CORRECTNESS_MEASURES[str(rec["target"])]
     hit = accuracy[(accuracy["model"] == model) & (accuracy["style"] == style) & (accuracy["measure"] == measure)]
     if hit.empty:
         return None
-    rec = hit.iloc[0]
-    acc = decision.Interval(rec["accuracy"], rec["ci_low"], rec["ci_high"])
-    return rules.answers_at_chance(acc, float(rec["chance"]), float(rec["top_share"]), str(rec["top_letter"]))
+    row = hit.iloc[0]
+    acc = decision.Interval(row["accuracy"], row["ci_low"], row["ci_high"])
+    biased = rules.answers_at_chance(acc, float(row["chance"]), float(row["top_share"]), str(row["top_letter"]))
+    if biased is not None:
+        return decision.Verdict(decision.INCONCLUSIVE, f"{AT_CHANCE} ({biased.why})")
+    majority = float(row["majority_baseline"])
+    precondition = rules.accuracy(acc, chance=float(row["chance"]), majority=majority, n=int(row["n"]))
+    if precondition.verdict != decision.REPRODUCED:
+        word = decision.PRECONDITION_WORDS[precondition.verdict]
+        return decision.Verdict(decision.INCONCLUSIVE, f"{AT_CHANCE} (precondition {word}: {precondition.why})")
+    return None
 
 
 def _heldout_bar(rec: Record) -> float:
@@ -320,7 +369,7 @@ INPUTS = {
     "knn": PaperInput(
         "analysis.separability.targets.knn_table (both fold protocols)",
         KNN_READING,
-        given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.expected)),
+        given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.frames["baselines"], b.expected)),
         from_store=knn_from_store,
     ),
     "heldout": PaperInput(

@@ -8,6 +8,7 @@ Each claim's record, its row rules, and the paper-table inputs its rows come fro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import pandas as pd
@@ -142,7 +143,12 @@ def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
 def _random_null(rec: Record) -> decision.Null | None:
     """Random blocks, the null of a comparison against them (the table's own columns, Holm-level excess);
     expansion against pruning has none of its own: each side's row against random blocks is its null."""
-    return table_null(rec, margin=outcomes.SKIP_MARGIN if _is_accuracy(rec) else outcomes.LOGPROB_MARGIN)
+    null = table_null(rec, margin=outcomes.SKIP_MARGIN if _is_accuracy(rec) else outcomes.LOGPROB_MARGIN)
+    if null is None:
+        return None
+    # what the first skip costs (intact - first): the random blocks' cost plus the first's excess over it (paired
+    # means over the same questions add up), so observed - null = beyond
+    return dataclasses.replace(null, observed=null.value.estimate + null.beyond.estimate)
 
 
 def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
