@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from entropy_lens.model.batching import batches, length_order, padded, shard_slice
+from entropy_lens.model.batching import batch_order, batch_partners, batches, length_order, padded, shard_slice
 
 BATCH = 4
 
@@ -36,6 +36,81 @@ def test_shard_jobs_run_the_batches_of_the_whole_job(shard_size):
         index += 1
     assert sharded == whole
     assert sorted(row for batch in whole for row in batch) == list(range(len(lengths)))
+
+
+def _stories(n: int, per_story: int = 12) -> list[str]:
+    """Sources as a story set has them: a story's prompts are about as long as each other."""
+    return [f"story{i // per_story}" for i in range(n)]
+
+
+def _story_lengths(n: int, per_story: int = 12, seed: int = 0) -> list[int]:
+    rng = np.random.default_rng(seed)
+    return [int(40 + 10 * (i // per_story) + rng.integers(0, 3)) for i in range(n)]
+
+
+def test_source_aware_batches_keep_at_most_half_of_a_batch_from_one_source():
+    """Length order alone puts a story's prompts into one batch; with sources no batch holds more than half."""
+    lengths, sources = _story_lengths(96), _stories(96)
+    alone = [batch for batch in batches(lengths, BATCH)]
+    assert max(most_of_one_source(sources, batch) for batch in alone) == BATCH  # the defect: one-story batches
+    mixed = list(batches(lengths, BATCH, sources))
+    assert sorted(row for batch in mixed for row in batch) == list(range(96))
+    assert max(most_of_one_source(sources, batch) for batch in mixed) <= BATCH // 2
+    # length order is kept within a small tolerance: no row moves further than one story's prompts
+    place, rank = np.empty(96, dtype=int), np.empty(96, dtype=int)
+    place[np.concatenate(mixed)], rank[length_order(lengths)] = np.arange(96), np.arange(96)
+    assert np.abs(place - rank).max() <= 12
+
+
+def most_of_one_source(sources: list[str], batch: np.ndarray) -> int:
+    """The most rows of one source in ``batch``."""
+    counts = np.unique([sources[r] for r in batch], return_counts=True)[1]
+    return int(counts.max())
+
+
+def test_without_sources_the_order_is_the_length_order():
+    lengths = _lengths(50)
+    assert batch_order(lengths, BATCH).tolist() == length_order(lengths).tolist()
+    distinct = [str(i) for i in range(50)]  # every row its own source: nothing to keep apart
+    assert batch_order(lengths, BATCH, distinct).tolist() == length_order(lengths).tolist()
+
+
+@pytest.mark.parametrize("shard_size", [BATCH, 3 * BATCH])
+def test_source_aware_shards_run_the_batches_of_the_whole_job(shard_size):
+    lengths, sources = _story_lengths(90), _stories(90)
+    whole = [batch.tolist() for batch in batches(lengths, BATCH, sources)]
+    sharded, index = [], 0
+    while (rows := shard_slice(lengths, index, shard_size, sources, BATCH)).size:
+        shard_sources = [sources[r] for r in rows]
+        sharded += [rows[batch].tolist() for batch in batches([lengths[r] for r in rows], BATCH, shard_sources)]
+        index += 1
+    assert sharded == whole
+
+
+@pytest.mark.parametrize(
+    ("sources", "want"),
+    [
+        (["a", "a", "b", "b"], [12, 13, 10, 11]),  # each row paired with the other source, partners distinct
+        (["a", "b", "c", "d"], [11, 12, 13, 10]),  # every row its own source: the next row, the last the first
+        (["a", "a", "a", "b"], [13, -1, -1, 10]),  # one source holds 3 of 4: only 2 (4 - 3) rows can pair
+        (["a", "a", "a", "a"], [-1, -1, -1, -1]),  # one source: no partner
+    ],
+)
+def test_batch_partners_are_distinct_rows_of_another_source(sources, want):
+    rows = np.arange(10, 14)
+    partners = batch_partners(rows, sources)
+    assert partners.tolist() == want
+    paired = partners >= 0
+    assert len(set(partners[paired].tolist())) == int(paired.sum())
+    of = dict(zip(rows.tolist(), sources, strict=True))
+    assert all(of[int(r)] != of[int(p)] for r, p in zip(rows[paired], partners[paired], strict=True))
+
+
+def test_batch_partners_without_sources_are_the_next_row():
+    assert batch_partners(np.asarray([4, 9, 2])).tolist() == [9, 2, 4]
+    assert batch_partners(np.asarray([4])).tolist() == [-1]
+    with pytest.raises(ValueError, match="sources must hold one value per row of the batch"):
+        batch_partners(np.asarray([1, 2]), ["a"])
 
 
 def test_batches_refuse_a_batch_size_that_is_not_positive():

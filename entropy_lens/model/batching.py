@@ -3,13 +3,21 @@
 Prompts go to the model sorted by token length (ties in the order given, so a table's order breaks
 them), ``batch_size`` at a time, left padded with an attention mask, positions counted along the
 mask so that a padded row computes what it would alone. Extraction, its shards, choice scoring,
-layer skipping and generation all batch through here: a shard is the slice of :func:`length_order`
-the whole job would batch, and it is only the same work because both sort the same way.
+layer skipping and generation all batch through here: a shard is the slice of :func:`batch_order`
+the whole job would batch, and it is only the same work because both order the same way.
+
+Sources.  The cross-prompt null of the expansion claims pairs each prompt with a prompt of *another*
+source (story, topic, question; docs/verdicts.md, "The right units") in its batch
+(:func:`batch_partners`).  Length order alone puts a story's prompts, which are about as long as each
+other, into the same batches, so extraction passes each prompt's source and :func:`batch_order` keeps
+at most half of a batch from one source: each batch takes the shortest prompts left whose source has
+room in it, so a prompt waits only until a batch has room for its source (the
+cost, padding to a longer prompt, is measured in docs/results.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -20,43 +28,117 @@ def length_order(lengths: Sequence[int]) -> np.ndarray:
     return np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable")
 
 
-def batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
-    """The rows of each batch, in :func:`length_order`, ``batch_size`` at a time (the last may be shorter).
+def _check_batch_size(batch_size: int) -> int:
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
+
+
+def batch_order(lengths: Sequence[int], batch_size: int, sources: Sequence[Hashable] | None = None) -> np.ndarray:
+    """Every row in the order it is batched: consecutive ``batch_size`` rows make one batch.
+
+    Without ``sources``, :func:`length_order`.  With them, each batch is filled from the rows left in
+    length order, taking a row only while its source holds fewer than ``batch_size // 2`` (at least 1)
+    of the batch's rows; a batch that finds no such row takes the next rows in length order.  Every batch
+    with at most half of its rows from one source gives each row a partner of another source
+    (:func:`batch_partners`).
+
+    Args:
+        lengths: ``[N]`` token length of each row.
+        batch_size: Rows per batch.
+        sources: ``[N]`` source of each row (a story, topic, question), or ``None``.
+
+    Returns:
+        ``[N]`` row indices.
+    """
+    batch_size = _check_batch_size(batch_size)
+    order = length_order(lengths)
+    if sources is None:
+        return order
+    source = np.asarray([str(s) for s in sources], dtype=object)
+    if source.shape != (len(lengths),):
+        raise ValueError(f"sources must hold one value per row ({len(lengths)}), got {source.shape[0]}")
+    cap = max(batch_size // 2, 1)
+    left, out = list(order), []
+    while left:
+        taken: list[int] = []
+        counts: dict[str, int] = {}
+        for row in left:
+            if len(taken) == batch_size:
+                break
+            if counts.get(source[row], 0) < cap:
+                taken.append(row)
+                counts[source[row]] = counts.get(source[row], 0) + 1
+        chosen = set(taken)
+        rest = [row for row in left if row not in chosen]
+        taken += rest[: batch_size - len(taken)]  # no room left for any other source: length order
+        chosen = set(taken)
+        left = [row for row in left if row not in chosen]
+        out += taken
+    return np.asarray(out, dtype=np.int64)
+
+
+def batches(lengths: Sequence[int], batch_size: int, sources: Sequence[Hashable] | None = None) -> Iterator[np.ndarray]:
+    """The rows of each batch, in :func:`batch_order`, ``batch_size`` at a time (the last may be shorter).
 
     Raises:
         ValueError: for a ``batch_size`` that is not a positive integer.
     """
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    order = length_order(lengths)
+    order = batch_order(lengths, batch_size, sources)
     for start in range(0, len(order), batch_size):
         yield order[start : start + batch_size]
 
 
-def batch_partners(rows: Sequence[int]) -> np.ndarray:
-    """The partner of each row of one batch: the next row of the batch, the last row's the first.
+def batch_partners(rows: Sequence[int], sources: Sequence[Hashable] | None = None) -> np.ndarray:
+    """The partner of each row of one batch: a row of another source, every partner distinct.
 
-    The one rule for the cross-prompt null of the adjacent-layer overlap: extraction compares layer
-    ``l`` of a row with layer ``l + 1`` of its partner and records the partner in the store, which
-    the analysis reads back.  A batch of one has no partner (``-1``).
+    The one rule for the cross-prompt null of the expansion claims: extraction compares layer ``l`` of
+    a row with layer ``l + 1`` of its partner and records the partner in the store, which the analysis
+    reads back.  The rows are ordered by source (the largest source first, ties and rows within a source
+    in batch order) and each is paired with the row ``m`` places on, cyclically, ``m`` the largest
+    source's count: a row of another source whenever no source holds more than half of the batch.  Where
+    one does, only ``2 (B - m)`` rows can have distinct partners of another source: the other sources'
+    rows and as many of the largest source's, swapped in pairs; the rest get ``-1``.  Without
+    ``sources`` every row is its own source: the next row of the batch, the last row's the first.  A
+    batch of one source (or of one row) has no partner.
 
     Args:
         rows: The batch's rows (prompt indices), in batch order.
+        sources: ``[B]`` the source of each row, or ``None``.
 
     Returns:
         ``[B]`` int64 partner row (a prompt index of ``rows``) of each row, or ``-1``.
     """
     rows = np.asarray(rows, dtype=np.int64)
-    return np.roll(rows, -1) if rows.size > 1 else np.full(rows.size, -1, dtype=np.int64)
+    source = np.asarray([str(s) for s in sources], dtype=object) if sources is not None else rows.astype(str)
+    if source.shape != rows.shape:
+        raise ValueError(f"sources must hold one value per row of the batch ({rows.size}), got {source.shape[0]}")
+    out = np.full(rows.size, -1, dtype=np.int64)
+    names, first, counts = np.unique(source, return_index=True, return_counts=True)
+    if names.size < 2:
+        return out
+    rank = {name: i for i, name in enumerate(names[np.lexsort((first, -counts))])}
+    by_source = sorted(range(rows.size), key=lambda i: rank[source[i]])  # stable: batch order within a source
+    largest = int(counts.max())
+    if 2 * largest <= rows.size:
+        for place, i in enumerate(by_source):
+            out[i] = rows[by_source[(place + largest) % rows.size]]
+        return out
+    major, others = by_source[:largest], by_source[largest:]
+    for a, b in zip(major, others, strict=False):
+        out[a], out[b] = rows[b], rows[a]
+    return out
 
 
-def shard_slice(lengths: Sequence[int], index: int, size: int) -> np.ndarray:
-    """Rows of shard ``index`` (``size`` prompts each): its slice of :func:`length_order`, in row order.
+def shard_slice(
+    lengths: Sequence[int], index: int, size: int, sources: Sequence[Hashable] | None = None, batch_size: int = 1
+) -> np.ndarray:
+    """Rows of shard ``index`` (``size`` prompts each): its slice of :func:`batch_order`, in row order.
 
-    A shard job batching these rows (sorted again) runs the batches the whole job would, when ``size``
-    is a multiple of the batch size.
+    A shard job batching these rows (ordered again, with their sources) runs the batches the whole job
+    would, when ``size`` is a multiple of ``batch_size``.
     """
-    return np.sort(length_order(lengths)[index * size : (index + 1) * size])
+    return np.sort(batch_order(lengths, batch_size, sources)[index * size : (index + 1) * size])
 
 
 def left_pad(batch: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
