@@ -477,6 +477,7 @@ def test_paper_table_from_files_stacks_per_dataset_tables(tmp_path):
                     "n_layers": 3,
                     "n": 10,
                     "n_prompts": 8,
+                    "n_sources": 8,
                     "spearman": 0.9,
                     "ci_low": 0.8,
                     "ci_high": 0.95,
@@ -506,7 +507,15 @@ def test_to_markdown_renders_escapes_and_blanks_nan(tmp_path):
 
 
 def _overlap() -> pd.DataFrame:
-    row = {"model": "smollm2-135m", "family": "smollm", "n_layers": 30, "n": 5000, "n_prompts": 40, "std": 0.2}
+    row = {
+        "model": "smollm2-135m",
+        "family": "smollm",
+        "n_layers": 30,
+        "n": 5000,
+        "n_prompts": 40,
+        "n_sources": 40,
+        "std": 0.2,
+    }
     return _csv(
         [
             {**row, "statistic": "jaccard", "mean": 0.38, "ci_low": 0.35, "ci_high": 0.41, "dataset": "blank"},
@@ -712,8 +721,8 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
 
     spear = _csv(
         [
-            {"model": "m", "family": "f", "n_layers": 8, "n": 900, "n_prompts": 30, "spearman": 0.9, "ci_low": 0.85}
-            | {"ci_high": 0.94, "p_value": 0.0, "dataset": "blank", "null_name": "cross-prompt"}
+            {"model": "m", "family": "f", "n_layers": 8, "n": 900, "n_prompts": 30, "n_sources": 30, "spearman": 0.9}
+            | {"ci_low": 0.85, "ci_high": 0.94, "p_value": 0.0, "dataset": "blank", "null_name": "cross-prompt"}
             | {"null_estimate": 0.91, "null_low": 0.88, "null_high": 0.94, "beyond": -0.01}
             | {"beyond_low": -0.04, "beyond_high": 0.02}
         ]

@@ -39,6 +39,7 @@ import numpy as np
 import xarray as xr
 
 from entropy_lens.analysis.depth import DEFAULT_GRID_POINTS, depth_grid, resample_depth
+from entropy_lens.prompts.datasets import PROMPT_ID, SOURCE_COLUMNS
 from entropy_lens.store import schema
 from entropy_lens.store.storage import as_str
 
@@ -108,6 +109,23 @@ def plain(values: np.ndarray) -> np.ndarray:
 def prompt_ids(ds: xr.Dataset, prompts: Sequence[str] | None = None) -> np.ndarray:
     """``[N]`` prompt ids as ``str`` objects: ``prompts`` if given, else every prompt of ``ds``."""
     return as_str(np.asarray(ds.indexes[schema.PROMPT] if prompts is None else list(prompts), dtype=object))
+
+
+def source_coordinate(ds: xr.Dataset) -> str:
+    """The prompt coordinate naming each prompt's source in ``ds``, or ``prompt`` where each prompt is its own.
+
+    The :data:`entropy_lens.prompts.datasets.SOURCE_COLUMNS` entry of its ``dataset`` attribute (without one,
+    the first such coordinate it has); ``prompt`` for a blank sample, or a store without the column.
+    """
+    named = SOURCE_COLUMNS.get(str(ds.attrs.get("dataset", "")))
+    candidates = [named] if named is not None else [c for c in SOURCE_COLUMNS.values() if c != PROMPT_ID]
+    found = [c for c in candidates if c in ds.coords and ds[c].dims == (schema.PROMPT,)]
+    return found[0] if found else schema.PROMPT
+
+
+def prompt_sources(ds: xr.Dataset) -> np.ndarray:
+    """``[P]`` source of each prompt of ``ds`` (:func:`source_coordinate`), as ``str`` objects in store order."""
+    return as_str(ds[source_coordinate(ds)].values)
 
 
 def metric_array(ds: xr.Dataset, metric: str = schema.ENTROPY, alpha: float | None = None) -> xr.DataArray:
