@@ -119,3 +119,32 @@ def test_entropy_over_log_v_reads_each_models_own_vocabulary(tmp_path):
     notes = table.set_index("model")["note"]
     assert notes["qwen-s"].startswith("confound: shares its tokenizer (vocabulary 151936) with qwen-l")
     assert notes["gemma-s"] == ""  # another vocabulary than gemma-l: no shared tokenizer
+
+
+def test_family_features_do_not_read_token_0_where_every_blank_sample_is_the_same():
+    """Token 0 of a blank sample reads the BOS token alone, the same in every sample: here it alone carries the
+    family's shape, the later tokens are noise common to every model. Family features start at token 1, so
+    neither the held-out share, the family kNN nor the pairs' gap finds the family."""
+    from entropy_lens.analysis.families.scales import model_samples
+    from entropy_lens.analysis.features import FAMILY_FIRST_TOKEN, pooled_features
+    from entropy_lens.analysis.separability.targets import STUDY_TARGETS, knn_table
+
+    ds = _store(FAMILY_SHAPES)
+    rng = np.random.default_rng(1)
+    noise = {m: 2.0 + rng.normal(scale=0.2, size=ds.entropy.sel(model=m).shape) for m in FAMILY_SHAPES}
+    entropy = ds.entropy.copy(data=np.stack([noise[m] for m in FAMILY_SHAPES]).astype(np.float32))
+    entropy[:, :, 0] = ds.entropy[:, :, 0]  # token 0: the family's shape, as the store has it
+    ds = ds.assign(entropy=entropy.where(np.isfinite(ds.entropy)))
+    assert pooled_features(ds, settings=FEATURES, first_token=FAMILY_FIRST_TOKEN).X.shape[1] == 2 * 8
+    assert pooled_features(ds, settings=FEATURES).X.shape[1] == 3 * 8
+    table = heldout.family_heldout({"blank": ds}, features=FEATURES, settings=SETTINGS)
+    assert (table["share"] < 0.9).all() and (table["ci_low"] < table["majority_share"]).all()
+    family = [t for t in STUDY_TARGETS if t.name == "family"]
+    auc = knn_table({"blank": ds}, family, features=FEATURES, settings=KnnSettings(k=7))
+    assert (auc["auc_mean"] < 0.75).all()  # token 0 alone would separate the families perfectly
+    with pytest.raises(ValueError, match="first_token must be an int in"):
+        pooled_features(ds, settings=FEATURES, first_token=3)
+    samples = model_samples(ds)  # the pairs' gaps read each sample's mean over tokens 1 and 2
+    for model in FAMILY_SHAPES:
+        want = np.nanmean(ds.entropy.sel(model=model).values[:, 1:, : samples[model].depth.size], axis=1)
+        np.testing.assert_allclose(samples[model].rows, want, rtol=1e-6)

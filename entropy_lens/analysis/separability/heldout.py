@@ -33,7 +33,7 @@ import xarray as xr
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
-from entropy_lens.analysis.features import FeatureSettings, plain, pooled_features
+from entropy_lens.analysis.features import FAMILY_FIRST_TOKEN, FeatureSettings, plain, pooled_features
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.frames import MEASURE, SPLIT, Reading
 from entropy_lens.core.intervals import wilson_interval
@@ -98,7 +98,7 @@ def family_heldout(
         log.warning("family held-out kNN skipped: no store for dataset %r", dataset)
         return pd.DataFrame(columns=list(HELDOUT_COLUMNS))
     ds = normalized_entropy(stores[dataset]) if normalize else stores[dataset]
-    feats = pooled_features(ds, settings=features)
+    feats = pooled_features(ds, settings=features, first_token=FAMILY_FIRST_TOKEN)
     per_model = model_families(ds)
     confounds = tokenizer_confounds(ds)
     families = np.asarray([per_model[str(m)] for m in feats.models], dtype=object)

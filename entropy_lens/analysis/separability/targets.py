@@ -16,6 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.features import (
+    FAMILY_FIRST_TOKEN,
     FeatureSettings,
     metric_label,
     model_features,
@@ -55,6 +56,9 @@ class Target:
             :data:`PROTOCOLS`; without it, under ``study`` only.
         stratify_by: A prompt coordinate the grouped folds balance besides the label
             (``style`` for MMLU correctness pooled over styles).
+        first_token: The first token slot of the features (pooled targets;
+            :data:`~entropy_lens.analysis.features.FAMILY_FIRST_TOKEN` for the family: a blank sample's
+            token 0 is the same for every sample of a model).
     """
 
     name: str
@@ -65,6 +69,7 @@ class Target:
     pooled: bool = False
     group_by: str | None = None
     stratify_by: str | None = None
+    first_token: int = 0
 
 
 STUDY_TARGETS: tuple[Target, ...] = (
@@ -78,7 +83,7 @@ STUDY_TARGETS: tuple[Target, ...] = (
     Target("mmlu_correct", "mmlu", schema.CORRECT_LL, split_by="style", group_by="question_id"),
     # Variant: the calibrated letter's correctness (an answer the greedy generation need not have given).
     Target("mmlu_correct_calibrated", "mmlu", schema.CORRECT_CALIBRATED, group_by="question_id", stratify_by="style"),
-    Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT),
+    Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT, first_token=FAMILY_FIRST_TOKEN),
     # Beyond the study: image classes from image classifiers' profiles (one token slot).
     Target("image_class", "images", "label", group_by="source"),
 )
@@ -158,7 +163,9 @@ def target_rows(
     for split, ids in target_splits(ds, target):
         for model in [POOLED_MODEL] if target.pooled else [str(m) for m in ds.indexes[schema.MODEL]]:
             if target.pooled:
-                feats = pooled_features(ds, metric=metric, alpha=alpha, settings=features, prompts=ids)
+                feats = pooled_features(
+                    ds, metric=metric, alpha=alpha, settings=features, prompts=ids, first_token=target.first_token
+                )
             else:
                 feats = model_features(ds, model, metric=metric, alpha=alpha, settings=features, prompts=ids)
             labels = sample_labels(ds, target.label, feats.models, feats.prompts)
