@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from entropy_lens.model.batching import batch_order, batch_partners, batches, length_order, padded, shard_slice
+from entropy_lens.model.batching import (
+    batch_order,
+    batch_partners,
+    batches,
+    length_order,
+    padded,
+    partner_cycles,
+    shard_slice,
+)
 
 BATCH = 4
 
@@ -90,8 +98,8 @@ def test_source_aware_shards_run_the_batches_of_the_whole_job(shard_size):
 @pytest.mark.parametrize(
     ("sources", "want"),
     [
-        (["a", "a", "b", "b"], [12, 13, 10, 11]),  # each row paired with the other source, partners distinct
-        (["a", "b", "c", "d"], [11, 12, 13, 10]),  # every row its own source: the next row, the last the first
+        (["a", "a", "b", "b"], [12, 13, 11, 10]),  # the cycle 10 12 11 13: each row paired with the other source
+        (["a", "b", "c", "d"], [12, 13, 11, 10]),  # every row its own source: dealt the same way
         (["a", "a", "a", "b"], [13, -1, -1, 10]),  # one source holds 3 of 4: only 2 (4 - 3) rows can pair
         (["a", "a", "a", "a"], [-1, -1, -1, -1]),  # one source: no partner
     ],
@@ -106,11 +114,31 @@ def test_batch_partners_are_distinct_rows_of_another_source(sources, want):
     assert all(of[int(r)] != of[int(p)] for r, p in zip(rows[paired], partners[paired], strict=True))
 
 
-def test_batch_partners_without_sources_are_the_next_row():
-    assert batch_partners(np.asarray([4, 9, 2])).tolist() == [9, 2, 4]
+def test_drawn_partners_make_each_batch_one_cycle_of_other_source_rows():
+    """Over random batches where no source holds more than half: every partner is distinct, of another source,
+    and the batch is one cycle of the partner map, which partner_cycles finds again."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        size = int(rng.integers(2, 17))
+        sources = rng.integers(0, int(rng.integers(2, 6)), size=size).astype(str)
+        if np.unique(sources, return_counts=True)[1].max() * 2 > size:
+            continue
+        rows = rng.permutation(40)[:size]
+        partner_of = dict(zip(rows.tolist(), batch_partners(rows, sources, rng).tolist(), strict=True))
+        of = dict(zip(rows.tolist(), sources, strict=True))
+        assert all(of[r] != of[p] for r, p in partner_of.items())
+        partner = np.full(40, -1)
+        partner[list(partner_of)] = list(partner_of.values())
+        (cycle,) = partner_cycles(partner)
+        assert sorted(cycle.tolist()) == sorted(rows.tolist())
+
+
+def test_batch_partners_without_sources_are_dealt_around_the_batch():
+    assert batch_partners(np.asarray([4, 9, 2])).tolist() == [2, 4, 9]
     assert batch_partners(np.asarray([4])).tolist() == [-1]
     with pytest.raises(ValueError, match="sources must hold one value per row of the batch"):
         batch_partners(np.asarray([1, 2]), ["a"])
+    assert [c.tolist() for c in partner_cycles(np.asarray([1, 0, -1, 4, 3, 2]))] == [[0, 1], [3, 4]]
 
 
 def test_batches_refuse_a_batch_size_that_is_not_positive():

@@ -9,6 +9,7 @@ answer choices off the model's own distribution at the first generated position.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -125,7 +126,7 @@ def extract_profiles(
             lm,
             [encoded[r] for r in rows],
             rows,
-            partners=batch_partners(rows, source[rows]),
+            partners=batch_partners(rows, source[rows], _batch_rng(settings.seed, [ids[r] for r in rows])),
             seeds=[seeds[r] for r in rows],
             settings=settings,
             lens=lens,
@@ -150,6 +151,13 @@ def _check_readout(readout: Readout | None, n_prompts: int) -> int:
     if len(readout.token_ids) != n_prompts:
         raise ValueError(f"readout has token ids for {len(readout.token_ids)} prompts, expected {n_prompts}")
     return len(readout.labels)
+
+
+def _batch_rng(seed: int, batch_ids: Sequence[str]) -> np.random.Generator:
+    """The generator that deals a batch's partners: seeded by the generation seed and the batch's prompt ids, so a
+    shard job (whose rows are numbered apart) draws what the whole job draws."""
+    digest = zlib.crc32("\n".join(sorted(batch_ids)).encode("utf-8"))
+    return np.random.default_rng([seed, digest])
 
 
 def _sources(sources: Sequence[str] | None, ids: Sequence[str]) -> np.ndarray:

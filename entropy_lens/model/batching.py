@@ -7,12 +7,12 @@ layer skipping and generation all batch through here: a shard is the slice of :f
 the whole job would batch, and it is only the same work because both order the same way.
 
 Sources.  The cross-prompt null of the expansion claims pairs each prompt with a prompt of *another*
-source (story, topic, question; docs/verdicts.md, "The right units") in its batch
-(:func:`batch_partners`).  Length order alone puts a story's prompts, which are about as long as each
-other, into the same batches, so extraction passes each prompt's source and :func:`batch_order` keeps
-at most half of a batch from one source: each batch takes the shortest prompts left whose source has
-room in it, so a prompt waits only until a batch has room for its source (the
-cost, padding to a longer prompt, is measured in docs/results.md).
+source (story, topic, question; docs/verdicts.md, "The right units") in its batch (:func:`batch_partners`: a
+cycle through the batch, which the analysis finds again with :func:`partner_cycles`).  Length order alone puts
+a story's prompts, which are about as long as each other, into the same batches, so extraction passes each
+prompt's source and :func:`batch_order` keeps at most half of a batch from one source: each batch takes the
+shortest prompts left whose source has room in it, so a prompt waits only until a batch has room for its source
+(the cost, padding to a longer prompt, is measured in docs/results.md).
 """
 
 from __future__ import annotations
@@ -89,22 +89,28 @@ def batches(lengths: Sequence[int], batch_size: int, sources: Sequence[Hashable]
         yield order[start : start + batch_size]
 
 
-def batch_partners(rows: Sequence[int], sources: Sequence[Hashable] | None = None) -> np.ndarray:
-    """The partner of each row of one batch: a row of another source, every partner distinct.
+def batch_partners(
+    rows: Sequence[int], sources: Sequence[Hashable] | None = None, rng: np.random.Generator | None = None
+) -> np.ndarray:
+    """The partner of each row of one batch: the next row of one cycle through the batch, of another source.
 
-    The one rule for the cross-prompt null of the expansion claims: extraction compares layer ``l`` of
-    a row with layer ``l + 1`` of its partner and records the partner in the store, which the analysis
-    reads back.  The rows are ordered by source (the largest source first, ties and rows within a source
-    in batch order) and each is paired with the row ``m`` places on, cyclically, ``m`` the largest
-    source's count: a row of another source whenever no source holds more than half of the batch.  Where
-    one does, only ``2 (B - m)`` rows can have distinct partners of another source: the other sources'
-    rows and as many of the largest source's, swapped in pairs; the rest get ``-1``.  Without
-    ``sources`` every row is its own source: the next row of the batch, the last row's the first.  A
-    batch of one source (or of one row) has no partner.
+    The one rule for the cross-prompt null of the expansion claims: extraction compares layer ``l`` of a row with
+    layer ``l + 1`` of its partner and records the partner in the store, which the analysis reads back.  The rows
+    are laid out by source (the largest source first; rows within a source, and sources of equal count, in batch
+    order, or shuffled by ``rng``), and that list is dealt around a cycle, its first half on every other place and
+    its second half between them: no two neighbours share a source whenever no source holds more than half of the
+    batch, and each row's partner is the next row of the cycle.  So every partner is distinct and of another source,
+    and the batch is one cycle of the partner map (the analysis finds the batch again:
+    :func:`partner_cycles`).  Where one source holds ``m`` rows, more than half, only ``2 (B - m)`` rows can have
+    distinct partners of another source: the other sources' rows and as many of the largest source's, swapped in
+    pairs; the rest get ``-1``.  A batch of one source (or of one row) has no partner.  Without ``sources`` every
+    row is its own source.
 
     Args:
         rows: The batch's rows (prompt indices), in batch order.
         sources: ``[B]`` the source of each row, or ``None``.
+        rng: Shuffles the rows within a source and the order of sources of equal count (extraction seeds it
+            from the batch's prompts, so a shard job draws what the whole job draws); ``None``: batch order.
 
     Returns:
         ``[B]`` int64 partner row (a prompt index of ``rows``) of each row, or ``-1``.
@@ -117,16 +123,41 @@ def batch_partners(rows: Sequence[int], sources: Sequence[Hashable] | None = Non
     names, first, counts = np.unique(source, return_index=True, return_counts=True)
     if names.size < 2:
         return out
-    rank = {name: i for i, name in enumerate(names[np.lexsort((first, -counts))])}
-    by_source = sorted(range(rows.size), key=lambda i: rank[source[i]])  # stable: batch order within a source
+    tie = rng.permutation(names.size) if rng is not None else first
+    laid = []
+    for name in names[np.lexsort((tie, -counts))]:
+        members = np.flatnonzero(source == name)
+        laid += (rng.permutation(members) if rng is not None else members).tolist()
     largest = int(counts.max())
     if 2 * largest <= rows.size:
-        for place, i in enumerate(by_source):
-            out[i] = rows[by_source[(place + largest) % rows.size]]
+        cycle = np.empty(rows.size, dtype=np.int64)
+        half = (rows.size + 1) // 2
+        cycle[0::2], cycle[1::2] = laid[:half], laid[half:]
+        out[cycle] = rows[np.roll(cycle, -1)]
         return out
-    major, others = by_source[:largest], by_source[largest:]
+    major, others = laid[:largest], laid[largest:]
     for a, b in zip(major, others, strict=False):
         out[a], out[b] = rows[b], rows[a]
+    return out
+
+
+def partner_cycles(partner: np.ndarray) -> list[np.ndarray]:
+    """The cycles of a ``[P]`` partner map (prompt indices, ``-1``: none) of more than one prompt, each from its
+    lowest prompt on: the batches :func:`batch_partners` dealt (a batch where one source held more than half
+    shows as pairs)."""
+    partner = np.asarray(partner, dtype=np.int64)
+    seen = np.zeros(partner.size, dtype=bool)
+    out = []
+    for start in range(partner.size):
+        if seen[start] or partner[start] < 0:
+            continue
+        cycle, here = [], start
+        while here >= 0 and not seen[here]:
+            seen[here] = True
+            cycle.append(here)
+            here = int(partner[here])
+        if here == start and len(cycle) > 1:
+            out.append(np.asarray(cycle, dtype=np.int64))
     return out
 
 

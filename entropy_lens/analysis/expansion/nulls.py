@@ -77,17 +77,22 @@ def partners(ds: xr.Dataset, model: str) -> tuple[np.ndarray, str, int]:
     """
     n = ds.sizes[schema.PROMPT]
     sources = prompt_sources(ds)
-    index = np.full(n, -1, dtype=np.int64)
-    if schema.PARTNER in ds.coords:
-        ids = ds[schema.PARTNER]
-        ids = ids.sel({schema.MODEL: model}) if schema.MODEL in ids.dims else ids
-        index = ds.indexes[schema.PROMPT].get_indexer([str(p) for p in ids.values]).astype(np.int64)
-    name = RECORDED
+    index, name = recorded_partners(ds, model), RECORDED
     if not (index >= 0).any():
         # no partner recorded for this model (a store extracted before the null, combined with newer ones)
         index, name = batch_partners(np.arange(n), sources), NEXT_IN_STORE
     index, unpartnered = other_source(index, sources)
     return index, null_name(ds, name), unpartnered
+
+
+def recorded_partners(ds: xr.Dataset, model: str) -> np.ndarray:
+    """``[P]`` the partner extraction recorded for each prompt of ``model`` (coordinate ``partner``), ``-1`` where
+    none (and everywhere for a store without the coordinate)."""
+    if schema.PARTNER not in ds.coords:
+        return np.full(ds.sizes[schema.PROMPT], -1, dtype=np.int64)
+    ids = ds[schema.PARTNER]
+    ids = ids.sel({schema.MODEL: model}) if schema.MODEL in ids.dims else ids
+    return ds.indexes[schema.PROMPT].get_indexer([str(p) for p in ids.values]).astype(np.int64)
 
 
 def other_source(partner: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, int]:
@@ -140,7 +145,12 @@ def sizes(nucleus: np.ndarray) -> np.ndarray:
 
 
 def cross_deltas(
-    entropy: np.ndarray, nucleus: np.ndarray, partner: np.ndarray, *, log_nucleus: bool = False
+    entropy: np.ndarray,
+    nucleus: np.ndarray,
+    partner: np.ndarray,
+    *,
+    log_nucleus: bool = False,
+    observed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Observed and cross-prompt ``(Delta H, Delta N)`` on the cells valid for both.
 
@@ -149,6 +159,9 @@ def cross_deltas(
         nucleus: ``[P, T, L]`` nucleus sizes (``<= 0`` where masked).
         partner: ``[P]`` partner index of each prompt (``-1``: none).
         log_nucleus: Changes of ``log N`` instead of ``N``.
+        observed: ``[P]`` the prompt whose layer ``l + 1`` the *observed* change reads (``-1``: none); default
+            the prompt itself.  A planted null reads a second cross-prompt pairing here
+            (:func:`spearman_planted_draws`).
 
     Returns:
         ``(d_h, d_n, d_h_null, d_n_null, prompt)``: ``[n]`` arrays over the cells ``(i, t, l)``
@@ -163,7 +176,8 @@ def cross_deltas(
     h, n = entropy.astype(np.float64), sizes(nucleus)
     n = np.log(n) if log_nucleus else n
     h_other, n_other = of_partner(h, partner), of_partner(n, partner)
-    d = (h[..., 1:] - h[..., :-1], n[..., 1:] - n[..., :-1])
+    h_next, n_next = (h, n) if observed is None else (of_partner(h, observed), of_partner(n, observed))
+    d = (h_next[..., 1:] - h[..., :-1], n_next[..., 1:] - n[..., :-1])
     d_null = (h_other[..., 1:] - h[..., :-1], n_other[..., 1:] - n[..., :-1])
     ok = np.logical_and.reduce([np.isfinite(x) for x in (*d, *d_null)])
     prompt = np.broadcast_to(np.arange(h.shape[0])[:, None, None], ok.shape)
@@ -241,6 +255,7 @@ def spearman_null(
     seed: int,
     sources: np.ndarray | None = None,
     unpartnered: int = 0,
+    observed: np.ndarray | None = None,
 ) -> dict[str, object]:
     """The cross-prompt null of the ``Delta H`` vs ``Delta N`` Spearman, with ``beyond`` paired over sources.
 
@@ -249,10 +264,12 @@ def spearman_null(
     own by default) and recomputes the correlation of the full sample's ranks on both sides (as
     :func:`entropy_lens.core.intervals.cluster_bootstrap_correlation`).
 
+    ``observed``: the second pairing a planted null reads as observed (:func:`cross_deltas`).
+
     Returns:
         The :data:`NULL_COLUMNS` of the row (``unpartnered`` copied into ``null_unpartnered``).
     """
-    d_h, d_n, d_h0, d_n0, prompt = cross_deltas(entropy, nucleus, partner, log_nucleus=log_nucleus)
+    d_h, d_n, d_h0, d_n0, prompt = cross_deltas(entropy, nucleus, partner, log_nucleus=log_nucleus, observed=observed)
     source = source_codes(sources, entropy.shape[0])[prompt]
     observed, null = _spearman(d_h, d_n), _spearman(d_h0, d_n0)
     if math.isnan(observed) or math.isnan(null):

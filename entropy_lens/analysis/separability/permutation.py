@@ -24,17 +24,15 @@ once; each fold's test samples vote with their ``k`` nearest training samples as
 :func:`~entropy_lens.analysis.separability.knn.score_folds` on the moved features (tests/test_knn_nulls.py).
 
 How many draws: the analysis does not judge (``analysis/`` never imports ``verdicts/``), so the caller hands in
-the decision (``shown``, as :func:`entropy_lens.core.planted.planted_rate` takes it): :data:`MIN_DRAWS` first,
-then more in batches up to :data:`MAX_DRAWS` until the Wilson 95% upper bound of the rate of shown draws is at
-most :data:`MAX_RATE_HIGH`.  The table keeps every draw's numbers; the verdicts judge each draw again through the
-row's own rule (:mod:`entropy_lens.verdicts.nulls`).
+the decision (``shown``): :func:`entropy_lens.core.draws.adaptive_draws` takes 45, then more in batches up to
+400 until the Wilson 95% upper bound of the rate of shown draws is at most 0.08.  The table keeps every draw's
+numbers; the verdicts judge each draw again through the row's own rule (:mod:`entropy_lens.verdicts.nulls`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,16 +47,11 @@ from entropy_lens.analysis.separability.folds import GROUPED, FoldPlan, plan_fol
 from entropy_lens.analysis.separability.knn import AucResult, capped_note, fold_auc
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.analysis.separability.targets import STUDY_TARGETS, Samples, Target, table_measures, target_samples
+from entropy_lens.core.draws import DrawSettings, Shown, adaptive_draws
 from entropy_lens.core.folds import paired_p_value
-from entropy_lens.core.intervals import wilson_interval
 
 log = logging.getLogger(__name__)
 
-# Draws of a planted rate: at least enough that a rate of 0 has a Wilson 95% upper bound at most MAX_RATE_HIGH
-# (0 of 45: 0.0787), then batches of MIN_DRAWS more until it does, at most MAX_DRAWS (docs/verdicts.md).
-MIN_DRAWS = 45
-MAX_DRAWS = 400
-MAX_RATE_HIGH = 0.08
 ACROSS, WITHIN, BOTH = "across sources", "within sources", "across and within sources"
 KEYS = ("dataset", "target", "split", "model", "protocol", "metric", "alpha", "measure")
 SCORE_COLUMNS = (
@@ -88,31 +81,6 @@ SCORE_COLUMNS = (
     "note",
 )
 DRAW_COLUMNS = (*KEYS, "permutation", "draw", *SCORE_COLUMNS)
-# The decision a caller hands in: is one draw's row (its SCORE_COLUMNS) shown beyond its null?
-Shown = Callable[[Mapping[str, Any]], bool]
-
-
-@dataclass(frozen=True)
-class DrawSettings:
-    """How many permutation draws a row takes (see the module docstring).
-
-    Attributes:
-        min_draws: Draws of the first batch, and of every further batch.
-        max_draws: The most draws of one row.
-        max_rate_high: Stop once the Wilson upper bound of the shown rate is at most this.
-        seed: Seed of the permutations (each row's generator is seeded by it and the row's position).
-    """
-
-    min_draws: int = MIN_DRAWS
-    max_draws: int = MAX_DRAWS
-    max_rate_high: float = MAX_RATE_HIGH
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.min_draws <= self.max_draws:
-            raise ValueError(f"need 1 <= min_draws <= max_draws, got {self.min_draws} and {self.max_draws}")
-        if not 0 < self.max_rate_high < 1:
-            raise ValueError(f"max_rate_high must lie in (0, 1), got {self.max_rate_high!r}")
 
 
 def permutation_kind(codes: np.ndarray, groups: np.ndarray) -> str:
@@ -247,11 +215,6 @@ class PlanScorer:
         )
 
 
-def wilson_high(shown: int, draws: int) -> float:
-    """The Wilson 95% upper bound of ``shown`` of ``draws``."""
-    return wilson_interval(shown, draws)[1]
-
-
 def row_draws(
     samples: Samples, settings: KnnSettings, shown: Shown | None, draws: DrawSettings, seed: int
 ) -> Iterator[dict[str, Any]]:
@@ -275,16 +238,12 @@ def row_draws(
         return
     scorer, rng = PlanScorer(samples.X[known], plan, settings), np.random.default_rng(seed)
     kind = permutation_kind(plan.codes, groups)
-    taken = n_shown = 0
-    while taken < draws.max_draws:
-        for _ in range(min(draws.min_draws, draws.max_draws - taken)):
-            result = scorer.score(source_permutation(groups, rng, kind))
-            row = {**result.summary(), "note": capped_note(result, settings)}
-            n_shown += bool(shown(row)) if shown is not None else 0
-            yield {"permutation": kind, "draw": taken, **row}
-            taken += 1
-        if shown is None or wilson_high(n_shown, taken) <= draws.max_rate_high:
-            return
+
+    def draw(_: int) -> list[dict[str, Any]]:
+        result = scorer.score(source_permutation(groups, rng, kind))
+        return [{"permutation": kind, **result.summary(), "note": capped_note(result, settings)}]
+
+    yield from adaptive_draws(draw, shown, draws)
 
 
 def permutation_table(
