@@ -82,9 +82,13 @@ PLAN_CONFIG ?= config/paper.yaml
 plan: install
 	$(BIN)/entropy-lens plan --configfile $(PLAN_CONFIG)
 
+# Python through ruff; the Snakefile and rules/*.smk through snakefmt (the Snakemake ecosystem's formatter) and
+# Snakemake's own linter.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check .
+	$(BIN)/snakemake --lint
 
 # Headless Chromium for the page test of `entropy-lens view` (Debian's package; the test skips where it is absent).
 browser:
@@ -99,13 +103,13 @@ bench: models
 	$(BIN)/python benchmarks/bench_mmlu.py
 	$(BIN)/python benchmarks/bench_store.py
 
-# Share results through DVC (docs/cluster_and_dvc.md): push adds every artifact folder and
-# pushes it to the default remote; pull restores them and marks them up to date for Snakemake.
+# Share results through DVC (docs/cluster_and_dvc.md): push adds every artifact folder, pushes it to the
+# default remote and prints the exact `git add` of what it wrote; pull restores them and marks them up to date
+# for Snakemake.
 DVC_ARGS ?=
 SNAKEMAKE_ARGS ?=
 push: install
 	DVC=$(BIN)/dvc scripts/dvc_sync.sh push $(DVC_ARGS)
-	@echo "now: git add results/*.dvc resources/*.dvc && git commit"
 
 pull: install
 	DVC=$(BIN)/dvc SNAKEMAKE=$(BIN)/snakemake scripts/dvc_sync.sh pull $(DVC_ARGS) -- $(SNAKEMAKE_ARGS)

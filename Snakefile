@@ -14,7 +14,6 @@ if not config:
     configfile: "config.yaml"
 
 
-
 report: "report/workflow.rst"
 
 
@@ -37,9 +36,9 @@ include: "rules/manifest.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True
 
 
 onsuccess:

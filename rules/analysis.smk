@@ -58,14 +58,14 @@ rule knn_auc:
         heldout_md="results/tables/family_heldout.md",
         heldout_normalized_csv="results/tables/family_heldout_normalized.csv",
         heldout_normalized_md="results/tables/family_heldout_normalized.md",
-    params:
-        knn=knn_params,
     log:
         "logs/knn_auc.log",
     benchmark:
         "results/benchmarks/knn_auc.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        knn=knn_params,
     script:
         "../workflow_scripts/knn_auc.py"
 
@@ -77,14 +77,14 @@ rule knn_baselines:
     output:
         csv="results/tables/knn_baselines.csv",
         md="results/tables/knn_baselines.md",
-    params:
-        knn=knn_params,
     log:
         "logs/knn_baselines.log",
     benchmark:
         "results/benchmarks/knn_baselines.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        knn=knn_params,
     script:
         "../workflow_scripts/knn_baselines.py"
 
@@ -113,15 +113,15 @@ rule expansion_stats:
             labels={"dataset": "{dataset}", "figure": "overlap"},
         ),
         overlap_svg="results/figures/overlap_{dataset}.svg",
-    params:
-        seed=config["analysis"]["bootstrap_seed"],
-        n_boot=config["analysis"]["n_boot"],
     log:
         "logs/expansion_stats/{dataset}.log",
     benchmark:
         "results/benchmarks/expansion_stats/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        seed=config["analysis"]["bootstrap_seed"],
+        n_boot=config["analysis"]["n_boot"],
     script:
         "../workflow_scripts/expansion_stats.py"
 
@@ -131,18 +131,20 @@ rule family_shapes:
         unpack(combined_stores),
     output:
         csv=report(
-            "results/tables/family_shapes.csv", caption="../report/family_shapes.rst", category="6. Family fingerprints"
+            "results/tables/family_shapes.csv",
+            caption="../report/family_shapes.rst",
+            category="6. Family fingerprints",
         ),
         md="results/tables/family_shapes.md",
-    params:
-        seed=config["analysis"]["bootstrap_seed"],
-        n_boot=config["analysis"]["n_boot"],
     log:
         "logs/family_shapes.log",
     benchmark:
         "results/benchmarks/family_shapes.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        seed=config["analysis"]["bootstrap_seed"],
+        n_boot=config["analysis"]["n_boot"],
     script:
         "../workflow_scripts/family_shapes.py"
 
@@ -157,15 +159,15 @@ rule routing_entropy:
         summary_md="results/tables/routing_entropy.md",
         layers="results/tables/routing_layers.csv",
         layers_md="results/tables/routing_layers.md",
-    params:
-        seed=config["analysis"]["bootstrap_seed"],
-        n_boot=config["analysis"]["n_boot"],
     log:
         "logs/routing_entropy.log",
     benchmark:
         "results/benchmarks/routing_entropy.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        seed=config["analysis"]["bootstrap_seed"],
+        n_boot=config["analysis"]["n_boot"],
     script:
         "../workflow_scripts/routing_entropy.py"
 
@@ -197,16 +199,16 @@ rule family_fingerprints:
             "results/figures/embedding_tsne.png", caption="../report/families.rst", category="6. Family fingerprints"
         ),
         tsne_svg="results/figures/embedding_tsne.svg",
-    params:
-        grid_points=config["analysis"]["depth_grid"],
-        seed=config["analysis"]["bootstrap_seed"],
-        n_boot=config["analysis"]["n_boot"],
     log:
         "logs/family_fingerprints.log",
     benchmark:
         "results/benchmarks/family_fingerprints.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        grid_points=config["analysis"]["depth_grid"],
+        seed=config["analysis"]["bootstrap_seed"],
+        n_boot=config["analysis"]["n_boot"],
     script:
         "../workflow_scripts/family_fingerprints.py"
 
@@ -222,14 +224,14 @@ rule plot_profile_bands:
             labels={"dataset": "{dataset}", "figure": "bands"},
         ),
         svg="results/figures/profile_bands_{dataset}.svg",
-    params:
-        label=band_label,
     log:
         "logs/plot_profile_bands/{dataset}.log",
     benchmark:
         "results/benchmarks/plot_profile_bands/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        label=band_label,
     script:
         "../workflow_scripts/plot_profile_bands.py"
 
@@ -261,11 +263,17 @@ rule paper_table:
         unpack(paper_inputs),
     output:
         md=report(
-            "results/tables/paper_comparison.md", caption="../report/paper.rst", category="1. Verdicts", labels={"table": "all claims"}
+            "results/tables/paper_comparison.md",
+            caption="../report/paper.rst",
+            category="1. Verdicts",
+            labels={"table": "all claims"},
         ),
         csv="results/tables/paper_comparison.csv",
         verdicts_md=report(
-            "results/tables/verdicts.md", caption="../report/verdicts.rst", category="1. Verdicts", labels={"table": "headline"}
+            "results/tables/verdicts.md",
+            caption="../report/verdicts.rst",
+            category="1. Verdicts",
+            labels={"table": "headline"},
         ),
         verdicts_csv="results/tables/verdicts.csv",
         verdicts_html="results/tables/verdicts.html",
@@ -274,15 +282,15 @@ rule paper_table:
         nulls_md=report(
             "results/tables/nulls.md", caption="../report/nulls.rst", category="1. Verdicts", labels={"table": "nulls"}
         ),
-    params:
-        expected=expected_runs,
-        rehearsal=config["rehearsal"],
     log:
         "logs/paper_table.log",
     benchmark:
         "results/benchmarks/paper_table.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        expected=expected_runs,
+        rehearsal=config["rehearsal"],
     script:
         "../workflow_scripts/paper_table.py"
 
@@ -293,14 +301,14 @@ rule run_timings:
     output:
         csv=report("results/tables/run_timings.csv", caption="../report/run_timings.rst", category="7. Run"),
         md="results/tables/run_timings.md",
-    params:
-        folder="results/benchmarks",
     log:
         "logs/run_timings.log",
     benchmark:
         "results/benchmarks/run_timings.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        folder="results/benchmarks",
     script:
         "../workflow_scripts/run_timings.py"
 
@@ -315,13 +323,13 @@ rule plan_vs_run:
     output:
         csv=report("results/tables/plan_vs_run.csv", caption="../report/plan_vs_run.rst", category="7. Run"),
         md="results/tables/plan_vs_run.md",
-    params:
-        config=config,
-        benchmarks="results/benchmarks",
-        logs="logs",  # each job's log ends with its exact peak memory
     log:
         "logs/plan_vs_run.log",
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        config=config,
+        benchmarks="results/benchmarks",
+        logs="logs",  # each job's log ends with its exact peak memory
     script:
         "../workflow_scripts/plan_vs_run.py"

@@ -18,7 +18,6 @@ from entropy_lens.model.registry import FOLDER_SOURCE, GGUF_SOURCE, source_kind
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.prompts.datasets import LETTERS
 
-
 # Validated against the package's schema, defaults filled, cross-checked (model sources, stories model,
 # shard size), as `entropy-lens plan` reads it; relative paths are relative to the working directory.
 check_config(config)
@@ -64,7 +63,10 @@ def shard_spec(wildcards):
 
 def shard_stores(wildcards):
     """The stores of every shard of one (model, dataset) extraction."""
-    return [f"results/profiles/{wildcards.model}/{wildcards.dataset}/shard{i}.zarr" for i in range(N_SHARDS[wildcards.dataset])]
+    return [
+        f"results/profiles/{wildcards.model}/{wildcards.dataset}/shard{i}.zarr"
+        for i in range(N_SHARDS[wildcards.dataset])
+    ]
 
 
 def choice_pattern(names):
@@ -155,7 +157,9 @@ def extract_params(wildcards):
 
 
 def per_model_stores(wildcards):
-    return expand("results/profiles/{model}/{dataset}.zarr", model=DATASET_MODELS[wildcards.dataset], dataset=wildcards.dataset)
+    return expand(
+        "results/profiles/{model}/{dataset}.zarr", model=DATASET_MODELS[wildcards.dataset], dataset=wildcards.dataset
+    )
 
 
 def per_model_scores(wildcards):
@@ -170,8 +174,10 @@ def dataset_models(wildcards):
 
 def model_labels(wildcards):
     """Family and parameter count of each model profiled on the dataset, in config order."""
-    return {m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]}
-            for m in DATASET_MODELS[wildcards.dataset]}
+    return {
+        m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]}
+        for m in DATASET_MODELS[wildcards.dataset]
+    }
 
 
 def stories_input(wildcards):

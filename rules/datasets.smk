@@ -8,12 +8,6 @@ rule generate_stories:
         model=stories_model_dir,
     output:
         "results/datasets/stories.parquet",
-    params:
-        stories=config["stories"],
-        n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
-        # the corpus is written on the CPU in float32 whatever compute says, so it is the same everywhere
-        device="cpu",
-        dtype="float32",
     log:
         "logs/generate_stories.log",
     benchmark:
@@ -21,6 +15,12 @@ rule generate_stories:
     conda:
         "../envs/entropy-lens.yaml"
     threads: config["compute"]["threads"]
+    params:
+        stories=config["stories"],
+        n_stories=config["datasets"].get("tasks", {}).get("n_stories", 0),
+        # the corpus is written on the CPU in float32 whatever compute says, so it is the same everywhere
+        device="cpu",
+        dtype="float32",
     script:
         "../workflow_scripts/generate_stories.py"
 
@@ -30,14 +30,14 @@ rule prepare_tasks:
         stories_input,
     output:
         "results/datasets/tasks.parquet",
-    params:
-        tasks=config["datasets"].get("tasks", {}),
     log:
         "logs/prepare_tasks.log",
     benchmark:
         "results/benchmarks/prepare_tasks.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        tasks=config["datasets"].get("tasks", {}),
     script:
         "../workflow_scripts/prepare_tasks.py"
 
@@ -45,14 +45,14 @@ rule prepare_tasks:
 rule prepare_formats:
     output:
         "results/datasets/formats.parquet",
-    params:
-        formats=config["datasets"].get("formats", {}),
     log:
         "logs/prepare_formats.log",
     benchmark:
         "results/benchmarks/prepare_formats.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        formats=config["datasets"].get("formats", {}),
     script:
         "../workflow_scripts/prepare_formats.py"
 
@@ -60,14 +60,14 @@ rule prepare_formats:
 rule prepare_mmlu:
     output:
         "results/datasets/mmlu.parquet",
-    params:
-        mmlu=config["datasets"].get("mmlu", {}),
     log:
         "logs/prepare_mmlu.log",
     benchmark:
         "results/benchmarks/prepare_mmlu.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        mmlu=config["datasets"].get("mmlu", {}),
     script:
         "../workflow_scripts/prepare_mmlu.py"
 
@@ -75,14 +75,14 @@ rule prepare_mmlu:
 rule prepare_blank:
     output:
         "results/datasets/blank.parquet",
-    params:
-        blank=config["datasets"].get("blank", {}),
     log:
         "logs/prepare_blank.log",
     benchmark:
         "results/benchmarks/prepare_blank.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        blank=config["datasets"].get("blank", {}),
     script:
         "../workflow_scripts/prepare_blank.py"
 
@@ -90,13 +90,13 @@ rule prepare_blank:
 rule prepare_images:
     output:
         "results/datasets/images.parquet",
-    params:
-        images=config["datasets"].get("images", {}),
     log:
         "logs/prepare_images.log",
     benchmark:
         "results/benchmarks/prepare_images.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        images=config["datasets"].get("images", {}),
     script:
         "../workflow_scripts/prepare_images.py"

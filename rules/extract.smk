@@ -4,18 +4,13 @@
 # The stores' chunk layout (config storage) is no param of any rule here: each job reads it from the config
 # when it writes (workflow.jobs.store_layout), so changing the layout reruns no extraction.
 
+
 rule extract_profiles:
     input:
         model="resources/models/{model}",
         table="results/datasets/{dataset}.parquet",
     output:
         directory(f"results/profiles/{EXTRACT_JOB}.zarr"),
-    params:
-        generation=extract_params,
-        lens=config["lens"],
-        device=config["compute"]["device"],
-        dtype=config["compute"]["dtype"],
-        shard=shard_spec,
     log:
         f"logs/extract_profiles/{EXTRACT_JOB}.log",
     benchmark:
@@ -26,6 +21,12 @@ rule extract_profiles:
     resources:
         **planned("extract_profiles"),
         gpu=1 if GPU else 0,
+    params:
+        generation=extract_params,
+        lens=config["lens"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
+        shard=shard_spec,
     script:
         "../workflow_scripts/extract_profiles.py"
 
@@ -71,14 +72,14 @@ rule combine_profiles:
         scores=per_model_scores,
     output:
         directory("results/profiles/{dataset}.zarr"),
-    params:
-        models=dataset_models,
-        labels=model_labels,
     log:
         "logs/combine_profiles/{dataset}.log",
     benchmark:
         "results/benchmarks/combine_profiles/{dataset}.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        models=dataset_models,
+        labels=model_labels,
     script:
         "../workflow_scripts/combine_profiles.py"

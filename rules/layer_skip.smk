@@ -8,15 +8,15 @@ rule prepare_layer_skip:
     output:
         calibration="results/datasets/layer_skip_calibration.parquet",
         evaluation="results/datasets/layer_skip_eval.parquet",
-    params:
-        skip=SKIP_QUESTIONS,
-        source=MMLU_SOURCE,
     log:
         "logs/prepare_layer_skip.log",
     benchmark:
         "results/benchmarks/prepare_layer_skip.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        skip=SKIP_QUESTIONS,
+        source=MMLU_SOURCE,
     script:
         "../workflow_scripts/prepare_layer_skip.py"
 
@@ -30,12 +30,6 @@ rule layer_skip_select:
         delta_h="results/layer_skip/{model}/delta_h.csv",
         stability="results/layer_skip/{model}/stability.csv",
         protected="results/layer_skip/{model}/protected_layers.json",
-    params:
-        skip=SKIP_SELECT,
-        lens=config["lens"],
-        device=config["compute"]["device"],
-        dtype=config["compute"]["dtype"],
-        chat_template=chat_template_of,
     log:
         "logs/layer_skip_select/{model}.log",
     benchmark:
@@ -46,6 +40,12 @@ rule layer_skip_select:
     resources:
         **planned("layer_skip_select"),
         gpu=1 if GPU else 0,
+    params:
+        skip=SKIP_SELECT,
+        lens=config["lens"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
+        chat_template=chat_template_of,
     script:
         "../workflow_scripts/layer_skip_select.py"
 
@@ -62,14 +62,6 @@ rule layer_skip_eval:
         readings="results/layer_skip/{model}/readings.parquet",
         angles="results/layer_skip/{model}/angles.parquet",
         drops="results/layer_skip/{model}/drops.parquet",
-    params:
-        skip=SKIP_EVAL,
-        drops=SKIP_DROPS,
-        lens=config["lens"],
-        device=config["compute"]["device"],
-        dtype=config["compute"]["dtype"],
-        chat_template=chat_template_of,
-        batch_size=config["generation"]["batch_size"],
     log:
         "logs/layer_skip_eval/{model}.log",
     benchmark:
@@ -80,6 +72,14 @@ rule layer_skip_eval:
     resources:
         **planned("layer_skip_eval"),
         gpu=1 if GPU else 0,
+    params:
+        skip=SKIP_EVAL,
+        drops=SKIP_DROPS,
+        lens=config["lens"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
+        chat_template=chat_template_of,
+        batch_size=config["generation"]["batch_size"],
     script:
         "../workflow_scripts/layer_skip_eval.py"
 
@@ -101,15 +101,15 @@ rule layer_skip_table:
         spearman_md="results/tables/layer_skip_spearman.md",
         stability="results/tables/layer_skip_stability.csv",
         stability_md="results/tables/layer_skip_stability.md",
-    params:
-        n_boot=config["layer_skip"]["n_boot"],
-        seed=config["layer_skip"]["seed"],
     log:
         "logs/layer_skip_table.log",
     benchmark:
         "results/benchmarks/layer_skip_table.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        n_boot=config["layer_skip"]["n_boot"],
+        seed=config["layer_skip"]["seed"],
     script:
         "../workflow_scripts/layer_skip_table.py"
 
@@ -167,20 +167,22 @@ rule skip_criteria_table:
         drop_sets="results/tables/skip_drop_sets.csv",
         drop_sets_md="results/tables/skip_drop_sets.md",
         drop_scores=report(
-            "results/tables/skip_drop_scores.csv", caption="../report/skip_drop_scores.rst", category="8. Layer skipping"
+            "results/tables/skip_drop_scores.csv",
+            caption="../report/skip_drop_scores.rst",
+            category="8. Layer skipping",
         ),
         drop_scores_md="results/tables/skip_drop_scores.md",
-    params:
-        variants=config["layer_skip"]["variants"],
-        drop_shares=config["layer_skip"]["drop_shares"],
-        n_boot=config["layer_skip"]["n_boot"],
-        seed=config["layer_skip"]["seed"],
     log:
         "logs/skip_criteria_table.log",
     benchmark:
         "results/benchmarks/skip_criteria_table.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        variants=config["layer_skip"]["variants"],
+        drop_shares=config["layer_skip"]["drop_shares"],
+        n_boot=config["layer_skip"]["n_boot"],
+        seed=config["layer_skip"]["seed"],
     script:
         "../workflow_scripts/skip_criteria_table.py"
 

@@ -9,15 +9,15 @@ rule prepare_lens_corpus:
     output:
         fit="results/datasets/lens_fit.parquet",
         held_out="results/datasets/lens_held_out.parquet",
-    params:
-        lenses=LENS_CORPUS,
-        source=MMLU_SOURCE,
     log:
         "logs/prepare_lens_corpus.log",
     benchmark:
         "results/benchmarks/prepare_lens_corpus.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        lenses=LENS_CORPUS,
+        source=MMLU_SOURCE,
     script:
         "../workflow_scripts/prepare_lens_corpus.py"
 
@@ -30,11 +30,6 @@ rule fit_lens:
     output:
         translators="results/lenses/{model}/{kind}.safetensors",
         kl="results/lenses/{model}/{kind}_kl.csv",
-    params:
-        lenses=LENS_FIT,
-        batch_size=config["generation"]["batch_size"],
-        device=config["compute"]["device"],
-        dtype=config["compute"]["dtype"],
     log:
         "logs/fit_lens/{model}_{kind}.log",
     benchmark:
@@ -45,6 +40,11 @@ rule fit_lens:
     resources:
         **planned("fit_lens"),
         gpu=1 if GPU else 0,
+    params:
+        lenses=LENS_FIT,
+        batch_size=config["generation"]["batch_size"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
     script:
         "../workflow_scripts/fit_lens.py"
 
@@ -75,12 +75,6 @@ rule extract_lens_profiles:
         translators="results/lenses/{model}/{kind}.safetensors",
     output:
         directory("results/lens_profiles/{kind}/{model}/{dataset}.zarr"),
-    params:
-        generation=extract_params,
-        lens=config["lens"],
-        device=config["compute"]["device"],
-        dtype=config["compute"]["dtype"],
-        shard=None,
     log:
         "logs/extract_lens_profiles/{model}/{kind}/{dataset}.log",
     benchmark:
@@ -91,6 +85,12 @@ rule extract_lens_profiles:
     resources:
         **planned("extract_lens_profiles"),
         gpu=1 if GPU else 0,
+    params:
+        generation=extract_params,
+        lens=config["lens"],
+        device=config["compute"]["device"],
+        dtype=config["compute"]["dtype"],
+        shard=None,
     script:
         "../workflow_scripts/extract_profiles.py"
 
@@ -101,23 +101,27 @@ rule lens_robustness:
         lens=[f"results/lens_profiles/{k}/{m}/{d}.zarr" for k in LENS_KINDS for m, d in LENS_PROFILE_PAIRS],
         models=sorted({f"resources/models/{m}" for m, _ in LENS_PROFILE_PAIRS}),
     output:
-        csv=report("results/tables/lens_robustness.csv", caption="../report/lens_robustness.rst", category="9. Fitted lenses"),
+        csv=report(
+            "results/tables/lens_robustness.csv", caption="../report/lens_robustness.rst", category="9. Fitted lenses"
+        ),
         md="results/tables/lens_robustness.md",
         blocks="results/tables/lens_blocks.csv",
-    params:
-        pairs=LENS_PROFILE_PAIRS,
-        kinds=LENS_KINDS,
-        knn=knn_params,
-        labels={m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]} for m in MODELS},
-        expected=expected_runs,
-        n_boot=config["analysis"]["n_boot"],
-        seed=config["analysis"]["bootstrap_seed"],
-        grid_points=config["analysis"]["depth_grid"],
     log:
         "logs/lens_robustness.log",
     benchmark:
         "results/benchmarks/lens_robustness.tsv"
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        pairs=LENS_PROFILE_PAIRS,
+        kinds=LENS_KINDS,
+        knn=knn_params,
+        labels={
+            m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]} for m in MODELS
+        },
+        expected=expected_runs,
+        n_boot=config["analysis"]["n_boot"],
+        seed=config["analysis"]["bootstrap_seed"],
+        grid_points=config["analysis"]["depth_grid"],
     script:
         "../workflow_scripts/lens_robustness.py"

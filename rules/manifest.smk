@@ -1,5 +1,6 @@
-# The list of what this configuration's run writes under results/: `entropy-lens verify` names every one
-# that is missing, and refuses a folder without it (no results folder).
+# The list of what this configuration's run writes under results/, written last (every artifact it lists is
+# its input) with the sha256 of every table, prompt set, lens and figure as the run wrote them: `entropy-lens
+# verify` names every one that is missing or changed since, and refuses a folder without it (no results folder).
 
 
 localrules:
@@ -7,13 +8,15 @@ localrules:
 
 
 rule results_manifest:
+    input:
+        manifest_outputs(),
     output:
         "results/tables/manifest.json",
-    params:
-        outputs=manifest_outputs(),
     log:
         "logs/results_manifest.log",
     conda:
         "../envs/entropy-lens.yaml"
+    params:
+        outputs=manifest_outputs(),
     script:
         "../workflow_scripts/results_manifest.py"

@@ -5,9 +5,6 @@
 rule materialize_model:
     output:
         directory("resources/models/{model}"),
-    params:
-        model=model_params,
-        source_sha256=source_digest,
     log:
         "logs/materialize_model/{model}.log",
     benchmark:
@@ -16,5 +13,8 @@ rule materialize_model:
         "../envs/entropy-lens.yaml"
     resources:
         mem_mb=config["compute"]["mem_mb"],
+    params:
+        model=model_params,
+        source_sha256=source_digest,
     script:
         "../workflow_scripts/materialize_model.py"

@@ -5,8 +5,8 @@
 # Usage, in the git + DVC repository root, which is Snakemake's working directory (`make push`,
 # `make pull` call this):
 #   scripts/dvc_sync.sh push [DVC_PUSH_ARGS...]                 e.g. push -r team
-#       dvc add every artifact that exists, then dvc push. Commit the .dvc files afterwards:
-#       git add results/*.dvc resources/*.dvc && git commit -m "results"
+#       dvc add every artifact that exists, then dvc push, then print the exact `git add` of the files
+#       dvc add wrote (each artifact's .dvc file and any .gitignore it added a folder to), to commit.
 #   scripts/dvc_sync.sh pull [DVC_PULL_ARGS...] [-- SNAKEMAKE_ARGS...]
 #       dvc pull, then `snakemake --touch --forceall` so that Snakemake sees the pulled files as
 #       up to date (DVC restores them with fresh modification times in no particular order, and
@@ -53,7 +53,20 @@ cmd_push() {
     log "tracking ${present[*]}"
     "$DVC" add --quiet "${present[@]}"
     "$DVC" push "$@"
-    log "now commit the .dvc files: git add results/*.dvc resources/*.dvc && git commit"
+    commit_line "${present[@]}"
+}
+
+commit_line() { # the exact `git add` of what `dvc add` wrote: each artifact's .dvc file, the .gitignore beside it
+    local path candidates=() changed=()
+    for path in "$@"; do
+        candidates+=("$path.dvc" "$(dirname "$path")/.gitignore")
+    done
+    mapfile -t changed < <(git status --porcelain --untracked-files=all -- "${candidates[@]}" | cut -c4- | sort -u)
+    if [[ ${#changed[@]} -eq 0 ]]; then
+        log "nothing new to commit: the committed .dvc files already record these artifacts"
+    else
+        log "now commit what dvc add wrote: git add ${changed[*]} && git commit -m 'Results of ...'"
+    fi
 }
 
 report_missing() { # name the tracked files still not in the local cache after a failed pull

@@ -18,6 +18,7 @@ from entropy_lens.analysis.expansion.overlap import (
     overlap_by_depth,
 )
 from entropy_lens.core.intervals import cluster_bootstrap_correlation
+from entropy_lens.verdicts.decision import shown_beyond
 
 
 def _entropy(shape, seed=0):
@@ -329,11 +330,11 @@ def test_spearman_null_is_mechanical_but_a_prompt_specific_coupling_is_shown():
 
 
 def test_planted_null_spearman_is_shown_beyond_its_null_in_at_most_five_percent_of_draws():
-    assert planted.spearman_planted_rate(12, draws=100, n_boot=200) <= 0.05
+    assert planted.spearman_planted_rate(12, draws=100, n_boot=200, shown=shown_beyond) <= 0.05
 
 
 def test_planted_null_containment_is_shown_beyond_its_null_in_at_most_five_percent_of_draws():
-    assert planted.overlap_planted_rate(12, draws=100, n_boot=200) <= 0.05
+    assert planted.overlap_planted_rate(12, shown=shown_beyond, draws=100, n_boot=200) <= 0.05
 
 
 def test_planted_tables_carry_the_null_of_their_rates():
@@ -350,10 +351,15 @@ def test_planted_tables_carry_the_null_of_their_rates():
 
 
 def test_planted_persisting_shortlists_are_shown_beyond_the_containment_null():
-    assert planted.overlap_planted_rate(12, draws=5, n_boot=200, signal=True) == 1.0
-    assert planted.overlap_planted_rate(12, draws=5, n_boot=200, signal=True, statistic=CONTAINMENT_SIZE_CHANGES) == 1.0
+    assert planted.overlap_planted_rate(12, shown=shown_beyond, draws=5, n_boot=200, signal=True) == 1.0
+    assert (
+        planted.overlap_planted_rate(
+            12, shown=shown_beyond, draws=5, n_boot=200, signal=True, statistic=CONTAINMENT_SIZE_CHANGES
+        )
+        == 1.0
+    )
     with pytest.raises(ValueError, match="statistic must be one of"):
-        planted.overlap_planted_rate(12, draws=1, statistic="overlap")
+        planted.overlap_planted_rate(12, shown=shown_beyond, draws=1, statistic="overlap")
 
 
 # --------------------------------------------------------------------------- planted draws on the row's design

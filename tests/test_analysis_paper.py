@@ -717,7 +717,8 @@ def test_a_precondition_not_run_is_counted_apart():
 
 
 def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
-    from entropy_lens.verdicts.nulls import nulls_table, planted_share_at_bar
+    from entropy_lens.verdicts.nulls import nulls_table
+    from entropy_lens.verdicts.planted_nulls import planted_share_at_bar
 
     spear = _csv(
         [

@@ -59,3 +59,58 @@ def test_cluster_sums_are_exact_multiplicities():
     )
     assert sums.shape == (2, 50)
     assert set(zip(sums[0], sums[1], strict=True)) <= {(4.0, 6.0), (4.0, 10.0), (4.0, 14.0)}  # {0,0}, {0,1}, {1,1}
+
+
+def test_the_percentile_interval_reads_every_finite_draw_and_the_expanded_one_is_wider():
+    draws = np.random.default_rng(0).normal(size=2000)
+    low, high = intervals.percentile_interval(draws)
+    tail = (1 - 0.95) / 2
+    assert (float(low), float(high)) == tuple(np.quantile(draws, [tail, 1 - tail]))
+    with_nan = np.concatenate([draws, [np.nan] * 50])
+    assert tuple(map(float, intervals.percentile_interval(with_nan))) == (float(low), float(high))
+    # few units: the expanded interval takes wider tails, as a t interval would; with many it nearly agrees
+    few, many = intervals.expanded_percentile_interval(draws, 5), intervals.expanded_percentile_interval(draws, 5000)
+    assert few[0] < low and few[1] > high and many == pytest.approx((low, high), abs=0.02)
+    assert all(math.isnan(v) for v in intervals.expanded_percentile_interval(draws[:99], 50))  # too few replicates
+    assert all(math.isnan(v) for v in intervals.expanded_percentile_interval(draws, 1))
+
+
+def test_the_block_spearman_resamples_units_and_blocks_and_pairs_its_replicates():
+    from entropy_lens.core.block_spearman import block_spearman_draws, spearman_interval
+
+    rng = np.random.default_rng(1)
+    truth = np.linspace(0, 1, 12)
+    cost = truth + rng.normal(0, 0.3, size=(40, 12))
+    score = truth + rng.normal(0, 0.3, size=(40, 12))
+    rho, draws = block_spearman_draws(cost, score, n_boot=300, seed=0, paired=True)
+    assert rho > 0.8 and draws.shape == (300,) and spearman_interval(rho, draws)[1] > 0
+    # paired: two scores read against one cost with one seed are resampled alike (their difference is exact 0)
+    assert np.array_equal(draws, block_spearman_draws(cost, score, n_boot=300, seed=0, paired=True)[1])
+    # unpaired: the score's own units (another count of questions) are drawn on their own
+    rho_q, draws_q = block_spearman_draws(cost, score[:25], n_boot=300, seed=0, paired=False)
+    assert rho_q > 0.8 and not np.array_equal(draws_q, draws)
+    assert math.isnan(block_spearman_draws(cost[:, :2], score[:, :2], n_boot=10, seed=0, paired=True)[0])
+    assert all(math.isnan(v) for v in spearman_interval(np.nan, draws))
+    with pytest.raises(ValueError, match="of one shape"):
+        block_spearman_draws(cost, score[:25], n_boot=10, seed=0, paired=True)
+    with pytest.raises(ValueError, match="over the same blocks"):
+        block_spearman_draws(cost, score[:, :5], n_boot=10, seed=0, paired=False)
+
+
+def test_the_planted_rate_counts_the_draws_its_decision_shows():
+    from entropy_lens.core.planted import planted_rate
+
+    seen: list[int] = []
+
+    def simulate(rng: np.random.Generator, draw: int) -> float:
+        seen.append(draw)
+        return float(rng.uniform())
+
+    assert planted_rate(simulate, lambda u: u < 0.25, draws=400, seed=0) == pytest.approx(0.25, abs=0.06)
+    assert seen[:3] == [0, 1, 2] and len(seen) == 400
+    # one generator runs through the draws: the same seed gives the same rate
+    assert planted_rate(simulate, lambda u: u < 0.5, draws=50, seed=3) == planted_rate(
+        simulate, lambda u: u < 0.5, draws=50, seed=3
+    )
+    with pytest.raises(ValueError, match="draws must be a positive integer"):
+        planted_rate(simulate, bool, draws=0, seed=0)

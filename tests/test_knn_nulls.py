@@ -8,6 +8,7 @@ from sklearn.metrics import roc_auc_score
 
 from entropy_lens.analysis.separability import folds, knn, nulls
 from entropy_lens.analysis.separability.settings import KnnSettings
+from entropy_lens.verdicts.decision import shown_beyond
 
 # One repeat of 5 folds keeps 100 draws within seconds; the table's defaults (3 repeats) behave alike.
 PLANTED = KnnSettings(k=7, n_splits=5, n_repeats=1)
@@ -58,26 +59,28 @@ def test_multiclass_auc_is_the_unweighted_macro_average_on_imbalanced_classes():
 
 
 def test_knn_on_null_labels_beats_the_dummy_in_at_most_five_percent_of_draws():
-    assert nulls.knn_planted_rate(PLANTED_N, draws=100, seed=0, settings=PLANTED) <= MAX_NULL_RATE
+    assert nulls.knn_planted_rate(PLANTED_N, draws=100, seed=0, settings=PLANTED, shown=shown_beyond) <= MAX_NULL_RATE
 
 
 def test_knn_on_a_planted_signal_beats_the_dummy():
-    assert nulls.knn_planted_rate(PLANTED_N, draws=10, seed=0, settings=PLANTED, shift=1.5) >= 0.9
+    assert nulls.knn_planted_rate(PLANTED_N, draws=10, seed=0, settings=PLANTED, shift=1.5, shown=shown_beyond) >= 0.9
 
 
 def test_a_profile_no_better_than_its_baseline_is_rarely_shown_beyond_it():
-    assert nulls.baseline_planted_rate(PLANTED_N, draws=100, seed=0, settings=PLANTED) <= MAX_NULL_RATE
+    assert (
+        nulls.baseline_planted_rate(PLANTED_N, draws=100, seed=0, settings=PLANTED, shown=shown_beyond) <= MAX_NULL_RATE
+    )
 
 
 def test_a_profile_with_more_signal_than_its_baseline_is_shown_beyond_it():
     # Power needs more folds than the null check: 3 repeats of 5 folds of 60 samples.
     settings = KnnSettings(k=7, n_splits=5, n_repeats=3)
-    assert nulls.baseline_planted_rate(60, draws=10, seed=0, settings=settings, shift=1.0) >= 0.8
+    assert nulls.baseline_planted_rate(60, draws=10, seed=0, settings=settings, shift=1.0, shown=shown_beyond) >= 0.8
 
 
 def test_planted_rates_refuse_too_few_samples():
     with pytest.raises(ValueError, match="n_samples must be an int >= 8"):
-        nulls.knn_planted_rate(4)
+        nulls.knn_planted_rate(4, shown=shown_beyond)
 
 
 def test_pooled_folds_keep_a_question_together_and_balance_the_styles():

@@ -193,3 +193,28 @@ def test_bfloat16_on_a_cpu_without_hardware_support_is_named(tmp_path, monkeypat
         load_model(folder, device="cpu", dtype="float32")
     assert "AVX512-BF16" not in caplog.text
     assert isinstance(models.cpu_has_bf16_matmul(), bool)
+
+
+def test_a_model_already_in_memory_is_taken_as_it_is():
+    """A Hugging Face causal LM and tokenizer loaded elsewhere (nnsight's lm._model, a fine-tuning loop): the
+    lens reads it where it is, in its own dtype, with the profiles of the same weights loaded any other way."""
+    tiny = tiny_model("llama")
+    hf_model, tokenizer = tiny.model, tiny.tokenizer
+    hf_model.config._name_or_path = "acme/tiny-llama"
+    lm = load_model(hf_model, tokenizer=tokenizer, family="llama")
+    assert lm.model is hf_model and lm.source == "memory:acme/tiny-llama" and lm.family == "llama"
+    settings = GenerationSettings(3)
+    ours = extract_profiles(lm, ["the cat sat"], generation=settings)
+    theirs = extract_profiles(tiny, ["the cat sat"], generation=settings)
+    np.testing.assert_array_equal(ours.entropy.values, theirs.entropy.values)
+    assert load_model(hf_model, tokenizer=tokenizer, dtype="bfloat16").model.dtype == torch.bfloat16
+
+
+def test_a_model_in_memory_without_its_tokenizer_or_a_tokenizer_beside_a_name_is_refused():
+    tiny = tiny_model("llama")
+    with pytest.raises(ValueError, match=r"needs its tokenizer: load_model\(model, tokenizer=tokenizer\)"):
+        load_model(tiny.model)
+    with pytest.raises(ValueError, match=r"tokenizer= goes with a model object already in memory"):
+        load_model("smollm2-135m", tokenizer=tiny.tokenizer)
+    with pytest.raises(ValueError, match=r"takes a Hugging Face model object.*got Linear"):
+        load_model(nn.Linear(2, 2), tokenizer=tiny.tokenizer)

@@ -231,12 +231,12 @@ def test_margins_name_a_best_criterion_only_where_it_separates():
     cost = truth + rng.normal(0, 0.3, size=(60, 20))
     sharp, blurred, twin = (truth + rng.normal(0, s, size=(60, 20)) for s in (0.1, 3.0, 0.1))
     draws = {
-        name: criteria.spearman_draws(cost, s, n_boot=400, seed=0)[1]
+        name: criteria.criterion_draws(cost, s, n_boot=400, seed=0)[1]
         for name, s in (("sharp", sharp), ("blurred", blurred))
     }
     got = criteria.margins(draws)
     assert got["sharp"][0] > 0 and got["blurred"][1] < 0
-    draws["twin"] = criteria.spearman_draws(cost, twin, n_boot=400, seed=0)[1]
+    draws["twin"] = criteria.criterion_draws(cost, twin, n_boot=400, seed=0)[1]
     got = criteria.margins(draws)
     assert got["sharp"][0] <= 0 <= got["sharp"][1]  # two equally good criteria: neither separates
     assert got["twin"][0] <= 0 <= got["twin"][1]

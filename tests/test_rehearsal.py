@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ from entropy_lens.model.loading import load_model
 from entropy_lens.prompts.images import image_records
 from entropy_lens.prompts.mmlu import load_hub_mmlu
 from entropy_lens.prompts.stories import load_hub_stories
+from entropy_lens.workflow import fetch
+from entropy_lens.workflow.settings import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = REPO / "config" / "paper.yaml"
@@ -197,6 +200,97 @@ def test_a_config_naming_an_unshipped_hub_id_says_where_its_fields_go() -> None:
         cache.hub_models({"models": {"x": {"source": "acme/unknown-7b"}}})
 
 
+GATED = ("gemma-2-2b-it", "gemma-2-9b-it", "Llama-3.2-1B-Instruct", "Llama-3.2-3B-Instruct", "Meta-Llama-3-8B-Instruct")
+
+
+def test_fetch_checks_the_rehearsal_cache_offline_and_names_what_an_empty_one_lacks(
+    standins: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Offline, fetch downloads nothing: against the stand-ins every model and dataset of the paper config is
+    whole (exit 0); against an empty cache each is named with what it lacks (exit 1). Gated models are named
+    with the licence to accept either way."""
+    n_sources = len(_paper_models()) + 3
+    _offline(monkeypatch, standins)
+    assert main(["fetch", "--configfile", str(PAPER)]) == 0
+    out = capsys.readouterr().out
+    assert "HF_HUB_OFFLINE=1: nothing is downloaded; checking the cache" in out
+    assert out.rstrip().splitlines()[-1].startswith(f"all {n_sources} sources are in the cache")
+    gated = [line for line in out.splitlines() if line.startswith("gated: ")]
+    assert len(gated) == len(GATED) and all(any(name in line for line in gated) for name in GATED)
+    assert "dataset cais/mmlu (all: test, validation): ok" in out  # the test split and the lens corpus's
+    _offline(monkeypatch, tmp_path)
+    assert main(["fetch", "--configfile", str(PAPER)]) == 1
+    out = capsys.readouterr().out
+    assert "model Qwen/Qwen3-8B (qwen3-8b): MISSING config.json" in out
+    assert "dataset frgfm/imagenette (320px: validation): MISSING split validation" in out
+    assert f"{n_sources} of {n_sources} sources missing from the cache" in out
+
+
+def test_fetch_names_a_snapshot_without_its_weights(
+    standins: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    repo = "models--openai-community--gpt2"
+    shutil.copytree(standins / "hub" / repo, tmp_path / "hub" / repo)
+    next((tmp_path / "hub" / repo).rglob("model.safetensors")).unlink()
+    (tmp_path / "gpt2.yaml").write_text("models: {gpt2-small: {source: openai-community/gpt2, family: gpt2}}\n")
+    _offline(monkeypatch, tmp_path)
+    assert main(["fetch", "--configfile", str(REPO / "config.yaml"), str(tmp_path / "gpt2.yaml")]) == 1
+    assert "model openai-community/gpt2 (gpt2-small): MISSING the weights" in capsys.readouterr().out
+
+
+def test_fetch_online_downloads_what_is_missing_and_names_a_gated_model_it_may_not(
+    standins: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Online (the download stubbed: the hub is unreachable here), fetch downloads only what the cache lacks; a
+    gated model this account may not download is named with its licence, and the check then fails."""
+    _offline(monkeypatch, tmp_path)
+    import datasets.config
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    shutil.copytree(standins / "datasets", tmp_path / "datasets")
+    asked = []
+
+    def download(source: fetch.HubSource, say) -> None:
+        asked.append(source.repo_id)
+        if source.repo_id.startswith("meta-llama/"):
+            raise ValueError(f"{source.label} could not be downloaded: {fetch.gated_line(source)}")
+        folder = cache.repo_folder(Path(""), "model", source.repo_id)
+        shutil.copytree(standins / "hub" / folder, tmp_path / "hub" / folder)
+
+    monkeypatch.setattr(fetch, "download", download)
+    assert main(["fetch", "--configfile", str(PAPER)]) == 1
+    captured = capsys.readouterr()
+    assert sorted(asked) == sorted(spec["source"] for spec in _paper_models().values())  # no dataset: all cached
+    assert "meta-llama/Llama-3.2-1B-Instruct (llama-3.2-1b-instruct) could not be downloaded: gated:" in captured.err
+    assert "3 of 18 sources missing from the cache" in captured.out
+    assert main(["fetch", "--configfile", str(PAPER)]) == 1 and len(asked) == 2 * len(_paper_models()) - 12
+
+
+def test_missing_sources_skip_what_is_materialized_or_prepared(standins: Path, tmp_path: Path, monkeypatch) -> None:
+    """The dry run's check: every hub source of the paper config is missing from an empty cache, but not a model
+    already materialized under resources/models, nor a dataset whose prompt tables are made."""
+    config = load_config(PAPER)
+    _offline(monkeypatch, tmp_path)
+    results, models = tmp_path / "results", tmp_path / "resources" / "models"
+    named = [source.repo_id for source, _ in fetch.missing_sources(config, results, models)]
+    assert len(named) == len(_paper_models()) + 3
+    (models / "qwen3-8b").mkdir(parents=True)
+    (models / "qwen3-8b" / "config.json").write_text("{}")
+    (results / "datasets").mkdir(parents=True)
+    for table in ("tasks", "images"):
+        (results / "datasets" / f"{table}.parquet").write_text("")
+    named = [source.repo_id for source, _ in fetch.missing_sources(config, results, models)]
+    assert "Qwen/Qwen3-8B" not in named and "roneneldan/TinyStories" not in named and "cais/mmlu" in named
+    line = fetch.missing_line(fetch.missing_sources(config, results, models), "config/paper.yaml")
+    assert (
+        "HF_HUB_OFFLINE=1: their jobs will fail" in line and "entropy-lens fetch --configfile config/paper.yaml" in line
+    )
+    _offline(monkeypatch, standins)
+    assert fetch.missing_sources(config, results, models) == []
+
+
 def _dry_run(root: Path, *overlays: Path) -> str:
     """The stdout of ``snakemake -n`` over config.yaml and ``overlays``, offline on the stand-ins in ``root``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "hub")}
@@ -217,11 +311,17 @@ def _job_counts(stdout: str) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_the_rehearsal_dag_holds_every_paper_rule(standins: Path) -> None:
+def test_the_rehearsal_dag_holds_every_paper_rule(standins: Path, tmp_path: Path) -> None:
     """``snakemake -n`` of the rehearsal (the paper config and its scaled-down overlay) plans every rule the
-    paper run plans, layer skipping and the tuned lens included, with MMLU in two shards per model."""
+    paper run plans, layer skipping and the tuned lens included, with MMLU in two shards per model. Against the
+    stand-ins it names nothing missing; against an empty cache, every hub model and dataset, before any job."""
     rehearsal = _dry_run(standins, PAPER, REPO / "config" / "rehearsal.yaml")
     counts, paper = _job_counts(rehearsal), _job_counts(_dry_run(standins, PAPER))
+    assert "not in this machine's Hugging Face cache" not in rehearsal
+    empty = _dry_run(tmp_path, PAPER)
+    warning = next(line for line in empty.splitlines() if "not in this machine's Hugging Face cache" in line)
+    assert f"{len(_paper_models())} models: " in warning and "3 datasets: " in warning
+    assert empty.index(warning) < empty.index("Job stats:")
     assert set(counts) == set(paper), sorted(set(counts) ^ set(paper))
     needed = {"fit_lens", "extract_lens_profiles", "layer_skip_select", "layer_skip_eval", "layer_skip_table",
               "routing_entropy", "prepare_images", "score_mmlu", "paper_table", "lens_robustness",

@@ -57,5 +57,6 @@ def test_verify_names_a_damaged_lens_file(tmp_path):
     path.write_bytes(bytes(data))
     report = verify(tmp_path)
     assert not report.whole
-    (finding,) = report.findings
-    assert finding.path == str(path) and "does not match the checksum" in finding.why
+    checksum, recorded = report.findings  # the file's own checksum, then the sha256 the run's manifest recorded
+    assert checksum.path == recorded.path == str(path) and "does not match the checksum" in checksum.why
+    assert "the run recorded when it wrote it" in recorded.why

@@ -14,7 +14,7 @@ from tiny import tiny_model
 from entropy_lens import cli, extract_profiles
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.store import storage
-from entropy_lens.store.manifest import MANIFEST, write_manifest
+from entropy_lens.store.manifest import MANIFEST, read_manifest, write_manifest
 from entropy_lens.store.verify import verify
 
 
@@ -59,7 +59,9 @@ def test_a_whole_folder_passes(results, capsys):
     report = verify(results)
     assert report.whole and (report.stores, report.tables, report.hashed) == (1, 2, 3)
     assert cli.main(["verify", str(results)]) == 0
-    assert "1 stores, 2 tables and tensor files, 3 files against DVC hashes: all whole" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    checked = "1 stores, 2 tables and tensor files, 2 files against the run's hashes, 3 files against DVC hashes"
+    assert f"{checked}: all whole" in out
 
 
 def test_snakemakes_timestamp_in_a_store_is_no_damage_and_no_warning(results, recwarn):
@@ -81,6 +83,51 @@ def test_a_flipped_byte_in_a_store_is_named_with_the_remedy(results, capsys):
     assert f"snakemake --force {store}" in out and "1 damaged" in out
 
 
+def test_a_table_edited_into_another_well_formed_one_is_named_without_dvc(results, capsys):
+    """Every "reproduced" of a verdict table turned into "not reproduced": it still parses, and no DVC hash
+    covers its folder; the sha256 the manifest recorded when the run wrote it names it."""
+    verdicts = results / "tables" / "verdicts.csv"
+    verdicts.write_text("claim,verdict\nseparability,reproduced\nspearman,reproduced\n")
+    write_manifest(results / MANIFEST, ["results/profiles/tiny/blank.zarr", "results/tables/knn_auc.csv"])
+    for tracker in results.glob("*.dvc"):
+        tracker.unlink()  # no DVC at all
+    assert cli.main(["verify", str(results)]) == 0
+    capsys.readouterr()
+    verdicts.write_text(verdicts.read_text().replace("reproduced", "not reproduced"))
+    assert cli.main(["verify", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert f"DAMAGED {verdicts}: sha256 " in out and "the run recorded when it wrote it (edited?)" in out
+    assert f"snakemake --force results/tables/verdicts.csv results/{MANIFEST.as_posix()}" in out
+    assert out.rstrip().endswith("0 files against DVC hashes: 1 damaged")
+
+
+def test_a_deleted_table_the_manifest_only_hashed_is_named(results, capsys):
+    """verdicts.csv is no final output of its own (the paper table's sibling), but the run recorded its hash."""
+    (results / "tables" / "verdicts.csv").write_text("claim,verdict\nseparability,reproduced\n")
+    write_manifest(results / MANIFEST, ["results/tables/knn_auc.csv"])
+    (results / "tables" / "verdicts.csv").unlink()
+    whys = _whys(results, results / "tables" / "verdicts.csv")
+    assert whys == ["missing (the run recorded its hash when it wrote it)"]
+
+
+def test_the_manifest_hashes_every_file_but_stores_timings_and_itself(results):
+    (results / "benchmarks").mkdir()
+    (results / "benchmarks" / "extract.tsv").write_text("s\n1.0\n")
+    (results / "figures").mkdir()
+    (results / "figures" / "knn_auc.svg").write_text("<svg/>\n")
+    write_manifest(results / MANIFEST, ["results/tables/knn_auc.csv"])
+    hashes = read_manifest(results)["hashes"]
+    assert sorted(hashes) == ["figures/knn_auc.svg", "tables/knn_auc.csv", "tables/prompts.parquet"]
+    assert hashes["tables/knn_auc.csv"] == hashlib.sha256((results / "tables" / "knn_auc.csv").read_bytes()).hexdigest()
+
+
+def test_a_manifest_of_version_1_lists_outputs_and_no_hashes(results):
+    (results / MANIFEST).write_text(json.dumps({"version": 1, "results": "results", "outputs": ["tables/knn_auc.csv"]}))
+    assert read_manifest(results)["hashes"] == {}
+    (results / "tables" / "knn_auc.csv").write_text("model,auc\na,0.1\n")
+    assert verify(results).whole is False  # DVC's hash still names it; the manifest has none to compare
+
+
 def _whys(results, path) -> list[str]:
     return [f.why for f in verify(results).findings if f.path == str(path)]
 
@@ -90,7 +137,8 @@ def test_a_truncated_table_fails_its_shape_and_its_dvc_hash(results):
     table.write_bytes(table.read_bytes()[:-3])
     whys = _whys(results, table)
     assert whys[0] == "DamagedTableError: the file does not end with a newline (cut short?)"
-    assert whys[1].startswith(f"MD5 {hashlib.md5(table.read_bytes()).hexdigest()} differs from DVC's ")
+    assert whys[1].endswith("the run recorded when it wrote it (edited?)")
+    assert whys[2].startswith(f"MD5 {hashlib.md5(table.read_bytes()).hexdigest()} differs from DVC's ")
 
 
 def test_a_missing_tracked_file_and_an_unreadable_parquet_are_named(results):
@@ -103,6 +151,7 @@ def test_a_missing_tracked_file_and_an_unreadable_parquet_are_named(results):
     remedies = [f.remedy for f in findings if f.path == str(parquet)]
     assert remedies == [
         f"rebuild: snakemake --force {parquet}; or dvc pull its folder",
+        f"rebuild: snakemake --force results/tables/prompts.parquet results/{MANIFEST}; or dvc pull its folder",
         f"dvc pull {parquet.parent}.dvc",
     ]
 

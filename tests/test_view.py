@@ -164,8 +164,9 @@ def test_view_generates_afresh_from_model_and_prompt(model_dir, tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--model", "m"], "either a STORE, or --model with --prompt"),
-        ([], "either a STORE, or --model with --prompt"),
+        (["--model", "m"], "either a STORE \\(a combined one with --model\\), or --model with --prompt"),
+        ([], "either a STORE \\(a combined one with --model\\), or --model with --prompt"),
+        (["STORE", "--prompt", "hi"], "either a STORE \\(a combined one with --model\\), or --model with --prompt"),
         (["STORE", "--prompt-id", "nope"], "prompt 'nope' is not in the store; it has 1 prompts: \\['q7'\\]"),
         (["STORE", "--out", "page.png"], "must end in .html"),
         (["STORE", "--every", "0"], "every must be a positive integer"),
@@ -184,6 +185,31 @@ def test_view_names_where_it_looked_for_a_tokenizer(tmp_path, capsys, monkeypatc
     assert cli.main(["view", "s.zarr", "--cache-dir", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert "no tokenizer found for the store's model 'tiny'" in err and "pass --tokenizer" in err
+
+
+def test_view_of_a_combined_store_takes_model_or_says_in_one_line_how_to_choose(model_dir, tmp_path, capsys):
+    """results/profiles/tasks.zarr, the obvious path, holds every model: view shows the one --model names (its
+    per-model store beside it), and without --model says in one line which models there are and how to choose."""
+    per_model = synthetic_store(top_k=False)
+    profiles = tmp_path / "results" / "profiles"
+    storage.write_profiles(per_model, profiles / "tiny" / "tasks.zarr")
+    both = combine.combine_models(
+        {"other": per_model, "tiny": per_model}, families={"other": "a", "tiny": "b"}, n_params={"other": 1, "tiny": 1}
+    )
+    storage.write_profiles(both, profiles / "tasks.zarr", combined=True)
+    base = ["view", str(profiles / "tasks.zarr"), "--tokenizer", str(model_dir), "--out", str(tmp_path / "p.html")]
+    assert cli.main(base) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("entropy-lens: error: ")
+    assert "is a combined store of 2 models (other, tiny); choose one with --model other" in err
+    assert cli.main([*base, "--model", "tiny"]) == 0
+    assert "2 tokens x 4 blocks" in capsys.readouterr().out
+    assert cli.main([*base, "--model", "nope"]) == 2
+    assert "holds no model 'nope'; it holds other, tiny" in capsys.readouterr().err
+    assert cli.main([*base, "--model", "other"]) == 2  # its per-model store was never written here
+    assert f"has no store at {profiles / 'other' / 'tasks.zarr'}" in capsys.readouterr().err
+    assert cli.main(["view", str(profiles / "tiny" / "tasks.zarr"), "--model", "tiny", *base[2:]]) == 2
+    assert "is the store of one model already; leave out --model tiny" in capsys.readouterr().err
 
 
 HOVER_AND_SWITCH = """<script>

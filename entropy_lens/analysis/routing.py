@@ -29,7 +29,13 @@ from scipy import stats
 
 from entropy_lens.analysis.expansion.spearman import spearman
 from entropy_lens.analysis.features import model_depth, model_n_layers, model_names, model_values
-from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, cluster_bootstrap_correlation, cluster_sums
+from entropy_lens.core.intervals import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    cluster_bootstrap_correlation,
+    cluster_sums,
+    percentile_interval,
+)
 from entropy_lens.store import schema
 
 log = logging.getLogger(__name__)
@@ -119,8 +125,7 @@ def layer_spearman_interval(
         return math.nan, math.nan
     rank_h, rank_r = stats.rankdata(mean_h[:, usable], axis=0), stats.rankdata(mean_r[:, usable], axis=0)
     rho = np.array([np.corrcoef(a, b)[0, 1] for a, b in zip(rank_h.T, rank_r.T, strict=True)])
-    tail = (1 - level) / 2
-    low, high = np.quantile(rho, [tail, 1 - tail])
+    low, high = percentile_interval(rho, level)
     return float(low), float(high)
 
 

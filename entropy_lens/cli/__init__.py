@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
+from entropy_lens.cli.compare import add_compare_parser, compare_command
+from entropy_lens.cli.fetch import add_fetch_parser, fetch_command
 from entropy_lens.cli.plan import plan_command
 from entropy_lens.cli.profile import render_profile, sparkline
 from entropy_lens.cli.skip_map import skip_map_command
@@ -65,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         "DVC's hashes; exit 1 if any is damaged or missing, 2 if the folder is no results folder",
     )
     check.add_argument("results", nargs="?", default="results", help="results folder (default: results)")
+    add_compare_parser(sub)
+    add_fetch_parser(sub)
     _view_parser(sub)
     return parser
 
@@ -73,10 +77,17 @@ def _view_parser(sub) -> None:
     view = sub.add_parser(
         "view", help="one generation as an HTML page: token x block heatmap, the lens's top tokens on hover"
     )
-    view.add_argument("store", nargs="?", help="a per-model profile store (.zarr); or give --model and --prompt")
+    view.add_argument(
+        "store", nargs="?", help="a profile store (.zarr; a combined one with --model); or give --model and --prompt"
+    )
     view.add_argument("--prompt-id", default=None, help="the store's prompt to show (default: its first)")
     view.add_argument("--tokenizer", default=None, help="model folder or hub id decoding the store's tokens")
-    view.add_argument("--model", default=None, help="generate afresh: registry name, hub id, folder or .gguf")
+    view.add_argument(
+        "--model",
+        default=None,
+        help="with a combined STORE, its model to show; with --prompt, generate afresh: registry name, hub id, "
+        "folder or .gguf",
+    )
     view.add_argument("--prompt", default=None, help="the prompt to generate from (with --model)")
     view.add_argument("--max-new-tokens", type=int, default=16)
     view.add_argument("--top-k", type=int, default=10, help="lens tokens shown on hover (with --model)")
@@ -136,9 +147,10 @@ def _verify(args: argparse.Namespace) -> int:
 def _view(args: argparse.Namespace) -> int:
     from entropy_lens.plots import view
 
-    if (args.store is None) == (args.model is None) or (args.model is not None) != (args.prompt is not None):
-        raise ValueError("view reads either a STORE, or --model with --prompt (not both)")
-    if args.model is not None:
+    fresh = args.store is None and args.model is not None and args.prompt is not None
+    if not fresh and (args.store is None or args.prompt is not None):
+        raise ValueError("view reads either a STORE (a combined one with --model), or --model with --prompt")
+    if fresh:
         from entropy_lens.model.loading import load_model
 
         lm = load_model(args.model, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
@@ -148,7 +160,7 @@ def _view(args: argparse.Namespace) -> int:
         )  # fmt: skip
     else:
         gen = view.generation_from_path(
-            args.store, args.prompt_id, args.tokenizer, every=args.every, cache_dir=args.cache_dir
+            args.store, args.prompt_id, args.tokenizer, every=args.every, cache_dir=args.cache_dir, model=args.model
         )
     print(f"wrote {view.write_view(gen, args.out)}: {len(gen.tokens)} tokens x {len(gen.blocks)} blocks")
     return 0
@@ -172,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "unlock": _unlock,
             "skip-map": skip_map_command,
             "verify": _verify,
+            "compare": compare_command,
+            "fetch": fetch_command,
         }
         commands["view"] = _view
         if args.command in commands:

@@ -18,6 +18,20 @@ PAIRED_TESTS = ("wilcoxon", "ttest", "corrected_ttest")
 DEFAULT_TEST = "corrected_ttest"
 AUC_BOUNDS = (0.0, 1.0)
 DIFFERENCE_BOUNDS = (-1.0, 1.0)
+# The corrected resampled t over F = folds x repeats fold scores has F - 1 degrees of freedom; with 2 folds and 1
+# repeat, two equal AUCs give a zero-width interval that would decide a verdict. The floor every kNN run keeps.
+MIN_FOLDS, MIN_FOLD_AUCS = 3, 6
+
+
+def check_fold_counts(folds: int, repeats: int, *, names: tuple[str, str] = ("folds", "repeats")) -> None:
+    """``ValueError`` unless ``folds >= MIN_FOLDS`` and ``folds x repeats >= MIN_FOLD_AUCS``, naming the settings
+    as ``names`` (the config's keys where the config is read)."""
+    if folds < MIN_FOLDS or folds * repeats < MIN_FOLD_AUCS:
+        raise ValueError(
+            f"{names[0]} ({folds}) x {names[1]} ({repeats}) = {folds * repeats} fold AUCs "
+            f"cannot give an interval: the corrected resampled-t needs folds >= {MIN_FOLDS} and folds x repeats >= "
+            f"{MIN_FOLD_AUCS}; raise them (e.g. folds: 3, repeats: 2)"
+        )
 
 
 def corrected_t_interval(

@@ -46,9 +46,9 @@ def wilson_interval(successes: int, n: int, level: float = DEFAULT_LEVEL) -> tup
 
 
 def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(draws, [tail, 1 - tail])
-    return float(lo), float(hi)
+    """:func:`percentile_interval` of ``[B]`` draws, as floats."""
+    low, high = percentile_interval(draws, level)
+    return float(low), float(high)
 
 
 def paired_bootstrap(
@@ -229,12 +229,7 @@ def bootstrap_mean_statistic(
     if rows.shape[0] < 2:
         return np.full(n_stats, math.nan), np.full(n_stats, math.nan)
     counts = np.random.default_rng(seed).multinomial(rows.shape[0], np.full(rows.shape[0], 1 / rows.shape[0]), n_boot)
-    draws = statistic(counts @ rows / rows.shape[0])  # [B, J]
-    tail = (1 - level) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN statistic gives NaN, as documented
-        low, high = np.nanquantile(draws, [tail, 1 - tail], axis=0)
-    return low, high
+    return percentile_interval(statistic(counts @ rows / rows.shape[0]), level)  # [B, J] draws
 
 
 def bootstrap_group_means(
@@ -267,8 +262,43 @@ def bootstrap_group_means(
 
 
 def percentile_interval(draws: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval of ``[B, ...]`` bootstrap draws along the first axis (NaN draws ignored)."""
+    """Percentile interval of ``[B, ...]`` bootstrap draws along the first axis (NaN draws ignored).
+
+    The one percentile interval of the package: every bootstrap's interval is this one or
+    :func:`expanded_percentile_interval`.
+
+    Returns:
+        ``(low, high)``, each of the draws' shape without the first axis (0-d for ``[B]`` draws).
+    """
     tail = (1 - check_level(level)) / 2
+    return _tail_quantiles(draws, tail)
+
+
+# Fewest finite replicates an expanded percentile interval reads (fewer: NaN).
+MIN_REPLICATES = 100
+
+
+def expanded_percentile_interval(draws: np.ndarray, n_units: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """Expanded percentile interval of the finite bootstrap ``draws`` over ``n_units`` resampled units.
+
+    The plain percentile interval under-covers with few units (its spread is that of a
+    ``(n - 1) / n`` variance and of normal, not t, quantiles); the expanded one (Hesterberg 2015,
+    "What teachers should know about the bootstrap") takes the percentiles at the tail
+    ``Phi(-sqrt(n / (n - 1)) t_{n-1}(1 - tail))``, as wide as a t interval would be.  NaN with
+    fewer than :data:`MIN_REPLICATES` finite draws or fewer than two units.
+    """
+    draws = np.asarray(draws, dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    if draws.size < MIN_REPLICATES or n_units < 2:
+        return math.nan, math.nan
+    t = stats.t.ppf(1 - (1 - level) / 2, n_units - 1)
+    tail = float(stats.norm.cdf(-math.sqrt(n_units / (n_units - 1)) * t))
+    low, high = _tail_quantiles(draws, tail)
+    return float(low), float(high)
+
+
+def _tail_quantiles(draws: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``tail`` and ``1 - tail`` quantiles of the draws along the first axis, NaN draws ignored."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column gives NaN
         low, high = np.nanquantile(np.asarray(draws, dtype=np.float64), [tail, 1 - tail], axis=0)

@@ -61,10 +61,11 @@ def nucleus_given_norm(
 
     The normalizer from :class:`~entropy_lens.lens.stream.TileStream` (or
     :func:`~entropy_lens.lens.stream.log_norm_of`) sums in float64; ``log_softmax`` sums in
-    float32, whose ~1e-5 relative error over 262k terms can move a set's size by one.
+    float32, whose ~1e-5 relative error over 262k terms can move a set's size by one.  ``top_p`` is the
+    decoding's (:class:`~entropy_lens.lens.decoding.LensSettings` checked it).
     """
     logp = (logits - max_logit[:, None]).sub_(log_norm.float()[:, None])
-    return nucleus_from_logp(logp, check_top_p(top_p))
+    return nucleus_from_logp(logp, top_p)
 
 
 def nucleus_from_logp(

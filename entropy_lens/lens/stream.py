@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from entropy_lens.lens.entropy import EXP_FLOOR, check_alphas
-from entropy_lens.lens.nucleus import MASS_TOL, check_top_p, tally
+from entropy_lens.lens.nucleus import MASS_TOL, tally
 
 # A streamed row keeps as top-p candidates the tokens whose log-probability (against the mass seen
 # so far) reaches max(log((1 - top_p) / V), CANDIDATE_LOG_P). The first bound is certain to hold the
@@ -89,7 +89,7 @@ class TileStream:
         cap: int,
         device,
     ):
-        self.target = check_top_p(top_p) - MASS_TOL
+        self.target = float(top_p) - MASS_TOL  # checked once, by LensSettings
         self.alphas = check_alphas(alphas)
         self.orders = [a for a in self.alphas if a not in (0.0, 1.0, math.inf)]
         self.log_floor = max(math.log(max(1.0 - self.target, 1e-30) / vocab_size), CANDIDATE_LOG_P)

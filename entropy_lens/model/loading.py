@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from entropy_lens.model.digest import sha256_file, source_sha256
-from entropy_lens.model.hub import missing_model_error
+from entropy_lens.model.hub import hub_offline, missing_model_error, missing_model_files, probe_hub
 from entropy_lens.model.lens_model import LensModel, wrap_model
 from entropy_lens.model.registry import (
     FOLDER_SOURCE,
@@ -76,14 +76,16 @@ def cpu_has_bf16_matmul() -> bool:
 
 
 def load_model(
-    name_or_path: str | os.PathLike,
+    name_or_path: str | os.PathLike | torch.nn.Module,
     *,
+    tokenizer: object | None = None,
     device: str | None = None,
     dtype: str | torch.dtype | None = None,
     family: str | None = None,
     cache_dir: str | os.PathLike | None = None,
 ) -> LensModel:
-    """Load a model for the lens from a registry name, hub id, local folder or ``.gguf``.
+    """Load a model for the lens from a registry name, hub id, local folder or ``.gguf``, or take one already in
+    memory.
 
     Registry models are materialized once (dequantized safetensors + tokenizer) into
     ``cache_dir`` (default ``$ENTROPY_LENS_CACHE`` or ``~/.cache/entropy_lens/models``)
@@ -91,15 +93,26 @@ def load_model(
 
     Args:
         name_or_path: A :data:`REGISTRY` name, a hub id ``org/name``, a folder saved with
-            ``save_pretrained`` (e.g. by :func:`materialize_model`) or a ``.gguf`` file.
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: a GPU if visible.
-        dtype: Weight dtype; default bf16 on GPU, float32 on CPU.
+            ``save_pretrained`` (e.g. by :func:`materialize_model`) or a ``.gguf`` file; or a Hugging Face
+            causal LM (or image classifier) already loaded, with its ``tokenizer`` (nnsight: ``lm._model`` and
+            ``lm.tokenizer``).
+        tokenizer: The tokenizer (or image processor) of a model passed in memory; only then.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: a GPU if visible (a model in memory: where it is).
+        dtype: Weight dtype; default bf16 on GPU, float32 on CPU (a model in memory: as it is).
         family: Family label to record; defaults to the registry's or the folder's.
         cache_dir: Where registry models are materialized.
 
     Raises:
-        ValueError: for a name that is neither in the registry, a path, nor ``org/name``.
+        ValueError: for a name that is neither in the registry, a path, nor ``org/name``; a model in memory
+            without its tokenizer, or a tokenizer beside a name.
     """
+    if isinstance(name_or_path, torch.nn.Module):
+        return _in_memory(name_or_path, tokenizer, device, dtype, family)
+    if tokenizer is not None:
+        raise ValueError(
+            f"tokenizer= goes with a model object already in memory, not with {str(name_or_path)!r}, whose own "
+            "tokenizer is loaded with it; pass the model object, or leave tokenizer out"
+        )
     device = device or default_device()
     torch_dtype = resolve_dtype(dtype, device)
     if device == "cpu" and torch_dtype == torch.bfloat16 and not cpu_has_bf16_matmul():
@@ -124,15 +137,39 @@ def load_model(
     return _load_hub(name, device, torch_dtype, family)
 
 
+def _in_memory(
+    model: torch.nn.Module, tokenizer: object | None, device: str | None, dtype: str | torch.dtype | None, family
+) -> LensModel:
+    """A model object and its tokenizer, moved to ``device`` and cast to ``dtype`` where given."""
+    config = getattr(model, "config", None)
+    if config is None:
+        raise ValueError(
+            f"load_model takes a Hugging Face model object (a PreTrainedModel with a config), got "
+            f"{type(model).__name__}; for a TransformerLens HookedTransformer, load its Hugging Face name instead"
+        )
+    if tokenizer is None:
+        raise ValueError(
+            f"a model in memory ({type(model).__name__}) needs its tokenizer: load_model(model, tokenizer=tokenizer)"
+        )
+    if device is not None:
+        model = model.to(device)
+    if dtype is not None:
+        model = model.to(resolve_dtype(dtype, str(next(model.parameters()).device)))
+    name = str(getattr(config, "_name_or_path", "") or type(model).__name__)
+    revision = str(getattr(config, "_commit_hash", None) or "")
+    return wrap_model(model, tokenizer, name=name, source=f"memory:{name}", sha256=revision, family=family or "unknown")
+
+
 def default_cache_dir() -> Path:
     """The folder registry models are materialized into when no ``cache_dir`` is given."""
     env = os.environ.get("ENTROPY_LENS_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "entropy_lens" / "models"
 
 
-def _auto_classes(source: str | os.PathLike | None = None):
+def _auto_classes(source: str | os.PathLike | None = None, **hub: bool):
     """The auto classes of a model and its preprocessor: an image classifier (decided by its config)
-    loads with its image processor, anything else as a causal LM with its tokenizer."""
+    loads with its image processor, anything else as a causal LM with its tokenizer (``hub``: arguments of
+    ``from_pretrained``, e.g. ``local_files_only``)."""
     from transformers import (
         AutoConfig,
         AutoImageProcessor,
@@ -141,7 +178,7 @@ def _auto_classes(source: str | os.PathLike | None = None):
         AutoTokenizer,
     )
 
-    if source is not None and is_image_classifier(AutoConfig.from_pretrained(source)):
+    if source is not None and is_image_classifier(AutoConfig.from_pretrained(source, **hub)):
         return AutoModelForImageClassification, AutoImageProcessor
     return AutoModelForCausalLM, AutoTokenizer
 
@@ -202,10 +239,17 @@ def one_gguf_parse() -> Iterator[dict[str, object]]:
 
 
 def _load_hub(hub_id: str, device: str, dtype: torch.dtype, family: str | None) -> LensModel:
+    """A hub model: a whole cached snapshot is read with no network at all; one that is missing fails at once in
+    one line offline, and online only after one request without retries found the hub (then it downloads)."""
+    cached = not missing_model_files(hub_id)
+    if not cached:
+        if hub_offline():
+            raise missing_model_error(hub_id)
+        probe_hub(hub_id)
     try:
-        auto_model, auto_tok = _auto_classes(hub_id)
-        model = auto_model.from_pretrained(hub_id, dtype=dtype)
-        tokenizer = auto_tok.from_pretrained(hub_id)
+        auto_model, auto_tok = _auto_classes(hub_id, local_files_only=cached)
+        model = auto_model.from_pretrained(hub_id, dtype=dtype, local_files_only=cached)
+        tokenizer = auto_tok.from_pretrained(hub_id, local_files_only=cached)
     except OSError as err:  # transformers' "not cached and not reachable" (also gated, unknown repo)
         raise missing_model_error(hub_id, err) from err
     model = model.to(device)

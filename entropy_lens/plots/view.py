@@ -349,16 +349,24 @@ def decoder(tokenizer) -> Callable[[int], str]:
 
 
 def generation_from_path(
-    path: str | Path, prompt_id: str | None, tokenizer: str | None, *, every: int = 1, cache_dir: str | None = None
+    path: str | Path,
+    prompt_id: str | None,
+    tokenizer: str | None,
+    *,
+    every: int = 1,
+    cache_dir: str | None = None,
+    model: str | None = None,
 ) -> Generation:
-    """:func:`generation_from_store` of the store at ``path``, its tokens decoded by ``tokenizer`` (a model
-    folder or hub id), by default found by :func:`tokenizer_folder` in the store's ``model_name``, the
-    model cache (``cache_dir``, default :func:`~entropy_lens.model.loading.default_cache_dir`) and the
-    workflow's ``resources/models`` under the working directory."""
+    """:func:`generation_from_store` of the store at ``path`` (of a combined store, ``model``'s:
+    :func:`per_model_store`), its tokens decoded by ``tokenizer`` (a model folder or hub id), by default found by
+    :func:`tokenizer_folder` in the store's ``model_name``, the model cache (``cache_dir``, default
+    :func:`~entropy_lens.model.loading.default_cache_dir`) and the workflow's ``resources/models`` under the
+    working directory."""
     from entropy_lens.model.loading import default_cache_dir, load_tokenizer
+    from entropy_lens.store.combine import per_model_store
     from entropy_lens.store.storage import open_profiles
 
-    store = open_profiles(path)
+    store = open_profiles(per_model_store(path, model))
     name = Path(str(store.attrs.get("model_name", ""))).name
     places = [Path(cache_dir) if cache_dir else default_cache_dir(), Path("resources/models")]
     folder = tokenizer_folder(store, tokenizer, [place / name for place in places])

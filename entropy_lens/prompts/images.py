@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.prompts.datasets import IMAGE, LABEL, PROMPT_ID, PROMPT_TEXT, SOURCE, slug
+from entropy_lens.prompts.hub import load_hub_split
 from entropy_lens.prompts.sources import check_hub_columns, read_local
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
@@ -123,9 +124,9 @@ def load_hub_images(
         hub_id, config, split: The dataset, its configuration and split.
         columns: ``{"image": ..., "label": ...}`` column names in the hub dataset.
     """
-    from datasets import Image, load_dataset
+    from datasets import Image
 
-    data = load_dataset(hub_id, config, split=split)
+    data = load_hub_split(hub_id, config, split)
     check_hub_columns(
         data.features, f"{hub_id} {config or ''} {split}", {columns["image"]: "image", columns["label"]: "label"}
     )

@@ -39,6 +39,7 @@ from entropy_lens.prompts.datasets import (
     derive_seed,
     slug,
 )
+from entropy_lens.prompts.hub import load_hub_split
 from entropy_lens.prompts.sources import check_hub_columns, iter_jsonl, read_local
 
 logger = logging.getLogger(__name__)
@@ -182,9 +183,7 @@ def load_hub_mmlu(*, config: str = HUB_CONFIG, split: str = HUB_SPLIT) -> pd.Dat
         ValueError: naming the dataset and the column when the split lacks one of the schema's columns
             (``question``, ``subject``, text; ``choices``, a list; ``answer``, a class label).
     """
-    from datasets import load_dataset
-
-    data = load_dataset(HUB_ID, config, split=split)
+    data = load_hub_split(HUB_ID, config, split)
     check_hub_columns(data.features, f"{HUB_ID} {config} {split}", HUB_COLUMNS)
     rows = [
         _clean_question(

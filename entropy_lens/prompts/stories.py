@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.prompts.datasets import STORY_ID, TEXT, read_parquet, write_parquet
+from entropy_lens.prompts.hub import load_hub_split
 from entropy_lens.prompts.sources import check_hub_columns, read_local
 from entropy_lens.prompts.tasks import check_stories
 
@@ -51,9 +52,7 @@ def load_hub_stories(n: int, *, split: str = HUB_SPLIT) -> pd.DataFrame:
     Returns:
         DataFrame[story_id, text]; ``story_id`` is ``s{row:05d}`` of the split.
     """
-    from datasets import load_dataset
-
-    data = load_dataset(HUB_ID, split=split)
+    data = load_hub_split(HUB_ID, None, split)
     check_hub_columns(data.features, f"{HUB_ID} {split}", {"text": "text"})
     if len(data) < n:
         raise ValueError(f"{HUB_ID} {split} has {len(data)} stories, fewer than the {n} asked")

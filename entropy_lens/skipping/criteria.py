@@ -29,11 +29,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from entropy_lens.core.block_spearman import block_spearman_draws, spearman_interval
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.core.frames import Reading
-from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT
+from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, percentile_interval
 from entropy_lens.skipping.conditions import INTACT, SINGLE, eligible_layers, layer_text
 from entropy_lens.skipping.readings import BlockReadings
 
@@ -173,24 +173,14 @@ def sweep_costs(correct: pd.DataFrame, measure: str, statistic: str, blocks: Seq
     )
 
 
-def _rank_rows(values: np.ndarray) -> np.ndarray:
-    return stats.rankdata(values, axis=1)  # average ranks of ties, row by row
-
-
-def _row_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson correlation of matching rows of ``[R, n]`` arrays (NaN for a constant row)."""
-    x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
-
-
 def paired_block_spearman(
     cost: np.ndarray, score: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
 ) -> tuple[float, float, float]:
     """Spearman across blocks of the mean score with the mean cost, bootstrapped over questions and blocks.
 
     Each replicate resamples the questions (the same ones for the cost and the score: both are read
-    off them) and, independently, the blocks, all with replacement.
+    off them) and, independently, the blocks, all with replacement
+    (:func:`~entropy_lens.core.block_spearman.block_spearman_draws`, paired).
 
     Args:
         cost: ``[N, B]`` each question's cost of skipping each block.
@@ -202,42 +192,13 @@ def paired_block_spearman(
     Returns:
         ``(rho, low, high)``; NaN where undefined (fewer than 3 blocks, a constant mean).
     """
-    return _interval(*spearman_draws(cost, score, n_boot=n_boot, seed=seed), level)
+    return spearman_interval(*criterion_draws(cost, score, n_boot=n_boot, seed=seed), level)
 
 
-def _interval(rho: float, draws: np.ndarray, level: float) -> tuple[float, float, float]:
-    draws = draws[np.isfinite(draws)]
-    if not np.isfinite(rho) or draws.size == 0:
-        return np.nan, np.nan, np.nan
-    low, high = _percentiles(draws, level)
-    return float(rho), low, high
-
-
-def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
-    tail = (1 - level) / 2
-    low, high = np.quantile(draws, [tail, 1 - tail])
-    return float(low), float(high)
-
-
-def spearman_draws(cost: np.ndarray, score: np.ndarray, *, n_boot: int, seed: int) -> tuple[float, np.ndarray]:
-    """The Spearman of :func:`paired_block_spearman` and its ``[n_boot]`` replicates (NaN where undefined).
-
-    The resamples depend only on ``seed`` and the shape, so two criteria read against one cost with one
-    seed are resampled alike: their replicates pair, and their difference has an interval of its own.
-    """
-    cost, score = np.asarray(cost, dtype=np.float64), np.asarray(score, dtype=np.float64)
-    if cost.ndim != 2 or cost.shape != score.shape:
-        raise ValueError(f"need cost and score [N, B] of one shape, got {cost.shape} and {score.shape}")
-    n, n_blocks = cost.shape
-    n_boot = check_positive_int(n_boot, "n_boot")
-    if n_blocks < 3 or n == 0:
-        return np.nan, np.full(n_boot, np.nan)
-    rho = _row_correlation(_rank_rows(score.mean(0)[None]), _rank_rows(cost.mean(0)[None]))[0]
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1 / n), n_boot)  # [R, N]
-    blocks = rng.integers(0, n_blocks, size=(n_boot, n_blocks))
-    means = [np.take_along_axis(counts @ m / n, blocks, axis=1) for m in (cost, score)]  # [R, B] each
-    return float(rho), _row_correlation(_rank_rows(means[1]), _rank_rows(means[0]))
+def criterion_draws(cost: np.ndarray, score: np.ndarray, *, n_boot: int, seed: int) -> tuple[float, np.ndarray]:
+    """The Spearman of :func:`paired_block_spearman` and its ``[n_boot]`` replicates: two criteria read against one
+    cost with one seed are resampled alike, so their replicates pair."""
+    return block_spearman_draws(cost, score, n_boot=n_boot, seed=seed, paired=True)
 
 
 def margins(draws: dict[str, np.ndarray], level: float = DEFAULT_LEVEL) -> dict[str, tuple[float, float]]:
@@ -254,7 +215,7 @@ def margins(draws: dict[str, np.ndarray], level: float = DEFAULT_LEVEL) -> dict[
             rival = max(others, key=lambda o: np.nanmean(others[o]))
             diff = own - others[rival]
             diff = diff[np.isfinite(diff)]
-            out[name] = _percentiles(diff, level) if diff.size else (np.nan, np.nan)
+            out[name] = tuple(float(v) for v in percentile_interval(diff, level)) if diff.size else (np.nan, np.nan)
     return out
 
 
@@ -315,11 +276,11 @@ def _criterion_rows(
 ) -> list[dict]:
     """One row per criterion: its Spearman with ``cost`` and with the shuffled ``null``, and its margin."""
     n_boot, seed, level = boot["n_boot"], boot["seed"], boot["level"]
-    found = {c: spearman_draws(cost, s, n_boot=n_boot, seed=seed) for c, s in scores.items()}
+    found = {c: criterion_draws(cost, s, n_boot=n_boot, seed=seed) for c, s in scores.items()}
     margin = margins({c: draws for c, (_, draws) in found.items()}, level)
     rows = []
     for criterion, score in scores.items():
-        rho, low, high = _interval(*found[criterion], level)
+        rho, low, high = spearman_interval(*found[criterion], level)
         null_rho, null_low, null_high = paired_block_spearman(null, score, **boot)
         rows.append(
             keys

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from entropy_lens.core.block_spearman import block_spearman_draws, spearman_interval
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import (
     DEFAULT_LEVEL,
@@ -205,26 +205,16 @@ def _map_row(
     }
 
 
-def _rank_rows(values: np.ndarray) -> np.ndarray:
-    return np.apply_along_axis(stats.rankdata, 1, values)
-
-
-def _row_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson correlation of matching rows of ``[B, n]`` arrays (NaN for a constant row)."""
-    x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
-
-
 def spearman_over_blocks(
     cost: np.ndarray, delta_h: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
 ) -> tuple[float, float, float]:
     """Spearman correlation across blocks of mean Delta H with mean cost, bootstrapped over questions and blocks.
 
     Each replicate resamples the evaluation questions, the calibration questions and the blocks
-    (all with replacement, independently): the questions carry the measurement noise, the blocks
-    the chance that a handful of blocks decides a rank correlation (costs shuffled across blocks
-    give an interval around 0, not a spurious direction).
+    (all with replacement, independently: :func:`~entropy_lens.core.block_spearman.block_spearman_draws`,
+    unpaired): the questions carry the measurement noise, the blocks the chance that a handful of blocks
+    decides a rank correlation (costs shuffled across blocks give an interval around 0, not a spurious
+    direction).
 
     Args:
         cost: ``[N, B]`` per evaluation question, the cost of skipping each block (nats; larger: worse).
@@ -236,27 +226,8 @@ def spearman_over_blocks(
     Returns:
         ``(rho, low, high)``; NaN where it is undefined (fewer than 3 blocks, a constant mean).
     """
-    cost, delta_h = np.asarray(cost, dtype=np.float64), np.asarray(delta_h, dtype=np.float64)
-    if cost.ndim != 2 or delta_h.ndim != 2 or cost.shape[1] != delta_h.shape[1]:
-        raise ValueError(f"need cost [N, B] and delta_h [Q, B] over the same blocks, got {cost.shape}, {delta_h.shape}")
-    n_blocks = cost.shape[1]
-    if n_blocks < 3 or cost.shape[0] == 0 or delta_h.shape[0] == 0:
-        return np.nan, np.nan, np.nan
-    rho = _row_correlation(_rank_rows(delta_h.mean(axis=0)[None]), _rank_rows(cost.mean(axis=0)[None]))[0]
-    rng = np.random.default_rng(seed)
-    means = [
-        rng.multinomial(m.shape[0], np.full(m.shape[0], 1 / m.shape[0]), n_boot) @ m / m.shape[0]
-        for m in (cost, delta_h)
-    ]
-    blocks = rng.integers(0, n_blocks, size=(n_boot, n_blocks))
-    picked = [np.take_along_axis(m, blocks, axis=1) for m in means]  # [n_boot, B] each
-    draws = _row_correlation(_rank_rows(picked[1]), _rank_rows(picked[0]))
-    draws = draws[np.isfinite(draws)]
-    if not np.isfinite(rho) or draws.size == 0:
-        return np.nan, np.nan, np.nan
-    tail = (1 - level) / 2
-    low, high = np.quantile(draws, [tail, 1 - tail])
-    return float(rho), float(low), float(high)
+    draws = block_spearman_draws(cost, delta_h, n_boot=n_boot, seed=seed, paired=False)
+    return spearman_interval(*draws, level)
 
 
 def criticality_spearman(

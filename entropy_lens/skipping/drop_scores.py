@@ -32,8 +32,15 @@ import pandas as pd
 
 from entropy_lens.core.checks import check_positive_int
 from entropy_lens.core.frames import NULL_CONTRACT, Reading
-from entropy_lens.core.intervals import DEFAULT_LEVEL, DEFAULT_N_BOOT, paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.core.intervals import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    paired_bootstrap,
+    paired_bootstrap_sets,
+    percentile_interval,
+)
 from entropy_lens.core.multiplicity import unit_set_pair
+from entropy_lens.core.planted import Excess, Shown, planted_rate
 from entropy_lens.skipping.conditions import DROP, INTACT, RANDOM, in_variant, layer_text
 from entropy_lens.skipping.criteria import ACCURACY, COSTS, GOLD_LOGPROB
 
@@ -94,9 +101,7 @@ def beyond_random(
     a: np.ndarray, b: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
 ) -> tuple[float, float, float]:
     """``(mean(a) - mean(b), low, high)``: the chosen set against the random sets (:func:`one_set_draws`)."""
-    draws = one_set_draws(a, b, n_boot=n_boot, seed=seed)
-    tail = (1 - level) / 2
-    low, high = np.quantile(draws, [tail, 1 - tail])
+    low, high = percentile_interval(one_set_draws(a, b, n_boot=n_boot, seed=seed), level)
     return float(np.mean(a) - np.mean(b)), float(low), float(high)
 
 
@@ -281,24 +286,24 @@ def best_criteria(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def drop_set_planted_rate(
-    n_questions: int, draws: int = 100, seed: int = 0, *, n_sets: int = 20, n_boot: int = 400
+    n_questions: int, draws: int = 100, seed: int = 0, *, shown: Shown, n_sets: int = 20, n_boot: int = 400
 ) -> float:
-    """Share of ``draws`` in which a random set relabelled as a criterion's comes out :data:`BETTER`.
+    """Share of ``draws`` in which a random set relabelled as a criterion's is shown beyond the random sets.
 
     Each draw simulates 0/1 answers of ``n_questions`` questions under the intact model (70% right) and
     ``n_sets + 1`` random sets, each set losing its own share of the answers (uniform 0-40 points: sets
-    differ, as random block sets do); set 0 is relabelled as the chosen one and read by the same rule
-    (:func:`drop_reading`).
+    differ, as random block sets do); set 0 is relabelled as the chosen one, its excess over the others read
+    by :func:`beyond_random` (the table's ``beyond`` columns) and decided by ``shown`` (the verdicts' decision,
+    as the row's: :data:`BETTER` where it lies above 0).
     """
-    rng = np.random.default_rng(seed)
-    shown = 0
-    for draw in range(draws):
+
+    def simulate(rng: np.random.Generator, draw: int) -> Excess:
         know = rng.random(n_questions) < 0.7
         kept = 1.0 - rng.uniform(0.0, 0.4, size=n_sets + 1)  # [S + 1] each set's retained share
         scores = (know[:, None] & (rng.random((n_questions, n_sets + 1)) < kept)).astype(float)  # [N, S + 1]
-        _, low, high = beyond_random(scores[:, 0], scores[:, 1:], n_boot=n_boot, seed=draw)
-        shown += drop_reading(low, high, MARGINS[ACCURACY]) == BETTER
-    return shown / draws
+        return beyond_random(scores[:, 0], scores[:, 1:], n_boot=n_boot, seed=draw)
+
+    return planted_rate(simulate, shown, draws=draws, seed=seed)
 
 
 def drop_summary(scores: pd.DataFrame, measure: str, statistic: str = ACCURACY) -> pd.DataFrame:

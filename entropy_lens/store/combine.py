@@ -9,14 +9,16 @@ of different depths are compared on ``depth``, not on ``layer``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from entropy_lens.store import schema
+from entropy_lens.store.storage import store_attrs
 
-MODEL_ATTRS = ("model_source", "model_sha256", "dtype", "device", "chat_template", "vocab_size")
+MODEL_ATTRS = ("model_source", "model_sha256", "dtype", "device", "chat_template", "vocab_size", "threads")
 
 
 def _pad_layers(ds: xr.Dataset, n_max: int) -> xr.Dataset:
@@ -198,8 +200,9 @@ def combine_dataset(
 SHARD_ATTRS = ("shard", "prompts_per_job")
 # Provenance that may differ between the shards of one job without their settings differing: a commit made while
 # a paper run's shards wait in a cluster queue (docs only, say) must not throw away the GPU hours of the others.
-# The gathered store records every shard's commit, in shard order, comma-separated.
-SHARD_PROVENANCE = ("git_sha",)
+# The gathered store records every shard's commit, in shard order, comma-separated; likewise the threads each shard
+# ran on (a shard resumed under another --cores), which the float bits depend on.
+SHARD_PROVENANCE = ("git_sha", "threads")
 
 
 def gather_shards(shards: Sequence[xr.Dataset], prompt_ids: Sequence[str]) -> xr.Dataset:
@@ -242,3 +245,31 @@ def gather_shards(shards: Sequence[xr.Dataset], prompt_ids: Sequence[str]) -> xr
 def _joined(values: Sequence[object]) -> object:
     """One value where the shards agree; else each shard's, comma-separated, in shard order."""
     return values[0] if len(set(map(str, values))) == 1 else ",".join(map(str, values))
+
+
+def per_model_store(path: str | Path, model: str | None) -> Path:
+    """The per-model store to view: ``path`` itself, or, where ``path`` is a run's combined store
+    (``results/profiles/{dataset}.zarr``), the store of its model ``model`` beside it
+    (``results/profiles/{model}/{dataset}.zarr``).
+
+    Raises:
+        ValueError: in one line, for a combined store without ``model`` (naming its models and how to choose),
+            a model it does not hold, a per-model store that is not there, or ``model`` beside a per-model store.
+    """
+    target = Path(path)
+    models = [m for m in str(store_attrs(target).get("models", "")).split(",") if m]
+    if not models:
+        if model is not None:
+            raise ValueError(f"{target} is the store of one model already; leave out --model {model}")
+        return target
+    if model is None:
+        raise ValueError(
+            f"{target} is a combined store of {len(models)} models ({', '.join(models)}); choose one with --model "
+            f"{models[0]}, or view its store {target.parent / models[0] / target.name}"
+        )
+    if model not in models:
+        raise ValueError(f"{target} holds no model {model!r}; it holds {', '.join(models)}")
+    single = target.parent / model / target.name
+    if not single.is_dir():
+        raise ValueError(f"{target}'s model {model!r} has no store at {single}; rebuild it: snakemake {single}")
+    return single

@@ -202,6 +202,19 @@ def _check_chunk_files(store: Path, *, combined: bool) -> None:
         raise ValueError(damaged_store_message(store, err, combined=combined, array=name))
 
 
+def store_attrs(path: str | os.PathLike) -> dict:
+    """The attributes of the store at ``path``, without reading or checking its arrays.
+
+    Raises:
+        ValueError: naming ``path`` when it holds no Zarr store.
+    """
+    try:
+        with snakemake_timestamp_ignored():
+            return dict(zarr.open_group(path, mode="r", zarr_format=3).attrs)
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError, ValueError) as err:
+        raise ValueError(f"{path} is no profile store ({type(err).__name__}); give a .zarr store a run wrote") from err
+
+
 @contextlib.contextmanager
 def snakemake_timestamp_ignored() -> Iterator[None]:
     """Open a store quietly: Snakemake leaves a ``.snakemake_timestamp`` file inside directory outputs, which

@@ -6,8 +6,9 @@ which artifacts are damaged and how to get each back; ``entropy-lens verify [DIR
 exits 0 only when everything is whole.
 
 * **The manifest** (``tables/manifest.json``, :mod:`entropy_lens.store.manifest`): every store, table and
-  figure the run's configuration makes must be there; a folder without one is no results folder and is
-  refused.
+  figure the run's configuration makes must be there, and every file outside the stores must still have the
+  sha256 the run recorded when it wrote it (a table edited into another well-formed table is named, DVC or
+  not); a folder without one is no results folder and is refused.
 * **Stores** (``*.zarr``): opened against the schema, every chunk file present, and every array read, so
   each chunk's CRC-32C (:mod:`entropy_lens.store.storage`) is checked; a store written before chunks carried
   checksums, or before every chunk was written (where a missing chunk reads as the fill value), is read
@@ -37,15 +38,14 @@ import zarr
 
 from entropy_lens.core.tables import check_csv
 from entropy_lens.store import storage
-from entropy_lens.store.manifest import read_manifest
+from entropy_lens.store.manifest import MANIFEST, SNAKEMAKE_MARKERS, file_sha256, read_manifest
 from entropy_lens.store.tensors import DamagedTensorsError, load_tensors
 
 STORE_SUFFIX = ".zarr"
 # Tables and tensor files: each read whole and checked.
 TABLE_SUFFIXES = (".csv", ".parquet", ".safetensors")
 CHECKSUM_CODEC = "crc32c"
-# Files Snakemake leaves inside directory outputs: not artifacts.
-IGNORED = frozenset({".snakemake_timestamp"})
+IGNORED = SNAKEMAKE_MARKERS
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class Report:
     tables: int
     hashed: int
     findings: tuple[Finding, ...]
+    recorded: int = 0
 
     @property
     def whole(self) -> bool:
@@ -77,7 +78,10 @@ class Report:
 
     def summary(self) -> str:
         damaged = sum(f.state == "damaged" for f in self.findings)
-        checked = f"{self.stores} stores, {self.tables} tables and tensor files, {self.hashed} files against DVC hashes"
+        checked = (
+            f"{self.stores} stores, {self.tables} tables and tensor files, {self.recorded} files against the run's "
+            f"hashes, {self.hashed} files against DVC hashes"
+        )
         missing = sum(f.state == "damaged" and f.why.startswith("missing") for f in self.findings)
         of_which = f" ({missing} of them missing)" if missing else ""
         return f"{checked}: " + ("all whole" if damaged == 0 else f"{damaged} damaged{of_which}")
@@ -93,7 +97,8 @@ def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = Non
     base = Path(root)
     if not base.is_dir():
         raise FileNotFoundError(f"no results folder at {base}")
-    findings = _missing_outputs(base, read_manifest(base))
+    manifest = read_manifest(base)
+    findings = _missing_outputs(base, manifest)
     stores = sorted(_stores(base))
     for store in stores:
         if progress:
@@ -102,8 +107,9 @@ def verify(root: str | os.PathLike, progress: Callable[[str], None] | None = Non
     tables = sorted(p for p in base.rglob("*") if p.suffix in TABLE_SUFFIXES and not _inside_store(p, base))
     for table in tables:
         findings += _check_table(table)
+    findings += _recorded_hashes(base, manifest)
     hashed, mismatches = _check_dvc(base)
-    return Report(len(stores), len(tables), hashed, tuple(findings + mismatches))
+    return Report(len(stores), len(tables), hashed, tuple(findings + mismatches), len(manifest["hashes"]))
 
 
 def _missing_outputs(base: Path, manifest: dict) -> list[Finding]:
@@ -117,6 +123,28 @@ def _missing_outputs(base: Path, manifest: dict) -> list[Finding]:
 
 def _missing_remedy(manifest: dict, out: str) -> str:
     return f"rebuild: snakemake {manifest['results']}/{out} (in the run's working directory); or dvc pull its folder"
+
+
+def _recorded_hashes(base: Path, manifest: dict) -> list[Finding]:
+    """A damaged finding for every file whose sha256 differs from the one the manifest recorded when the run wrote
+    it (edited by hand, or rebuilt alone since without the manifest)."""
+    findings, listed = [], set(manifest["outputs"])
+    for name, recorded in manifest["hashes"].items():
+        path = base / name
+        if not path.is_file():
+            if name not in listed:  # a listed output is named by _missing_outputs
+                why = "missing (the run recorded its hash when it wrote it)"
+                findings.append(Finding(str(path), "damaged", why, _missing_remedy(manifest, name)))
+            continue
+        digest = file_sha256(path)
+        if digest != recorded:
+            why = f"sha256 {digest[:12]} differs from the {recorded[:12]} the run recorded when it wrote it (edited?)"
+            remedy = (
+                f"rebuild: snakemake --force {manifest['results']}/{name} {manifest['results']}/{MANIFEST.as_posix()}; "
+                "or dvc pull its folder"
+            )
+            findings.append(Finding(str(path), "damaged", why, remedy))
+    return findings
 
 
 def _stores(base: Path) -> Iterator[Path]:

@@ -352,6 +352,13 @@ def beyond_null(null: Null, *, n: int, unit: str, scale: float = 1.0, digits: in
     return Beyond(word, verdict.why + mechanical)
 
 
+def shown_beyond(excess: tuple[float, float, float], *, margin: float = 0.0) -> bool:
+    """Whether :func:`beyond_null` shows a statistic beyond its null, given its excess ``(estimate, low, high)``:
+    the decision every planted-null rate counts (:func:`entropy_lens.core.planted.planted_rate`)."""
+    null = Null("planted", Interval(0.0, 0.0, 0.0), Interval(*excess), margin=margin)
+    return beyond_null(null, n=0, unit="units").word == SHOWN
+
+
 def fixed_null(name: str, value: Interval, bar: float, *, margin: float) -> Null:
     """The null of a rule whose bar is itself the null (chance, the majority letter, no structure): the
     excess is the statistic's interval shifted by the bar."""

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from entropy_lens.analysis.expansion.planted import overlap_planted_rate, spearman_planted_rate
 from entropy_lens.analysis.separability.nulls import baseline_planted_rate, knn_planted_rate
-from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
+from entropy_lens.core.intervals import wilson_interval
+from entropy_lens.core.planted import Shown
 from entropy_lens.skipping.drop_scores import drop_set_planted_rate
 from entropy_lens.verdicts import decision, registry
+from entropy_lens.verdicts.planted_nulls import DEFAULT_DRAWS, planted_share_at_bar, planted_zero_mean
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS
 from entropy_lens.verdicts.skip_nulls import skip_planted_rate
 
@@ -28,7 +31,6 @@ log = logging.getLogger(__name__)
 # A rule shows "beyond its null" on planted null data in at most this share of draws (a 95% interval's
 # one-sided error is 2.5%); a rate whose own interval lies above it is logged as a rule that passes on nulls.
 MAX_PLANTED_RATE = 0.05
-DEFAULT_DRAWS = 100
 NULLS_COLUMNS = (
     "claim_id",
     "claim",
@@ -51,33 +53,9 @@ NULLS_COLUMNS = (
 Planted = Callable[[int, int, int], float]
 
 
-def planted_share_at_bar(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0, *, bar: float = 0.25) -> float:
-    """A share (accuracy, held-out share) whose true value is its bar: binomial draws at ``bar``, Wilson
-    interval, the fixed-bar null (:func:`~entropy_lens.verdicts.decision.fixed_null`)."""
-    rng = np.random.default_rng(seed)
-    shown = 0
-    for hits in rng.binomial(max(n, 1), bar, size=draws):
-        low, high = wilson_interval(int(hits), max(n, 1))
-        null = decision.fixed_null(
-            "bar", decision.Interval(hits / max(n, 1), low, high), bar, margin=decision.NULL_MARGINS["share"]
-        )
-        shown += decision.beyond_null(null, n=n, unit="units").word == decision.SHOWN
-    return shown / draws
-
-
-def planted_zero_mean(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0) -> float:
-    """A gap or shape statistic with no structure: per-unit values of mean 0, the prompt-cluster bootstrap
-    of their mean (the interval the gap and shape rules read), null 0."""
-    rng = np.random.default_rng(seed)
-    shown = 0
-    for draw in range(draws):
-        values = rng.standard_normal(max(n, 2))
-        low, high = cluster_bootstrap_mean(values, np.arange(values.size), n_boot=400, seed=draw)
-        null = decision.fixed_null(
-            "zero", decision.Interval(float(values.mean()), low, high), 0.0, margin=decision.NULL_MARGINS["gap"]
-        )
-        shown += decision.beyond_null(null, n=n, unit="units").word == decision.SHOWN
-    return shown / draws
+def _shown(statistic: str) -> Shown:
+    """The one decision on an excess over the null, at the statistic's margin."""
+    return partial(decision.shown_beyond, margin=decision.NULL_MARGINS[statistic])
 
 
 # Claim id -> its planted-null simulator. Claims read by an analysis with a null of its own register theirs
@@ -93,17 +71,17 @@ PLANTED: dict[str, Planted] = {
     "skip_collapse": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
     "pruning_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
     "skip_rank": planted_zero_mean,
-    "drop_sets": drop_set_planted_rate,
-    "spearman": spearman_planted_rate,
-    "overlap": overlap_planted_rate,
+    "drop_sets": lambda n, draws, seed: drop_set_planted_rate(n, draws, seed, shown=_shown("accuracy")),
+    "spearman": lambda n, draws, seed: spearman_planted_rate(n, draws, seed, shown=_shown("rho")),
+    "overlap": lambda n, draws, seed: overlap_planted_rate(n, draws, seed, shown=_shown("containment")),
     **dict.fromkeys(
         ("task", "scrambled", "format", "family", "model_identity", "image_class", "mmlu_correct", "renyi"),
-        lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed),
+        lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
     ),
-    "mmlu_correct_calibrated": lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed),
+    "mmlu_correct_calibrated": lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
     **dict.fromkeys(
         ("task_beyond_baselines", "format_beyond_baselines", "correct_beyond_confidence"),
-        lambda n, draws, seed: baseline_planted_rate(max(n, 8), draws, seed),
+        lambda n, draws, seed: baseline_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
     ),
 }
 # Claims whose rows carry no null of their own, and why; every other claim of the registry has a PLANTED entry

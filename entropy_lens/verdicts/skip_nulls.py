@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.core.checks import check_positive_int
+from entropy_lens.core.planted import planted_rate
 from entropy_lens.skipping.comparisons import skip_comparisons
 from entropy_lens.skipping.conditions import (
     CORRECT_COLUMNS,
@@ -146,10 +147,9 @@ def skip_planted_rate(
         block_spread: Spread of the blocks' own costs (nats).
         n_boot: Bootstrap replicates of each comparison.
     """
-    draws = check_positive_int(draws, "draws")
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for draw in range(draws):
+
+    def simulate(rng: np.random.Generator, draw: int) -> pd.DataFrame:
         correct, plan = null_score_rows(n_questions, rng, ks=ks, effect=effect, block_spread=block_spread)
-        hits += expansion_decided(skip_comparisons(correct, plan, n_boot=n_boot, seed=draw))
-    return hits / draws
+        return skip_comparisons(correct, plan, n_boot=n_boot, seed=draw)
+
+    return planted_rate(simulate, expansion_decided, draws=draws, seed=seed)

@@ -248,18 +248,10 @@ def _shard_size(config: Mapping) -> None:
         )
 
 
-# A corrected resampled-t interval (Nadeau-Bengio) over F = folds x repeats fold AUCs has F - 1 degrees of
-# freedom; with 2 folds and 1 repeat, two equal AUCs give a zero-width interval that would decide a verdict.
-MIN_FOLDS, MIN_FOLD_AUCS = 3, 6
-
-
 def _knn_folds(config: Mapping) -> None:
-    """The kNN folds and repeats give enough fold AUCs for an interval (:data:`MIN_FOLDS`, :data:`MIN_FOLD_AUCS`)."""
+    """The kNN folds and repeats give enough fold AUCs for an interval: checked here, where the config is read, and
+    nowhere else on the workflow's path (:func:`entropy_lens.core.folds.check_fold_counts`)."""
+    from entropy_lens.core.folds import check_fold_counts
+
     knn = config["analysis"]["knn"]
-    folds, repeats = knn["folds"], knn["repeats"]
-    if folds < MIN_FOLDS or folds * repeats < MIN_FOLD_AUCS:
-        raise ValueError(
-            f"analysis.knn.folds ({folds}) x analysis.knn.repeats ({repeats}) = {folds * repeats} fold AUCs "
-            f"cannot give an interval: the corrected resampled-t needs folds >= {MIN_FOLDS} and folds x repeats >= "
-            f"{MIN_FOLD_AUCS}; raise them (e.g. folds: 3, repeats: 2)"
-        )
+    check_fold_counts(knn["folds"], knn["repeats"], names=("analysis.knn.folds", "analysis.knn.repeats"))

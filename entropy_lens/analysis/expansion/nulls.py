@@ -38,7 +38,7 @@ import xarray as xr
 from scipy import stats
 
 from entropy_lens.analysis.features import model_values, prompt_sources, source_coordinate
-from entropy_lens.core.intervals import DEFAULT_LEVEL, cluster_sums
+from entropy_lens.core.intervals import cluster_sums, expanded_percentile_interval
 from entropy_lens.model.batching import batch_partners
 from entropy_lens.store import schema
 
@@ -63,8 +63,6 @@ RECORDED = "cross-prompt (layer l of a prompt vs layer l+1 of its batch partner 
 # Blank prompts are one context (the empty prompt): each sample is its own source, its partner another sample.
 RECORDED_SAMPLE = "cross-prompt (layer l of a blank sample vs layer l+1 of another sample: one shared context)"
 NEXT_IN_STORE = "cross-prompt (layer l of a prompt vs layer l+1 of a prompt of another source in the store)"
-# Fewest finite bootstrap replicates that give an interval (else NaN: undecided).
-MIN_REPLICATES = 100
 
 
 def partners(ds: xr.Dataset, model: str) -> tuple[np.ndarray, str, int]:
@@ -197,24 +195,6 @@ def _correlations(sums: np.ndarray) -> np.ndarray:
         return (sxy - sx * sy / n) / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
 
 
-def interval(draws: np.ndarray, n_units: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
-    """Expanded percentile interval of the finite bootstrap ``draws`` over ``n_units`` resampled units.
-
-    The plain percentile interval under-covers with few units (its spread is that of a
-    ``(n - 1) / n`` variance and of normal, not t, quantiles); the expanded one (Hesterberg 2015,
-    "What teachers should know about the bootstrap") takes the percentiles at the tail
-    ``Phi(-sqrt(n / (n - 1)) t_{n-1}(1 - tail))``, as wide as a t interval would be.  NaN with
-    fewer than :data:`MIN_REPLICATES` finite draws or fewer than two units.
-    """
-    draws = draws[np.isfinite(draws)]
-    if draws.size < MIN_REPLICATES or n_units < 2:
-        return math.nan, math.nan
-    t = stats.t.ppf(1 - (1 - level) / 2, n_units - 1)
-    tail = float(stats.norm.cdf(-math.sqrt(n_units / (n_units - 1)) * t))
-    low, high = np.quantile(draws, [tail, 1 - tail])
-    return float(low), float(high)
-
-
 def null_row(
     name: str,
     observed: float,
@@ -229,8 +209,8 @@ def null_row(
     ``unpartnered`` prompts without a partner of another source."""
     null_draws = np.full(0, np.nan) if null_draws is None else null_draws
     beyond_draws = np.full(0, np.nan) if beyond_draws is None else beyond_draws
-    null_low, null_high = interval(null_draws, n_units)
-    beyond_low, beyond_high = interval(beyond_draws, n_units)
+    null_low, null_high = expanded_percentile_interval(null_draws, n_units)
+    beyond_low, beyond_high = expanded_percentile_interval(beyond_draws, n_units)
     return {
         "null_name": name,
         "null_estimate": null,

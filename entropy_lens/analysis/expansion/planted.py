@@ -15,20 +15,21 @@ take their null columns from (:func:`~entropy_lens.analysis.expansion.nulls.spea
 tables' other intervals.
 
 :func:`spearman_planted_rate` and :func:`overlap_planted_rate` give how often "beyond its null"
-would be shown (``beyond_low > 0``) over many draws: at most 5% on planted nulls is the contract.
+would be shown over many draws (the verdicts' decision handed in as ``shown``,
+:func:`entropy_lens.core.planted.planted_rate`): at most 5% on planted nulls is the contract.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
-import torch
 import xarray as xr
 
 from entropy_lens.analysis.expansion import nulls
 from entropy_lens.analysis.expansion.nulls import CONTAINMENT
 from entropy_lens.core.intervals import DEFAULT_N_BOOT
-from entropy_lens.lens import metrics, nucleus
-from entropy_lens.model.batching import batch_partners
+from entropy_lens.core.planted import Excess, Shown, planted_rate
 from entropy_lens.store import schema
 
 PLANTED_TOKENS = 4
@@ -55,7 +56,16 @@ def planted_logits(rng: np.random.Generator, n_prompts: int, *, signal: bool) ->
 
 
 def planted_arrays(logits: np.ndarray, top_p: float = PLANTED_TOP_P) -> dict[str, np.ndarray]:
-    """The store's variables of ``[P, T, L, V]`` logits (``[P, T, L]`` each) and ``partner`` (``[P]`` indices)."""
+    """The store's variables of ``[P, T, L, V]`` logits (``[P, T, L]`` each) and ``partner`` (``[P]`` indices).
+
+    The lens's own functions run on tensors: torch is imported here, so that the claims, which name these rates
+    as their planted nulls, import without it.
+    """
+    import torch
+
+    from entropy_lens.lens import metrics, nucleus
+    from entropy_lens.model.batching import batch_partners
+
     p, t, n_layers, vocab = logits.shape
     rm = metrics.row_metrics(torch.from_numpy(logits.reshape(-1, vocab)), top_p=top_p, alphas=(1.0,))
     masks = rm.nucleus_mask.reshape(p, t, n_layers, vocab)
@@ -96,14 +106,14 @@ def planted_store(logits: np.ndarray, top_p: float = PLANTED_TOP_P) -> xr.Datase
     return xr.Dataset({name: (dims, values[None]) for name, values in arrays.items()}, coords=coords)
 
 
-def _draws(n_prompts: int, draws: int, seed: int, signal: bool):
-    rng = np.random.default_rng(seed)
-    for draw in range(draws):
-        yield draw, planted_arrays(planted_logits(rng, n_prompts, signal=signal))
-
-
 def spearman_planted_rate(
-    n_prompts: int, draws: int = 100, seed: int = 0, *, signal: bool = False, n_boot: int = DEFAULT_N_BOOT
+    n_prompts: int,
+    draws: int = 100,
+    seed: int = 0,
+    *,
+    shown: Shown,
+    signal: bool = False,
+    n_boot: int = DEFAULT_N_BOOT,
 ) -> float:
     """Share of planted draws where the ``Delta H`` vs ``Delta N`` Spearman is shown beyond its null.
 
@@ -111,19 +121,22 @@ def spearman_planted_rate(
         n_prompts: Prompts per draw (the bootstrap's unit).
         draws: Planted stores.
         seed: Seed of the logits.
+        shown: ``(beyond, beyond_low, beyond_high) -> bool``: the decision on the excess over the null.
         signal: Plant persisting shortlists instead of independent layers.
         n_boot: Bootstrap replicates of each interval.
 
     Returns:
-        The share of draws with ``beyond_low > 0``.
+        The share of draws ``shown`` calls beyond the null.
     """
-    shown = []
-    for draw, a in _draws(n_prompts, draws, seed, signal):
+
+    def simulate(rng: np.random.Generator, draw: int) -> Excess:
+        a = planted_arrays(planted_logits(rng, n_prompts, signal=signal))
         row = nulls.spearman_null(
             a[schema.ENTROPY], a[schema.NUCLEUS_SIZE], a[schema.PARTNER], nulls.RECORDED, n_boot=n_boot, seed=draw
         )
-        shown.append(bool(row["beyond_low"] > 0))
-    return float(np.mean(shown))
+        return _excess(row)
+
+    return planted_rate(simulate, shown, draws=draws, seed=seed)
 
 
 def overlap_planted_rate(
@@ -131,6 +144,7 @@ def overlap_planted_rate(
     draws: int = 100,
     seed: int = 0,
     *,
+    shown: Shown,
     statistic: str = CONTAINMENT,
     signal: bool = False,
     n_boot: int = DEFAULT_N_BOOT,
@@ -141,19 +155,26 @@ def overlap_planted_rate(
         n_prompts: Prompts per draw (the bootstrap's unit).
         draws: Planted stores.
         seed: Seed of the logits.
+        shown: ``(beyond, beyond_low, beyond_high) -> bool``: the decision on the excess over the null.
         statistic: ``jaccard``, ``containment`` or ``containment_size_changes``.
         signal: Plant persisting shortlists instead of independent layers.
         n_boot: Bootstrap replicates of each interval.
 
     Returns:
-        The share of draws with ``beyond_low > 0``.
+        The share of draws ``shown`` calls beyond the null.
     """
     names = (nulls.JACCARD, nulls.CONTAINMENT, nulls.CONTAINMENT_SIZE_CHANGES)
     if statistic not in names:
         raise ValueError(f"statistic must be one of {list(names)}, got {statistic!r}")
-    shown = []
-    for draw, a in _draws(n_prompts, draws, seed, signal):
+
+    def simulate(rng: np.random.Generator, draw: int) -> Excess:
+        a = planted_arrays(planted_logits(rng, n_prompts, signal=signal))
         arrays = (a[schema.NUCLEUS_JACCARD], a[schema.NUCLEUS_JACCARD_CROSS], a[schema.NUCLEUS_SIZE], a[schema.PARTNER])
-        rows = nulls.overlap_null_rows(*arrays, nulls.RECORDED, n_boot=n_boot, seed=draw)
-        shown.append(bool(rows[statistic]["beyond_low"] > 0))
-    return float(np.mean(shown))
+        return _excess(nulls.overlap_null_rows(*arrays, nulls.RECORDED, n_boot=n_boot, seed=draw)[statistic])
+
+    return planted_rate(simulate, shown, draws=draws, seed=seed)
+
+
+def _excess(row: Mapping[str, object]) -> Excess:
+    """A null row's excess over its null with its interval."""
+    return float(row["beyond"]), float(row["beyond_low"]), float(row["beyond_high"])

@@ -33,7 +33,9 @@ class KnnSettings:
     Attributes:
         k: Neighbours (capped below the smallest training fold, with a warning).
         n_splits: Stratified folds (capped at the smallest class count, or its number of
-            groups under grouped folds, with a warning).
+            groups under grouped folds, with a warning). The floor an interval needs (folds >= 3, folds x
+            repeats >= 6: :func:`entropy_lens.core.folds.check_fold_counts`) is the config's, checked where it is
+            read; the settings trust it, and scikit-learn refuses fewer than 2.
         n_repeats: Repetitions of the shuffled fold split.
         seed: Seed of the fold shuffling and of the dummy baseline.
         distance: ``KNeighborsClassifier`` metric.
@@ -64,8 +66,6 @@ class KnnSettings:
         for name in ("k", "n_repeats"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
-        if not isinstance(self.n_splits, int) or self.n_splits < 2:
-            raise ValueError(f"n_splits must be an int >= 2, got {self.n_splits!r}")
         if self.test not in PAIRED_TESTS:
             raise ValueError(f"test must be one of {PAIRED_TESTS}, got {self.test!r}")
         if not 0 < self.level < 1:
