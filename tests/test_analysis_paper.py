@@ -717,6 +717,7 @@ def test_a_precondition_not_run_is_counted_apart():
 
 
 def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
+    from entropy_lens.core.draws import DrawSettings
     from entropy_lens.verdicts.nulls import nulls_table
     from entropy_lens.verdicts.planted_nulls import planted_share_at_bar
 
@@ -734,12 +735,12 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
     assert rho["beyond_verdict"] == decision.NOT_SHOWN and "mechanical" in rho["beyond_why"]  # but so does its null
     assert "containment is the claim's test" in rho["beyond_why"]
     calls = []
-    planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": planted_share_at_bar}
-    nulls = nulls_table(table, planted, draws=50)
+    planted = {"spearman": lambda n, d, s: calls.append(n) or 0.04, "accuracy": planted_share_at_bar}
+    nulls = nulls_table(table, planted, settings=DrawSettings(min_draws=50, max_draws=50))
     assert set(nulls["claim_id"]) == {"spearman", "accuracy"}
     assert calls == [30]  # simulated at the row's own number of prompts
     (rate,) = nulls.loc[nulls["claim_id"] == "spearman", "planted_null_rate"]
-    assert rate == 0.03
+    assert rate == 0.04
     row = nulls.loc[nulls["claim_id"] == "spearman"].iloc[0]  # the row's null and excess, carried as they are
     assert (row["null_estimate"], row["beyond_high"], row["beyond_verdict"]) == (0.91, 0.02, decision.NOT_SHOWN)
     assert row["null"] == rho["null"] != "" and row["beyond"] == -0.01

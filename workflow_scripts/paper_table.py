@@ -7,7 +7,7 @@ from entropy_lens.model.registry import folder_model_type
 from entropy_lens.verdicts.nulls import nulls_table
 from entropy_lens.verdicts.render import display, terminal_table, verdicts_html, verdicts_markdown
 from entropy_lens.verdicts.robustness import robustness_lines, with_robustness
-from entropy_lens.verdicts.table import Expected, headline, paper_table_from_files
+from entropy_lens.verdicts.table import Expected, headline, paper_table_from_files, read_tables
 from entropy_lens.workflow.jobs import setup_logging
 
 REHEARSAL_WARNING = (
@@ -20,9 +20,13 @@ out = snakemake.output
 # A rehearsal (config rehearsal: true) runs random-init stand-ins: every table says so before any verdict.
 warning = REHEARSAL_WARNING if snakemake.params.rehearsal else ""
 
-tables = {name: path for name, path in snakemake.input.items() if name not in ("models", "robustness")}
+DRAWS = "draws_"
+inputs = dict(snakemake.input.items())
+tables = {name: path for name, path in inputs.items() if name not in ("models", "robustness") and DRAWS not in name}
+draws = read_tables({name.removeprefix(DRAWS): path for name, path in inputs.items() if name.startswith(DRAWS)})
 architectures = {Path(folder).name: folder_model_type(folder) for folder in snakemake.input.models}
-table = paper_table_from_files(tables, Expected(**snakemake.params.expected, architectures=architectures))
+expected = Expected(**snakemake.params.expected, architectures=architectures)
+table = paper_table_from_files(tables, expected)
 write_table(
     table,
     out.csv,
@@ -44,8 +48,9 @@ Path(out.verdicts_html).write_text(
     (f"<p><strong>{warning.strip()}</strong></p>\n" if warning else "") + verdicts_html(top)
 )
 Path(out.verdicts_txt).write_text(warning + terminal_table(top))
+accuracy = read_tables({"accuracy": tables["accuracy"]})["accuracy"] if "accuracy" in tables else None
 write_table(
-    nulls_table(table),
+    nulls_table(table, draws=draws, accuracy=accuracy, expected=expected),
     out.nulls_csv,
     out.nulls_md,
     title="Every rule beside its null: observed, null, observed - null, and the rule's planted-null rate",

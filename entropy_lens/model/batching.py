@@ -18,9 +18,12 @@ shortest prompts left whose source has room in it, so a prompt waits only until 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 def length_order(lengths: Sequence[int]) -> np.ndarray:
@@ -174,6 +177,8 @@ def shard_slice(
 
 def left_pad(batch: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """``(input_ids, attention_mask)``, both ``[B, S]`` int64, padded on the left."""
+    import torch  # the batch order and partners serve analysis jobs, which do not load torch
+
     width = max(len(ids) for ids in batch)
     input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(batch), width), dtype=torch.long)
