@@ -144,42 +144,33 @@ def test_family_knn_with_one_model_per_family_is_model_identity_an_extension():
     assert row["claim_id"] == "family" and row["role"] == FINDING and row["verdict"] == decision.REPRODUCED
 
 
-def _heldout(share=(0.9, 0.7, 0.97), model="q-1.5b") -> pd.DataFrame:
-    return _csv(
-        [
-            {
-                "model": model,
-                "family": "qwen",
-                "n_family_models": 2,
-                "n_train": 60,
-                "n_train_families": 3,
-                "k": 29,
-                "n": 20,
-                "n_own": round(20 * share[0]),
-                "share": share[0],
-                "ci_low": share[1],
-                "ci_high": share[2],
-                "chance": 1 / 3,
-                "majority_share": 1 / 3,
-                "own_share_train": 1 / 3,
-                "predicted": "qwen 18; gemma 2",
-                "note": "",
-            }
-        ]
-    )
+def _heldout(share=(1.0, 0.4, 1.0), n_models: int = 4) -> pd.DataFrame:
+    """The held-out family's table: a model's own row (its observation) and the claim's row over models."""
+    model = {"model": "q-1.5b", "own_majority": True, "family": "qwen", "n_family_models": 2, "n": 20, "n_own": 18}
+    model |= {"share": 0.9, "ci_low": 0.7, "ci_high": 0.97, "chance": 1 / 3, "majority_share": 1 / 3}
+    over = {"model": "all", "n": n_models, "n_own": round(n_models * share[0]), "share": share[0]}
+    over |= {"ci_low": share[1], "ci_high": share[2], "chance": 1 / 3, "majority_share": 1 / 3, "models_to_decide": 4}
+    over |= {"predicted": "q-1.5b 18/20; q-0.5b 17/20", "note": "one observation per held-out model"}
+    return _csv([model, over])
 
 
 def test_held_out_family_rows():
     families = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s": "smollm", "g": "gemma"}
     expected = paper.Expected(datasets={"blank": list(families)}, families=families)
     table = paper.paper_table(heldout=_heldout(), expected=expected)
-    row = table[table["claim_id"] == "family_heldout"].iloc[0]
+    rows = table[table["claim_id"] == "family_heldout"]
+    assert len(rows) == 1  # one claim row over models; a model is one observation, in the note
+    row = rows.iloc[0]
+    assert row["model"] == "all" and row["n"] == 4 and row["n_sources"] == 4
     assert (
         row["verdict"] == decision.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == units.SHARE
     )
-    assert "predicted: qwen 18; gemma 2" in row["note"]
-    low = paper.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
+    assert "q-1.5b 18/20; q-0.5b 17/20" in row["note"]
+    low = paper.paper_table(heldout=_heldout((0.0, 0.0, 0.2), n_models=16), expected=expected)
     assert low.loc[low["claim_id"] == "family_heldout", "verdict"].item() == decision.NOT_REPRODUCED
+    pair = paper.paper_table(heldout=_heldout((1.0, 0.158, 1.0), n_models=2), expected=expected)
+    why = pair.loc[pair["claim_id"] == "family_heldout", "why"].item()
+    assert why.endswith("4 would decide it")  # one same-family pair: two models cannot decide it
     none = paper.paper_table(knn=_knn(), expected=_expected())
     why = none.loc[none["claim_id"] == "family_heldout", "why"].item()
     assert why.startswith("not run: one model per family")
