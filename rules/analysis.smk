@@ -58,6 +58,7 @@ rule knn_auc:
         heldout_md="results/tables/family_heldout.md",
         heldout_normalized_csv="results/tables/family_heldout_normalized.csv",
         heldout_normalized_md="results/tables/family_heldout_normalized.md",
+        permutation="results/tables/knn_permutation.csv",
     log:
         "logs/knn_auc.log",
     benchmark:
@@ -113,6 +114,7 @@ rule expansion_stats:
             labels={"dataset": "{dataset}", "figure": "overlap"},
         ),
         overlap_svg="results/figures/overlap_{dataset}.svg",
+        planted="results/tables/expansion_planted_{dataset}.csv",
     log:
         "logs/expansion_stats/{dataset}.log",
     benchmark:

@@ -252,13 +252,23 @@ PAPER_TABLES = {
 }
 
 
+# The planted draws each analysis job writes for its rows (entropy_lens.verdicts.nulls.DRAWN): the nulls table judges
+# each draw through its row's own rule. Keyed "draws_<name>" among the paper table's inputs.
+PLANTED_DRAWS = {
+    "knn": "results/tables/knn_permutation.csv",
+    "expansion": "results/tables/expansion_planted_{dataset}.csv",
+}
+
+
 def paper_inputs(wildcards):
     """What the paper comparison table draws on: the models, each table of PAPER_TABLES the configuration
-    makes, and the verdicts under a fitted lens where there are any."""
+    makes, the planted draws of PLANTED_DRAWS, and the verdicts under a fitted lens where there are any."""
     inputs = {"models": expand("resources/models/{model}", model=MODELS)}
     for name, (path, made) in PAPER_TABLES.items():
         if made:
             inputs[name] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
+    for name, path in PLANTED_DRAWS.items():
+        inputs[f"draws_{name}"] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
     if LENS_PROFILE_PAIRS:
         inputs["robustness"] = "results/tables/lens_robustness.csv"
     return inputs

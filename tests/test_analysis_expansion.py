@@ -249,13 +249,13 @@ def test_cross_cells_derive_the_partner_containment_and_select_size_changes():
     assert nulls.both_singleton_share(np.array([[[1, 1, 2]], [[1, 1, -1]]])) == pytest.approx(2 / 3)
 
 
-def test_the_null_reads_the_recorded_partner_and_falls_back_to_the_next_prompt():
+def test_the_null_reads_the_recorded_partner_and_falls_back_to_extraction_rule():
     ds = planted.planted_store(planted.planted_logits(np.random.default_rng(0), 5, signal=False))
     ds = ds.assign_coords(partner=(("model", "prompt"), np.asarray([["p0003", "", "p0000", "p0001", "p0002"]])))
-    index, name = nulls.partners(ds, "planted")
-    assert index.tolist() == [3, -1, 0, 1, 2] and name == nulls.RECORDED
-    index, name = nulls.partners(ds.drop_vars("partner"), "planted")
-    assert index.tolist() == [1, 2, 3, 4, 0] and name == nulls.NEXT_IN_STORE
+    index, name, unpartnered = nulls.partners(ds, "planted")
+    assert index.tolist() == [3, -1, 0, 1, 2] and name == nulls.RECORDED and unpartnered == 1
+    index, name, unpartnered = nulls.partners(ds.drop_vars("partner"), "planted")
+    assert index.tolist() == [3, 4, 0, 1, 2] and name == nulls.NEXT_IN_STORE and unpartnered == 0  # one cycle
     none = ds.assign_coords(partner=(("model", "prompt"), np.full((1, 5), "", dtype=object)))  # an older store
     assert nulls.partners(none, "planted")[1] == nulls.NEXT_IN_STORE
     table = spearman.expansion_spearman(ds.drop_vars("partner"), n_boot=200)
@@ -265,6 +265,56 @@ def test_the_null_reads_the_recorded_partner_and_falls_back_to_the_next_prompt()
     overlap = nucleus_overlap(ds.drop_vars(["partner", "nucleus_jaccard_cross"]), n_boot=200)
     assert overlap["statistic"].tolist() == ["jaccard", "containment", "containment_size_changes"]
     assert overlap["null_estimate"].isna().all()  # a store extracted without the cross-prompt overlap
+
+
+def _story_store(recorded_partner: list[str] | None = None):
+    """Six prompts of three stories (two each); each story shares a strong effect on how entropy moves."""
+    ds = planted.planted_store(planted.planted_logits(np.random.default_rng(3), 6, signal=False))
+    ds = ds.assign_coords(story_id=("prompt", np.asarray(["s0", "s0", "s1", "s1", "s2", "s2"], dtype=object)))
+    ds = ds.assign_attrs(dataset="tasks")
+    if recorded_partner is not None:
+        ds = ds.assign_coords(partner=(("model", "prompt"), np.asarray([recorded_partner], dtype=object)))
+    return ds
+
+
+def test_a_partner_of_the_prompt_own_source_is_not_used_and_is_counted():
+    """A store extracted when partners were the next prompt of the batch: same-story partners leave the null."""
+    ds = _story_store(["p0001", "p0000", "p0004", "p0005", "p0002", "p0003"])  # 0 <-> 1 share story s0
+    index, _, unpartnered = nulls.partners(ds, "planted")
+    assert index.tolist() == [-1, -1, 4, 5, 2, 3] and unpartnered == 2
+    table = spearman.expansion_spearman(ds, n_boot=200).iloc[0]
+    assert table["null_unpartnered"] == 2 and table["n_sources"] == 3 and table["n_prompts"] == 6
+    overlap = nucleus_overlap(ds, n_boot=200)
+    assert (overlap["null_unpartnered"] == 2).all() and (overlap["n_sources"] == 3).all()
+    # without a recorded partner, extraction's rule over the whole store: every partner of another story
+    index, _, unpartnered = nulls.partners(ds.drop_vars("partner"), "planted")
+    stories = ds.story_id.values
+    assert unpartnered == 0 and all(stories[i] != stories[j] for i, j in enumerate(index))
+    with pytest.raises(ValueError, match="partner and sources must hold one value per prompt"):
+        nulls.other_source(np.arange(3), np.arange(2))
+
+
+def test_expansion_intervals_resample_sources_not_prompts():
+    """Prompts of one story share its effect: the interval is the story-cluster bootstrap, over 3 units."""
+    ds = _story_store()
+    entropy = ds.entropy.values[0].astype(np.float64)
+    nucleus = ds.nucleus_size.values[0]
+    row = spearman.expansion_spearman(ds, n_boot=300).iloc[0]
+    d_h, d_n, _, prompt = spearman.layer_deltas(entropy, nucleus)
+    ranks = (stats.rankdata(d_h), stats.rankdata(d_n))
+    stories = nulls.source_codes(ds.story_id.values, 6)
+    assert (row["ci_low"], row["ci_high"]) == cluster_bootstrap_correlation(*ranks, stories[prompt], n_boot=300)
+    assert (row["ci_low"], row["ci_high"]) != cluster_bootstrap_correlation(*ranks, prompt, n_boot=300)
+    overlap = nucleus_overlap(ds, n_boot=300).set_index("statistic")
+    assert (overlap["n_sources"] == 3).all() and (overlap["n_prompts"] == 6).all()
+    by_depth = overlap_by_depth(ds, n_boot=300)
+    assert (by_depth["n_prompts"] == 6).all()
+
+
+def test_blank_partners_are_another_sample_of_one_shared_context():
+    ds = planted.planted_store(planted.planted_logits(np.random.default_rng(0), 4, signal=False))
+    table = spearman.expansion_spearman(ds.assign_attrs(dataset="blank"), n_boot=200).iloc[0]
+    assert table["null_name"] == nulls.RECORDED_SAMPLE and table["n_sources"] == 4
 
 
 def test_spearman_null_is_mechanical_but_a_prompt_specific_coupling_is_shown():
@@ -310,3 +360,68 @@ def test_planted_persisting_shortlists_are_shown_beyond_the_containment_null():
     )
     with pytest.raises(ValueError, match="statistic must be one of"):
         planted.overlap_planted_rate(12, shown=shown_beyond, draws=1, statistic="overlap")
+
+
+# --------------------------------------------------------------------------- planted draws on the row's design
+
+
+def _cycled_store(n_prompts: int = 16, seed: int = 0):
+    """A planted store of four stories whose partners were dealt as extraction deals them, in batches of 8."""
+    from entropy_lens.model.batching import batch_partners
+
+    ds = planted.planted_store(planted.planted_logits(np.random.default_rng(seed), n_prompts, signal=False))
+    stories = np.asarray([f"s{i % 4}" for i in range(n_prompts)], dtype=object)
+    partner = np.full(n_prompts, -1)
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_prompts, 8):
+        rows = np.arange(start, min(start + 8, n_prompts))
+        partner[rows] = batch_partners(rows, stories[rows], rng)
+    ids = ds.prompt.values
+    ds = ds.assign_coords(story_id=("prompt", stories), partner=(("model", "prompt"), ids[partner][None, :]))
+    return ds.assign_attrs(dataset="tasks")
+
+
+def test_the_spearman_draws_read_a_second_pairing_in_each_recorded_batch():
+    from entropy_lens.analysis.expansion import planted_draws
+    from entropy_lens.core.draws import DrawSettings
+
+    ds = _cycled_store()
+    batches = planted_draws.recorded_batches(ds, "planted")
+    assert sorted(len(b) for b in batches) == [8, 8]  # the batches are the cycles of the recorded partners
+    recorded = nulls.recorded_partners(ds, "planted")
+    rng = np.random.default_rng(0)
+    stories = ds.story_id.values
+    for _ in range(10):
+        second = planted_draws.second_pairing(batches, stories, rng, avoid=recorded)
+        has = second >= 0
+        assert (second[has] != recorded[has]).all() and (stories[second[has]] != stories[has]).all()
+        assert all(np.isin(second[b][second[b] >= 0], b).all() for b in batches)  # within the batch
+    draws = planted_draws.spearman_draws(ds, n_boot=200, seed=0, draws=DrawSettings(min_draws=3))
+    assert list(draws.columns) == list(planted_draws.DRAW_COLUMNS) and len(draws) == 3
+    assert (draws["design"] == planted_draws.OWN_DATA).all() and (draws["n_sources"] == 4).all()
+    np.testing.assert_allclose(draws["observed"] - draws["null_estimate"], draws["beyond"])
+    row = spearman.expansion_spearman(ds, n_boot=200).iloc[0]
+    assert (draws["null_estimate"] == row["null_estimate"]).all()  # the row's own null, beside a second pairing
+
+
+def test_simulated_top_p_sets_are_the_lens_sets_and_the_overlap_draws_keep_the_row_counts():
+    import torch
+
+    from entropy_lens.analysis.expansion import planted_draws
+    from entropy_lens.core.draws import DrawSettings
+    from entropy_lens.lens import metrics
+
+    rng = np.random.default_rng(0)
+    logits = (rng.standard_normal((400, 64)) * np.exp(rng.uniform(-0.5, 1.5, size=(400, 1)))).astype(np.float32)
+    want = metrics.row_metrics(torch.from_numpy(logits), top_p=planted_draws.TOP_P, alphas=(1.0,)).nucleus_mask
+    np.testing.assert_array_equal(planted_draws.nucleus_members(logits), want.numpy())
+    ds = _cycled_store()
+    draws = planted_draws.overlap_draws(ds, n_boot=200, seed=0, draws=DrawSettings(min_draws=2))
+    assert draws.groupby("statistic").size().to_dict() == {
+        "containment": 2,
+        "containment_size_changes": 2,
+        "jaccard": 2,
+    }
+    jaccard = draws[draws["statistic"] == "jaccard"]
+    assert (jaccard["null_n"] == 16 * planted.PLANTED_TOKENS * (planted.PLANTED_LAYERS - 1)).all()
+    assert (draws["design"] == planted_draws.SIMULATED).all()

@@ -25,6 +25,12 @@ def _profiles(shape: str, n_layers: int, offset: float, rng, n_prompts: int = N_
     return clean + rng.normal(scale=0.2, size=(n_prompts, 3, n_layers))
 
 
+def _split(table):
+    """The claim's row over the held-out models, and each model's own row."""
+    over = table["model"] == heldout.OVER_MODELS
+    return table[over].iloc[0] if over.any() else None, table[~over].reset_index(drop=True)
+
+
 def _store(models: dict[str, tuple[str, str, int, float]], n_prompts: int = N_PROMPTS, seed: int = 0):
     """``models``: name -> (family, shape, layers, offset)."""
     rng = np.random.default_rng(seed)
@@ -44,8 +50,13 @@ FAMILY_SHAPES = {
 def test_a_family_shape_shared_across_sizes_is_recognised_in_the_held_out_model(tmp_path):
     ds = lazy(_store({**FAMILY_SHAPES, "llama": ("llama", "rising", 10, 5.0)}), tmp_path)
     table = heldout.family_heldout({"blank": ds}, features=FEATURES, settings=SETTINGS)
+    over, table = _split(table)
     assert list(table.columns) == list(heldout.HELDOUT_COLUMNS)
     assert list(table["model"]) == list(FAMILY_SHAPES)  # the single llama model is held out never
+    # the claim's row counts models: 4 of 4 in their own family, exact interval over 4 models, bar 1/2
+    assert (over["n"], over["n_own"], over["share"]) == (4, 4, 1.0) and table["own_majority"].all()
+    assert over["ci_low"] == pytest.approx(0.025**0.25) and over["majority_share"] == pytest.approx(0.5)
+    assert over["models_to_decide"] == heldout.models_to_decide(0.5) == 6 and "qwen-s 2" in over["predicted"]
     assert (table["n"] == N_PROMPTS).all() and (table["n_train"] == 4 * N_PROMPTS).all()
     assert (table["n_family_models"] == 2).all() and (table["n_train_families"] == 3).all()
     assert (table["share"] >= 0.9).all()
@@ -72,7 +83,8 @@ def test_family_labels_unrelated_to_shape_give_a_share_near_zero():
         "gemma-l": ("gemma", "falling", 16, 2.4),
     }
     table = heldout.family_heldout({"blank": _store(crossed)}, features=FEATURES, settings=SETTINGS)
-    assert len(table) == 4
+    over, table = _split(table)
+    assert len(table) == 4 and (over["n_own"], over["share"]) == (0, 0.0) and not table["own_majority"].any()
     assert (table["share"] <= 0.1).all() and (table["ci_high"] < table["chance"]).all()
     row = table.set_index("model").loc["qwen-s"]
     assert row["predicted"] == f"gemma {N_PROMPTS}" and row["n_own"] == 0 and row["chance"] == 0.5
@@ -83,6 +95,7 @@ def test_k_is_capped_below_the_training_samples_and_noted(caplog):
         table = heldout.family_heldout(
             {"blank": _store(FAMILY_SHAPES, n_prompts=3)}, features=FEATURES, settings=KnnSettings(k=29)
         )
+        _, table = _split(table)
     assert (table["n_train"] == 9).all() and (table["k"] == 8).all()
     assert table["note"].str.startswith("k capped 29 -> 8 (9 training samples); confound: shares its tokenizer").all()
     assert "k=29 is not below the 9 training samples" in caplog.text
@@ -95,6 +108,7 @@ def test_singleton_families_give_no_row_and_one_family_cannot_be_scored(caplog):
     assert heldout.family_heldout({"tasks": _store(singles)}).empty  # no blank store
     one = {m: ("qwen", shape, n, off) for m, (_, shape, n, off) in list(FAMILY_SHAPES.items())[:2]}
     table = heldout.family_heldout({"blank": _store(one)}, features=FEATURES, settings=SETTINGS)
+    _, table = _split(table)
     assert len(table) == 2 and table[["k", "n_own", "share", "ci_low", "ci_high"]].isna().all().all()
     assert table["note"].str.startswith("skipped: the other models hold 1 family (need >= 2)").all()
     assert "no store for dataset 'blank'" in caplog.text
@@ -115,7 +129,38 @@ def test_entropy_over_log_v_reads_each_models_own_vocabulary(tmp_path):
     ratio = ds["entropy"].sel(model="gemma-l") / scaled["entropy"].sel(model="gemma-l")
     assert float(ratio.mean()) == pytest.approx(np.log(256000))
     table = heldout.family_heldout({"blank": lazy(ds, tmp_path)}, features=FEATURES, settings=SETTINGS, normalize=True)
+    _, table = _split(table)
     assert list(table["model"]) == list(FAMILY_SHAPES) and (table["share"] >= 0.9).all()
     notes = table.set_index("model")["note"]
     assert notes["qwen-s"].startswith("confound: shares its tokenizer (vocabulary 151936) with qwen-l")
     assert notes["gemma-s"] == ""  # another vocabulary than gemma-l: no shared tokenizer
+
+
+def test_family_features_do_not_read_token_0_where_every_blank_sample_is_the_same():
+    """Token 0 of a blank sample reads the BOS token alone, the same in every sample: here it alone carries the
+    family's shape, the later tokens are noise common to every model. Family features start at token 1, so
+    neither the held-out share, the family kNN nor the pairs' gap finds the family."""
+    from entropy_lens.analysis.families.scales import model_samples
+    from entropy_lens.analysis.features import FAMILY_FIRST_TOKEN, pooled_features
+    from entropy_lens.analysis.separability.targets import STUDY_TARGETS, knn_table
+
+    ds = _store(FAMILY_SHAPES)
+    rng = np.random.default_rng(1)
+    noise = {m: 2.0 + rng.normal(scale=0.2, size=ds.entropy.sel(model=m).shape) for m in FAMILY_SHAPES}
+    entropy = ds.entropy.copy(data=np.stack([noise[m] for m in FAMILY_SHAPES]).astype(np.float32))
+    entropy[:, :, 0] = ds.entropy[:, :, 0]  # token 0: the family's shape, as the store has it
+    ds = ds.assign(entropy=entropy.where(np.isfinite(ds.entropy)))
+    assert pooled_features(ds, settings=FEATURES, first_token=FAMILY_FIRST_TOKEN).X.shape[1] == 2 * 8
+    assert pooled_features(ds, settings=FEATURES).X.shape[1] == 3 * 8
+    table = heldout.family_heldout({"blank": ds}, features=FEATURES, settings=SETTINGS)
+    _, table = _split(table)
+    assert (table["share"] < 0.9).all() and (table["ci_low"] < table["majority_share"]).all()
+    family = [t for t in STUDY_TARGETS if t.name == "family"]
+    auc = knn_table({"blank": ds}, family, features=FEATURES, settings=KnnSettings(k=7))
+    assert (auc["auc_mean"] < 0.75).all()  # token 0 alone would separate the families perfectly
+    with pytest.raises(ValueError, match="first_token must be an int in"):
+        pooled_features(ds, settings=FEATURES, first_token=3)
+    samples = model_samples(ds)  # the pairs' gaps read each sample's mean over tokens 1 and 2
+    for model in FAMILY_SHAPES:
+        want = np.nanmean(ds.entropy.sel(model=model).values[:, 1:, : samples[model].depth.size], axis=1)
+        np.testing.assert_allclose(samples[model].rows, want, rtol=1e-6)

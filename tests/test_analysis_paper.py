@@ -152,42 +152,33 @@ def test_family_knn_with_one_model_per_family_is_model_identity_an_extension():
     assert row["claim_id"] == "family" and row["role"] == FINDING and row["verdict"] == decision.REPRODUCED
 
 
-def _heldout(share=(0.9, 0.7, 0.97), model="q-1.5b") -> pd.DataFrame:
-    return _csv(
-        [
-            {
-                "model": model,
-                "family": "qwen",
-                "n_family_models": 2,
-                "n_train": 60,
-                "n_train_families": 3,
-                "k": 29,
-                "n": 20,
-                "n_own": round(20 * share[0]),
-                "share": share[0],
-                "ci_low": share[1],
-                "ci_high": share[2],
-                "chance": 1 / 3,
-                "majority_share": 1 / 3,
-                "own_share_train": 1 / 3,
-                "predicted": "qwen 18; gemma 2",
-                "note": "",
-            }
-        ]
-    )
+def _heldout(share=(1.0, 0.4, 1.0), n_models: int = 4) -> pd.DataFrame:
+    """The held-out family's table: a model's own row (its observation) and the claim's row over models."""
+    model = {"model": "q-1.5b", "own_majority": True, "family": "qwen", "n_family_models": 2, "n": 20, "n_own": 18}
+    model |= {"share": 0.9, "ci_low": 0.7, "ci_high": 0.97, "chance": 1 / 3, "majority_share": 1 / 3}
+    over = {"model": "all", "n": n_models, "n_own": round(n_models * share[0]), "share": share[0]}
+    over |= {"ci_low": share[1], "ci_high": share[2], "chance": 1 / 3, "majority_share": 1 / 3, "models_to_decide": 4}
+    over |= {"predicted": "q-1.5b 18/20; q-0.5b 17/20", "note": "one observation per held-out model"}
+    return _csv([model, over])
 
 
 def test_held_out_family_rows():
     families = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s": "smollm", "g": "gemma"}
     expected = paper.Expected(datasets={"blank": list(families)}, families=families)
     table = paper.paper_table(heldout=_heldout(), expected=expected)
-    row = table[table["claim_id"] == "family_heldout"].iloc[0]
+    rows = table[table["claim_id"] == "family_heldout"]
+    assert len(rows) == 1  # one claim row over models; a model is one observation, in the note
+    row = rows.iloc[0]
+    assert row["model"] == "all" and row["n"] == 4 and row["n_sources"] == 4
     assert (
         row["verdict"] == decision.REPRODUCED and row["baseline"] == pytest.approx(1 / 3) and row["unit"] == units.SHARE
     )
-    assert "predicted: qwen 18; gemma 2" in row["note"]
-    low = paper.paper_table(heldout=_heldout((0.05, 0.01, 0.2)), expected=expected)
+    assert "q-1.5b 18/20; q-0.5b 17/20" in row["note"]
+    low = paper.paper_table(heldout=_heldout((0.0, 0.0, 0.2), n_models=16), expected=expected)
     assert low.loc[low["claim_id"] == "family_heldout", "verdict"].item() == decision.NOT_REPRODUCED
+    pair = paper.paper_table(heldout=_heldout((1.0, 0.158, 1.0), n_models=2), expected=expected)
+    why = pair.loc[pair["claim_id"] == "family_heldout", "why"].item()
+    assert why.endswith("4 would decide it")  # one same-family pair: two models cannot decide it
     none = paper.paper_table(knn=_knn(), expected=_expected())
     why = none.loc[none["claim_id"] == "family_heldout", "why"].item()
     assert why.startswith("not run: one model per family")
@@ -485,6 +476,7 @@ def test_paper_table_from_files_stacks_per_dataset_tables(tmp_path):
                     "n_layers": 3,
                     "n": 10,
                     "n_prompts": 8,
+                    "n_sources": 8,
                     "spearman": 0.9,
                     "ci_low": 0.8,
                     "ci_high": 0.95,
@@ -514,7 +506,15 @@ def test_to_markdown_renders_escapes_and_blanks_nan(tmp_path):
 
 
 def _overlap() -> pd.DataFrame:
-    row = {"model": "smollm2-135m", "family": "smollm", "n_layers": 30, "n": 5000, "n_prompts": 40, "std": 0.2}
+    row = {
+        "model": "smollm2-135m",
+        "family": "smollm",
+        "n_layers": 30,
+        "n": 5000,
+        "n_prompts": 40,
+        "n_sources": 40,
+        "std": 0.2,
+    }
     return _csv(
         [
             {**row, "statistic": "jaccard", "mean": 0.38, "ci_low": 0.35, "ci_high": 0.41, "dataset": "blank"},
@@ -717,13 +717,14 @@ def test_a_precondition_not_run_is_counted_apart():
 
 
 def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
+    from entropy_lens.core.draws import DrawSettings
     from entropy_lens.verdicts.nulls import nulls_table
     from entropy_lens.verdicts.planted_nulls import planted_share_at_bar
 
     spear = _csv(
         [
-            {"model": "m", "family": "f", "n_layers": 8, "n": 900, "n_prompts": 30, "spearman": 0.9, "ci_low": 0.85}
-            | {"ci_high": 0.94, "p_value": 0.0, "dataset": "blank", "null_name": "cross-prompt"}
+            {"model": "m", "family": "f", "n_layers": 8, "n": 900, "n_prompts": 30, "n_sources": 30, "spearman": 0.9}
+            | {"ci_low": 0.85, "ci_high": 0.94, "p_value": 0.0, "dataset": "blank", "null_name": "cross-prompt"}
             | {"null_estimate": 0.91, "null_low": 0.88, "null_high": 0.94, "beyond": -0.01}
             | {"beyond_low": -0.04, "beyond_high": 0.02}
         ]
@@ -734,12 +735,12 @@ def test_every_row_with_a_null_reaches_the_nulls_table_with_its_planted_rate():
     assert rho["beyond_verdict"] == decision.NOT_SHOWN and "without the claim" in rho["beyond_why"]
     assert "containment of adjacent top-p sets is the claim's test" in rho["beyond_why"]
     calls = []
-    planted = {"spearman": lambda n, d, s: calls.append(n) or 0.03, "accuracy": planted_share_at_bar}
-    nulls = nulls_table(table, planted, planted_true={}, draws=50)
+    planted = {"spearman": lambda n, d, s: calls.append(n) or 0.04, "accuracy": planted_share_at_bar}
+    nulls = nulls_table(table, planted, planted_true={}, settings=DrawSettings(min_draws=50, max_draws=50))
     assert set(nulls["claim_id"]) == {"spearman", "accuracy"}
     assert calls == [30]  # simulated at the row's own number of prompts
     (rate,) = nulls.loc[nulls["claim_id"] == "spearman", "planted_null_rate"]
-    assert rate == 0.03
+    assert rate == 0.04
     row = nulls.loc[nulls["claim_id"] == "spearman"].iloc[0]  # the row's null and excess, carried as they are
     assert (row["null_estimate"], row["beyond_high"], row["beyond_verdict"]) == (0.91, 0.02, decision.NOT_SHOWN)
     assert row["null"] == rho["null"] != "" and row["beyond"] == -0.01

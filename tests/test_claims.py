@@ -176,7 +176,7 @@ def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
         expected=fixtures._expected(),
     )
     paper_table(family_pairs=fixtures._pairs(), expected=fixtures._family_expected(fixtures.PAIR_FAMILIES))
-    spearman = {"model": "m", "n": 900, "n_prompts": 30, "spearman": 0.9, "ci_low": 0.85, "ci_high": 0.94}
+    spearman = {"model": "m", "n": 900, "n_sources": 30, "spearman": 0.9, "ci_low": 0.85, "ci_high": 0.94}
     paper_table(expansion=fixtures._csv([spearman | {"dataset": "blank"}]), expected=fixtures._expected())
     judged_by_another = {
         claim for claim, calls in called.items() if not any(registry.claim(claim).rule in c for c in calls)

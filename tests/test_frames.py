@@ -91,7 +91,7 @@ def test_a_missing_split_is_empty_text_and_no_estimate_is_nan():
 
 def test_a_table_without_a_column_its_reading_needs_is_refused_by_name():
     table = pd.DataFrame({"model": ["a"], "spearman": [0.5], "ci_low": [0.4], "ci_high": [0.6], "n": [9]})
-    with pytest.raises(ValueError, match=r"expansion lacks the column\(s\) \['n_prompts'\]"):
+    with pytest.raises(ValueError, match=r"expansion lacks the column\(s\) \['n_sources'\]"):
         spearman.SPEARMAN_READING.frame(table, "expansion")
 
 
@@ -153,8 +153,8 @@ ESTIMATE_AND_UNIT = {
     "renyi": ("difference", "n_groups"),
     "heldout": ("share", "n"),
     "accuracy": ("accuracy", "n"),
-    "expansion": ("spearman", "n_prompts"),
-    "overlap": ("mean", "n_prompts"),
+    "expansion": ("spearman", "n_sources"),
+    "overlap": ("mean", "n_sources"),
     "layer_skip": ("difference", "n"),
     "skip_spearman": ("rho", "n"),
     "shapes": (None, "n_sources"),

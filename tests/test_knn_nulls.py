@@ -101,3 +101,109 @@ def test_pooled_folds_keep_a_question_together_and_balance_the_styles():
     assert worst["stratified"] < 0.1 < worst["plain"]
     with pytest.raises(ValueError, match="strata must hold one value per sample"):
         folds.plan_folds(y, groups=questions, strata=style[:5])
+
+
+# --------------------------------------------------------------------------- the permutation null of a row
+
+
+def _row(n_sources: int = 12, per_source: int = 3, shift: float = 0.0, constant: bool = False, seed: int = 0):
+    """A grouped row: ``n_sources`` sources of ``per_source`` samples; labels vary within each source (each holds
+    every class once) or, ``constant``, are one per source; features shifted by ``shift`` per class."""
+    rng = np.random.default_rng(seed)
+    groups = np.repeat([f"s{i}" for i in range(n_sources)], per_source)
+    if constant:
+        y = np.repeat(np.arange(n_sources) % per_source, per_source)
+    else:
+        y = np.tile(np.arange(per_source), n_sources)
+    X = rng.normal(size=(y.size, 5)) + shift * y[:, None]
+    return X, y, groups
+
+
+@pytest.mark.parametrize("constant", [False, True])
+def test_a_permutation_draw_scores_as_the_row_code_scores_the_moved_features(constant):
+    """Moving the features over the row's labels and folds gives the fold AUCs score_folds gives (same folds, same
+    classifier, same dummy), for labels varying within sources and for labels constant within them."""
+    from entropy_lens.analysis.separability import permutation
+
+    X, y, groups = _row(constant=constant)
+    plan = folds.plan_folds(y, PLANTED, groups=groups)
+    scorer = permutation.PlanScorer(X, plan, PLANTED)
+    kind = permutation.permutation_kind(plan.codes, groups)
+    assert kind == (permutation.ACROSS if constant else permutation.WITHIN)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        order = permutation.source_permutation(groups, rng, kind)
+        mine, theirs = scorer.score(order), knn.score_folds(X[order], plan, PLANTED)
+        np.testing.assert_array_equal(mine.knn, theirs.knn)
+        np.testing.assert_array_equal(mine.dummy, theirs.dummy)
+        assert mine.summary() == theirs.summary()
+
+
+def test_source_permutations_keep_a_source_features_together():
+    from entropy_lens.analysis.separability import permutation
+
+    groups = np.asarray(["a", "a", "b", "b", "c", "c", "c"])
+    rng = np.random.default_rng(0)
+    within = permutation.source_permutation(groups, rng, permutation.WITHIN)
+    assert all(groups[within[i]] == groups[i] for i in range(groups.size))  # shuffled inside each source
+    moved = [permutation.source_permutation(groups, rng, permutation.ACROSS) for _ in range(20)]
+    for order in moved:
+        for source in ("a", "b", "c"):
+            came_from = set(groups[order[groups == source]])
+            assert len(came_from) == 1  # a source takes one source's features, whole
+        assert set(groups[order[groups == "c"]]) == {"c"}  # the only source of its size stays
+    assert any(groups[order[0]] == "b" for order in moved)  # sources of one size exchange features
+    y = np.asarray([0, 1, 0, 1, 0, 0, 1])
+    assert permutation.permutation_kind(y, groups) == permutation.BOTH  # c holds other labels than a and b
+
+
+def test_permutation_draws_stop_once_the_rate_bound_is_met_and_go_on_in_batches_up_to_400():
+    """45 draws where none is shown (Wilson upper bound 0.079); more, in batches, while the bound stays above
+    0.08, up to 400."""
+    from entropy_lens.analysis.separability import permutation
+    from entropy_lens.analysis.separability.targets import Samples
+    from entropy_lens.core.draws import DrawSettings, wilson_high
+
+    X, y, groups = _row()
+    samples = Samples("", "m", X, y.astype(object), groups, None)
+    never = list(permutation.row_draws(samples, PLANTED, lambda row: False, DrawSettings(), seed=0))
+    assert len(never) == 45 and [d["draw"] for d in never] == list(range(45))
+    assert {d["permutation"] for d in never} == {permutation.WITHIN}
+    always = list(permutation.row_draws(samples, PLANTED, lambda row: True, DrawSettings(), seed=0))
+    assert len(always) == 400
+    some = list(permutation.row_draws(samples, PLANTED, lambda row: row["auc_mean"] > 0.6, DrawSettings(), 0))
+    n_shown = sum(d["auc_mean"] > 0.6 for d in some)
+    assert len(some) % 45 == 0 or len(some) == 400
+    assert wilson_high(n_shown, len(some)) <= 0.08 or len(some) == 400
+    assert len(some) == 45 or wilson_high(sum(d["auc_mean"] > 0.6 for d in some[:-45]), len(some) - 45) > 0.08
+    assert wilson_high(0, 45) <= 0.08 < wilson_high(1, 45)
+    with pytest.raises(ValueError, match="min_draws <= max_draws"):
+        DrawSettings(min_draws=50, max_draws=40)
+
+
+def test_the_permutation_table_draws_for_every_grouped_row(tmp_path):
+    from synthetic import combined_dataset
+
+    from entropy_lens.analysis.features import FeatureSettings
+    from entropy_lens.analysis.separability import permutation
+    from entropy_lens.analysis.separability.targets import Target, knn_table
+
+    rng = np.random.default_rng(0)
+    stories = np.repeat([f"s{i}" for i in range(10)], 3)
+    task = np.tile(["count", "gist", "continue"], 10)
+    shift = np.searchsorted(["continue", "count", "gist"], task) * 2.0
+    ds = combined_dataset(
+        {"m": rng.normal(size=(30, 3, 4)) + shift[:, None, None]},
+        prompt_labels={"task": task, "story_id": stories},
+    )
+    targets = (Target("task", "tasks", "task", group_by="story_id"), Target("ungrouped", "tasks", "task"))
+    features = FeatureSettings(grid_points=4)
+    draws = permutation.permutation_table({"tasks": ds}, targets, alphas=[2.0], features=features, settings=PLANTED)
+    assert list(draws.columns) == list(permutation.DRAW_COLUMNS)
+    assert set(draws["target"]) == {"task"}  # a target without sources has no grouped row
+    assert draws.groupby("measure").size().to_dict() == {"renyi(a=2)": 45, "shannon": 45}
+    table = knn_table({"tasks": ds}, targets[:1], alphas=[2.0], features=features, settings=PLANTED)
+    grouped = table[table["protocol"] == "grouped"].set_index("measure")
+    assert (grouped["auc_mean"] > 0.95).all()  # the row separates its tasks ...
+    assert draws["auc_mean"].mean() < 0.6  # ... its permuted draws do not
+    assert (draws["n_groups"] == 10).all() and (draws["k"] == grouped["k"].iloc[0]).all()

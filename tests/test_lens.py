@@ -226,6 +226,23 @@ def test_cross_prompt_overlap_pairs_each_prompt_with_its_batch_partner():
     assert np.isnan(ds.nucleus_jaccard_cross.values[1]).all()
 
 
+def test_cross_prompt_partners_are_of_another_source():
+    """Four prompts of two stories, about as long within a story: length order alone would batch (and partner)
+    each story with itself; with their sources every batch mixes them and every partner is of the other story."""
+    lm = tiny_model("qwen2")
+    prompts = ["the cat sat", "the cat ran", "once upon a time a girl", "once upon a time a boy"]
+    sources = ["cat", "cat", "girl", "girl"]
+    batched = PromptSettings(batch_size=2)
+    alone = extract_profiles(lm, prompts, generation=GenerationSettings(TOKENS), prompting=batched)
+    assert alone.partner.values.tolist() == ["p0001", "p0000", "p0003", "p0002"]  # the same story's
+    ds = extract_profiles(lm, prompts, generation=GenerationSettings(TOKENS), prompting=batched, sources=sources)
+    of = dict(zip(ds.prompt.values.tolist(), sources, strict=True))
+    assert all(of[str(p)] != of[str(q)] for p, q in zip(ds.prompt.values, ds.partner.values, strict=True))
+    np.testing.assert_allclose(ds.entropy.values, alone.entropy.values, rtol=1e-5, atol=1e-5)  # a row's own numbers
+    with pytest.raises(ValueError, match="sources must hold one source per prompt"):
+        extract_profiles(lm, prompts, generation=GenerationSettings(TOKENS), sources=sources[:2])
+
+
 def test_cross_prompt_overlap_is_masked_once_the_partner_is_done():
     lm = tiny_model("llama")
     first = extract_profiles(lm, PROMPTS[:1], generation=GenerationSettings(1)).token_id.values[0, 0]

@@ -42,7 +42,16 @@ def _baselines(first=(-0.06, -0.12, 0.004), text=(0.2, 0.1, 0.3), model="smollm2
 
 
 def _spearman(null=0.91) -> pd.DataFrame:
-    row = {"model": "m", "family": "f", "n_layers": 8, "n": 900, "n_prompts": 30, "spearman": 0.9, "ci_low": 0.85}
+    row = {
+        "model": "m",
+        "family": "f",
+        "n_layers": 8,
+        "n": 900,
+        "n_prompts": 30,
+        "n_sources": 30,
+        "spearman": 0.9,
+        "ci_low": 0.85,
+    }
     row |= {"ci_high": 0.94, "p_value": 0.0, "dataset": "blank", "null_name": "cross-prompt"}
     row |= {"null_estimate": null, "null_low": null - 0.03, "null_high": null + 0.03, "beyond": 0.9 - null}
     return _csv([row | {"beyond_low": 0.9 - null - 0.03, "beyond_high": 0.9 - null + 0.03}])

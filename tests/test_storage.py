@@ -169,13 +169,16 @@ def test_combined_store_keeps_each_model_partners_and_fills_a_store_without_them
     from entropy_lens.store import schema
     from entropy_lens.store.combine import combine_models
 
-    assert profiles.partner.values.tolist() == ["p0001", "p0002", "p0000"]  # one batch, in length order
+    partners = profiles.partner.values.tolist()  # one batch: one cycle through its three prompts
+    assert sorted(partners) == ["p0000", "p0001", "p0002"] and all(
+        p != q for p, q in zip(partners, profiles.prompt.values, strict=True)
+    )
     old = profiles.drop_vars([schema.NUCLEUS_JACCARD_CROSS, schema.PARTNER])  # extracted before the null
     both = combine_models(
         {"new": profiles, "old": old}, families={"new": "a", "old": "a"}, n_params={"new": 1, "old": 1}
     )
     assert both.partner.dims == ("model", "prompt")
-    assert both.partner.values.tolist() == [["p0001", "p0002", "p0000"], ["", "", ""]]
+    assert both.partner.values.tolist() == [partners, ["", "", ""]]
     np.testing.assert_array_equal(both.nucleus_jaccard_cross.values[0], profiles.nucleus_jaccard_cross.values)
     assert np.isnan(both.nucleus_jaccard_cross.values[1]).all()
     back = storage.open_profiles(storage.write_profiles(both, tmp_path / "c.zarr", combined=True), combined=True)

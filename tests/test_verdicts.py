@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from synthetic import combined_dataset
 
 from entropy_lens.analysis.expansion.overlap import nucleus_overlap
@@ -178,14 +179,17 @@ def test_renyi_summary_over_rows():
     assert rules.renyi_summary([]).verdict == U
 
 
-def test_held_out_family_rule():
-    share = decision.Interval(*(lambda lo_hi: (18 / 20, *lo_hi))(wilson_interval(18, 20)))
-    assert rules.held_out_family(share, bar=1 / 3, n=20, family="qwen").verdict == decision.REPRODUCED
-    low = decision.Interval(*(lambda lo_hi: (1 / 20, *lo_hi))(wilson_interval(1, 20)))
-    assert rules.held_out_family(low, bar=1 / 3, n=20, family="qwen").verdict == decision.NOT_REPRODUCED
-    mid = decision.Interval(*(lambda lo_hi: (7 / 20, *lo_hi))(wilson_interval(7, 20)))
-    assert rules.held_out_family(mid, bar=1 / 3, n=20, family="qwen").verdict == decision.INCONCLUSIVE
-    assert rules.held_out_family(share, bar=1 / 3, n=4, family="qwen").verdict == decision.INCONCLUSIVE
+def test_held_out_family_rule_counts_models_with_the_exact_interval():
+    def share(own: int, models: int) -> decision.Interval:
+        ci = stats.binomtest(own, models).proportion_ci(method="exact")
+        return decision.Interval(own / models, float(ci.low), float(ci.high))
+
+    assert rules.held_out_family(share(8, 8), bar=1 / 3, n_models=8, to_decide=4).verdict == decision.REPRODUCED
+    assert rules.held_out_family(share(0, 12), bar=1 / 3, n_models=12, to_decide=4).verdict == (decision.NOT_REPRODUCED)
+    assert rules.held_out_family(share(3, 6), bar=1 / 3, n_models=6, to_decide=4).verdict == decision.INCONCLUSIVE
+    two = rules.held_out_family(share(2, 2), bar=1 / 3, n_models=2, to_decide=4)  # one same-family pair
+    assert two.verdict == decision.INCONCLUSIVE and two.why.endswith("4 would decide it")
+    assert "2 held-out models cannot clear the bar 33.3%" in two.why
 
 
 def test_precondition_and_extension_words():

@@ -8,7 +8,7 @@ from entropy_lens.verdicts.mechanical import mark_mechanical
 from entropy_lens.verdicts.nulls import nulls_table
 from entropy_lens.verdicts.render import display, terminal_table, verdicts_html, verdicts_markdown
 from entropy_lens.verdicts.robustness import robustness_lines, with_robustness
-from entropy_lens.verdicts.table import Expected, headline, paper_table_from_files
+from entropy_lens.verdicts.table import Expected, headline, paper_table_from_files, read_tables
 from entropy_lens.workflow.jobs import setup_logging
 
 REHEARSAL_WARNING = (
@@ -21,12 +21,17 @@ out = snakemake.output
 # A rehearsal (config rehearsal: true) runs random-init stand-ins: every table says so before any verdict.
 warning = REHEARSAL_WARNING if snakemake.params.rehearsal else ""
 
-tables = {name: path for name, path in snakemake.input.items() if name not in ("models", "robustness")}
+DRAWS = "draws_"
+inputs = dict(snakemake.input.items())
+tables = {name: path for name, path in inputs.items() if name not in ("models", "robustness") and DRAWS not in name}
+draws = read_tables({name.removeprefix(DRAWS): path for name, path in inputs.items() if name.startswith(DRAWS)})
 architectures = {Path(folder).name: folder_model_type(folder) for folder in snakemake.input.models}
-table = paper_table_from_files(tables, Expected(**snakemake.params.expected, architectures=architectures))
-# Rows, then their nulls (planted-null and planted-true rates), then the rows a null cannot be beaten on read as
-# mechanical: decided before the headline reads them.
-nulls = nulls_table(table)
+expected = Expected(**snakemake.params.expected, architectures=architectures)
+table = paper_table_from_files(tables, expected)
+accuracy = read_tables({"accuracy": tables["accuracy"]})["accuracy"] if "accuracy" in tables else None
+# Rows, then their nulls (planted-null rates on the rows' own designs, planted-true rates), then the rows a null
+# cannot be beaten on read as mechanical: decided before the headline reads them.
+nulls = nulls_table(table, draws=draws, accuracy=accuracy, expected=expected)
 table = mark_mechanical(table, nulls)
 write_table(
     table,

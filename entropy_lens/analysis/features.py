@@ -39,6 +39,7 @@ import numpy as np
 import xarray as xr
 
 from entropy_lens.analysis.depth import DEFAULT_GRID_POINTS, depth_grid, resample_depth
+from entropy_lens.prompts.datasets import PROMPT_ID, SOURCE_COLUMNS
 from entropy_lens.store import schema
 from entropy_lens.store.storage import as_str
 
@@ -50,6 +51,11 @@ MASK_RULES = ("last", "truncate")
 DEFAULT_MODE = "concat"
 DEFAULT_MASK_RULE = "last"
 DEFAULT_WINDOWS = 4
+# A blank prompt is the BOS token alone, so a model's first generated token reads the same context in every sample:
+# its profile is one value per model (spread below 1e-5), not one per sample. Family features (the family and
+# model-identity kNN, the held-out family, the same-family pairs' gaps) start at this token slot
+# (docs/verdicts.md, "The right units"); token 0's final-layer entropy is the family's simplest feature instead.
+FAMILY_FIRST_TOKEN = 1
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,23 @@ def plain(values: np.ndarray) -> np.ndarray:
 def prompt_ids(ds: xr.Dataset, prompts: Sequence[str] | None = None) -> np.ndarray:
     """``[N]`` prompt ids as ``str`` objects: ``prompts`` if given, else every prompt of ``ds``."""
     return as_str(np.asarray(ds.indexes[schema.PROMPT] if prompts is None else list(prompts), dtype=object))
+
+
+def source_coordinate(ds: xr.Dataset) -> str:
+    """The prompt coordinate naming each prompt's source in ``ds``, or ``prompt`` where each prompt is its own.
+
+    The :data:`entropy_lens.prompts.datasets.SOURCE_COLUMNS` entry of its ``dataset`` attribute (without one,
+    the first such coordinate it has); ``prompt`` for a blank sample, or a store without the column.
+    """
+    named = SOURCE_COLUMNS.get(str(ds.attrs.get("dataset", "")))
+    candidates = [named] if named is not None else [c for c in SOURCE_COLUMNS.values() if c != PROMPT_ID]
+    found = [c for c in candidates if c in ds.coords and ds[c].dims == (schema.PROMPT,)]
+    return found[0] if found else schema.PROMPT
+
+
+def prompt_sources(ds: xr.Dataset) -> np.ndarray:
+    """``[P]`` source of each prompt of ``ds`` (:func:`source_coordinate`), as ``str`` objects in store order."""
+    return as_str(ds[source_coordinate(ds)].values)
 
 
 def metric_array(ds: xr.Dataset, metric: str = schema.ENTROPY, alpha: float | None = None) -> xr.DataArray:
@@ -264,6 +287,16 @@ def token_features(profiles: np.ndarray, mode: str, n_windows: int = DEFAULT_WIN
     raise ValueError(f"feature mode must be one of {MODES}, got {mode!r}")
 
 
+def check_first_token(first_token: int, ds: xr.Dataset) -> int:
+    """``first_token``, or a ``ValueError`` unless it leaves at least one of the store's token slots."""
+    slots = ds.sizes[schema.TOKEN]
+    if not isinstance(first_token, int) or isinstance(first_token, bool) or not 0 <= first_token < slots:
+        raise ValueError(
+            f"first_token must be an int in [0, {slots}) (the store has {slots} token slots), got {first_token!r}"
+        )
+    return first_token
+
+
 def model_features(
     ds: xr.Dataset,
     model: str,
@@ -302,11 +335,13 @@ def pooled_features(
     settings: FeatureSettings | None = None,
     models: Sequence[str] | None = None,
     prompts: Sequence[str] | None = None,
+    first_token: int = 0,
 ) -> Features:
     """Feature matrix over ``(model, prompt)`` samples on a common depth grid.
 
     Each model's profiles are resampled onto :func:`depth_grid` (``settings.grid_points``),
-    then the masked-token rule runs over all samples together.
+    then the masked-token rule runs over all samples together.  ``first_token``: the first token
+    slot read (:data:`FAMILY_FIRST_TOKEN` for family features; 0: every slot).
 
     Returns:
         :class:`Features` with one row per kept ``(model, prompt)`` pair, models in order.
@@ -316,7 +351,11 @@ def pooled_features(
     ids = prompt_ids(ds, prompts)
     grid = depth_grid([model_n_layers(ds, m) for m in names], settings.grid_points)
     stacked = [
-        resample_depth(model_profiles(ds, m, metric=metric, alpha=alpha, prompts=ids), model_depth(ds, m), grid)
+        resample_depth(
+            model_profiles(ds, m, metric=metric, alpha=alpha, prompts=ids)[:, check_first_token(first_token, ds) :],
+            model_depth(ds, m),
+            grid,
+        )
         for m in names
     ]
     complete, keep = apply_mask_rule(np.concatenate(stacked, axis=0), settings.mask_rule)

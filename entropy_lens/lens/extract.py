@@ -35,7 +35,7 @@ from entropy_lens.lens.vision import extract_image_profiles
 from entropy_lens.model.batching import shard_slice
 from entropy_lens.model.generation import GenerationSettings
 from entropy_lens.model.lens_model import LensModel
-from entropy_lens.prompts.datasets import IMAGE, PROMPT_ID, PROMPT_TEXT, SEED, label_columns
+from entropy_lens.prompts.datasets import IMAGE, PROMPT_ID, PROMPT_TEXT, SEED, label_columns, source_column
 from entropy_lens.store import schema
 
 logger = logging.getLogger(__name__)
@@ -60,25 +60,40 @@ class Shard:
         return None if spec is None else cls(int(spec[0]), int(spec[1]))
 
 
-def shard_rows(lm: LensModel, table: pd.DataFrame, shard: Shard, *, chat_template: bool) -> np.ndarray:
-    """Table positions of ``shard``: its slice of the length-sorted order, in table order.
+def shard_rows(
+    lm: LensModel, table: pd.DataFrame, shard: Shard, *, chat_template: bool, batch_size: int = 1, kind: str = ""
+) -> np.ndarray:
+    """Table positions of ``shard``: its slice of the order the whole job batches in, in table order.
+
+    ``kind`` names the table's kind: a text table's prompts are batched by length with at most half of a
+    batch from one source (:func:`entropy_lens.model.batching.batch_order`), so the order needs the
+    ``batch_size`` and each prompt's source.
 
     Raises:
         ValueError: when the shard lies past the end of the table (the config counted more
             prompts than the table holds).
     """
+    sources = None
     if lm.readout is not None:  # an image classifier: every image costs the same
         lengths = [1] * len(table)
     else:
         encoded, _ = encode_prompts(lm, table[PROMPT_TEXT].tolist(), chat_template=chat_template)
         lengths = [len(ids) for ids in encoded]
-    rows = shard_slice(lengths, shard.index, shard.size)
+        sources = table_sources(table, kind)
+    rows = shard_slice(lengths, shard.index, shard.size, sources, batch_size)
     if rows.size == 0:
         raise ValueError(
             f"shard {shard.index} of {shard.size} prompts starts past the table's {len(table)} prompts; "
             "the config counts more prompts than the table holds"
         )
     return rows
+
+
+def table_sources(table: pd.DataFrame, kind: str) -> list[str] | None:
+    """The source of each prompt of a ``kind`` table (:func:`entropy_lens.prompts.datasets.source_column`), or
+    ``None`` (every prompt its own source) for a kind without one or a table without the column."""
+    column = source_column(kind) if kind else ""
+    return table[column].astype(str).tolist() if column in table else None
 
 
 def extract_table(
@@ -118,7 +133,11 @@ def extract_table(
             f"a fitted lens ({translators.kind}) reads text profiles; the {dataset!r} images use the logit lens"
         )
     if shard is not None:
-        table = table.iloc[shard_rows(lm, table, shard, chat_template=prompting.chat_template)]
+        table = table.iloc[
+            shard_rows(
+                lm, table, shard, chat_template=prompting.chat_template, batch_size=prompting.batch_size, kind=dataset
+            )
+        ]
     with tqdm(
         total=len(table), desc=f"{lm.name} {dataset}", unit="prompt", file=sys.stderr, mininterval=PROGRESS_SECONDS
     ) as bar:
@@ -142,6 +161,7 @@ def extract_table(
                 choices=choices,
                 progress=bar.update,
                 translators=translators,
+                sources=table_sources(table, dataset),
             )
     labels = {c: (schema.PROMPT, table[c].to_numpy()) for c in label_columns(dataset) if c in table and c != IMAGE}
     ds = ds.assign_coords(labels).assign_attrs(dataset=dataset)
@@ -158,8 +178,10 @@ def _text_profiles(
     choices: Sequence[str],
     progress: Callable[[int], None],
     translators: Translators | None,
+    sources: list[str] | None,
 ) -> xr.Dataset:
-    """Profiles of a text prompt table, with the choices' log-probabilities where asked."""
+    """Profiles of a text prompt table, with the choices' log-probabilities where asked; ``sources`` of its
+    prompts as :func:`table_sources` gives them."""
     prompts = table[PROMPT_TEXT].tolist()
     chat_template = prompting.chat_template
     readout = readout_of(lm, prompts, choices, chat_template=chat_template) if choices else None
@@ -174,6 +196,7 @@ def _text_profiles(
         progress=progress,
         readout=readout,
         translators=translators,
+        sources=sources,
     )
     if readout is None:
         return ds

@@ -9,6 +9,7 @@ answer choices off the model's own distribution at the first generated position.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,7 @@ def extract_profiles(
     progress: Callable[[int], None] | None = None,
     readout: Readout | None = None,
     translators: Translators | None = None,
+    sources: Sequence[str] | None = None,
 ) -> xr.Dataset:
     """Generate from each prompt and record the entropy profile of every new token.
 
@@ -84,6 +86,9 @@ def extract_profiles(
             by its translator before the head decodes it (the final block's is the identity; generation
             reads the model's own logits either way). Default: the logit lens. The store records the kind
             and the translators' checksum (attrs ``lens_kind``, ``lens_sha256``).
+        sources: ``N`` source of each prompt (its story, topic, question): batches hold at most half of their
+            prompts from one source, and each prompt's cross-prompt partner is of another source
+            (:func:`entropy_lens.model.batching.batch_partners`). Default: every prompt its own source.
 
     Returns:
         A dataset following :mod:`entropy_lens.store.schema` with dims
@@ -115,11 +120,13 @@ def extract_profiles(
         cross=True,
     )
     seeds = _sample_seeds(sample_seeds, settings.seed, len(prompts))
-    for rows in batches([len(e) for e in encoded], prompting.batch_size):
+    source = _sources(sources, ids)
+    for rows in batches([len(e) for e in encoded], prompting.batch_size, source):
         _run_batch(
             lm,
             [encoded[r] for r in rows],
             rows,
+            partners=batch_partners(rows, source[rows], _batch_rng(settings.seed, [ids[r] for r in rows])),
             seeds=[seeds[r] for r in rows],
             settings=settings,
             lens=lens,
@@ -144,6 +151,21 @@ def _check_readout(readout: Readout | None, n_prompts: int) -> int:
     if len(readout.token_ids) != n_prompts:
         raise ValueError(f"readout has token ids for {len(readout.token_ids)} prompts, expected {n_prompts}")
     return len(readout.labels)
+
+
+def _batch_rng(seed: int, batch_ids: Sequence[str]) -> np.random.Generator:
+    """The generator that deals a batch's partners: seeded by the generation seed and the batch's prompt ids, so a
+    shard job (whose rows are numbered apart) draws what the whole job draws."""
+    digest = zlib.crc32("\n".join(sorted(batch_ids)).encode("utf-8"))
+    return np.random.default_rng([seed, digest])
+
+
+def _sources(sources: Sequence[str] | None, ids: Sequence[str]) -> np.ndarray:
+    """``[N]`` source of each prompt as ``str`` objects; each prompt its own source by default."""
+    values = np.asarray([str(s) for s in (ids if sources is None else sources)], dtype=object)
+    if values.shape != (len(ids),):
+        raise ValueError(f"sources must hold one source per prompt ({len(ids)}), got {values.shape[0]}")
+    return values
 
 
 def _checked(cls: type, name: str, given: object) -> Any:
@@ -174,6 +196,7 @@ def _run_batch(
     batch: list[list[int]],
     rows: np.ndarray,
     *,
+    partners: np.ndarray,
     seeds: list[int],
     settings: GenerationSettings,
     lens: LensSettings,
@@ -183,9 +206,9 @@ def _run_batch(
     translators: Translators | None,
 ) -> None:
     """Generate from one batch (``rows`` of the prompts, token ids ``batch``) and record its profiles in ``buf``;
-    ``choice_ids`` are the ``[B, C]`` choice tokens the first step reads, ``None`` for none."""
+    ``partners`` is each row's cross-prompt partner (a prompt index, ``-1``: none), ``choice_ids`` the ``[B, C]``
+    choice tokens the first step reads, ``None`` for none."""
     moe = any(r is not None for r in routers)
-    partners = batch_partners(rows)
     buf.arrays[schema.PARTNER][rows] = partners
     with record_routing(routers) as routing:
 

@@ -127,6 +127,25 @@ KINDS: dict[str, tuple[Column, ...]] = {
 }
 
 
+# The column naming each prompt's source, the unit a prompt is not independent within (docs/verdicts.md, "The right
+# units"): a story's prompts, a topic's formats, a question's styles; a blank sample or an image's own file is its
+# own source. The kNN's grouped folds and the expansion intervals resample these; the cross-prompt partner is a
+# prompt of another one.
+SOURCE_COLUMNS: dict[str, str] = {
+    "tasks": STORY_ID,
+    "formats": TOPIC,
+    "mmlu": QUESTION_ID,
+    "blank": PROMPT_ID,
+    "images": SOURCE,
+}
+
+
+def source_column(kind: str) -> str:
+    """The column of a ``kind`` table naming each prompt's source (:data:`SOURCE_COLUMNS`)."""
+    _columns_of(kind)
+    return SOURCE_COLUMNS[kind]
+
+
 def label_columns(kind: str) -> tuple[str, ...]:
     """Names of the label columns of ``kind`` (in table order)."""
     return tuple(c.name for c in _columns_of(kind))

@@ -250,23 +250,29 @@ def renyi_summary(rows: Sequence[str]) -> Verdict:
     return Verdict(INCONCLUSIVE, f"equivalence not shown on every row ({text})")
 
 
-def held_out_family(share: Interval, *, bar: float, n: int, family: str) -> Verdict:
-    """Verdict on a held-out model classified by a kNN trained on the other models: is it its own family?
+def held_out_family(share: Interval, *, bar: float, n_models: int, to_decide: int) -> Verdict:
+    """Verdict on the held-out family over models: does an unseen model fall in its own family?
 
-    ``share`` is the share of its blank samples classified as ``family`` (Wilson interval over
-    samples); ``bar`` the best a classifier without signal reaches (the larger of ``1 / families``
-    and the majority family's share of the training samples).  ``reproduced`` above the bar,
-    ``not reproduced`` when the interval lies below it, else ``inconclusive``.
+    ``share`` is the share of the ``n_models`` held-out models whose own family takes most of their blank samples
+    (one observation per model), with its exact (Clopper-Pearson) interval over models; ``bar`` the best a
+    classifier without signal reaches (the largest of ``1 / families`` and the training majority's share).
+    ``reproduced`` above the bar, ``not reproduced`` when the interval lies below it, else ``inconclusive``, and
+    with fewer models than could decide it (``to_decide``: even all of them in their family would not clear the
+    bar) it says how many would.
     """
     if not share.finite:
-        return Verdict(INCONCLUSIVE, "not scored: no held-out samples")
+        return Verdict(INCONCLUSIVE, "not scored: no held-out model")
     words = Decision(
         reproduced=f"{{text}}, above the no-signal bar {100 * bar:.1f}%",
         not_reproduced=f"{{text}}, below the no-signal bar {100 * bar:.1f}%",
         inconclusive=f"{{text}} overlaps the bar {100 * bar:.1f}%",
     )
-    text = f"{share.text(100.0, 1)}% classified as {family}"
-    return decide(share, bar=bar, n=n, unit="blank samples", words=words, text=text)
+    text = f"{share.text(100.0, 1)}% of {n_models} held-out models fall in their own family"
+    verdict = decide(share, bar=bar, n=n_models, unit="held-out models", words=words, min_n=1, text=text)
+    if verdict.verdict == INCONCLUSIVE and n_models < to_decide:
+        why = f"{text}: {n_models} held-out models cannot clear the bar {100 * bar:.1f}% even if every one falls in "
+        return Verdict(INCONCLUSIVE, why + f"its family (exact interval); {to_decide} would decide it")
+    return verdict
 
 
 @dataclass(frozen=True)

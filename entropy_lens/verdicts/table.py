@@ -191,7 +191,12 @@ def paper_table_from_files(paths: Mapping[str, str | Sequence[str]], expected: E
             per-dataset expansion and overlap tables).
         expected: What the configuration asked for.
     """
-    return paper_table(**{name: _read_csvs(value) for name, value in paths.items()}, expected=expected)
+    return paper_table(**read_tables(paths), expected=expected)
+
+
+def read_tables(paths: Mapping[str, str | Sequence[str]]) -> dict[str, pd.DataFrame]:
+    """The tables on disk by name: a CSV path, or several stacked (the per-dataset tables)."""
+    return {name: _read_csvs(value) for name, value in paths.items()}
 
 
 def _read_csvs(value: str | Sequence[str]) -> pd.DataFrame:

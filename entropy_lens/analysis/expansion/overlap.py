@@ -7,8 +7,9 @@ derived exactly from the Jaccard and the two sizes.  "The shortlist grows and sh
 containment claim: a nucleus that doubles and keeps every old token has Jaccard 0.5 but
 containment 1.  Masked token slots (NaN / -1) and padded layers never enter.
 
-Intervals.  The (token, layer) cells of one prompt are not independent, so an overlap mean's
-interval is a prompt-cluster bootstrap of the mean (:mod:`entropy_lens.core.intervals`).
+Intervals.  The (token, layer) cells of one prompt are not independent, and neither are the prompts of
+one source (:func:`~entropy_lens.analysis.features.prompt_sources`), so an overlap mean's interval is a
+source-cluster bootstrap of the mean (:mod:`entropy_lens.core.intervals`).
 
 Nulls.  Every statistic sits beside its cross-prompt null (layer ``l`` of a prompt against layer
 ``l + 1`` of its partner, :mod:`~entropy_lens.analysis.expansion.nulls`), on the same cells.
@@ -23,7 +24,7 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.expansion import nulls
-from entropy_lens.analysis.features import model_depth, model_info, model_names, model_values
+from entropy_lens.analysis.features import model_depth, model_info, model_names, model_values, prompt_sources
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import DEFAULT_N_BOOT, cluster_bootstrap_mean, cluster_sums, percentile_interval
 from entropy_lens.store import schema
@@ -83,6 +84,7 @@ OVERLAP_COLUMNS = (
     "n_layers",
     "n",
     "n_prompts",
+    "n_sources",
     "mean",
     "ci_low",
     "ci_high",
@@ -91,17 +93,21 @@ OVERLAP_COLUMNS = (
     *nulls.NULL_COLUMNS,
 )
 # The table as a standard frame (entropy_lens.core.frames).
-OVERLAP_READING = Reading("mean", sources="n_prompts", split="dataset", measure="statistic")
+OVERLAP_READING = Reading("mean", sources="n_sources", split="dataset", measure="statistic")
 
 
-def _summary(cells: np.ndarray, quantiles: Sequence[float], n_boot: int, seed: int) -> dict[str, float]:
-    """Count, mean with its prompt-cluster interval, std and quantiles of the finite ``[P, T, L]`` cells."""
+def _summary(
+    cells: np.ndarray, sources: np.ndarray, quantiles: Sequence[float], n_boot: int, seed: int
+) -> dict[str, float]:
+    """Count, mean with its source-cluster interval, std and quantiles of the finite ``[P, T, L]`` cells;
+    ``sources`` is the ``[P]`` source code of each prompt."""
     finite = np.isfinite(cells)
     values = cells[finite]
     prompts = np.broadcast_to(np.arange(cells.shape[0])[:, None, None], cells.shape)[finite]
-    row = {"n": int(values.size), "n_prompts": int(np.unique(prompts).size)}
+    clusters = sources[prompts]
+    row = {"n": int(values.size), "n_prompts": int(np.unique(prompts).size), "n_sources": int(np.unique(clusters).size)}
     row["mean"] = float(values.mean()) if values.size else np.nan
-    interval = cluster_bootstrap_mean(values, prompts, n_boot=n_boot, seed=seed) if values.size else (np.nan, np.nan)
+    interval = cluster_bootstrap_mean(values, clusters, n_boot=n_boot, seed=seed) if values.size else (np.nan, np.nan)
     row["ci_low"], row["ci_high"] = interval
     row["std"] = float(values.std(ddof=1)) if values.size > 1 else np.nan
     qs = np.quantile(values, quantiles) if values.size else np.full(len(quantiles), np.nan)
@@ -132,13 +138,13 @@ def nucleus_overlap(
         ds: Combined dataset (lazy is fine; one model is loaded at a time).
         quantiles: Quantiles to report, each in ``[0, 1]``.
         models: Models to include (default: all).
-        n_boot: Bootstrap replicates of the prompt-cluster interval.
-        seed: Seed of the bootstrap (the same prompt draws for both statistics).
+        n_boot: Bootstrap replicates of the source-cluster interval.
+        seed: Seed of the bootstrap (the same source draws for both statistics).
 
     Returns:
         Long form, three rows per model (``statistic`` ``jaccard``, ``containment``,
         ``containment_size_changes``): ``model, statistic, family, n_layers, n`` (valid cells),
-        ``n_prompts, mean, ci_low, ci_high`` (95%, resampling prompts), ``std``,
+        ``n_prompts, n_sources, mean, ci_low, ci_high`` (95%, resampling sources), ``std``,
         ``both_singleton_share`` (share of the row's cells where both sets hold one token), the
         null's columns (:data:`~entropy_lens.analysis.expansion.nulls.NULL_COLUMNS`) and one
         ``qNN`` column per quantile.
@@ -146,6 +152,7 @@ def nucleus_overlap(
     if any(not 0 <= q <= 1 for q in quantiles):
         raise ValueError(f"quantiles must lie in [0, 1], got {list(quantiles)!r}")
     rows = []
+    sources = nulls.source_codes(prompt_sources(ds), ds.sizes[schema.PROMPT])
     for model in model_names(ds, models):
         cells, nulls_of = _overlap_cells(ds, model), nulls.overlap_nulls(ds, model, n_boot=n_boot, seed=seed)
         nucleus = model_values(ds, model, schema.NUCLEUS_SIZE)
@@ -159,7 +166,7 @@ def nucleus_overlap(
             {
                 **model_info(ds, model),
                 "statistic": name,
-                **_summary(values, quantiles, n_boot, seed),
+                **_summary(values, sources, quantiles, n_boot, seed),
                 "both_singleton_share": shares[name],
                 **nulls_of[name],
             }
@@ -171,19 +178,20 @@ def nucleus_overlap(
 DEPTH_COLUMNS = ("model", "statistic", "layer", "depth", "mean", "ci_low", "ci_high", "n", "n_prompts")
 
 
-def _depth_frame(cells: np.ndarray, depth: np.ndarray, n_boot: int, seed: int) -> pd.DataFrame:
-    """Per-layer mean of the finite ``[P, T, L]`` cells with a 95% prompt-cluster bootstrap interval.
+def _depth_frame(cells: np.ndarray, depth: np.ndarray, sources: np.ndarray, n_boot: int, seed: int) -> pd.DataFrame:
+    """Per-layer mean of the finite ``[P, T, L]`` cells with a 95% source-cluster bootstrap interval.
 
-    One draw of prompts serves every layer: per-prompt sums and counts ``[P, L]`` are summed
-    over the drawn prompts (:func:`~entropy_lens.core.intervals.cluster_sums`), and each
-    layer's replicate mean is their ratio.  Layers without a valid cell are left out.
+    One draw of sources (``[P]`` the source code of each prompt) serves every layer: per-prompt sums and
+    counts ``[P, L]`` are summed over the drawn sources' prompts
+    (:func:`~entropy_lens.core.intervals.cluster_sums`), and each layer's replicate mean is their ratio.
+    Layers without a valid cell are left out.
     """
     finite = np.isfinite(cells)
     counts = finite.sum(axis=1).astype(np.float64)  # [P, L]
     sums = np.where(finite, cells, 0.0).sum(axis=1)  # [P, L]
     n = counts.sum(axis=0)
     used = counts.sum(axis=1) > 0  # prompts with a valid cell at some layer
-    draws = cluster_sums([*counts[used].T, *sums[used].T], np.flatnonzero(used), n_boot=n_boot, seed=seed)
+    draws = cluster_sums([*counts[used].T, *sums[used].T], sources[used], n_boot=n_boot, seed=seed)
     low, high = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
     if draws is not None:
         n_draw, sum_draw = np.split(draws, 2)  # [L, B] each
@@ -209,16 +217,17 @@ def overlap_by_depth(
     Args:
         ds: Combined dataset (lazy is fine; one model is loaded at a time).
         models: Models to include (default: all).
-        n_boot: Bootstrap replicates of the prompt-cluster interval.
+        n_boot: Bootstrap replicates of the source-cluster interval.
         seed: Seed of the bootstrap.
 
     Returns:
         ``model, statistic`` (``jaccard``, ``containment``), ``layer, depth`` (normalized
-        depth of layer ``l``), ``mean, ci_low, ci_high`` (95%, resampling prompts), ``n``
+        depth of layer ``l``), ``mean, ci_low, ci_high`` (95%, resampling sources), ``n``
         (valid cells) and ``n_prompts``; the last layer, which has no successor, is left out.
     """
+    sources = nulls.source_codes(prompt_sources(ds), ds.sizes[schema.PROMPT])
     frames = [
-        _depth_frame(cells, model_depth(ds, model), n_boot, seed).assign(model=model, statistic=name)
+        _depth_frame(cells, model_depth(ds, model), sources, n_boot, seed).assign(model=model, statistic=name)
         for model in model_names(ds, models)
         for name, cells in _overlap_cells(ds, model).items()
     ]

@@ -8,9 +8,10 @@ layers that raise entropy widen the candidate set (expansion) and layers that lo
 narrow the set (pruning).  Masked token slots (NaN / -1) and padded layers never enter.
 The adjacent-layer overlap of the nuclei is :mod:`~entropy_lens.analysis.expansion.overlap`.
 
-Intervals.  The (token, layer) rows of one prompt are not independent, so every interval
-resamples prompts, not rows (:mod:`entropy_lens.core.intervals`): the Spearman interval is a
-prompt-cluster bootstrap of the correlation of the full sample's ranks.
+Intervals.  The (token, layer) rows of one prompt are not independent, and neither are the prompts
+of one source (a story's, a topic's, a question's: :func:`~entropy_lens.analysis.features.prompt_sources`),
+so every interval resamples sources, not rows or prompts (:mod:`entropy_lens.core.intervals`): the
+Spearman interval is a source-cluster bootstrap of the correlation of the full sample's ranks.
 
 Nulls.  The statistic sits beside its cross-prompt null (layer ``l`` of a prompt against layer
 ``l + 1`` of its partner, :mod:`~entropy_lens.analysis.expansion.nulls`), on the same cells.
@@ -28,7 +29,14 @@ import xarray as xr
 from scipy import stats
 
 from entropy_lens.analysis.expansion import nulls
-from entropy_lens.analysis.features import metric_array, model_depth, model_info, model_names, model_values
+from entropy_lens.analysis.features import (
+    metric_array,
+    model_depth,
+    model_info,
+    model_names,
+    model_values,
+    prompt_sources,
+)
 from entropy_lens.core.frames import MEASURE, Reading
 from entropy_lens.core.intervals import DEFAULT_N_BOOT, cluster_bootstrap_correlation
 from entropy_lens.store import schema
@@ -96,28 +104,31 @@ def expansion_spearman(
         alpha: Rényi order for ``renyi``.
         log_nucleus: Use the change of ``log N`` (same ranks per layer pair only if N > 0).
         models: Models to include (default: all).
-        n_boot: Bootstrap replicates of the prompt-cluster interval.
+        n_boot: Bootstrap replicates of the source-cluster interval.
         seed: Seed of the bootstrap.
 
     Returns:
         One row per model: ``model, family, n_layers, n`` (valid layer pairs),
-        ``n_prompts, spearman, ci_low, ci_high`` (95%, resampling prompts),
+        ``n_prompts, n_sources, spearman, ci_low, ci_high`` (95%, resampling sources),
         ``p_value`` (scipy's, which treats rows as independent and so overstates
         precision; kept for reference) and the cross-prompt null's columns
         (:data:`~entropy_lens.analysis.expansion.nulls.NULL_COLUMNS`, :mod:`~entropy_lens.analysis.expansion.nulls`;
         with ``log_nucleus`` the null is of the ``log N`` statistic too).
     """
     rows = []
+    sources = prompt_sources(ds)
+    codes = nulls.source_codes(sources, sources.size)
     for model in model_names(ds, models):
         entropy, nucleus = _model_arrays(ds, model, metric, alpha)
         d_h, d_n, _, prompts = layer_deltas(entropy, nucleus, log_nucleus=log_nucleus)
         rho, p = spearman(d_h, d_n)
-        lo, hi = (math.nan, math.nan) if math.isnan(rho) else _rank_interval(d_h, d_n, prompts, n_boot, seed)
+        lo, hi = (math.nan, math.nan) if math.isnan(rho) else _rank_interval(d_h, d_n, codes[prompts], n_boot, seed)
         rows.append(
             {
                 **model_info(ds, model),
                 "n": int(d_h.size),
                 "n_prompts": int(np.unique(prompts).size),
+                "n_sources": int(np.unique(codes[prompts]).size),
                 "spearman": rho,
                 "ci_low": lo,
                 "ci_high": hi,
@@ -134,6 +145,7 @@ SPEARMAN_COLUMNS = (
     "n_layers",
     "n",
     "n_prompts",
+    "n_sources",
     "spearman",
     "ci_low",
     "ci_high",
@@ -153,15 +165,25 @@ def _spearman_null(
 ) -> dict[str, object]:
     """The cross-prompt null's columns of one model; ``arrays`` are its ``[P, T, L]`` entropy and nucleus size."""
     entropy, nucleus = arrays
-    partner, name = nulls.partners(ds, model)
-    return nulls.spearman_null(entropy, nucleus, partner, name, log_nucleus=log_nucleus, n_boot=n_boot, seed=seed)
+    partner, name, unpartnered = nulls.partners(ds, model)
+    return nulls.spearman_null(
+        entropy,
+        nucleus,
+        partner,
+        name,
+        log_nucleus=log_nucleus,
+        n_boot=n_boot,
+        seed=seed,
+        sources=prompt_sources(ds),
+        unpartnered=unpartnered,
+    )
 
 
 def _rank_interval(
-    d_h: np.ndarray, d_n: np.ndarray, prompts: np.ndarray, n_boot: int, seed: int
+    d_h: np.ndarray, d_n: np.ndarray, sources: np.ndarray, n_boot: int, seed: int
 ) -> tuple[float, float]:
     ranks = (stats.rankdata(d_h), stats.rankdata(d_n))
-    return cluster_bootstrap_correlation(*ranks, prompts, n_boot=n_boot, seed=seed)
+    return cluster_bootstrap_correlation(*ranks, sources, n_boot=n_boot, seed=seed)
 
 
 def expansion_points(
@@ -200,4 +222,4 @@ def expansion_points(
 
 
 # The table as a standard frame (entropy_lens.core.frames).
-SPEARMAN_READING = Reading("spearman", sources="n_prompts", split="dataset", fixed={MEASURE: "shannon"})
+SPEARMAN_READING = Reading("spearman", sources="n_sources", split="dataset", fixed={MEASURE: "shannon"})

@@ -14,8 +14,9 @@ Scales (column ``scale``; "after depth normalization" is always the x-axis, laye
 
 Dividing by a profile's range is not offered: it would inflate noise on flat profiles.
 
-A sample's profile is its mean over valid tokens
-(:func:`entropy_lens.analysis.families.shapes.source_profiles`, each sample its own source); the
+A sample's profile is its mean over valid tokens from token 1 on (token 0 reads the same context, the
+BOS token alone, in every sample: :data:`~entropy_lens.analysis.features.FAMILY_FIRST_TOKEN`;
+:func:`entropy_lens.analysis.families.shapes.source_profiles`, each sample its own source); the
 mean profiles of one scale are bootstrapped with each model's samples resampled on their own
 (:func:`entropy_lens.core.intervals.bootstrap_group_means`).
 """
@@ -29,8 +30,15 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from entropy_lens.analysis.families.shapes import prompt_sources, source_profiles
-from entropy_lens.analysis.features import model_depth, model_names, model_profiles
+from entropy_lens.analysis.families.shapes import source_profiles
+from entropy_lens.analysis.features import (
+    FAMILY_FIRST_TOKEN,
+    check_first_token,
+    model_depth,
+    model_names,
+    model_profiles,
+    prompt_sources,
+)
 from entropy_lens.core.intervals import bootstrap_group_means
 from entropy_lens.store import schema
 
@@ -57,15 +65,19 @@ class ModelSamples:
     family: str
 
 
-def model_samples(ds: xr.Dataset, models: Sequence[str] | None = None) -> dict[str, ModelSamples]:
-    """Per-sample profiles of each model of a combined blank store, on its own layers.
+def model_samples(
+    ds: xr.Dataset, models: Sequence[str] | None = None, *, first_token: int = FAMILY_FIRST_TOKEN
+) -> dict[str, ModelSamples]:
+    """Per-sample profiles of each model of a combined blank store, on its own layers, from token slot
+    ``first_token`` on (default :data:`~entropy_lens.analysis.features.FAMILY_FIRST_TOKEN`).
 
     Samples with a layer that has no valid token are left out (with a warning).
     """
     sources = prompt_sources(ds)
+    first = check_first_token(first_token, ds)
     out = {}
     for model in model_names(ds, models):
-        rows, _ = source_profiles(model_profiles(ds, model), sources)
+        rows, _ = source_profiles(model_profiles(ds, model)[:, first:], sources)
         family = str(ds[schema.FAMILY].sel({schema.MODEL: model}).values)
         out[model] = ModelSamples(model_depth(ds, model), rows, family)
     return out

@@ -35,7 +35,7 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.families.profiles import real_profile
-from entropy_lens.analysis.features import model_depth, model_names, model_profiles, plain
+from entropy_lens.analysis.features import model_depth, model_names, model_profiles, prompt_sources
 from entropy_lens.core.frames import MEASURE, Reading
 from entropy_lens.core.intervals import DEFAULT_N_BOOT, bootstrap_mean_statistic
 from entropy_lens.store import schema
@@ -46,7 +46,6 @@ STATISTICS = ("rise", "refine", "drift")
 # Width of a third of normalized depth: the span over which the middle third's slope is read.
 THIRD = 1 / 3
 # Prompt coordinates naming a prompt's source, first found wins; otherwise each prompt is one.
-SOURCE_COORDS = ("story_id", "question_id", "topic")
 # Depth is (l + 1) / L in float32 in the stores: a third boundary is matched within this.
 DEPTH_TOLERANCE = 1e-6
 DEFAULT_SEED = 0
@@ -98,14 +97,6 @@ def shape_statistics(profiles: np.ndarray, depth: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         drift = np.where(whole > 0, np.abs(slope) * THIRD / whole, math.nan)
     return np.stack([rise, refine, drift], axis=1)
-
-
-def prompt_sources(ds: xr.Dataset) -> np.ndarray:
-    """``[P]`` source of each prompt: the first of :data:`SOURCE_COORDS` on ``prompt``, else the prompt id."""
-    for name in SOURCE_COORDS:
-        if name in ds.coords and ds[name].dims == (schema.PROMPT,):
-            return plain(ds[name].values).astype(str)
-    return plain(ds.indexes[schema.PROMPT].to_numpy()).astype(str)
 
 
 def source_profiles(profiles: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, int]:

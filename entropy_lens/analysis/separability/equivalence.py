@@ -164,7 +164,9 @@ def _features(
 ) -> Features:
     metric = schema.ENTROPY if alpha is None else schema.RENYI
     if target.pooled:
-        return pooled_features(ds, metric=metric, alpha=alpha, settings=features, prompts=ids)
+        return pooled_features(
+            ds, metric=metric, alpha=alpha, settings=features, prompts=ids, first_token=target.first_token
+        )
     return model_features(ds, model, metric=metric, alpha=alpha, settings=features, prompts=ids)
 
 

@@ -9,10 +9,15 @@ model, labelled by family, and predicts ``m``'s samples.  A high share of ``m``'
 classified as its own family means a family's profile shape carries over to a model of
 another size that the classifier never saw.
 
-Each blank prompt is its own unit (no prompt is built from another), so the share gets a
-Wilson interval over ``m``'s samples.  ``chance`` is one over the number of training
-families; ``majority_share`` and ``own_share_train`` say what always predicting the largest
-family, or ``m``'s family, would score.
+A held-out model is one observation of the claim (docs/verdicts.md, "The right units"): its samples
+share its weights, so the share of its samples classified as its own family describes that one model,
+and whether most of them are (``own_majority``) is what the claim counts.  ``chance`` is one over the
+number of training families; ``majority_share`` and ``own_share_train`` say what always predicting the
+largest family, or ``m``'s family, would score.  The Wilson interval over ``m``'s samples is descriptive.
+The claim's row (model ``all``, :func:`over_models`) is the share of held-out models whose own family
+takes most of their samples, with its exact (Clopper-Pearson) interval over models, against the best a
+classifier without signal reaches (the largest of the held-out models' chance and training-majority
+shares), and the number of held-out models that would decide it (:func:`models_to_decide`).
 
 Vocabularies differ by 0.5-1.1 nats of ``log V`` between families, so a family's entropy level
 may be its vocabulary size: ``normalize=True`` reads entropy / ``log V`` (each model's own
@@ -30,10 +35,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
-from entropy_lens.analysis.features import FeatureSettings, plain, pooled_features
+from entropy_lens.analysis.features import FAMILY_FIRST_TOKEN, FeatureSettings, plain, pooled_features
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.core.frames import MEASURE, SPLIT, Reading
 from entropy_lens.core.intervals import wilson_interval
@@ -46,6 +52,7 @@ MIN_FAMILY_MODELS = 2
 MIN_TRAIN_FAMILIES = 2
 HELDOUT_COLUMNS = (
     "model",
+    "own_majority",
     "family",
     "n_family_models",
     "n_train",
@@ -60,8 +67,11 @@ HELDOUT_COLUMNS = (
     "majority_share",
     "own_share_train",
     "predicted",
+    "models_to_decide",
     "note",
 )
+# The model of the claim's row over the held-out models (the pooled row a pooled claim reads).
+OVER_MODELS = "all"
 # The table as a standard frame (entropy_lens.core.frames): a share of blank samples per held-out model.
 HELDOUT_READING = Reading("share", fixed={SPLIT: "blank", MEASURE: "shannon"})
 # The same on entropy / log V (family_heldout(..., normalize=True)).
@@ -90,15 +100,16 @@ def family_heldout(
         normalize: Read entropy / ``log V`` of each model (:func:`normalized_entropy`).
 
     Returns:
-        Frame with :data:`HELDOUT_COLUMNS`, one row per held-out model in store order;
-        shares are fractions of the model's samples.  No row for a model alone in its
-        family; rows that cannot be scored carry NaN numbers and a ``note``.
+        Frame with :data:`HELDOUT_COLUMNS`, one row per held-out model in store order (shares are fractions
+        of the model's samples), then the claim's row over them (model :data:`OVER_MODELS`,
+        :func:`over_models`).  No row for a model alone in its family; rows that cannot be scored carry NaN
+        numbers and a ``note``.
     """
     if dataset not in stores:
         log.warning("family held-out kNN skipped: no store for dataset %r", dataset)
         return pd.DataFrame(columns=list(HELDOUT_COLUMNS))
     ds = normalized_entropy(stores[dataset]) if normalize else stores[dataset]
-    feats = pooled_features(ds, settings=features)
+    feats = pooled_features(ds, settings=features, first_token=FAMILY_FIRST_TOKEN)
     per_model = model_families(ds)
     confounds = tokenizer_confounds(ds)
     families = np.asarray([per_model[str(m)] for m in feats.models], dtype=object)
@@ -114,7 +125,51 @@ def family_heldout(
         row = heldout_row(feats.X[train], families[train].astype(str), feats.X[test], per_model[model], settings)
         note = "; ".join(t for t in (str(row.get("note") or ""), confounds.get(model, "")) if t)
         rows.append({**base, **row, "note": note})
-    return pd.DataFrame(rows, columns=list(HELDOUT_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(HELDOUT_COLUMNS))
+    return pd.concat([frame, over_models(frame)], ignore_index=True) if rows else frame
+
+
+def models_to_decide(bar: float, level: float = 0.95) -> int:
+    """The fewest held-out models whose exact interval can clear ``bar``: ``m`` of ``m`` has the lower end
+    ``((1 - level) / 2) ** (1 / m)``, above ``bar`` from ``m > log((1 - level) / 2) / log(bar)`` on."""
+    if not 0 < bar < 1:
+        raise ValueError(f"bar must lie in (0, 1), got {bar!r}")
+    return int(np.floor(np.log((1 - level) / 2) / np.log(bar))) + 1
+
+
+def over_models(per_model: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """The claim's row over the held-out models of ``per_model`` (see the module docstring): one row, model
+    :data:`OVER_MODELS`, ``n`` the models scored and ``n_own`` those whose own family takes most of their
+    samples, ``share`` with its exact interval, ``chance`` and ``majority_share`` the largest of the models'
+    (the bar), ``predicted`` each model's observation."""
+    scored = per_model[per_model["n_own"].notna()]
+    n, own = len(scored), int(scored["own_majority"].sum()) if len(scored) else 0
+    low, high = (np.nan, np.nan)
+    if n:
+        ci = stats.binomtest(own, n).proportion_ci(confidence_level=level, method="exact")
+        low, high = float(ci.low), float(ci.high)
+    bar = max(scored["chance"].max(), scored["majority_share"].max()) if n else np.nan
+    seen = "; ".join(
+        f"{m} {int(k)}/{int(t)}" for m, k, t in zip(scored["model"], scored["n_own"], scored["n"], strict=True)
+    )
+    row = {
+        "model": OVER_MODELS,
+        "family": "",
+        "n_family_models": np.nan,
+        "n": n,
+        "n_own": own,
+        "own_majority": np.nan,
+        "share": own / n if n else np.nan,
+        "ci_low": low,
+        "ci_high": high,
+        "chance": scored["chance"].max() if n else np.nan,
+        "majority_share": scored["majority_share"].max() if n else np.nan,
+        "predicted": seen,
+        "models_to_decide": models_to_decide(bar, level) if n and 0 < bar < 1 else np.nan,
+        "note": f"one observation per held-out model (its own family for most of its samples); exact interval "
+        f"over {n} models",
+    }
+    return pd.DataFrame([row], columns=list(HELDOUT_COLUMNS))
 
 
 def model_families(ds: xr.Dataset) -> dict[str, str]:
@@ -198,6 +253,7 @@ def heldout_row(
     n_own = int((predicted == family).sum())
     low, high = wilson_interval(n_own, predicted.size, settings.level)
     share = {"k": k, "n_own": n_own, "share": n_own / predicted.size, "ci_low": low, "ci_high": high}
+    share["own_majority"] = bool(2 * n_own > predicted.size)
     return {**train, **share, "predicted": predicted_counts(predicted), "note": note}
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.features import (
+    FAMILY_FIRST_TOKEN,
     FeatureSettings,
     metric_label,
     model_features,
@@ -62,6 +63,9 @@ class Target:
             :data:`PROTOCOLS`; without it, under ``study`` only.
         stratify_by: A prompt coordinate the grouped folds balance besides the label
             (``style`` for MMLU correctness pooled over styles).
+        first_token: The first token slot of the features (pooled targets;
+            :data:`~entropy_lens.analysis.features.FAMILY_FIRST_TOKEN` for the family: a blank sample's
+            token 0 is the same for every sample of a model).
     """
 
     name: str
@@ -72,6 +76,7 @@ class Target:
     pooled: bool = False
     group_by: str | None = None
     stratify_by: str | None = None
+    first_token: int = 0
 
 
 STUDY_TARGETS: tuple[Target, ...] = (
@@ -85,7 +90,7 @@ STUDY_TARGETS: tuple[Target, ...] = (
     Target("mmlu_correct", "mmlu", schema.CORRECT_LL, split_by="style", group_by="question_id"),
     # Variant: the calibrated letter's correctness (an answer the greedy generation need not have given).
     Target("mmlu_correct_calibrated", "mmlu", schema.CORRECT_CALIBRATED, group_by="question_id", stratify_by="style"),
-    Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT),
+    Target("family", "blank", schema.FAMILY, pooled=True, group_by=schema.PROMPT, first_token=FAMILY_FIRST_TOKEN),
     # Beyond the study: image classes from image classifiers' profiles (one token slot).
     Target("image_class", "images", "label", group_by="source"),
 )
@@ -120,10 +125,7 @@ def knn_table(
         Tidy frame with :data:`TABLE_COLUMNS`, one row per (target, split, model,
         measure); rows that cannot be evaluated carry NaN scores and a ``note``.
     """
-    orders = [float(a) for a in alphas if not (include_shannon and float(a) == 1.0)]
-    measures = [(schema.ENTROPY, None)] * include_shannon + [(schema.RENYI, a) for a in orders]
-    if not measures:
-        raise ValueError("nothing to evaluate: include_shannon is False and alphas is empty")
+    measures = table_measures(alphas, include_shannon)
     rows = []
     for target in targets:
         if target.dataset not in stores:
@@ -135,6 +137,16 @@ def knn_table(
                 stores[target.dataset], target, metric=metric, alpha=alpha, features=features, settings=settings
             )
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def table_measures(alphas: Sequence[float], include_shannon: bool = True) -> list[tuple[str, float | None]]:
+    """``(metric, alpha)`` of every measure the table scores: Shannon entropy, then each Rényi order (order 1 is
+    Shannon and is left out when ``include_shannon`` scores it already)."""
+    orders = [float(a) for a in alphas if not (include_shannon and float(a) == 1.0)]
+    measures = [(schema.ENTROPY, None)] * include_shannon + [(schema.RENYI, a) for a in orders]
+    if not measures:
+        raise ValueError("nothing to evaluate: include_shannon is False and alphas is empty")
+    return measures
 
 
 def target_rows(
@@ -162,20 +174,64 @@ def target_rows(
     }
     protocols = PROTOCOLS if target.group_by else (STUDY,)
     rows = []
+    for samples in target_samples(ds, target, metric=metric, alpha=alpha, features=features):
+        for protocol in protocols:
+            grouped = protocol == GROUPED
+            scored = _score(
+                samples.X,
+                samples.labels,
+                settings,
+                samples.groups if grouped else None,
+                samples.strata if grouped else None,
+            )
+            rows.append({**base, "split": samples.split, "model": samples.model, "protocol": protocol, **scored})
+    return rows
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The samples one row of a target scores: its split and model, features, labels, sources and strata.
+
+    Attributes:
+        split: The split (``""`` without ``split_by``).
+        model: The model, or :data:`POOLED_MODEL` for a pooled target.
+        X: ``[N, F]`` features.
+        labels: ``[N]`` label of each sample (``None``: missing).
+        groups: ``[N]`` source of each sample (the target's ``group_by``), or ``None``.
+        strata: ``[N]`` the second label the grouped folds balance (``stratify_by``), or ``None``.
+    """
+
+    split: str
+    model: str
+    X: np.ndarray
+    labels: np.ndarray
+    groups: np.ndarray | None
+    strata: np.ndarray | None
+
+
+def target_samples(
+    ds: xr.Dataset,
+    target: Target,
+    *,
+    metric: str = schema.ENTROPY,
+    alpha: float | None = None,
+    features: FeatureSettings | None = None,
+) -> Iterator[Samples]:
+    """The :class:`Samples` of every row of one target on one store for one entropy measure, in table order:
+    what :func:`target_rows` scores (and the permutation null draws from)."""
+    features = features or FeatureSettings()
     for split, ids in target_splits(ds, target):
         for model in [POOLED_MODEL] if target.pooled else [str(m) for m in ds.indexes[schema.MODEL]]:
             if target.pooled:
-                feats = pooled_features(ds, metric=metric, alpha=alpha, settings=features, prompts=ids)
+                feats = pooled_features(
+                    ds, metric=metric, alpha=alpha, settings=features, prompts=ids, first_token=target.first_token
+                )
             else:
                 feats = model_features(ds, model, metric=metric, alpha=alpha, settings=features, prompts=ids)
             labels = sample_labels(ds, target.label, feats.models, feats.prompts)
             groups = sample_labels(ds, target.group_by, feats.models, feats.prompts) if target.group_by else None
             strata = sample_labels(ds, target.stratify_by, feats.models, feats.prompts) if target.stratify_by else None
-            for protocol in protocols:
-                grouped = protocol == GROUPED
-                scored = _score(feats.X, labels, settings, groups if grouped else None, strata if grouped else None)
-                rows.append({**base, "split": split, "model": model, "protocol": protocol, **scored})
-    return rows
+            yield Samples(split, model, feats.X, labels, groups, strata)
 
 
 def target_splits(ds: xr.Dataset, target: Target) -> Iterator[tuple[str, np.ndarray]]:

@@ -24,7 +24,7 @@ SPEARMAN = Claim(
     name="Spearman ΔH vs Δ nucleus size",
     sentence="rising entropy is the candidate set expanding, falling entropy pruning",
     role=FINDING,
-    unit="prompts",
+    unit="sources",
     dataset="tasks",
     rule=rules.above_threshold,
     figure="spearman",
@@ -35,7 +35,7 @@ OVERLAP = Claim(
     name="adjacent layers share most of their top-p sets",
     sentence="adjacent layers share most of their top-p sets",
     role=FINDING,
-    unit="prompts",
+    unit="sources",
     dataset="tasks",
     rule=rules.above_threshold,
     figure="overlap",
@@ -46,6 +46,21 @@ OVERLAP = Claim(
 def _sources(rec: Record) -> int:
     """The unit's count of a record, 0 where the analysis gave none."""
     return int(rec[SOURCES]) if pd.notna(rec[SOURCES]) else 0
+
+
+def _note(first: str):
+    """The note of an expansion row: ``first``, the unit the interval resamples, and the prompts left without a
+    cross-prompt partner of another source (docs/verdicts.md, "The right units")."""
+
+    def note(rec: Record) -> str:
+        text = f"{first}; the interval resamples sources ({_sources(rec)}: stories, topics, questions "
+        text += "or blank samples), not prompts"
+        unpartnered = rec.get("null_unpartnered")
+        if unpartnered is not None and pd.notna(unpartnered) and int(unpartnered):
+            text += f"; {int(unpartnered)} prompts have no partner of another source in their batch (not in the null)"
+        return text
+
+    return note
 
 
 def _study_spearman(rec: Record) -> str:
@@ -62,8 +77,7 @@ SPEARMAN_RULE = RowRule(
         rho, threshold=rules.SPEARMAN_THRESHOLD, n=_sources(rec), statistic="rho"
     ),
     study=_study_spearman,
-    note="n counts (token, layer) pairs; the interval resamples prompts; containment of adjacent top-p sets is the "
-    "claim's test",
+    note=_note("n counts (token, layer) pairs; containment of adjacent top-p sets is the claim's test"),
     margin=decision.NULL_MARGINS["rho"],
     bar=rules.SPEARMAN_THRESHOLD,
     instead="it cannot tell whether the same shortlist grows and shrinks; containment of adjacent top-p sets is the "
@@ -103,7 +117,7 @@ def _original(rec: Record) -> dict[str, object]:
 
 
 def _overlap_note(rec: Record) -> str:
-    note = "mean over (token, layer) cells; the interval resamples prompts"
+    note = _note("mean over (token, layer) cells")(rec)
     if rec["measure"] == CONTAINMENT_STATISTIC:
         note += "; containment was chosen after the values of the default run were seen (Jaccard before it)"
     return note

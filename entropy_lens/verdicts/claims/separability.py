@@ -14,7 +14,12 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.separability.folds import GROUPED, STUDY
-from entropy_lens.analysis.separability.heldout import HELDOUT_NORMALIZED_READING, HELDOUT_READING, family_heldout
+from entropy_lens.analysis.separability.heldout import (
+    HELDOUT_NORMALIZED_READING,
+    HELDOUT_READING,
+    OVER_MODELS,
+    family_heldout,
+)
 from entropy_lens.analysis.separability.targets import KNN_READING, knn_table
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
@@ -104,7 +109,7 @@ FAMILY_HELDOUT = Claim(
     name="family held out across size: an unseen model's blank profiles fall in its own family",
     sentence="profiles cluster by family, not size: a model left out falls in its family",
     role=FINDING,
-    unit="blank samples",
+    unit="held-out models",
     dataset="blank",
     rule=rules.held_out_family,
     figure="family",
@@ -324,22 +329,23 @@ def _heldout_bar(rec: Record) -> float:
 def _heldout_verdict(share: decision.Interval, rec: Record) -> decision.Verdict:
     if not share.finite:
         return decision.Verdict(decision.INCONCLUSIVE, f"not scored: {text(rec.get('note'))}")
-    return rules.held_out_family(share, bar=_heldout_bar(rec), n=int(rec["n"]), family=str(rec["family"]))
+    to_decide = int(rec["models_to_decide"]) if pd.notna(rec.get("models_to_decide")) else 0
+    return rules.held_out_family(share, bar=_heldout_bar(rec), n_models=int(rec["n"]), to_decide=to_decide)
 
 
 def _heldout_note(rec: Record) -> str:
-    trained = (
-        f"trained on {int(rec['n_train'])} samples of {int(rec['n_train_families'])} families "
-        f"without this model; predicted: {text(rec['predicted'])}"
-    )
-    return "; ".join(t for t in (trained, text(rec.get("note"))) if t)
+    seen = f"held-out models, own family's samples of theirs: {text(rec['predicted'])}"
+    return "; ".join(t for t in (seen, text(rec.get("note"))) if t)
 
 
+# The claim's row is the one over the held-out models (one observation each, analysis.separability.heldout); each
+# model's own share stays in family_heldout.md, and in this row's note.
 HELDOUT_RULE = RowRule(
     claim=FAMILY_HELDOUT,
     unit=SHARE,
     judge=_heldout_verdict,
     note=_heldout_note,
+    keep=lambda rec: str(rec["model"]) == OVER_MODELS,
     extra=lambda rec: {"baseline": decision.Interval(_heldout_bar(rec), math.nan, math.nan)},
     null=lambda rec: decision.fixed_null(
         "no-signal classifier",
