@@ -603,15 +603,18 @@ def test_summary_counts_each_role_apart():
     assert html.count("<table") == 3
 
 
-def _pairs(gap=(0.4, 0.3, 0.5), n_other: int = 2, scales=(NATS, NORMALIZED, CENTRED)) -> pd.DataFrame:
+TWO_PAIRS = (("qwen", "q-0.5b", "q-1.5b"), ("gemma", "g-270m", "g-1b"))
+
+
+def _pairs(gap=(0.4, 0.3, 0.5), n_other: int = 2, scales=(NATS, NORMALIZED, CENTRED), pairs=TWO_PAIRS) -> pd.DataFrame:
     return _csv(
         [
             {
                 "statistic": statistic,
                 "scale": scale,
-                "family": "qwen",
-                "small": "q-0.5b",
-                "large": "q-1.5b",
+                "family": family,
+                "small": small,
+                "large": large,
                 "n_models": 2 + n_other,
                 "n_other": 0 if statistic == ALIGNMENT_GAP else n_other,
                 "n_samples": 40,
@@ -622,6 +625,7 @@ def _pairs(gap=(0.4, 0.3, 0.5), n_other: int = 2, scales=(NATS, NORMALIZED, CENT
                 "gap_low": gap[1] if n_other or statistic == ALIGNMENT_GAP else float("nan"),
                 "gap_high": gap[2] if n_other or statistic == ALIGNMENT_GAP else float("nan"),
             }
+            for family, small, large in pairs
             for statistic in (FAMILY_GAP, RESOLUTION_GAP, ALIGNMENT_GAP)
             for scale in scales
         ]
@@ -632,19 +636,21 @@ def _family_expected(families: dict[str, str]) -> paper.Expected:
     return paper.Expected(datasets={"blank": list(families)}, families=families)
 
 
-PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "smollm", "g-270m": "gemma"}
+PAIR_FAMILIES = {"q-0.5b": "qwen", "q-1.5b": "qwen", "s-135m": "smollm", "g-270m": "gemma", "g-1b": "gemma"}
+QWEN = "q-0.5b, q-1.5b"
 
 
 def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_normalized_one():
     table = paper.paper_table(family_pairs=_pairs(), expected=_family_expected(PAIR_FAMILIES))
-    rows = table[table["claim_id"].isin(["clustering", "size_resolution"])].set_index(["claim_id", "measure"])
-    assert len(rows) == 6 and set(rows["verdict"]) == {decision.REPRODUCED} and set(rows["model"]) == {"q-0.5b, q-1.5b"}
+    rows = table[table["claim_id"].isin(["clustering", "size_resolution"])].set_index(["claim_id", "model", "measure"])
+    assert len(rows) == 12 and set(rows["verdict"]) == {decision.REPRODUCED}  # one row per pair, claim and scale
+    assert set(rows.index.get_level_values("model")) == {QWEN, "g-270m, g-1b"}
     assert (
-        rows.loc[("clustering", NORMALIZED), "unit"] == units.LOG_V
-        and rows.loc[("clustering", NATS), "unit"] == units.NATS
+        rows.loc[("clustering", QWEN, NORMALIZED), "unit"] == units.LOG_V
+        and rows.loc[("clustering", QWEN, NATS), "unit"] == units.NATS
     )
-    assert "(s-135m)" in rows.loc[("clustering", NATS), "why"]
-    assert "on absolute layer 0.600" in rows.loc[("size_resolution", NATS), "note"]
+    assert "(s-135m)" in rows.loc[("clustering", QWEN, NATS), "why"]
+    assert "on absolute layer 0.600" in rows.loc[("size_resolution", QWEN, NATS), "note"]
     assert RESOLUTION_GAP not in " ".join(table["note"])  # the old closeness statistic is no verdict any more
     top = paper.headline(table)
     assert set(top.loc[top["claim_id"].isin(["clustering", "size_resolution"]), "measure"]) == {NORMALIZED}
@@ -653,8 +659,20 @@ def test_same_family_pairs_get_verdicts_per_scale_and_the_headline_reads_the_nor
     wide = paper.paper_table(
         family_pairs=_pairs((0.05, -0.1, 0.2), scales=(NATS,)), expected=_family_expected(PAIR_FAMILIES)
     )
-    why = wide.loc[wide["claim_id"] == "clustering", "why"].item()
+    why = wide.loc[(wide["claim_id"] == "clustering") & (wide["model"] == QWEN), "why"].item()
     assert "with 40 blank samples per model: about 360 would decide it" in why, why
+
+
+def test_one_same_family_pair_cannot_test_family_not_size():
+    """One pair is one observation: whatever its numbers, "family, not size" and "size as resolution" read cannot
+    test, with no beyond-null reading."""
+    one = paper.paper_table(family_pairs=_pairs(pairs=TWO_PAIRS[:1]), expected=_family_expected(PAIR_FAMILIES))
+    rows = one[one["claim_id"].isin(["clustering", "size_resolution"])]
+    assert len(rows) == 6 and set(rows["model"]) == {QWEN}
+    assert set(rows["why"]) == {
+        "cannot test: one pair, one observation; 'family, not size' needs two families with two sizes each"
+    }
+    assert (rows["beyond_verdict"] == "").all()
 
 
 def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_help():
@@ -664,21 +682,32 @@ def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_h
             clustering=frame if clustering else None, family_pairs=pairs, expected=_family_expected(families)
         )
         rows = table[table["claim_id"].isin(claims)]
-        assert (rows["verdict"] == decision.INCONCLUSIVE).all()
+        # a design that cannot test the claims says so; a blank set that cannot be read is not run
+        words = (
+            rows["why"]
+            .str.split(":")
+            .str[0]
+            .map({"cannot test": decision.CANNOT_TEST, "not run": decision.INCONCLUSIVE})
+        )
+        assert (rows["verdict"] == words).all(), rows[["verdict", "why"]]
         return set(rows["why"])
 
+    design = "cannot test: no family has two sizes; 'family, not size' needs two families with two sizes"
     assert reasons({"a": "x", "b": "y"}) == {
-        "not run: one model per family: family and model identity coincide, so size cannot be told apart (make study)"
+        f"{design} each (one model per family: family and model identity coincide, so size cannot be told apart "
+        "(make study))"
     }
-    assert reasons({"a": "x", "b": "x"}) == {"not run: only family x on 'blank': no other family to compare with"}
+    assert reasons({"a": "x", "b": "x"}) == {
+        f"{design} each (only family x on 'blank': no other family to compare with)"
+    }
     assert reasons({"a": "x", "b": "x", "c": "y"}) == {
-        "not run: no two models of one family with different layer counts on 'blank'"
+        f"{design} each (no two models of one family with different layer counts on 'blank')"
     }
-    # the alignment of a family's two sizes needs no other family; "family, not size" does
-    alone = reasons(
-        {"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0, scales=(NATS,)), claims=["clustering"]
-    )
-    assert alone == {"not run: only family qwen on 'blank': no other family to compare with"}
+    # one family with two sizes cannot test the claims, with or without another family beside it
+    alone = reasons({"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0, scales=(NATS,), pairs=TWO_PAIRS[:1]))
+    assert alone == {
+        "cannot test: one pair, one observation; 'family, not size' needs two families with two sizes each"
+    }
     assert reasons({"a": "x"}, clustering=False) == {"not run: needs >= 2 models on 'blank', got 1"}
 
 

@@ -152,18 +152,41 @@ PAIR_CLAIMS = {
 }
 
 
+# Fewest families with two sizes (a same-family pair) that can tell family from size (docs/verdicts.md, "Cannot test").
+MIN_PAIR_FAMILIES = 2
+
+
+def pair_design(pairs: pd.DataFrame | None) -> str:
+    """Why the same-family pairs cannot test "family, not size" or "size as resolution" whatever their numbers
+    (fewer than :data:`MIN_PAIR_FAMILIES` families with two sizes: one pair is one observation), or ``""``."""
+    families = sorted(set(pairs["family"].astype(str))) if pairs is not None and not pairs.empty else []
+    if len(families) >= MIN_PAIR_FAMILIES:
+        return ""
+    need = "'family, not size' needs two families with two sizes each"
+    if not families:
+        return f"no family has two sizes; {need}"
+    small_large = pairs[["small", "large"]].drop_duplicates()
+    what = "one pair, one observation" if len(small_large) == 1 else f"one family ({families[0]}) with two sizes"
+    return f"{what}; {need}"
+
+
 def pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expected: Expected) -> list[dict]:
-    """A row per same-family pair, pair claim and scale; one "not run" row per claim without pairs."""
+    """A row per same-family pair, pair claim and scale (one observation per pair, not per model); one "not run"
+    row per claim where the blank set cannot be read, and "cannot test" where the pairs cannot tell family from
+    size (:func:`pair_design`)."""
     blank = list(expected.datasets.get("blank", ()))
     scores = _clustering_note(clustering)
+    reason = pair_design(pairs)
     rows = []
     for statistic, (claim, judge, sentence, same) in PAIR_CLAIMS.items():
         mine = pairs[pairs["statistic"] == statistic] if pairs is not None else pd.DataFrame()
         if mine.empty:
-            why = family_shortfall(expected) or pair_shortfall(blank, expected.families)
-            rows.append(row(claim, ", ".join(blank) or "all", NATS, decision.not_run(why), study=sentence, note=scores))
+            shortfall = family_shortfall(expected)
+            design = f"{reason} ({pair_shortfall(blank, expected.families)})"
+            verdict = decision.not_run(shortfall) if shortfall else decision.cannot_test(design)
+            rows.append(row(claim, ", ".join(blank) or "all", NATS, verdict, study=sentence, note=scores))
             continue
-        rows += rows_of(mine, _pair_rule(claim, judge, sentence, same, scores))
+        rows += rows_of(mine, _pair_rule(claim, judge, sentence, same, scores, reason))
     return rows
 
 
@@ -175,8 +198,12 @@ def _pair_unit(rec: Record) -> str:
     return LOG_V if _scale(rec) == NORMALIZED else NATS
 
 
-def _pair_rule(claim: Claim, judge, sentence: str, same: str, scores: str) -> RowRule:
+def _pair_rule(claim: Claim, judge, sentence: str, same: str, scores: str, cannot: str = "") -> RowRule:
+    """The rule of a pair claim's rows; ``cannot``: why the design cannot test it (then no row is judged)."""
+
     def verdict(gap: decision.Interval, rec: Record) -> decision.Verdict:
+        if cannot:
+            return decision.cannot_test(cannot)
         if rec["statistic"] == FAMILY_GAP and int(rec["n_other"]) == 0:
             return decision.not_run(f"only family {rec['family']} on 'blank': no other family to compare with")
         # the alignment gap compares the pair with itself: no other family to name
@@ -202,11 +229,15 @@ def _pair_rule(claim: Claim, judge, sentence: str, same: str, scores: str) -> Ro
         note=note,
         model=lambda rec: f"{rec['small']}, {rec['large']}",
         measure=_scale,
-        null=lambda rec: decision.fixed_null(
-            "no family structure (gap 0)",
-            interval(rec, ESTIMATE, LOW, HIGH),
-            rules.GAP_THRESHOLD,
-            margin=decision.NULL_MARGINS["gap"],
+        null=lambda rec: (
+            None
+            if cannot
+            else decision.fixed_null(
+                "no family structure (gap 0)",
+                interval(rec, ESTIMATE, LOW, HIGH),
+                rules.GAP_THRESHOLD,
+                margin=decision.NULL_MARGINS["gap"],
+            )
         ),
     )
 
