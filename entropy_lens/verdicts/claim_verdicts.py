@@ -6,7 +6,8 @@ written in ``docs/verdicts.md`` before any run read it, is the same for every cl
 * **as stated**, over the claim's rows that were run (the headline's rows: one measure per claim):
   ``reproduced`` when at least one row reproduces and none is decided against it; ``not reproduced`` when
   at least one row is decided against and none reproduces; ``mixed`` when both occur; ``inconclusive``
-  when no row is decided; ``not run`` when no row was run. Preconditions and extensions read the same
+  when no row is decided (``cannot be read`` when no row could be read at all); ``not run`` when no row was
+  run. Preconditions and extensions read the same
   rule in their own words (met / not met, holds / does not hold; a skip outcome when every decided row
   found the same one).
 * **beyond its null**, over the rows that carry a null: ``shown`` when at least one row shows it and
@@ -23,7 +24,7 @@ import pandas as pd
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, PRECONDITION
 from entropy_lens.verdicts.decision import NOT_RUN
-from entropy_lens.verdicts.outcomes import UNDECIDED
+from entropy_lens.verdicts.outcomes import CANNOT_BE_READ, UNDECIDED
 
 MIXED = "mixed"
 NO_NULL = "no null"
@@ -44,10 +45,12 @@ def combine(words: Sequence[str], positive: str, negative: str, undecided: str) 
         return MIXED
     if pos or neg:
         return positive if pos else negative
-    others = {w for w in words if w not in (undecided, UNDECIDED, "")}
+    others = {w for w in words if w not in (undecided, UNDECIDED, "", CANNOT_BE_READ)}
     if len(others) == 1:  # a skip outcome every decided row found
         return others.pop()
-    return MIXED if others else undecided
+    if others:
+        return MIXED
+    return CANNOT_BE_READ if words and set(words) == {CANNOT_BE_READ} else undecided
 
 
 def claim_verdicts(headline: pd.DataFrame) -> pd.DataFrame:

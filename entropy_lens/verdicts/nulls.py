@@ -22,6 +22,7 @@ from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS
+from entropy_lens.verdicts.schedule_nulls import planted_null_rate as planted_schedule
 from entropy_lens.verdicts.skip_nulls import planted_null_rate as planted_skip
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ PLANTED: dict[str, Planted] = {
     "pruning_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
     "skip_rank": planted_zero_mean,
     "drop_sets": planted_drop,
+    "schedule_survives": planted_schedule,
     "spearman": spearman_planted_rate,
     "overlap": overlap_planted_rate,
     **dict.fromkeys(
