@@ -259,3 +259,25 @@ def test_the_schedule_table_refuses_readings_of_different_blocks():
     readings = {"logit": (np.zeros((4, 3)), np.zeros((4, 3))), "linear": (np.zeros((4, 4)), np.zeros((4, 4)))}
     with pytest.raises(ValueError, match="different numbers of blocks"):
         schedule_table(readings, np.repeat([0, 1], 2), model="m", n_boot=10, seed=0)
+
+
+def test_skip_map_prints_the_schedule_under_both_lenses_where_a_lens_is_fitted(tmp_path, capsys):
+    from test_cli import _skip_map_csv
+
+    from entropy_lens import cli
+
+    results = tmp_path / "results"
+    _skip_map_csv(results)  # model "m"
+    assert cli.main(["skip-map", "--results", str(results)]) == 0
+    assert "the schedule under each lens" not in capsys.readouterr().out  # no lens fitted: the map alone
+    readings, prompts = _readings(LEVELS, DELTA)
+    schedule = schedule_table(readings, prompts, model="m", n_boot=200, seed=0)
+    schedule.to_csv(results / "tables" / "lens_schedule.csv", index=False)
+    choices_table(schedule).to_csv(results / "tables" / "lens_schedule_choices.csv", index=False)
+    agreement = agreement_table(readings, prompts, schedule, model="m", n_boot=200, seed=0)
+    agreement.to_csv(results / "tables" / "lens_schedule_agreement.csv", index=False)
+    assert cli.main(["skip-map", "--results", str(results)]) == 0
+    printed = capsys.readouterr().out
+    assert "the schedule under each lens, on held-out questions" in printed
+    assert "logit vs linear lens over the 4 blocks under the bar of the linear lens: rho" in printed
+    assert printed.index("safe to skip") < printed.index("the schedule under each lens")

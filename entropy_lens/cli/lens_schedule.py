@@ -87,7 +87,7 @@ def schedule_text(results: str, model: str) -> str:
     paths = [Path(t.format(results=results)) for t in (SCHEDULE_PATH, CHOICES_PATH, AGREEMENT_PATH)]
     if not all(p.is_file() for p in paths):
         return ""
-    schedule, choices, agreement = (read_csv_table(p).query("model == @model") for p in paths)
+    schedule, choices, agreement = (table[table["model"] == model] for table in map(read_csv_table, paths))
     if schedule.empty:
         return ""
     return "\n".join([render_schedule(schedule), render_choices(choices), render_agreement(agreement)]) + "\n\n"
