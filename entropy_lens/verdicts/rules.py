@@ -61,10 +61,7 @@ Size as resolution (per same-family pair)
     one aligned on normalized depth.  Same rule as above: above 0, normalized depth aligns
     them better.
 
-The expansion/pruning schedule survives a fitted lens (an extension; :func:`schedule_survives`)
-    the Spearman of the logit lens's ΔH with a fitted lens's over the blocks under the fitted lens's KL bar:
-    ``holds`` above 0, ``does not hold`` below :data:`SCHEDULE_MARGIN`; ``cannot be read`` (its own word) where
-    those blocks hold no expansion or no pruning block of the logit lens's, or fewer than three.
+The expansion/pruning schedule survives a fitted lens (an extension): :func:`schedule_survives`.
 
 An interval too wide to decide
     the ``why`` gives the number of units (questions, prompts, sources, samples) that would
@@ -401,18 +398,11 @@ SCHEDULE_MARGIN = 0.3
 
 
 def schedule_survives(rho: Interval, *, n: int, n_blocks: int, unreadable: str = "") -> Verdict | Outcome:
-    """Does the fitted lens read the logit lens's expansion/pruning schedule where its own reading counts as the
-    model's? ``holds`` when the Spearman's interval (over held-out questions, blocks fixed) lies above 0, ``does not
-    hold`` when its upper end lies below :data:`SCHEDULE_MARGIN`, else undecided (and with fewer than
-    :data:`MIN_GROUPS` questions, or a degenerate interval).
-
-    Args:
-        rho: The Spearman over the blocks under the fitted lens's bar, with its interval.
-        n: Held-out questions behind the interval.
-        n_blocks: Blocks it ranks.
-        unreadable: Why the schedule cannot be read there (no block of a phase under the bar, too few blocks):
-            the outcome :data:`~entropy_lens.verdicts.outcomes.CANNOT_BE_READ`, its own word, counted apart.
-    """
+    """Does a fitted lens rank the logit lens's ΔH alike where its own reading counts as the model's (its ΔH under
+    its KL bar)? ``holds`` when the Spearman's interval (held-out questions resampled, blocks fixed) lies above 0,
+    ``does not hold`` when its upper end lies below :data:`SCHEDULE_MARGIN`, else undecided (also with fewer than
+    :data:`MIN_GROUPS` questions or a degenerate interval); ``unreadable`` (no expansion or no pruning block of the
+    logit lens's under the bar, fewer than three blocks) gives the outcome ``cannot be read``, counted apart."""
     if unreadable:
         return Outcome(CANNOT_BE_READ, unreadable)
     if not rho.finite:
