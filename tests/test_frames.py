@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import schedule
+from entropy_lens.analysis import schedule_agreement
 from entropy_lens.analysis.expansion import overlap, spearman
 from entropy_lens.analysis.families import pairs, shapes
 from entropy_lens.analysis.separability import baselines, equivalence, heldout, knn
@@ -40,7 +40,7 @@ ANALYSIS_COLUMNS = {
     "drop_scores": drop_scores.SCORE_COLUMNS,
     "shapes": shapes.COLUMNS,
     "family_pairs": pairs.COLUMNS,
-    "lens_schedule": schedule.AGREEMENT_COLUMNS,
+    "lens_schedule": schedule_agreement.AGREEMENT_COLUMNS,
 }
 
 

@@ -12,17 +12,19 @@ from test_translators import corpus
 from tiny import tiny_model
 
 from entropy_lens.analysis.schedule import (
-    AGREEMENT_COLUMNS,
-    AGREEMENT_READING,
     CHOICE_COLUMNS,
-    EVERY,
     KL_BAR,
     SCHEDULE_COLUMNS,
+    choices_table,
+    schedule_table,
+)
+from entropy_lens.analysis.schedule_agreement import (
+    AGREEMENT_COLUMNS,
+    AGREEMENT_READING,
+    EVERY,
     UNDER_BAR,
     agreement_table,
-    choices_table,
     permutation_agreement,
-    schedule_table,
 )
 from entropy_lens.cli.lens_schedule import render_agreement, render_choices, render_schedule
 from entropy_lens.core.intervals import wilson_interval

@@ -4,7 +4,8 @@ tokens their KL is measured on: ΔH and KL per block, the blocks each lens selec
 import pandas as pd
 
 from entropy_lens.analysis.lens_fit import final_readings
-from entropy_lens.analysis.schedule import agreement_table, choices_table, schedule_table
+from entropy_lens.analysis.schedule import choices_table, schedule_table
+from entropy_lens.analysis.schedule_agreement import agreement_table
 from entropy_lens.core.tables import write_csv
 from entropy_lens.workflow.jobs import setup_logging
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from entropy_lens.analysis.schedule import KL_BAR, LOGIT, UNDER_BAR
+from entropy_lens.analysis.schedule import KL_BAR, LOGIT
+from entropy_lens.analysis.schedule_agreement import UNDER_BAR
 from entropy_lens.core.tables import read_csv_table
 
 SCHEDULE_PATH = "{results}/tables/lens_schedule.csv"

@@ -4,9 +4,10 @@ blocks.
 :func:`null_readings` writes held-out readings of one synthetic model under two lenses whose block profiles of ΔH
 are drawn independently (each prompt shifting every block alike, each token adding noise; both lenses' KL far under
 the bar, so every block counts); :func:`planted_null_rate` sends them through the same code path as a run
-(:func:`~entropy_lens.analysis.schedule.schedule_table`, :func:`~entropy_lens.analysis.schedule.agreement_table`,
-the claim's row rule and :func:`~entropy_lens.verdicts.decision.beyond_null`) and counts the draws whose row shows
-the Spearman beyond its block-permutation null (or, with ``holds``, also reads ``holds`` as stated). As stated alone
+(:func:`~entropy_lens.analysis.schedule.schedule_table`,
+:func:`~entropy_lens.analysis.schedule_agreement.agreement_table`, the claim's row rule and
+:func:`~entropy_lens.verdicts.decision.beyond_null`) and counts the draws whose row shows the Spearman beyond its
+block-permutation null (or, with ``holds``, also reads ``holds`` as stated). As stated alone
 the rule answers for these blocks of this model: a Spearman between two unrelated profiles is rarely 0, and
 questions narrow its interval around it; the permutation null is what breaks the blocks' pairing.
 """
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from entropy_lens.analysis.schedule import AGREEMENT_READING, LOGIT, agreement_table, schedule_table
+from entropy_lens.analysis.schedule import LOGIT, schedule_table
+from entropy_lens.analysis.schedule_agreement import AGREEMENT_READING, agreement_table
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts.claims.schedule import SCHEDULE_RULE
 from entropy_lens.verdicts.rows import rows_of

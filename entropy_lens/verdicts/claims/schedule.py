@@ -1,5 +1,5 @@
 """The schedule under a fitted lens: does the logit lens's expansion/pruning schedule survive a lens fitted to the
-model (:mod:`entropy_lens.analysis.schedule`)?
+model (:mod:`entropy_lens.analysis.schedule`, :mod:`~entropy_lens.analysis.schedule_agreement`)?
 
 No claim of the study's (it reads the logit lens alone): an extension row per model and fitted kind, counted apart.
 The blocks read are those whose ΔH is under the fitted lens's KL bar (its reading there counts as the model's); the
@@ -13,7 +13,8 @@ Its record, its row rule, and the paper-table input its rows come from.
 
 from __future__ import annotations
 
-from entropy_lens.analysis.schedule import AGREEMENT_READING, KL_BAR, UNDER_BAR
+from entropy_lens.analysis.schedule import KL_BAR
+from entropy_lens.analysis.schedule_agreement import AGREEMENT_READING, UNDER_BAR
 from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import rules as V
 from entropy_lens.verdicts.claim import EXTENSION, Claim
@@ -59,7 +60,9 @@ SCHEDULE_RULE = RowRule(
     note=lambda rec: (
         f"blocks {text(rec['block_list']) or 'none'} ({int(rec['n_rising'])} rising, {int(rec['n_falling'])} "
         f"falling under the logit lens); the logit lens's ΔH is mostly its convergence at blocks "
-        f"{text(rec['convergence_blocks']) or 'none'}; the interval resamples held-out questions, blocks fixed"
+        f"{text(rec['convergence_blocks']) or 'none'}; with depth there: rho {float(rec['depth_rho_logit']):+.2f} "
+        f"(logit), {float(rec['depth_rho_fitted']):+.2f} (fitted); the interval resamples held-out questions, blocks "
+        "fixed"
     ),
     # the block permutation, computed in the same bootstrap; none where the schedule cannot be read
     null=lambda rec: None if _unreadable(rec) else table_null(rec, margin=D.NULL_MARGINS["rho"]),
@@ -68,7 +71,7 @@ SCHEDULE_RULE = RowRule(
 
 INPUTS = {
     "lens_schedule": PaperInput(
-        "analysis.schedule.agreement_table (the blocks under the fitted lens's bar)",
+        "analysis.schedule_agreement.agreement_table (the blocks under the fitted lens's bar)",
         AGREEMENT_READING,
         rule_rows("lens_schedule", SCHEDULE_RULE),
         from_store=FROM_LENS_CORPUS,
