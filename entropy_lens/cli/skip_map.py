@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from entropy_lens.cli.lens_schedule import schedule_text
 from entropy_lens.cli.profile import sparkline
 from entropy_lens.core.tables import read_csv_table
 from entropy_lens.skipping.exit import LOGIT
@@ -168,6 +169,7 @@ def skip_map_command(args: argparse.Namespace) -> int:
         n = int(rows["n"].max()) if len(rows) else 0
         print(f"{model}: every block skipped alone, {n} MMLU questions, {args.measure} letters\n")
         print(render_skip_map(rows) + "\n")
+        print(schedule_text(args.results, model), end="")
         for template, render in ((CRITERIA_PATH, render_criteria), (EXIT_PATH, render_exit)):
             extra = Path(template.format(results=args.results))
             if extra.is_file():

@@ -7,8 +7,8 @@ Modules:
     metrics     every metric of full rows at once (entropy and nucleus from one log-softmax).
     decoding    LensSettings, per-layer decoding in memory-budgeted tiles, log-probabilities of given tokens.
     translators lenses fitted to the model as artifacts: per-block affine maps, saved and loaded.
-    fitting     fitting a lens: the corpus's residuals, linear least squares, tuned by KL.
-    held_out    a fitted lens's quality: KL to the model's final distribution on held-out prompts.
+    fitting     fitting a lens: the corpus's residuals, linear least squares (also at nested prefixes), tuned by KL.
+    held_out    what a lens reads on held-out prompts: KL to the model's final distribution and its entropy.
     encoding    prompt texts as token ids (chat template, the empty prompt, the context window).
     profiles    output buffers, the one provenance builder and the profile dataset (text and images).
     text        extract_profiles: generate from each prompt and record every new token's profile.

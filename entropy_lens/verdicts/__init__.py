@@ -9,6 +9,7 @@ Modules:
                     inconclusive: short wrappers of decision, one per statistic.
     outcomes        layer skipping: three outcomes per comparison, and the study's direction where it names one.
     skip_nulls      planted nulls of the layer-skip comparisons.
+    schedule_nulls  planted null of the schedule under a fitted lens (two lenses' ΔH unrelated across blocks).
     units           the table's units and how a number in each is shown.
     rows            the table's row: its columns, the one builder (rows_of) that turns a standard frame
                     (entropy_lens.core.frames) into rows under a claim's RowRule, and what the config expected.
@@ -16,7 +17,8 @@ Modules:
     claims/         each topic's claims, one module each: records, row rules and inputs. separability (kNN,
                     held-out family), baselines, renyi, expansion (Spearman, overlap), accuracy (the MMLU
                     precondition), skipping (layer-skip comparisons and rank), drop_sets (pruning criteria),
-                    families (shapes, same-family pairs).
+                    families (shapes, same-family pairs), schedule (the expansion/pruning schedule under a fitted
+                    lens).
     registry        every claim's record in reading order, and the topics in the order their inputs are read.
     absences        the "not run" rows of claims the configuration did not measure.
     table           the study-vs-ours comparison table: every claim, our interval, the study's figure, a verdict.

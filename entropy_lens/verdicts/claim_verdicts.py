@@ -12,8 +12,9 @@ in ``docs/verdicts.md`` before any run read it):
   the same one.
 * **pooled** (a claim about one pooled quantity): the pooled row (model ``all``) decides.
 
-Rows that were not run, and rows whose design cannot test the claim, are counted apart: a claim with no run row is
-``cannot test`` where a row says so, else ``not run``.
+Rows that were not run, and rows whose design cannot test the claim (``cannot test``; ``cannot be read``, an
+extension whose lens reads no block under its bar), are counted apart: a claim with no run row takes the word of its
+rows that could not test it where there are such rows, else ``not run``.
 
 Each reading (:data:`entropy_lens.verdicts.readings.READINGS`: beyond chance, beyond the simplest feature, beyond
 the twin) combines the same way: **every** gives the weakest row's word in the order not shown < undecided <
@@ -31,7 +32,7 @@ import pandas as pd
 from entropy_lens.verdicts import decision, registry
 from entropy_lens.verdicts.claim import EVERY, EXTENSION, FINDING, POOLED, PRECONDITION
 from entropy_lens.verdicts.decision import CANNOT_TEST, MECHANICAL, NOT_RUN
-from entropy_lens.verdicts.outcomes import UNDECIDED
+from entropy_lens.verdicts.outcomes import CANNOT_BE_READ, UNDECIDED
 from entropy_lens.verdicts.readings import NOT_READ, READINGS, ReadingColumns
 
 MIXED = "mixed"
@@ -45,6 +46,8 @@ ROLE_WORDS = {
 # A reading's words from weakest to strongest: an `every` claim reads its weakest row.
 BEYOND_ORDER = (decision.NOT_SHOWN, decision.UNDECIDED_BEYOND, decision.SHOWN_NEGLIGIBLE, decision.SHOWN)
 BEYOND = (decision.SHOWN, decision.SHOWN_NEGLIGIBLE, decision.NOT_SHOWN, decision.UNDECIDED_BEYOND)
+# The words of rows whose design cannot test their claim, whatever the numbers: counted apart, as not-run rows are.
+CANNOT = (CANNOT_TEST, CANNOT_BE_READ)
 # The model of a row pooled over models: the row a `pooled` claim reads.
 POOLED_ROW_MODEL = "all"
 CLAIM_COLUMNS = (
@@ -64,8 +67,12 @@ CLAIM_COLUMNS = (
 
 
 def combine(words: Sequence[str], positive: str, negative: str, undecided: str) -> str:
-    """The claim's word from the words of the rows that decide it (see the module docstring, **every**)."""
-    words = list(words)
+    """The claim's word from the words of the rows that decide it (see the module docstring, **every**); rows that
+    cannot test it are left out, and give their word when no other row is left."""
+    readable = [w for w in words if w not in CANNOT]
+    if words and not readable:
+        return words[0]
+    words = readable
     pos, neg = positive in words, negative in words
     if pos and neg:
         return MIXED
@@ -99,7 +106,7 @@ def claim_verdicts(headline: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (claim, role), rows in headline.groupby(["claim", "role"], sort=False):
         why = rows["why"].astype(str)
-        not_run, cannot = why.str.startswith(NOT_RUN), rows["verdict"].astype(str).eq(CANNOT_TEST)
+        not_run, cannot = why.str.startswith(NOT_RUN), rows["verdict"].astype(str).isin(CANNOT)
         run = rows[~not_run & ~cannot]
         aggregation = _aggregation(rows)
         deciding = _pooled(run) if aggregation == POOLED else run
@@ -107,7 +114,7 @@ def claim_verdicts(headline: pd.DataFrame) -> pd.DataFrame:
         if not run.empty:
             verdict = combine(list(deciding["verdict"].astype(str)), positive, negative, undecided)
         else:
-            verdict = CANNOT_TEST if cannot.any() else NOT_RUN
+            verdict = _first(rows.loc[cannot, "verdict"].astype(str)) if cannot.any() else NOT_RUN
         absent = rows[cannot] if cannot.any() else rows[not_run]
         out.append(
             {

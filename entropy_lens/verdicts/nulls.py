@@ -41,6 +41,7 @@ from entropy_lens.verdicts.planted_nulls import (
 )
 from entropy_lens.verdicts.readings import CHANCE, FEATURE, READINGS, ReadingColumns
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS, Expected
+from entropy_lens.verdicts.schedule_nulls import schedule_planted_rate
 from entropy_lens.verdicts.skip_nulls import skip_planted_rate
 from entropy_lens.verdicts.table import INPUTS, standard_frame
 
@@ -94,6 +95,7 @@ PLANTED: dict[str, Planted] = {
     "pruning_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
     "skip_rank": planted_zero_mean,
     "drop_sets": lambda n, draws, seed: drop_set_planted_rate(n, draws, seed, shown=_shown("accuracy")),
+    "schedule_survives": schedule_planted_rate,
     "spearman": lambda n, draws, seed: spearman_planted_rate(n, draws, seed, shown=_shown("rho")),
     "overlap": lambda n, draws, seed: overlap_planted_rate(n, draws, seed, shown=_shown("containment")),
     **dict.fromkeys(

@@ -61,6 +61,8 @@ MIN_RANDOM_SETS = 20
 NO_DIFFERENCE = "no difference"
 NO_RELATION = "no relation"
 UNDECIDED = "undecided"
+# A rule that has no reading on this model (the fitted lens's schedule: no block of a phase under the KL bar).
+CANNOT_BE_READ = "cannot be read"
 
 
 def more_critical(kind: str) -> str:
@@ -75,6 +77,7 @@ OUTCOMES = (
     NO_DIFFERENCE,
     NO_RELATION,
     UNDECIDED,
+    CANNOT_BE_READ,
 )
 
 

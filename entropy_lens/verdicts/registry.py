@@ -18,13 +18,24 @@ from entropy_lens.verdicts.claims import (
     expansion,
     families,
     renyi,
+    schedule,
     separability,
     skipping,
 )
 
 # Each topic's module declares its claims' records, row rules and INPUTS. Its inputs are read in this order: the
 # Rényi rows repeat the kNN rows built before them.
-TOPICS: tuple[ModuleType, ...] = (separability, baselines, renyi, expansion, accuracy, skipping, drop_sets, families)
+TOPICS: tuple[ModuleType, ...] = (
+    separability,
+    baselines,
+    renyi,
+    expansion,
+    accuracy,
+    skipping,
+    drop_sets,
+    families,
+    schedule,
+)
 
 # The claims, in the order a reader meets them.
 CLAIMS: tuple[Claim, ...] = (
@@ -43,6 +54,7 @@ CLAIMS: tuple[Claim, ...] = (
     skipping.SKIP_VS_PRUNING,
     skipping.PRUNING_VS_RANDOM,
     skipping.SKIP_RANK,
+    schedule.SCHEDULE_SURVIVES,
     renyi.RENYI,
     families.CLUSTERING,
     families.SIZE_RESOLUTION,

@@ -64,6 +64,8 @@ Size as resolution (per same-family pair)
     one aligned on normalized depth.  Same rule as above: above 0, normalized depth aligns
     them better.
 
+The expansion/pruning schedule survives a fitted lens (an extension): :func:`schedule_survives`.
+
 An interval too wide to decide
     the ``why`` gives the number of units (questions, prompts, sources, samples) that would
     decide the row at the measured spread (:func:`~entropy_lens.verdicts.decision.units_to_decide`; for
@@ -91,6 +93,7 @@ from entropy_lens.verdicts.decision import (
     inside,
     judge,
 )
+from entropy_lens.verdicts.outcomes import CANNOT_BE_READ, Outcome
 
 CHANCE_AUC = 0.5
 # A separability below 0.5 + this AUC is too small to call the claim reproduced.
@@ -404,3 +407,29 @@ def size_resolution(gap: Interval, *, n_samples: int, unit: str = "nats") -> Ver
         farther="absolute layer index aligns the two sizes better than normalized depth",
         unit=unit,
     )
+
+
+# The expansion/pruning schedule survives a fitted lens (an extension; docs/verdicts.md): the Spearman of the two
+# lenses' ΔH over the blocks under the fitted lens's KL bar. An upper end below this rules out even a moderate
+# agreement (the "no relation" band of the rank over blocks).
+SCHEDULE_MARGIN = 0.3
+
+
+def schedule_survives(rho: Interval, *, n: int, n_blocks: int, unreadable: str = "") -> Verdict | Outcome:
+    """Does a fitted lens rank the logit lens's ΔH alike where its own reading counts as the model's (its ΔH under
+    its KL bar)? ``holds`` when the Spearman's interval (held-out questions resampled, blocks fixed) lies above 0,
+    ``does not hold`` when its upper end lies below :data:`SCHEDULE_MARGIN`, else undecided (also with fewer than
+    :data:`MIN_GROUPS` questions or a degenerate interval); ``unreadable`` (no expansion or no pruning block of the
+    logit lens's under the bar, fewer than three blocks) gives the outcome ``cannot be read``, counted apart."""
+    if unreadable:
+        return Outcome(CANNOT_BE_READ, unreadable)
+    if not rho.finite:
+        return Verdict(INCONCLUSIVE, f"not computed: no Spearman over {n_blocks} blocks")
+    words = Decision(
+        reproduced="{text} lies above 0: the fitted lens ranks these blocks as the logit lens does",
+        not_reproduced=f"{{text}} rules out a Spearman of {SCHEDULE_MARGIN}: the fitted lens does not read the logit "
+        "lens's schedule there",
+        inconclusive=f"{{text}} includes 0 and {SCHEDULE_MARGIN}",
+    )
+    text = f"Spearman {rho.text(1.0, 3)} over {n_blocks} blocks under the bar"
+    return decide(rho, bar=0.0, margin=SCHEDULE_MARGIN, n=n, unit="held-out questions", words=words, text=text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from entropy_lens.prompts.counts import curve_sizes
 from entropy_lens.workflow.plan.cost import FIT_LENS, SKIP_EVAL, SKIP_SELECT, Job, Workload
 from entropy_lens.workflow.plan.prompts import ModelContext, PromptLengths, PromptStats
 from entropy_lens.workflow.plan.settings import config_value
@@ -20,9 +21,10 @@ def lens_fit_jobs(
     lenses: Mapping, model: ModelContext, prompts: PromptLengths, batch: int, dtype_bytes: int
 ) -> list[Job]:
     """One fit_lens job per kind: a forward pass over the corpus (the linear lens sums its normal equations
-    from it, held in float64 for the whole job), the held-out questions decoded at every block of their last
-    positions under the logit lens and the fitted kind (planned as two lens passes of that many rows, their
-    forward passes counted twice: a small overcount), and for a tuned lens, per Adam step, a forward pass of
+    from it, held in float64 for the whole job, and solves them at each size of its learning curve), the held-out
+    questions decoded at every block of their last positions under the logit lens and the fitted kind at each size
+    (planned as that many lens passes of that many rows, their forward passes counted as often: a small
+    overcount), and for a tuned lens, per Adam step, a forward pass of
     one batch and every block's head forward and backward (three lens passes of every position). Each batch
     records every block's output at every position beside its forward pass, and stacks the real positions
     (:func:`_recorded_residuals`)."""
@@ -31,16 +33,20 @@ def lens_fit_jobs(
     fit = prompts.stats(model, "lens_fit", chat=False, spec={**spec, "n_questions": n_fit})
     held = prompts.stats(model, "lens_held_out", chat=False, spec={**spec, "n_questions": n_held})
     corpus = Workload(n_fit, fit.mean_tokens, fit.max_tokens, 0, batch)
-    judged = Workload(
-        n_held, held.mean_tokens, held.max_tokens, config_value(lenses, "held_out_positions"), batch, 1, 2
-    )
+    positions = config_value(lenses, "held_out_positions")
     recorded = _recorded_residuals(model.shape, batch * max(fit.max_tokens, held.max_tokens), dtype_bytes)
     jobs = []
     for kind in config_value(lenses, "kinds"):
+        # the logit lens and the fitted kind at each size of its learning curve (the linear lens's alone has one)
+        sizes = len(curve_sizes(n_fit, config_value(lenses, "curve_points"))) if kind == "linear" else 1
+        judged = Workload(n_held, held.mean_tokens, held.max_tokens, positions, batch, 1, 1 + sizes)
         work: tuple[Workload, ...] = (corpus, judged)
         normal = (0, 0.0, 0.0)
         if kind == "linear":
-            normal = _normal_equations(model.shape.hidden_size, model.shape.n_layers - 1, n_fit * fit.mean_tokens)
+            held_bytes, summed, solve = _normal_equations(
+                model.shape.hidden_size, model.shape.n_layers - 1, n_fit * fit.mean_tokens
+            )
+            normal = (held_bytes, summed, sizes * solve)
         if kind == "tuned":
             rows = max(round(fit.mean_tokens), 1)
             work += (
