@@ -670,7 +670,7 @@ def test_one_same_family_pair_cannot_test_family_not_size():
     rows = one[one["claim_id"].isin(["clustering", "size_resolution"])]
     assert len(rows) == 6 and set(rows["model"]) == {QWEN}
     assert set(rows["why"]) == {
-        "cannot test: one pair, one observation; 'family, not size' needs two families with two sizes each"
+        "cannot test: one pair: cannot test 'family, not size'; needs two families with two sizes each"
     }
     assert (rows["beyond_verdict"] == "").all()
 
@@ -692,7 +692,7 @@ def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_h
         assert (rows["verdict"] == words).all(), rows[["verdict", "why"]]
         return set(rows["why"])
 
-    design = "cannot test: no family has two sizes; 'family, not size' needs two families with two sizes"
+    design = "cannot test: no family has two sizes: cannot test 'family, not size'; needs two families with two sizes"
     assert reasons({"a": "x", "b": "y"}) == {
         f"{design} each (one model per family: family and model identity coincide, so size cannot be told apart "
         "(make study))"
@@ -705,9 +705,7 @@ def test_same_family_pair_claims_without_a_pair_say_why_more_prompts_would_not_h
     }
     # one family with two sizes cannot test the claims, with or without another family beside it
     alone = reasons({"q-0.5b": "qwen", "q-1.5b": "qwen"}, pairs=_pairs(n_other=0, scales=(NATS,), pairs=TWO_PAIRS[:1]))
-    assert alone == {
-        "cannot test: one pair, one observation; 'family, not size' needs two families with two sizes each"
-    }
+    assert alone == {"cannot test: one pair: cannot test 'family, not size'; needs two families with two sizes each"}
     assert reasons({"a": "x"}, clustering=False) == {"not run: needs >= 2 models on 'blank', got 1"}
 
 

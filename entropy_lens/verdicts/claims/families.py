@@ -162,12 +162,12 @@ def pair_design(pairs: pd.DataFrame | None) -> str:
     families = sorted(set(pairs["family"].astype(str))) if pairs is not None and not pairs.empty else []
     if len(families) >= MIN_PAIR_FAMILIES:
         return ""
-    need = "'family, not size' needs two families with two sizes each"
+    need = "needs two families with two sizes each"
     if not families:
-        return f"no family has two sizes; {need}"
+        return f"no family has two sizes: cannot test 'family, not size'; {need}"
     small_large = pairs[["small", "large"]].drop_duplicates()
-    what = "one pair, one observation" if len(small_large) == 1 else f"one family ({families[0]}) with two sizes"
-    return f"{what}; {need}"
+    what = "one pair" if len(small_large) == 1 else f"one family ({families[0]}) with two sizes"
+    return f"{what}: cannot test 'family, not size'; {need}"
 
 
 def pair_rows(pairs: pd.DataFrame | None, clustering: pd.DataFrame | None, expected: Expected) -> list[dict]:
