@@ -237,25 +237,24 @@ def knn_params(wildcards):
     return {**config["analysis"]["knn"], "alphas": config["lens"]["alphas"]}
 
 
-# Each input of the paper table (entropy_lens.verdicts.table.INPUTS; tests/test_frames.py checks the names) -> its
-# table ("{dataset}": one per enabled dataset, stacked) and whether this configuration makes it.
-PAPER_TABLES = {
-    "knn": ("results/tables/knn_auc.csv", True),
-    "renyi": ("results/tables/renyi_equivalence.csv", True),
-    "heldout": ("results/tables/family_heldout.csv", True),
-    "heldout_normalized": ("results/tables/family_heldout_normalized.csv", True),
-    "baselines": ("results/tables/knn_baselines.csv", True),
-    "expansion": ("results/tables/expansion_{dataset}.csv", True),
-    "overlap": ("results/tables/overlap_{dataset}.csv", True),
-    "shapes": ("results/tables/family_shapes.csv", True),
-    "accuracy": ("results/tables/mmlu_accuracy.csv", MMLU),
-    "clustering": ("results/tables/family_clustering.csv", FAMILIES),
-    "family_pairs": ("results/tables/family_pairs.csv", FAMILIES),
-    "layer_skip": ("results/tables/layer_skip_comparisons.csv", bool(SKIP_MODELS)),
-    "skip_spearman": ("results/tables/layer_skip_spearman.csv", bool(SKIP_MODELS)),
-    "drop_scores": ("results/tables/skip_drop_scores.csv", bool(SKIP_MODELS)),
-    "lens_schedule": ("results/tables/lens_schedule_agreement.csv", bool(LENS_MODELS)),
+# When the configuration makes a paper-table input's table (entropy_lens.verdicts.inputs.CONDITIONS).
+MADE_WHEN = {
+    "always": True,
+    "mmlu": MMLU,
+    "families": FAMILIES,
+    "layer_skip": bool(SKIP_MODELS),
+    "lenses": bool(LENS_MODELS),
 }
+
+
+@functools.cache
+def paper_tables():
+    """Each input of the paper table -> its table ("{dataset}": one per enabled dataset, stacked), where this
+    configuration makes it: the library declares them with the claims that read them (verdicts.table.PAPER_TABLES),
+    imported only where the paper table is in the DAG."""
+    from entropy_lens.verdicts.table import PAPER_TABLES
+
+    return {name: path for name, (path, made) in PAPER_TABLES.items() if MADE_WHEN[made]}
 
 
 # The planted draws each analysis job writes for its rows (entropy_lens.verdicts.nulls.DRAWN): the nulls table judges
@@ -267,12 +266,11 @@ PLANTED_DRAWS = {
 
 
 def paper_inputs(wildcards):
-    """What the paper comparison table draws on: the models, each table of PAPER_TABLES the configuration
-    makes, the planted draws of PLANTED_DRAWS, and the verdicts under a fitted lens where there are any."""
+    """What the paper comparison table draws on: the models, each table of paper_tables(), the planted draws of
+    PLANTED_DRAWS, and the verdicts under a fitted lens where there are any."""
     inputs = {"models": expand("resources/models/{model}", model=MODELS)}
-    for name, (path, made) in PAPER_TABLES.items():
-        if made:
-            inputs[name] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
+    for name, path in paper_tables().items():
+        inputs[name] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
     for name, path in PLANTED_DRAWS.items():
         inputs[f"draws_{name}"] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
     if LENS_PROFILE_PAIRS:

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from entropy_lens.analysis.separability.targets import STUDY_TARGETS
 from entropy_lens.verdicts import registry, study
+from entropy_lens.verdicts import table as paper
 from entropy_lens.verdicts.claim import CONTAINMENT_STATISTIC, HEADLINE_SCALE, PER_STYLE, POOLED, ROLES, SHANNON, Claim
 from entropy_lens.verdicts.claims import expansion, separability
+from entropy_lens.verdicts.inputs import PaperInput
+from entropy_lens.verdicts.tested import NoNull, PlantedNull, TestedClaim, resolve
 
 RULE_MODULES = ("entropy_lens.verdicts.rules", "entropy_lens.verdicts.outcomes")
 
@@ -40,23 +44,40 @@ def test_every_knn_target_tests_a_registered_claim():
     assert set(separability.KNN_CLAIMS.values()) <= set(registry.CLAIMS)
 
 
-def _records(topic) -> list:
-    return [value for value in vars(topic).values() if isinstance(value, Claim)]
-
-
-def test_every_record_of_a_topic_is_listed_once_in_the_registry_and_every_topic_is_read():
-    """A claim is written in its topic's module; the registry lists it (reading order) and reads the topic's
-    inputs. A record left out of CLAIMS, or a topic module left out of TOPICS, fails here."""
+def _topics() -> list:
     import pkgutil
 
     from entropy_lens.verdicts import claims
 
-    topics = [importlib.import_module(f"{claims.__name__}.{m.name}") for m in pkgutil.iter_modules(claims.__path__)]
-    assert set(topics) == set(registry.TOPICS)
-    defined = [record for topic in topics for record in _records(topic)]
-    assert sorted(c.id for c in defined) == sorted(registry.CLAIM_ORDER)
-    inputs = [name for topic in registry.TOPICS for name in topic.INPUTS]
-    assert len(inputs) == len(set(inputs))
+    return [importlib.import_module(f"{claims.__name__}.{m.name}") for m in pkgutil.iter_modules(claims.__path__)]
+
+
+def test_every_claim_of_a_topic_is_one_object_listed_once_in_the_registry():
+    """A claim is one object in its topic's module (record, row rule, inputs, null); the registry lists it once, in
+    reading order. A record without its object, or an object left out of TESTED, fails here."""
+    objects = [v for topic in _topics() for v in vars(topic).values() if isinstance(v, TestedClaim)]
+    records = [v for topic in _topics() for v in vars(topic).values() if isinstance(v, Claim)]
+    assert sorted(t.record.id for t in objects) == sorted(c.id for c in records) == sorted(registry.CLAIM_ORDER)
+    assert len(registry.TESTED) == len(set(registry.TESTED)) == len(objects)
+    assert set(registry.TESTED) == set(objects)
+
+
+def test_every_table_a_topic_declares_is_read_by_a_claim():
+    declared = {v.name for topic in _topics() for v in vars(topic).values() if isinstance(v, PaperInput)}
+    assert declared == set(paper.INPUTS)
+
+
+def test_a_claim_names_the_tables_it_reads_and_its_own_rule():
+    with pytest.raises(ValueError, match="claim 'spearman' reads no table: name the PaperInput"):
+        TestedClaim(expansion.SPEARMAN, expansion.SPEARMAN_RULE, (), NoNull("x"))
+    with pytest.raises(ValueError, match="claim 'overlap': its row rule is that of 'spearman'"):
+        TestedClaim(expansion.OVERLAP, expansion.SPEARMAN_RULE, (expansion.OVERLAP_TABLE,), NoNull("x"))
+    with pytest.raises(ValueError, match="two paper-table inputs are named 'expansion'"):
+        twin = replace(expansion.OVERLAP_TABLE, name="expansion")
+        tested = (*registry.TESTED, replace(expansion.OVERLAP_TESTED, inputs=(twin,)))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(paper, "TESTED", tested)
+            paper._inputs()
 
 
 def test_rows_of_a_claim_left_out_of_the_registry_are_refused():
@@ -143,9 +164,8 @@ def _spy(function, log: list):
     return spy
 
 
-def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
-    """Every judged row (rows_of) of the claims the paper-table fixtures reach calls ``Claim.rule``: a row
-    rule that judged a claim by another function than its record names fails here."""
+def _judged(monkeypatch) -> dict[str, list[set]]:
+    """Claim id -> per judged row (rows_of) the rule functions called, over paper tables that reach every claim."""
     import test_analysis_paper as fixtures
 
     from entropy_lens.verdicts import rows as table_rows
@@ -178,19 +198,90 @@ def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
     paper_table(family_pairs=fixtures._pairs(), expected=fixtures._family_expected(fixtures.PAIR_FAMILIES))
     spearman = {"model": "m", "n": 900, "n_sources": 30, "spearman": 0.9, "ci_low": 0.85, "ci_high": 0.94}
     paper_table(expansion=fixtures._csv([spearman | {"dataset": "blank"}]), expected=fixtures._expected())
-    judged_by_another = {
-        claim for claim, calls in called.items() if not any(registry.claim(claim).rule in c for c in calls)
-    }
-    assert judged_by_another == set()
-    assert len(called) >= 17, sorted(set(registry.BY_ID) - set(called))  # the fixtures reach 17 of the claims
+    _the_rest(paper_table, Expected, fixtures)
+    return called
+
+
+def _the_rest(paper_table, expected, fixtures) -> None:
+    """Paper tables of the claims the fixtures above do not reach: the other kNN targets, a GPT-family shape, the
+    drop sets and the schedule under a fitted lens."""
+    from test_drop_sets import N_LAYERS, scenario
+    from test_schedule import DELTA, LEVELS, _readings
+
+    from entropy_lens.analysis.schedule import schedule_table
+    from entropy_lens.analysis.schedule_agreement import agreement_table
+    from entropy_lens.skipping import drop_scores
+
+    knn = [
+        fixtures._knn_row(target, "m", "grouped", 0.9, 0.85, 0.95, split=split)
+        for target, split in (("task_scrambled", ""), ("image_class", ""), ("mmlu_correct_calibrated", "base"))
+    ]
+    families = {"a": "x", "b": "x", "c": "y", "d": "y"}  # two models a family: the family claim, not identity
+    knn.append(fixtures._knn_row("family", "all", "grouped", 0.99, 0.97, 1.0))
+    paper_table(knn=fixtures._csv(knn), expected=expected(datasets={"blank": list(families)}, families=families))
+    gpt = fixtures._shapes().assign(model="gpt2", family="gpt2")
+    paper_table(shapes=gpt, expected=expected(families={"gpt2": "gpt2"}, architectures={"gpt2": "gpt2"}))
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
+    scores = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=50, seed=0)
+    paper_table(drop_scores=scores, expected=expected(layer_skip=["m"], families={"m": "qwen"}))
+    readings, prompts = _readings(LEVELS, DELTA)
+    schedule = schedule_table(readings, prompts, model="m", n_boot=50, seed=0)
+    paper_table(lens_schedule=agreement_table(readings, prompts, schedule, model="m", n_boot=50, seed=0))
+
+
+def _misjudged(called: dict[str, list[set]]) -> set[str]:
+    """The claims none of whose judged rows called the rule its record names (a row may be gated by a
+    precondition first: MMLU correctness on a model at chance)."""
+    return {claim for claim, calls in called.items() if not any(registry.claim(claim).rule in c for c in calls)}
+
+
+def test_each_claims_rows_are_judged_by_the_rule_its_record_names(monkeypatch):
+    """Every judged row (rows_of) of every claim of the registry calls ``Claim.rule``: a row rule that judged a claim
+    by another function than its record names fails here, and so does a claim no fixture reaches."""
+    called = _judged(monkeypatch)
+    assert set(called) == set(registry.CLAIM_ORDER), sorted(set(registry.CLAIM_ORDER) - set(called))
+    assert _misjudged(called) == set()
+
+
+def test_a_record_naming_another_rule_is_caught(monkeypatch):
+    """Planted: the task claim's record names ``above_threshold`` while its rows are judged by ``separability``."""
+    from entropy_lens.verdicts import rules
+
+    called = _judged(monkeypatch)
+    wrong = replace(registry.BY_ID["task"], rule=rules.above_threshold)
+    monkeypatch.setitem(registry.BY_ID, "task", wrong)
+    assert _misjudged(called) == {"task"}
 
 
 def test_every_claim_has_a_planted_null_or_says_why_not():
-    """A new claim gets a planted-null simulator in verdicts.nulls.PLANTED (its rule's rate on null data, in the
-    same run), or a reason in NO_NULL_OF_ITS_OWN; a claim in neither fails here."""
-    from entropy_lens.verdicts import nulls
+    """A claim's object holds its null: a planted-null simulator that imports (its rule's rate on null data, in the
+    same run), or a reason it has none; verdicts.nulls and verdicts.mechanical read them from the registry."""
+    from entropy_lens.verdicts import mechanical, nulls
 
-    ids = {c.id for c in registry.CLAIMS}
+    assert _unresolved(registry.TESTED) == []
     assert set(nulls.PLANTED).isdisjoint(nulls.NO_NULL_OF_ITS_OWN)
-    assert ids - set(nulls.PLANTED) - set(nulls.NO_NULL_OF_ITS_OWN) == set()
-    assert set(nulls.PLANTED) | set(nulls.NO_NULL_OF_ITS_OWN) <= ids  # no simulator for a claim that is gone
+    assert set(nulls.PLANTED) | set(nulls.NO_NULL_OF_ITS_OWN) == set(registry.CLAIM_ORDER)
+    assert set(nulls.PLANTED_AT_ROW) == {"accuracy", "family_heldout"} and set(mechanical.PLANTED_TRUE) == {"spearman"}
+
+
+def _unresolved(tested) -> list[str]:
+    """The claims whose null names a simulator that does not import."""
+    out = []
+    for t in tested:
+        paths = [t.null.simulator, t.null.at_row] if isinstance(t.null, PlantedNull) else []
+        paths += [t.null.planted_true.simulator] if isinstance(t.null, PlantedNull) and t.null.planted_true else []
+        try:
+            [resolve(p) for p in paths if p]
+        except (ValueError, ImportError):
+            out.append(t.record.id)
+    return out
+
+
+def test_a_missing_null_is_caught():
+    """Planted: a claim without a null, with an empty reason, or with a simulator that does not exist."""
+    with pytest.raises(TypeError, match="null"):
+        TestedClaim(expansion.SPEARMAN, expansion.SPEARMAN_RULE, (expansion.EXPANSION_TABLE,))
+    with pytest.raises(ValueError, match="must say why: NoNull"):
+        NoNull(" ")
+    gone = replace(expansion.SPEARMAN_TESTED, null=PlantedNull("entropy_lens.analysis.expansion.planted:no_such"))
+    assert _unresolved([gone]) == ["spearman"]

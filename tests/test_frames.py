@@ -9,37 +9,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from entropy_lens.analysis import schedule_agreement
-from entropy_lens.analysis.expansion import overlap, spearman
-from entropy_lens.analysis.families import pairs, shapes
-from entropy_lens.analysis.separability import baselines, equivalence, heldout, knn
-from entropy_lens.answers import accuracy
+from entropy_lens.analysis.expansion import spearman
 from entropy_lens.core.frames import STANDARD_COLUMNS, Reading
-from entropy_lens.skipping import comparisons, criticality, drop_scores
 from entropy_lens.verdicts import claim, decision, registry, study
 from entropy_lens.verdicts import table as paper
+from entropy_lens.verdicts.inputs import CONDITIONS, PaperInput
 from entropy_lens.verdicts.rows import COLUMNS, RowRule, rows_of
 from entropy_lens.verdicts.rules import above_threshold
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
-# Each paper-table input -> the columns its analysis writes (its data contract on disk).
-ANALYSIS_COLUMNS = {
-    "knn": knn.TABLE_COLUMNS,
-    "renyi": equivalence.EQUIVALENCE_COLUMNS,
-    "heldout": heldout.HELDOUT_COLUMNS,
-    "heldout_normalized": heldout.HELDOUT_COLUMNS,
-    "baselines": baselines.BASELINE_COLUMNS,
-    "accuracy": accuracy.ACCURACY_COLUMNS,
-    "expansion": spearman.SPEARMAN_COLUMNS,
-    "overlap": overlap.OVERLAP_COLUMNS,
-    "layer_skip": comparisons.COMPARISON_COLUMNS,
-    "skip_spearman": criticality.SPEARMAN_COLUMNS,
-    "drop_scores": drop_scores.SCORE_COLUMNS,
-    "shapes": shapes.COLUMNS,
-    "family_pairs": pairs.COLUMNS,
-    "lens_schedule": schedule_agreement.AGREEMENT_COLUMNS,
-}
+# Each paper-table input -> the columns its analysis writes (its data contract on disk), as its input declares them
+# beside the claims that read it.
+ANALYSIS_COLUMNS = {name: entry.columns for name, entry in paper.INPUTS.items() if entry.reading is not None}
 
 
 def _table(columns: tuple[str, ...]) -> pd.DataFrame:
@@ -49,6 +31,7 @@ def _table(columns: tuple[str, ...]) -> pd.DataFrame:
 
 def test_every_paper_input_has_a_reading_of_its_analysis_columns():
     assert set(paper.READINGS) == set(ANALYSIS_COLUMNS) == set(paper.TABLE_INPUTS) - {"clustering"}
+    assert all(ANALYSIS_COLUMNS.values()), [name for name, columns in ANALYSIS_COLUMNS.items() if not columns]
     for name, columns in ANALYSIS_COLUMNS.items():
         reading = paper.READINGS[name]
         frame = reading.frame(_table(columns), name)
@@ -177,21 +160,38 @@ def test_each_reading_takes_the_estimate_and_unit_of_its_analysis(name):
     assert frame["n_sources"].iloc[0] == columns.index(unit) + 1
 
 
-def _wired_tables() -> dict[str, str]:
-    """``PAPER_TABLES`` of ``rules/common.smk``: paper-table input -> the table (pattern) the workflow hands it."""
+def _made_when() -> set[str]:
+    """The conditions ``MADE_WHEN`` of ``rules/common.smk`` maps to the configuration."""
     tree = ast.parse((RULES / "common.smk").read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["PAPER_TABLES"]:
-            pairs = zip(node.value.keys, node.value.values, strict=True)
-            return {ast.literal_eval(name): ast.literal_eval(entry.elts[0]) for name, entry in pairs}
-    raise AssertionError("rules/common.smk defines no PAPER_TABLES")
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["MADE_WHEN"]:
+            return {ast.literal_eval(key) for key in node.value.keys}
+    raise AssertionError("rules/common.smk defines no MADE_WHEN")
+
+
+def _unwritten(tables) -> list[str]:
+    """The inputs of ``tables`` (name -> (path, made)) whose path no rule writes, or whose condition the workflow
+    does not map."""
+    rules = "".join(p.read_text(encoding="utf-8") for p in RULES.glob("*.smk") if p.name != "common.smk")
+    made_when = _made_when()
+    return [name for name, (path, made) in tables.items() if f'"{path}"' not in rules or made not in made_when]
 
 
 def test_every_paper_table_input_is_wired_to_a_table_some_rule_writes():
-    wired = _wired_tables()
-    unwired, unknown = sorted(set(paper.INPUTS) - set(wired)), sorted(set(wired) - set(paper.INPUTS))
-    assert not unwired, f"paper-table inputs without a path in PAPER_TABLES of rules/common.smk: {unwired}"
-    assert not unknown, f"PAPER_TABLES of rules/common.smk wires names that are not paper-table inputs: {unknown}"
-    rules = "".join(p.read_text(encoding="utf-8") for p in RULES.glob("*.smk") if p.name != "common.smk")
-    for name, path in wired.items():
-        assert f'"{path}"' in rules, f"{name}: no rule writes {path}"
+    """The workflow hands the paper table each input at the path its claims declare (verdicts.table.PAPER_TABLES,
+    read by rules/common.smk), under a condition the workflow maps, from a table some rule writes."""
+    assert set(paper.PAPER_TABLES) == set(paper.INPUTS)
+    assert _made_when() == set(CONDITIONS)
+    assert _unwritten(paper.PAPER_TABLES) == []
+    assert "PAPER_TABLES = {" not in (RULES / "common.smk").read_text(encoding="utf-8")  # one place declares them
+
+
+def test_a_claim_reading_a_table_no_rule_writes_is_caught():
+    """Planted: a claim's input at a path no rule writes (a missing input of the workflow)."""
+    astray = {**paper.PAPER_TABLES, "expansion": ("results/tables/expansion_{model}.csv", "always")}
+    assert _unwritten(astray) == ["expansion"]
+
+
+def test_an_input_the_workflow_cannot_make_is_refused():
+    with pytest.raises(ValueError, match="input 'x': made must be one of"):
+        PaperInput("x", "x", None, from_store="none", path="results/tables/x.csv", made="sometimes")

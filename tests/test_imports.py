@@ -4,6 +4,9 @@ importing torch costs a table or figure job seconds of its few (benchmarks/bench
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,3 +32,14 @@ def test_jobs_without_a_model_load_neither_torch_nor_transformers() -> None:
     _, _, loaded = bench_imports.fresh_import("\n".join(light.values()))
     assert {"pandas", "xarray", "sklearn", "matplotlib"} <= set(loaded)  # the probe sees what the jobs do load
     assert not set(loaded) & set(bench_imports.MODEL_PACKAGES), loaded
+
+
+def test_the_claim_registry_loads_neither_torch_nor_the_parquet_stack() -> None:
+    """The registry (every claim's object, with its nulls named by import path) and the workflow's parse read no
+    model and no parquet file. pandas 3 imports pyarrow's core itself, so the probe names the parquet stack."""
+    code = (
+        "import json, sys\nimport entropy_lens.verdicts.registry\n"
+        "print(json.dumps([m for m in ('torch', 'transformers', 'pyarrow.parquet') if m in sys.modules]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert json.loads(done.stdout) == []

@@ -24,8 +24,10 @@ from test_analysis_paper import (
 
 from entropy_lens.verdicts import claim_verdicts, decision, mechanical, readings, render
 from entropy_lens.verdicts import table as paper
+from entropy_lens.verdicts.claims.expansion import SPEARMAN_TRUE
 from entropy_lens.verdicts.claims.renyi import SHANNON_NULL
 from entropy_lens.verdicts.nulls import nulls_table
+from entropy_lens.verdicts.tested import PlantedTrue
 
 
 def _baselines(first=(-0.06, -0.12, 0.004), text=(0.2, 0.1, 0.3), model="smollm2-135m") -> pd.DataFrame:
@@ -166,7 +168,7 @@ def _always_shown(n: int, draws: int, seed: int, shown) -> float:
 
 def test_a_statistic_its_null_cannot_beat_is_mechanical_and_counted_so():
     table = paper.paper_table(expansion=_spearman(null=0.91), expected=_expected())
-    sim = mechanical.PlantedTrue(_never_shown, decision.NULL_MARGINS["rho"], 120, mechanical.SPEARMAN_INSTEAD)
+    sim = PlantedTrue(_never_shown, decision.NULL_MARGINS["rho"], 120, SPEARMAN_TRUE.instead)
     nulls = nulls_table(table, planted={}, planted_true={"spearman": sim})
     row = nulls[nulls["claim_id"] == "spearman"].iloc[0]
     assert row["planted_true_rate"] == 0.0 and row["planted_true_draws"] == mechanical.TRUE_BATCH  # decided early
@@ -180,7 +182,7 @@ def test_a_statistic_its_null_cannot_beat_is_mechanical_and_counted_so():
     again = mechanical.mark_mechanical(table, mechanical.true_rates(table, {"spearman": sim}))
     assert again["verdict"].tolist() == marked["verdict"].tolist()
     # a null the claim beats when true is no mechanical statistic, whatever the null gives here
-    shows = mechanical.PlantedTrue(_always_shown, decision.NULL_MARGINS["rho"], 120, mechanical.SPEARMAN_INSTEAD)
+    shows = PlantedTrue(_always_shown, decision.NULL_MARGINS["rho"], 120, SPEARMAN_TRUE.instead)
     kept = mechanical.mark_mechanical(table, nulls_table(table, planted={}, planted_true={"spearman": shows}))
     assert kept.loc[kept["claim_id"] == "spearman", "verdict"].item() == decision.REPRODUCED
     # nor is a row whose null stays below the bar

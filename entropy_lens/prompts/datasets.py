@@ -42,8 +42,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 logger = logging.getLogger(__name__)
 
@@ -248,6 +246,9 @@ def write_parquet(df: pd.DataFrame, path: str | os.PathLike, attrs: Mapping) -> 
         encoded = json.dumps(dict(attrs), allow_nan=False, sort_keys=True).encode()
     except (TypeError, ValueError) as err:
         raise ValueError(f"table attrs must be JSON-safe ({err}); convert them to str/int/float/bool") from err
+    import pyarrow as pa  # the parquet stack only where a table is written or read: the column contract above is
+    import pyarrow.parquet as pq  # read by the verdicts and the workflow's parse, which touch no parquet file
+
     table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), ATTRS_KEY: encoded})
     out = Path(path)
@@ -265,6 +266,8 @@ def write_parquet(df: pd.DataFrame, path: str | os.PathLike, attrs: Mapping) -> 
 
 def read_parquet(path: str | os.PathLike) -> pd.DataFrame:
     """Read a parquet file written by :func:`write_parquet`; its attrs come back as ``df.attrs``."""
+    import pyarrow.parquet as pq  # see write_parquet
+
     table = pq.read_table(path)
     df = table.to_pandas()
     raw = (table.schema.metadata or {}).get(ATTRS_KEY)

@@ -12,9 +12,10 @@ from entropy_lens.prompts.datasets import IMAGE, KINDS
 from entropy_lens.verdicts import decision, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_EXPERIMENT, Claim
 from entropy_lens.verdicts.claims.families import CLUSTERING, SHAPE_ROWS, SIZE_RESOLUTION
-from entropy_lens.verdicts.claims.separability import EXTENSION_TARGETS, FAMILY_HELDOUT, KNN_CLAIMS, knn_claim
-from entropy_lens.verdicts.claims.skipping import SKIP_VS_RANDOM
-from entropy_lens.verdicts.registry import CLAIMS, SKIP_CLAIMS, claim
+from entropy_lens.verdicts.claims.heldout import FAMILY_HELDOUT
+from entropy_lens.verdicts.claims.separability import EXTENSION_TARGETS, KNN_CLAIMS, knn_claim
+from entropy_lens.verdicts.claims.skipping import SKIP_VS_RANDOM, skip_shortfall
+from entropy_lens.verdicts.registry import CLAIMS, SKIP_CLAIMS, TESTED_BY_ID, claim
 from entropy_lens.verdicts.rows import Expected, family_shortfall, pair_shortfall, row
 from entropy_lens.verdicts.units import AUC, NATS, POINTS, SHARE
 
@@ -81,30 +82,14 @@ def unmeasured_claims(rows: list[dict[str, Any]], expected: Expected) -> list[di
 
 
 def _why_unmeasured(claim: Claim, expected: Expected) -> str:
-    if claim.id in SKIP_CLAIMS:
-        scopes = [scope for scope, claims in study.SKIP_EXPECTED.items() if claim.id in claims]
-        if not scopes:
-            return "the study names no direction for it on any model: every row of it is an extension"
-        scoped = [model for model, scope in expected.skip_scopes().items() if scope in scopes]
-        if not scoped:
-            names = " or ".join(study.SKIP_SCOPE_NAMES[s] for s in scopes)
-            return f"no model of {names} (the study's scope) in this configuration; other models' rows are extensions"
-        return _skip_shortfall(scoped, expected, named=True)
-    if claim.id == "family" and expected.one_model_per_family():
-        return "one model per family: family and model identity coincide, so the model-identity extension reads it"
+    """The claim's own reason (its object's ``absence``), else a disabled dataset, else no rows."""
+    absence = TESTED_BY_ID[claim.id].absence
+    reason = absence(claim, expected) if absence is not None else None
+    if reason is not None:
+        return reason
     if claim.dataset not in ("", SKIP_EXPERIMENT) and claim.dataset not in expected.datasets:
         return f"dataset {claim.dataset!r} is disabled"
     return "no result: its analysis gave no rows in this configuration"
-
-
-def _skip_shortfall(models: Sequence[str], expected: Expected, *, named: bool) -> str:
-    """Why ``models`` have no layer-skip rows: the experiment is off, none is in ``layer_skip.models`` (named
-    where the row does not name the model), or the run gave no result."""
-    if not expected.layer_skip:
-        return "the layer-skip experiment is off"
-    if set(models) & set(expected.layer_skip):
-        return "no result"
-    return f"{', '.join(models)} not in layer_skip.models" if named else "not in layer_skip.models"
 
 
 def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expected: Expected) -> list[dict]:
@@ -114,7 +99,7 @@ def _absent_skip_rows(seen: set[tuple[str, str]], models: Sequence[str], expecte
     for model in models:
         if any((claim_id, model) in seen for claim_id in SKIP_CLAIMS):
             continue
-        reason = _skip_shortfall([model], expected, named=False)
+        reason = skip_shortfall([model], expected, named=False)
         scope = scopes.get(model)
         claims = [claim(i) for i in study.SKIP_EXPECTED.get(scope or "", {})] or [SKIP_VS_RANDOM]
         role = FINDING if scope else EXTENSION

@@ -17,8 +17,7 @@ nucleus-size change is the case in point (:mod:`entropy_lens.analysis.expansion.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -26,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from entropy_lens.core.intervals import wilson_interval
-from entropy_lens.core.planted import Excess, Shown
-from entropy_lens.verdicts import decision
+from entropy_lens.core.planted import Excess
+from entropy_lens.verdicts import decision, registry
 from entropy_lens.verdicts.decision import MECHANICAL
 from entropy_lens.verdicts.readings import CHANCE, NOT_READ
+from entropy_lens.verdicts.tested import PlantedNull, PlantedTrue
 
 # (b): the rule shows "beyond its null" in fewer than this share of planted-true draws.
 MECHANICAL_SHARE = 0.5
@@ -43,36 +43,11 @@ TRUE_COLUMNS = ("planted_true_rate", "planted_true_draws")
 ROW_KEYS = ("claim_id", "model", "split", "measure")
 
 
-@dataclass(frozen=True)
-class PlantedTrue:
-    """A claim's planted-true simulation.
-
-    Attributes:
-        rate: ``(units, draws, seed, shown) -> share``: the share of draws on data where the claim holds by
-            construction whose excess over the null ``shown`` calls beyond it.
-        margin: The rule's margin (:data:`~entropy_lens.verdicts.decision.NULL_MARGINS`).
-        max_units: The most units a draw simulates (the row's own count, capped).
-        instead: What tests the claim where its statistic is mechanical.
-    """
-
-    rate: Callable[[int, int, int, Shown], float]
-    margin: float
-    max_units: int
-    instead: str
-
-
-def _spearman_true_rate(n: int, draws: int, seed: int, shown: Shown) -> float:
-    """:func:`~entropy_lens.analysis.expansion.planted_true.spearman_true_rate`, imported where it runs (it reads the
-    lens's torch metrics: a job that reads the verdicts without drawing loads none)."""
-    from entropy_lens.analysis.expansion.planted_true import spearman_true_rate
-
-    return spearman_true_rate(n, draws, seed, shown=shown)
-
-
-SPEARMAN_INSTEAD = "containment of adjacent top-p sets is the claim's test"
-# Claim id -> its planted-true simulation (every claim whose null can reach its bar has one).
+# Claim id -> its planted-true simulation (every claim whose null can reach its bar has one, in its object's null).
 PLANTED_TRUE: dict[str, PlantedTrue] = {
-    "spearman": PlantedTrue(_spearman_true_rate, decision.NULL_MARGINS["rho"], 120, SPEARMAN_INSTEAD),
+    t.record.id: t.null.planted_true
+    for t in registry.TESTED
+    if isinstance(t.null, PlantedNull) and t.null.planted_true is not None
 }
 
 

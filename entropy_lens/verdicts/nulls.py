@@ -20,30 +20,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from entropy_lens.analysis.expansion.planted import overlap_planted_rate, spearman_planted_rate
 from entropy_lens.analysis.expansion.planted_draws import SPEARMAN
-from entropy_lens.analysis.separability.nulls import baseline_planted_rate, knn_planted_rate
-from entropy_lens.answers.accuracy import ALL_STYLES
+from entropy_lens.analysis.separability.nulls import baseline_planted_rate
 from entropy_lens.core.draws import MAX_RATE_HIGH, DrawSettings, wilson_high
 from entropy_lens.core.intervals import wilson_interval
 from entropy_lens.core.planted import Shown
-from entropy_lens.skipping.drop_scores import drop_set_planted_rate
 from entropy_lens.verdicts import decision, registry
 from entropy_lens.verdicts.inputs import Built
 from entropy_lens.verdicts.mechanical import PLANTED_TRUE, TRUE_COLUMNS, PlantedTrue, planted_true_columns
-from entropy_lens.verdicts.planted_nulls import (
-    SHOWN_WORDS,
-    planted_accuracy_at_bar,
-    planted_models_at_bar,
-    planted_share_at_bar,
-    planted_zero_mean,
-    shown_excess,
-)
+from entropy_lens.verdicts.planted_nulls import SHOWN_WORDS, Planted, shown_excess
 from entropy_lens.verdicts.readings import CHANCE, FEATURE, READINGS, ReadingColumns
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS, Expected
-from entropy_lens.verdicts.schedule_nulls import schedule_planted_rate
-from entropy_lens.verdicts.skip_nulls import skip_planted_rate
 from entropy_lens.verdicts.table import INPUTS, standard_frame
+from entropy_lens.verdicts.tested import NoNull, PlantedNull, resolve
 
 log = logging.getLogger(__name__)
 
@@ -72,74 +61,43 @@ NULLS_COLUMNS = (
     *TRUE_COLUMNS,
 )
 
-# A planted-null simulator: (units, draws, seed) -> share of draws shown beyond the null.
-Planted = Callable[[int, int, int], float]
-
 
 def _shown(statistic: str) -> Shown:
     """The one decision on an excess over the null, at the statistic's margin."""
     return partial(shown_excess, margin=decision.NULL_MARGINS[statistic])
 
 
-# Claim id -> its planted-null simulator. Claims read by an analysis with a null of its own register theirs
-# beside it (expansion, kNN, layer skipping).
-PLANTED: dict[str, Planted] = {
-    "accuracy": planted_share_at_bar,
-    "family_heldout": planted_models_at_bar,
-    "clustering": planted_zero_mean,
-    "size_resolution": planted_zero_mean,
-    "shape_gpt": planted_zero_mean,
-    "shape_llama": planted_zero_mean,
-    "skip_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
-    "skip_collapse": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
-    "pruning_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
-    "skip_rank": planted_zero_mean,
-    "drop_sets": lambda n, draws, seed: drop_set_planted_rate(n, draws, seed, shown=_shown("accuracy")),
-    "schedule_survives": schedule_planted_rate,
-    "spearman": lambda n, draws, seed: spearman_planted_rate(n, draws, seed, shown=_shown("rho")),
-    "overlap": lambda n, draws, seed: overlap_planted_rate(n, draws, seed, shown=_shown("containment")),
-    **dict.fromkeys(
-        ("task", "scrambled", "format", "family", "model_identity", "image_class", "mmlu_correct", "renyi"),
-        lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
-    ),
-    "mmlu_correct_calibrated": lambda n, draws, seed: knn_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
-}
+def _simulator(null: PlantedNull) -> Planted:
+    """A claim's planted-null simulator as ``(units, draws, seed) -> share``: at its fewest units, with its keywords,
+    deciding each draw at its statistic's margin."""
+    keywords = dict(null.keywords) | ({"shown": _shown(null.margin)} if null.margin else {})
+
+    def simulate(n: int, draws: int, seed: int) -> float:
+        return resolve(null.simulator)(max(n, null.min_units), draws, seed, **keywords)
+
+    return simulate
+
+
+# What each claim's object says of its null (registry.TESTED; docs/architecture.md, "A claim"):
+_NULLS = {t.record.id: t.null for t in registry.TESTED}
+_PLANTED = {claim_id: null for claim_id, null in _NULLS.items() if isinstance(null, PlantedNull)}
+# Claim id -> its planted-null simulator.
+PLANTED: dict[str, Planted] = {claim_id: _simulator(null) for claim_id, null in _PLANTED.items()}
 # Reading key -> its planted-null simulator, for the readings other than chance (whose simulator is its claim's).
 PLANTED_READINGS: dict[str, Planted] = {
     FEATURE.key: lambda n, draws, seed: baseline_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
 }
-# Claims whose rows carry no null of their own, and why; every other claim of the registry has a PLANTED entry
-# (tests/test_claims.py fails on a claim in neither).
-NO_NULL_OF_ITS_OWN = {
-    "skip_vs_pruning": "expansion against pruning: each side's row against random blocks is its null",
-}
+# Claims whose rows carry no null of their own, and why.
+NO_NULL_OF_ITS_OWN = {claim_id: null.reason for claim_id, null in _NULLS.items() if isinstance(null, NoNull)}
 # Simulators that run the whole analysis per draw take fewer draws (each skip draw reruns the comparisons): their
 # rows say so where 40 draws cannot bound the rate at 0.08.
-MAX_DRAWS = {"skip_vs_random": 40, "skip_collapse": 40, "pruning_vs_random": 40, "drop_sets": 40}
+MAX_DRAWS = {claim_id: null.max_draws for claim_id, null in _PLANTED.items() if null.max_draws is not None}
 # ... and at most this many units; the table's ``planted_n`` says where a row's own sample size was capped (the
 # rows of these claims draw on their own design where their analysis wrote draws, :data:`DRAWN`).
-MAX_UNITS = {"spearman": 120, "overlap": 120, **dict.fromkeys(("task", "scrambled", "format", "mmlu_correct"), 400)}
-
-
-def _accuracy_at_row(rec: Mapping[str, Any]) -> tuple[Planted, tuple]:
-    """MMLU accuracy at the row's own bar (its null's value) through the row's own interval: Wilson per style,
-    the bootstrap over questions for the row pooled over styles (``n`` prompts of ``n_sources`` questions)."""
-    bar = float(rec["null_estimate"])
-    n, questions = (int(rec[c]) if pd.notna(rec[c]) else 0 for c in ("n", "n_sources"))
-    styles = max(round(n / questions), 1) if str(rec["split"]) == ALL_STYLES and questions else 1
-    return partial(planted_accuracy_at_bar, bar=bar, styles=styles), (bar, styles)
-
-
-def _models_at_row(rec: Mapping[str, Any]) -> tuple[Planted, tuple]:
-    """The held-out family's claim row at its own bar (its null's value), over its held-out models."""
-    bar = float(rec["null_estimate"])
-    return partial(planted_models_at_bar, bar=bar), (bar,)
-
-
+MAX_UNITS = {claim_id: null.max_units for claim_id, null in _PLANTED.items() if null.max_units is not None}
 # Claims whose simulator reads the row itself (its bar, its styles): claim id -> row -> (simulator, its parameters).
 PLANTED_AT_ROW: dict[str, Callable[[Mapping[str, Any]], tuple[Planted, tuple]]] = {
-    "accuracy": _accuracy_at_row,
-    "family_heldout": _models_at_row,
+    claim_id: resolve(null.at_row) for claim_id, null in _PLANTED.items() if null.at_row
 }
 
 
@@ -257,7 +215,7 @@ def _simulated(
 ) -> tuple[int, int, int, str, str]:
     """``(shown, draws, units, design, note)`` of simulator ``name`` of ``sims`` at the row's own size (capped by
     :data:`MAX_UNITS`), cached by its parameters; no draws where it has no simulator."""
-    found = _simulator(name, rec, sims)
+    found = _simulator_of(name, rec, sims)
     if found is None:
         return 0, 0, 0, "", "no planted null"
     simulator, params = found
@@ -269,7 +227,7 @@ def _simulated(
     return n_shown, used, n_sim, f"simulated at the row's {n_sim} units" + (f" (of {n})" if n_sim < n else ""), note
 
 
-def _simulator(name: str, rec: Mapping[str, Any], planted: Mapping[str, Planted]) -> tuple[Planted, tuple] | None:
+def _simulator_of(name: str, rec: Mapping[str, Any], planted: Mapping[str, Planted]) -> tuple[Planted, tuple] | None:
     """The simulator of ``name`` (a claim id, or a reading's key) for this row, and the row's parameters it reads
     (its bar, its styles); None where it has none."""
     if planted is not PLANTED_READINGS and name in PLANTED_AT_ROW:

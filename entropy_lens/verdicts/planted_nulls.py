@@ -11,11 +11,14 @@ through :func:`entropy_lens.core.planted.planted_rate`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
+from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.core.intervals import cluster_bootstrap_mean, wilson_interval
 from entropy_lens.core.planted import Excess, planted_rate
 from entropy_lens.verdicts import decision
@@ -109,3 +112,22 @@ def planted_models_at_bar(n: int, draws: int = DEFAULT_DRAWS, seed: int = 0, *, 
     return planted_rate(
         simulate, lambda excess: shown_excess(excess, margin=NULL_MARGINS["share"]), draws=draws, seed=seed
     )
+
+
+# A planted-null simulator: (units, draws, seed) -> share of draws shown beyond the null.
+Planted = Callable[[int, int, int], float]
+
+
+def accuracy_at_row(rec: Mapping[str, Any]) -> tuple[Planted, tuple]:
+    """MMLU accuracy at the row's own bar (its null's value) through the row's own interval: Wilson per style,
+    the bootstrap over questions for the row pooled over styles (``n`` prompts of ``n_sources`` questions)."""
+    bar = float(rec["null_estimate"])
+    n, questions = (int(rec[c]) if pd.notna(rec[c]) else 0 for c in ("n", "n_sources"))
+    styles = max(round(n / questions), 1) if str(rec["split"]) == ALL_STYLES and questions else 1
+    return partial(planted_accuracy_at_bar, bar=bar, styles=styles), (bar, styles)
+
+
+def models_at_row(rec: Mapping[str, Any]) -> tuple[Planted, tuple]:
+    """The held-out family's claim row at its own bar (its null's value), over its held-out models."""
+    bar = float(rec["null_estimate"])
+    return partial(planted_models_at_bar, bar=bar), (bar,)

@@ -31,7 +31,7 @@ from entropy_lens.verdicts.absences import absent_rows
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, PER_STYLE, POOLED, PRECONDITION, Headline
 from entropy_lens.verdicts.decision import NOT_RUN
 from entropy_lens.verdicts.inputs import Built, PaperInput, StoreSettings
-from entropy_lens.verdicts.registry import BY_ID, CLAIM_ORDER, TOPICS
+from entropy_lens.verdicts.registry import BY_ID, CLAIM_ORDER, TESTED
 from entropy_lens.verdicts.rows import COLUMNS, Expected
 from entropy_lens.verdicts.units import ACC, AUC, POINTS
 
@@ -41,10 +41,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-# Every input of the paper table, in the order its rows are built: each topic's INPUTS (declared beside its claims'
-# records and row rules), in the registry's topic order. Rows are then ordered by claim (registry.CLAIM_ORDER).
-INPUTS: Mapping[str, PaperInput] = {name: entry for topic in TOPICS for name, entry in topic.INPUTS.items()}
+def _inputs() -> dict[str, PaperInput]:
+    """Every table the registry's claims read, by name, in the order the claims first name them.
+
+    Raises:
+        ValueError: where two different inputs share a name.
+    """
+    inputs: dict[str, PaperInput] = {}
+    for tested in TESTED:
+        for entry in tested.inputs:
+            if inputs.setdefault(entry.name, entry) is not entry:
+                raise ValueError(f"two paper-table inputs are named {entry.name!r}; name each table once")
+    return inputs
+
+
+# Every input of the paper table, in the order its rows are built (a Rényi row reads the kNN rows built before it).
+# Rows are then ordered by claim (registry.CLAIM_ORDER).
+INPUTS: Mapping[str, PaperInput] = _inputs()
 TABLE_INPUTS = tuple(INPUTS)
+# What the workflow hands the paper table (rules/common.smk reads it): input -> (its table, relative to the run's
+# folder, "{dataset}" for one per enabled dataset; when the configuration makes it, inputs.CONDITIONS).
+PAPER_TABLES: Mapping[str, tuple[str, str]] = {name: (i.path, i.made) for name, i in INPUTS.items()}
 # Each analysis table's reading as a standard frame (entropy_lens.core.frames), declared beside its analysis.
 READINGS: Mapping[str, Reading] = {name: i.reading for name, i in INPUTS.items() if i.reading is not None}
 
@@ -73,6 +90,9 @@ def paper_table(*, expected: Expected | None = None, **tables: pd.DataFrame | No
     for entry in INPUTS.values():
         if entry.rows is not None:
             built.rows.extend(entry.rows(built))
+    for tested in TESTED:  # a claim that builds its own rows from a table other claims' rows come from
+        if tested.rows is not None:
+            built.rows.extend(tested.rows(built))
     rows = built.rows + (absent_rows(built.rows, expected) if expected.datasets else [])
     return _ordered(pd.DataFrame(rows, columns=list(COLUMNS)))
 

@@ -1,6 +1,6 @@
 """MMLU accuracy: a precondition of the correctness and layer-skip claims (:mod:`entropy_lens.answers.accuracy`).
 
-Its record, its row rule, and the paper-table input its rows come from.
+Its record, its row rule, the paper-table input its rows come from and its planted null, as one object.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.answers.accuracy import ACCURACY_READING, ALL_STYLES
+from entropy_lens.answers.accuracy import ACCURACY_COLUMNS, ACCURACY_READING, ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import POOLED, PRECONDITION, Claim, Headline
-from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, given
+from entropy_lens.verdicts.inputs import FROM_ANSWERS, WITH_MMLU, PaperInput, given
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
+from entropy_lens.verdicts.tested import PlantedNull, TestedClaim
 from entropy_lens.verdicts.units import ACC
 
 ACCURACY = Claim(
@@ -84,11 +85,23 @@ def accuracy_rows(accuracy: pd.DataFrame, families: Mapping[str, str]) -> list[d
     return rows_of(accuracy.assign(n_questions=_questions(accuracy)), accuracy_rule(families))
 
 
-INPUTS = {
-    "accuracy": PaperInput(
-        "answers.accuracy.accuracy_table",
-        ACCURACY_READING,
-        given("accuracy", lambda b: accuracy_rows(b.frames["accuracy"], b.expected.families)),
-        from_store=FROM_ANSWERS,
+ACCURACY_TABLE = PaperInput(
+    "accuracy",
+    "answers.accuracy.accuracy_table",
+    ACCURACY_READING,
+    given("accuracy", lambda b: accuracy_rows(b.frames["accuracy"], b.expected.families)),
+    from_store=FROM_ANSWERS,
+    path="results/tables/mmlu_accuracy.csv",
+    made=WITH_MMLU,
+    columns=ACCURACY_COLUMNS,
+)
+
+ACCURACY_TESTED = TestedClaim(
+    ACCURACY,
+    accuracy_rule,
+    (ACCURACY_TABLE,),
+    PlantedNull(
+        "entropy_lens.verdicts.planted_nulls:planted_share_at_bar",
+        at_row="entropy_lens.verdicts.planted_nulls:accuracy_at_row",
     ),
-}
+)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from entropy_lens.analysis.separability.baselines import BASELINE_READING, BASELINES
+from entropy_lens.analysis.separability.baselines import BASELINE_COLUMNS, BASELINE_READING, BASELINES
 from entropy_lens.verdicts import decision
 from entropy_lens.verdicts.claim import SHANNON
 from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput
@@ -56,11 +56,12 @@ def feature_reading(baselines: pd.DataFrame | None) -> Callable[[Record], decisi
     return reading
 
 
-INPUTS = {
-    "baselines": PaperInput(
-        "analysis.separability.baselines.baseline_table (read by the kNN rows: beyond the simplest feature)",
-        BASELINE_READING,
-        None,
-        from_store=f"{LOGIT_LENS_ONLY}: the profile against its simplest feature",
-    ),
-}
+BASELINES_TABLE = PaperInput(
+    "baselines",
+    "analysis.separability.baselines.baseline_table (read by the kNN rows: beyond the simplest feature)",
+    BASELINE_READING,
+    None,
+    from_store=f"{LOGIT_LENS_ONLY}: the profile against its simplest feature",
+    path="results/tables/knn_baselines.csv",
+    columns=BASELINE_COLUMNS,
+)

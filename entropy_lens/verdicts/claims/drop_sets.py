@@ -11,7 +11,7 @@ more than the skip comparisons' margin); else ``undecided``.  Fewer than
 :data:`~entropy_lens.verdicts.outcomes.MIN_RANDOM_SETS` random sets, or an intact model not above chance,
 leave it undecided, and so does a degenerate interval (zero width, or none).
 
-Its record, its row rule, and the paper-table input its rows come from.
+Its record, its row rule, the paper-table input its rows come from and its planted null, as one object.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from dataclasses import replace
 
 from entropy_lens.skipping.conditions import VARIANT_TEXT
 from entropy_lens.skipping.criteria import ACCURACY, CRITERION_TEXT
-from entropy_lens.skipping.drop_scores import DROP_SCORE_READING, MARGINS
+from entropy_lens.skipping.drop_scores import DROP_SCORE_READING, MARGINS, SCORE_COLUMNS
 from entropy_lens.skipping.pruning import GROMOV
 from entropy_lens.verdicts import decision, outcomes
 from entropy_lens.verdicts.claim import EXTENSION, SKIP_ROWS, Claim
-from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, rule_rows
+from entropy_lens.verdicts.inputs import FROM_ANSWERS, WITH_LAYER_SKIP, PaperInput, rule_rows
 from entropy_lens.verdicts.rows import Record, RowRule, interval, table_null
+from entropy_lens.verdicts.tested import PlantedNull, TestedClaim
 from entropy_lens.verdicts.units import LOGPROB, POINTS
 
 DROP_SETS = Claim(
@@ -89,11 +90,21 @@ DROP_RULE = RowRule(
 )
 
 
-INPUTS = {
-    "drop_scores": PaperInput(
-        "skipping.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
-        DROP_SCORE_READING,
-        rule_rows("drop_scores", DROP_RULE),
-        from_store=FROM_ANSWERS,
-    ),
-}
+DROP_TABLE = PaperInput(
+    "drop_scores",
+    "skipping.drop_scores.drop_scores (each criterion's drop set against random k-sets)",
+    DROP_SCORE_READING,
+    rule_rows("drop_scores", DROP_RULE),
+    from_store=FROM_ANSWERS,
+    path="results/tables/skip_drop_scores.csv",
+    made=WITH_LAYER_SKIP,
+    columns=SCORE_COLUMNS,
+)
+
+# Each planted draw reruns the whole drop-set comparison: at most 40 draws.
+DROP_SETS_TESTED = TestedClaim(
+    DROP_SETS,
+    DROP_RULE,
+    (DROP_TABLE,),
+    PlantedNull("entropy_lens.skipping.drop_scores:drop_set_planted_rate", margin="accuracy", max_draws=40),
+)

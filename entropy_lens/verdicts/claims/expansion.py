@@ -2,7 +2,8 @@
 (:mod:`entropy_lens.analysis.expansion`: :mod:`~entropy_lens.analysis.expansion.spearman`,
 :mod:`~entropy_lens.analysis.expansion.overlap`).
 
-Each claim's record, its row rule, and the paper-table input its rows come from.
+Each claim as one object (:class:`~entropy_lens.verdicts.tested.TestedClaim`): its record, its row rule, the
+paper-table input its rows come from and its planted null.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import pandas as pd
 import xarray as xr
 
-from entropy_lens.analysis.expansion.overlap import OVERLAP_READING, nucleus_overlap
-from entropy_lens.analysis.expansion.spearman import SPEARMAN_READING, expansion_spearman
+from entropy_lens.analysis.expansion.overlap import OVERLAP_COLUMNS, OVERLAP_READING, nucleus_overlap
+from entropy_lens.analysis.expansion.spearman import SPEARMAN_COLUMNS, SPEARMAN_READING, expansion_spearman
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW, SOURCES
 from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import CONTAINMENT_STATISTIC, FINDING, Claim, Headline
 from entropy_lens.verdicts.inputs import PaperInput, StoreSettings, given, rule_rows
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
+from entropy_lens.verdicts.tested import PlantedNull, PlantedTrue, TestedClaim
 from entropy_lens.verdicts.units import CONTAINMENT, JACCARD, RHO
 
 SPEARMAN = Claim(
@@ -146,17 +148,47 @@ def overlap_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.
     return nucleus_overlap(store, n_boot=s.n_boot, seed=s.seed).assign(dataset=dataset)
 
 
-INPUTS = {
-    "expansion": PaperInput(
-        "analysis.expansion.spearman.expansion_spearman (a dataset column when stacked)",
-        SPEARMAN_READING,
-        rule_rows("expansion", SPEARMAN_RULE),
-        from_store=expansion_from_store,
+EXPANSION_TABLE = PaperInput(
+    "expansion",
+    "analysis.expansion.spearman.expansion_spearman (a dataset column when stacked)",
+    SPEARMAN_READING,
+    rule_rows("expansion", SPEARMAN_RULE),
+    from_store=expansion_from_store,
+    path="results/tables/expansion_{dataset}.csv",
+    columns=SPEARMAN_COLUMNS,
+)
+OVERLAP_TABLE = PaperInput(
+    "overlap",
+    "analysis.expansion.overlap.nucleus_overlap (a dataset column when stacked)",
+    OVERLAP_READING,
+    given("overlap", lambda b: rows_of(_with_jaccard(b.frames["overlap"]), OVERLAP_RULE)),
+    from_store=overlap_from_store,
+    path="results/tables/overlap_{dataset}.csv",
+    columns=OVERLAP_COLUMNS,
+)
+
+# The Spearman's null reaches its bar: its planted-true simulation says whether the rule can beat it where the
+# claim holds (verdicts.mechanical).
+SPEARMAN_TRUE = PlantedTrue(
+    "entropy_lens.analysis.expansion.planted_true:spearman_true_rate",
+    decision.NULL_MARGINS["rho"],
+    120,
+    "containment of adjacent top-p sets is the claim's test",
+)
+SPEARMAN_TESTED = TestedClaim(
+    SPEARMAN,
+    SPEARMAN_RULE,
+    (EXPANSION_TABLE,),
+    PlantedNull(
+        "entropy_lens.analysis.expansion.planted:spearman_planted_rate",
+        margin="rho",
+        max_units=120,
+        planted_true=SPEARMAN_TRUE,
     ),
-    "overlap": PaperInput(
-        "analysis.expansion.overlap.nucleus_overlap (a dataset column when stacked)",
-        OVERLAP_READING,
-        given("overlap", lambda b: rows_of(_with_jaccard(b.frames["overlap"]), OVERLAP_RULE)),
-        from_store=overlap_from_store,
-    ),
-}
+)
+OVERLAP_TESTED = TestedClaim(
+    OVERLAP,
+    OVERLAP_RULE,
+    (OVERLAP_TABLE,),
+    PlantedNull("entropy_lens.analysis.expansion.planted:overlap_planted_rate", margin="containment", max_units=120),
+)

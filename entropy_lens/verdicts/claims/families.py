@@ -1,7 +1,7 @@
 """The family claims: family shapes (:mod:`entropy_lens.analysis.families.shapes`) and the same-family pairs (family,
 not size; size as resolution: :mod:`entropy_lens.analysis.families.pairs`).
 
-Each claim's record, its row rules, and the paper-table inputs its rows come from.
+Each claim as one object: its record, its row rule, the paper-table inputs it reads and its planted null.
 """
 
 from __future__ import annotations
@@ -12,15 +12,17 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.families.gaps import ALIGNMENT_GAP, FAMILY_GAP
+from entropy_lens.analysis.families.pairs import COLUMNS as PAIR_COLUMNS
 from entropy_lens.analysis.families.pairs import PAIR_READING, family_pairs
 from entropy_lens.analysis.families.scales import NATS as NATS_SCALE
 from entropy_lens.analysis.families.scales import NORMALIZED
+from entropy_lens.analysis.families.shapes import COLUMNS as SHAPE_COLUMNS
 from entropy_lens.analysis.families.shapes import SHAPE_READING, profile_shapes
 from entropy_lens.analysis.families.shapes import STATISTICS as SHAPE_STATISTICS
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, HEADLINE_SCALE, Claim, Headline
-from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput, StoreSettings, families_read
+from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, WITH_FAMILIES, PaperInput, StoreSettings, families_read
 from entropy_lens.verdicts.rows import (
     Expected,
     Record,
@@ -32,6 +34,7 @@ from entropy_lens.verdicts.rows import (
     rows_of,
     text,
 )
+from entropy_lens.verdicts.tested import PlantedNull, TestedClaim
 from entropy_lens.verdicts.units import LOG_V, NATS
 
 CLUSTERING = Claim(
@@ -269,26 +272,41 @@ def pairs_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.Da
     return family_pairs(store, grid_points=s.grid_points, n_boot=s.n_boot, seed=s.seed)
 
 
-INPUTS = {
-    "clustering": PaperInput(
-        "analysis.families.clustering_scores (read by the family-pair rows)",
-        None,
-        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
+CLUSTERING_TABLE = PaperInput(
+    "clustering",
+    "analysis.families.clustering_scores (read by the family-pair rows)",
+    None,
+    from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the pair rows stand without it",
+    path="results/tables/family_clustering.csv",
+    made=WITH_FAMILIES,
+)
+PAIRS_TABLE = PaperInput(
+    "family_pairs",
+    "analysis.families.pairs.family_pairs",
+    PAIR_READING,
+    lambda b: (
+        pair_rows(b.frames["family_pairs"], b.frames["clustering"], b.expected)
+        if b.frames["clustering"] is not None or b.frames["family_pairs"] is not None
+        else []
     ),
-    "family_pairs": PaperInput(
-        "analysis.families.pairs.family_pairs",
-        PAIR_READING,
-        lambda b: (
-            pair_rows(b.frames["family_pairs"], b.frames["clustering"], b.expected)
-            if b.frames["clustering"] is not None or b.frames["family_pairs"] is not None
-            else []
-        ),
-        from_store=pairs_from_store,
-    ),
-    "shapes": PaperInput(
-        "analysis.families.shapes.profile_shapes (a dataset column when stacked)",
-        SHAPE_READING,
-        lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
-        from_store=shapes_from_store,
-    ),
-}
+    from_store=pairs_from_store,
+    path="results/tables/family_pairs.csv",
+    made=WITH_FAMILIES,
+    columns=PAIR_COLUMNS,
+)
+SHAPES_TABLE = PaperInput(
+    "shapes",
+    "analysis.families.shapes.profile_shapes (a dataset column when stacked)",
+    SHAPE_READING,
+    lambda b: rows_of(b.frames["shapes"], shape_rule(b.expected)),
+    from_store=shapes_from_store,
+    path="results/tables/family_shapes.csv",
+    columns=SHAPE_COLUMNS,
+)
+
+# Each family claim's null is no structure (a gap, or a shape's weakest part, of zero).
+ZERO_MEAN = PlantedNull("entropy_lens.verdicts.planted_nulls:planted_zero_mean")
+CLUSTERING_TESTED = TestedClaim(CLUSTERING, _pair_rule, (PAIRS_TABLE, CLUSTERING_TABLE), ZERO_MEAN)
+SIZE_RESOLUTION_TESTED = TestedClaim(SIZE_RESOLUTION, _pair_rule, (PAIRS_TABLE,), ZERO_MEAN)
+SHAPE_GPT_TESTED = TestedClaim(SHAPE_GPT, shape_rule, (SHAPES_TABLE,), ZERO_MEAN)
+SHAPE_LLAMA_TESTED = TestedClaim(SHAPE_LLAMA, shape_rule, (SHAPES_TABLE,), ZERO_MEAN)

@@ -6,7 +6,8 @@ The equivalence is its own null (docs/verdicts.md, "Rényi: the equivalence is i
 on the same folds, the excess the paired Rényi - Shannon difference (so observed - null = beyond on every row), and
 the beyond word the equivalence test itself. The claim's row carries the row that decides it.
 
-Its record, its row rules, and the paper-table input its rows come from (after the kNN rows it repeats).
+Its record, its row rules, the paper-table input its rows come from (after the kNN rows it repeats) and its null,
+as one object.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from entropy_lens.analysis.separability.equivalence import EQUIVALENCE_READING
+from entropy_lens.analysis.separability.equivalence import EQUIVALENCE_COLUMNS, EQUIVALENCE_READING
 from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import FINDING, POOLED, SHANNON, Claim, Headline
-from entropy_lens.verdicts.claims.separability import KNN_CLAIMS, knn_unit, split_of
+from entropy_lens.verdicts.claims.separability import KNN_CLAIMS, KNN_NULL, KNN_TABLE, knn_unit, split_of
 from entropy_lens.verdicts.inputs import LOGIT_LENS_ONLY, PaperInput
 from entropy_lens.verdicts.readings import CHANCE
 from entropy_lens.verdicts.rows import Record, RowRule, interval, row, rows_of
+from entropy_lens.verdicts.tested import TestedClaim
 from entropy_lens.verdicts.units import AUC_POINTS
 
 RENYI = Claim(
@@ -134,11 +136,15 @@ def renyi_rows(rows: list[dict[str, Any]], equivalence: pd.DataFrame | None) -> 
     return [summary_row, *out]
 
 
-INPUTS = {
-    "renyi": PaperInput(
-        "analysis.separability.equivalence.renyi_equivalence",
-        EQUIVALENCE_READING,
-        lambda b: renyi_rows(b.rows, b.frames["renyi"]),
-        from_store=f"{LOGIT_LENS_ONLY}: the Rényi orders",
-    ),
-}
+RENYI_TABLE = PaperInput(
+    "renyi",
+    "analysis.separability.equivalence.renyi_equivalence",
+    EQUIVALENCE_READING,
+    lambda b: renyi_rows(b.rows, b.frames["renyi"]),
+    from_store=f"{LOGIT_LENS_ONLY}: the Rényi orders",
+    path="results/tables/renyi_equivalence.csv",
+    columns=EQUIVALENCE_COLUMNS,
+)
+
+# It reads the kNN rows built before it; its null is the kNN rows' (a permutation of the labels on their folds).
+RENYI_TESTED = TestedClaim(RENYI, _renyi_rule, (RENYI_TABLE, KNN_TABLE), KNN_NULL)

@@ -8,18 +8,19 @@ lens corpus; the null permutes the blocks in the same bootstrap. Where those blo
 block of the logit lens's, or fewer than three, the row *cannot be read* (its own word). The rule, fixed in
 ``docs/verdicts.md`` before any schedule was read: :func:`~entropy_lens.verdicts.rules.schedule_survives`.
 
-Its record, its row rule, and the paper-table input its rows come from.
+Its record, its row rule, the paper-table input its rows come from and its planted null, as one object.
 """
 
 from __future__ import annotations
 
 from entropy_lens.analysis.schedule import KL_BAR
-from entropy_lens.analysis.schedule_agreement import AGREEMENT_READING, UNDER_BAR
+from entropy_lens.analysis.schedule_agreement import AGREEMENT_COLUMNS, AGREEMENT_READING, UNDER_BAR
 from entropy_lens.verdicts import decision, rules
 from entropy_lens.verdicts.claim import EXTENSION, Claim
-from entropy_lens.verdicts.inputs import PaperInput, rule_rows
+from entropy_lens.verdicts.inputs import WITH_LENSES, PaperInput, rule_rows
 from entropy_lens.verdicts.outcomes import Outcome
 from entropy_lens.verdicts.rows import Record, RowRule, table_null, text
+from entropy_lens.verdicts.tested import PlantedNull, TestedClaim
 from entropy_lens.verdicts.units import RHO
 
 SCHEDULE_SURVIVES = Claim(
@@ -70,11 +71,20 @@ SCHEDULE_RULE = RowRule(
 )
 
 
-INPUTS = {
-    "lens_schedule": PaperInput(
-        "analysis.schedule_agreement.agreement_table (the blocks under the fitted lens's bar)",
-        AGREEMENT_READING,
-        rule_rows("lens_schedule", SCHEDULE_RULE),
-        from_store=FROM_LENS_CORPUS,
-    ),
-}
+SCHEDULE_TABLE = PaperInput(
+    "lens_schedule",
+    "analysis.schedule_agreement.agreement_table (the blocks under the fitted lens's bar)",
+    AGREEMENT_READING,
+    rule_rows("lens_schedule", SCHEDULE_RULE),
+    from_store=FROM_LENS_CORPUS,
+    path="results/tables/lens_schedule_agreement.csv",
+    made=WITH_LENSES,
+    columns=AGREEMENT_COLUMNS,
+)
+
+SCHEDULE_TESTED = TestedClaim(
+    SCHEDULE_SURVIVES,
+    SCHEDULE_RULE,
+    (SCHEDULE_TABLE,),
+    PlantedNull("entropy_lens.verdicts.schedule_nulls:schedule_planted_rate"),
+)

@@ -1,11 +1,12 @@
 """The separability claims: kNN AUC per target (:mod:`entropy_lens.analysis.separability.knn`) and the held-out family.
 
-Each claim's record, its row rule, and the inputs of the paper table its rows come from.
+Each claim as one object: its record, its row rule, the paper-table inputs it reads, its planted null and, where
+the table's generic reasons do not say it, why it was not run.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -14,26 +15,19 @@ import pandas as pd
 import xarray as xr
 
 from entropy_lens.analysis.separability.folds import GROUPED, STUDY
-from entropy_lens.analysis.separability.heldout import (
-    HELDOUT_NORMALIZED_READING,
-    HELDOUT_READING,
-    OVER_MODELS,
-    family_heldout,
-)
+from entropy_lens.analysis.separability.knn import TABLE_COLUMNS
 from entropy_lens.analysis.separability.targets import KNN_READING, knn_table
 from entropy_lens.answers.accuracy import ALL_STYLES
 from entropy_lens.answers.letters import VERDICT_MEASURE
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
 from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, POOLED, SHANNON, SHANNON_ROWS, Claim, Headline
-from entropy_lens.verdicts.claims.baselines import feature_reading
+from entropy_lens.verdicts.claims.accuracy import ACCURACY_TABLE
+from entropy_lens.verdicts.claims.baselines import BASELINES_TABLE, feature_reading
 from entropy_lens.verdicts.inputs import (
-    LOGIT_LENS_ONLY,
     PaperInput,
     StoreSettings,
-    families_read,
     given,
-    rule_rows,
 )
 from entropy_lens.verdicts.readings import FEATURE, NotRead
 from entropy_lens.verdicts.rows import (
@@ -47,7 +41,8 @@ from entropy_lens.verdicts.rows import (
     table_null,
     text,
 )
-from entropy_lens.verdicts.units import AUC, SHARE
+from entropy_lens.verdicts.tested import Absence, PlantedNull, TestedClaim
+from entropy_lens.verdicts.units import AUC
 
 # --------------------------------------------------------------------------- the claims
 
@@ -101,19 +96,6 @@ FAMILY = Claim(
     figure="family",
     knn_target="family",
     headline=SHANNON_ROWS,
-    aggregation=POOLED,
-)
-
-FAMILY_HELDOUT = Claim(
-    id="family_heldout",
-    name="family held out across size: an unseen model's blank profiles fall in its own family",
-    sentence="profiles cluster by family, not size: a model left out falls in its family",
-    role=FINDING,
-    unit="held-out models",
-    dataset="blank",
-    rule=rules.held_out_family,
-    figure="family",
-    headline=Headline(measures=(SHANNON,)),
     aggregation=POOLED,
 )
 
@@ -260,10 +242,10 @@ def knn_rule(accuracy: pd.DataFrame | None, baselines: pd.DataFrame | None, expe
 def knn_rows(
     knn: pd.DataFrame, accuracy: pd.DataFrame | None, baselines: pd.DataFrame | None, expected: Expected
 ) -> list[dict[str, Any]]:
-    return rows_of(_with_study_protocol(knn), knn_rule(accuracy, baselines, expected))
+    return rows_of(with_study_protocol(knn), knn_rule(accuracy, baselines, expected))
 
 
-def _with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
+def with_study_protocol(knn: pd.DataFrame) -> pd.DataFrame:
     """The grouped protocol's rows, each with the study protocol's (ungrouped folds) AUC and interval."""
     keys = ["target", "model", "split", "measure"]
     protocol = knn[knn["protocol"] == STUDY].drop_duplicates(keys)[[*keys, "auc_mean", "auc_low", "auc_high"]]
@@ -321,41 +303,6 @@ def _correctness_gate(accuracy: pd.DataFrame | None, rec: Record) -> decision.Ve
     return None
 
 
-def _heldout_bar(rec: Record) -> float:
-    """The share a held-out model's samples must beat: chance or the training majority's share."""
-    return max(float(rec["chance"]), float(rec["majority_share"]))
-
-
-def _heldout_verdict(share: decision.Interval, rec: Record) -> decision.Verdict:
-    if not share.finite:
-        return decision.Verdict(decision.INCONCLUSIVE, f"not scored: {text(rec.get('note'))}")
-    to_decide = int(rec["models_to_decide"]) if pd.notna(rec.get("models_to_decide")) else 0
-    return rules.held_out_family(share, bar=_heldout_bar(rec), n_models=int(rec["n"]), to_decide=to_decide)
-
-
-def _heldout_note(rec: Record) -> str:
-    seen = f"held-out models, own family's samples of theirs: {text(rec['predicted'])}"
-    return "; ".join(t for t in (seen, text(rec.get("note"))) if t)
-
-
-# The claim's row is the one over the held-out models (one observation each, analysis.separability.heldout); each
-# model's own share stays in family_heldout.md, and in this row's note.
-HELDOUT_RULE = RowRule(
-    claim=FAMILY_HELDOUT,
-    unit=SHARE,
-    judge=_heldout_verdict,
-    note=_heldout_note,
-    keep=lambda rec: str(rec["model"]) == OVER_MODELS,
-    extra=lambda rec: {"baseline": decision.Interval(_heldout_bar(rec), math.nan, math.nan)},
-    null=lambda rec: decision.fixed_null(
-        "no-signal classifier",
-        interval(rec, ESTIMATE, LOW, HIGH),
-        _heldout_bar(rec),
-        margin=decision.NULL_MARGINS["share"],
-    ),
-)
-
-
 # --------------------------------------------------------------------------- inputs
 
 
@@ -364,30 +311,40 @@ def knn_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.Data
     return knn_table({dataset: store}, features=s.features, settings=s.knn)
 
 
-def heldout_from_store(store: xr.Dataset, dataset: str, s: StoreSettings) -> pd.DataFrame | None:
-    """The held-out family on the blank set, as the run's own table decides it (``None`` elsewhere)."""
-    if not families_read(store, dataset):
+KNN_TABLE = PaperInput(
+    "knn",
+    "analysis.separability.targets.knn_table (both fold protocols)",
+    KNN_READING,
+    given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.frames["baselines"], b.expected)),
+    from_store=knn_from_store,
+    path="results/tables/knn_auc.csv",
+    columns=TABLE_COLUMNS,
+)
+# --------------------------------------------------------------------------- the claims, one object each
+
+# A kNN row's null: its labels permuted on its own folds (a draw reruns the kNN; the largest sets capped at 400).
+KNN_NULL = PlantedNull("entropy_lens.analysis.separability.nulls:knn_planted_rate", margin="AUC", min_units=8)
+KNN_NULL_CAPPED = dataclasses.replace(KNN_NULL, max_units=400)
+
+
+def _one_model_per_family(claim: Claim, expected: Expected) -> str | None:
+    """Family and model identity coincide where each family has one model: the extension reads it."""
+    if not expected.one_model_per_family():
         return None
-    return family_heldout({dataset: store}, features=s.features, settings=s.knn)
+    return "one model per family: family and model identity coincide, so the model-identity extension reads it"
 
 
-INPUTS = {
-    "knn": PaperInput(
-        "analysis.separability.targets.knn_table (both fold protocols)",
-        KNN_READING,
-        given("knn", lambda b: knn_rows(b.frames["knn"], b.frames["accuracy"], b.frames["baselines"], b.expected)),
-        from_store=knn_from_store,
-    ),
-    "heldout": PaperInput(
-        "analysis.separability.heldout.family_heldout",
-        HELDOUT_READING,
-        rule_rows("heldout", HELDOUT_RULE),
-        from_store=heldout_from_store,
-    ),
-    "heldout_normalized": PaperInput(
-        "analysis.separability.heldout.family_heldout on entropy / log V",
-        HELDOUT_NORMALIZED_READING,
-        rule_rows("heldout_normalized", HELDOUT_RULE),
-        from_store=f"{LOGIT_LENS_ONLY}: under a fitted lens the held-out family is read on entropy",
-    ),
-}
+def _knn_tested(claim: Claim, null: PlantedNull, absence: Absence | None = None) -> TestedClaim:
+    """A kNN claim: its rows from the kNN table, read beyond the simplest feature and, for MMLU correctness, only
+    where the model answers above chance."""
+    return TestedClaim(claim, knn_rule, (KNN_TABLE, BASELINES_TABLE, ACCURACY_TABLE), null, absence=absence)
+
+
+TASK_TESTED = _knn_tested(TASK, KNN_NULL_CAPPED)
+SCRAMBLED_TESTED = _knn_tested(SCRAMBLED, KNN_NULL_CAPPED)
+FORMAT_TESTED = _knn_tested(FORMAT, KNN_NULL_CAPPED)
+FAMILY_TESTED = _knn_tested(FAMILY, KNN_NULL, absence=_one_model_per_family)
+MODEL_IDENTITY_TESTED = _knn_tested(MODEL_IDENTITY, KNN_NULL)
+IMAGE_CLASS_TESTED = _knn_tested(IMAGE_CLASS, KNN_NULL)
+MMLU_CORRECT_TESTED = _knn_tested(MMLU_CORRECT, KNN_NULL_CAPPED)
+MMLU_CORRECT_CALIBRATED_TESTED = _knn_tested(MMLU_CORRECT_CALIBRATED, KNN_NULL)

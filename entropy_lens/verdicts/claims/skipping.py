@@ -3,25 +3,28 @@
 Each comparison gets its outcome first (:mod:`entropy_lens.verdicts.outcomes`); it becomes a
 finding's verdict only where the study names a direction for the model
 (:data:`entropy_lens.verdicts.study.SKIP_EXPECTED`), and is an extension row elsewhere.
-Each claim's record, its row rules, and the paper-table inputs its rows come from.
+Each claim as one object: its record, its row rule, the paper-table input its rows come from, its planted null
+and why it was not run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
-from entropy_lens.skipping.comparisons import COMPARISON_READING
+from entropy_lens.skipping.comparisons import COMPARISON_COLUMNS, COMPARISON_READING
 from entropy_lens.skipping.conditions import EXPANSION, PRUNING, RANDOM, VARIANT_TEXT
 from entropy_lens.skipping.criticality import ACCURACY
+from entropy_lens.skipping.criticality import SPEARMAN_COLUMNS as RANK_COLUMNS
 from entropy_lens.skipping.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.verdicts import decision, outcomes, study
 from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_ROWS, Claim
-from entropy_lens.verdicts.inputs import FROM_ANSWERS, PaperInput, given
-from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, table_null
+from entropy_lens.verdicts.inputs import FROM_ANSWERS, WITH_LAYER_SKIP, PaperInput, given
+from entropy_lens.verdicts.rows import Expected, Record, RowRule, interval, rows_of, table_null
+from entropy_lens.verdicts.tested import NoNull, PlantedNull, TestedClaim
 from entropy_lens.verdicts.units import LOGPROB, POINTS, RHO
 
 SKIP_COLLAPSE = Claim(
@@ -222,17 +225,67 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
     )
 
 
-INPUTS = {
-    "layer_skip": PaperInput(
-        "skipping.comparisons.skip_comparisons",
-        COMPARISON_READING,
-        given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
-        from_store=FROM_ANSWERS,
-    ),
-    "skip_spearman": PaperInput(
-        "skipping.criticality.criticality_spearman",
-        RANK_READING,
-        lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
-        from_store=FROM_ANSWERS,
-    ),
-}
+COMPARISONS_TABLE = PaperInput(
+    "layer_skip",
+    "skipping.comparisons.skip_comparisons",
+    COMPARISON_READING,
+    given("layer_skip", lambda b: comparison_rows(b.frames["layer_skip"], b.scopes)),
+    from_store=FROM_ANSWERS,
+    path="results/tables/layer_skip_comparisons.csv",
+    made=WITH_LAYER_SKIP,
+    columns=COMPARISON_COLUMNS,
+)
+RANK_TABLE = PaperInput(
+    "skip_spearman",
+    "skipping.criticality.criticality_spearman",
+    RANK_READING,
+    lambda b: rows_of(b.frames["skip_spearman"], rank_rule(b.scopes)),
+    from_store=FROM_ANSWERS,
+    path="results/tables/layer_skip_spearman.csv",
+    made=WITH_LAYER_SKIP,
+    columns=RANK_COLUMNS,
+)
+
+
+def skip_shortfall(models: Sequence[str], expected: Expected, *, named: bool) -> str:
+    """Why ``models`` have no layer-skip rows: the experiment is off, none is in ``layer_skip.models`` (named
+    where the row does not name the model), or the run gave no result."""
+    if not expected.layer_skip:
+        return "the layer-skip experiment is off"
+    if set(models) & set(expected.layer_skip):
+        return "no result"
+    return f"{', '.join(models)} not in layer_skip.models" if named else "not in layer_skip.models"
+
+
+def skip_absence(claim: Claim, expected: Expected) -> str:
+    """Why a layer-skip claim has no row in its role: no direction of the study's for it, no model of its scope,
+    or the shortfall of the models of its scope."""
+    scopes = [scope for scope, claims in study.SKIP_EXPECTED.items() if claim.id in claims]
+    if not scopes:
+        return "the study names no direction for it on any model: every row of it is an extension"
+    scoped = [model for model, scope in expected.skip_scopes().items() if scope in scopes]
+    if not scoped:
+        names = " or ".join(study.SKIP_SCOPE_NAMES[s] for s in scopes)
+        return f"no model of {names} (the study's scope) in this configuration; other models' rows are extensions"
+    return skip_shortfall(scoped, expected, named=True)
+
+
+def _skip_tested(claim: Claim, rule: Callable[..., RowRule], null: PlantedNull | NoNull) -> TestedClaim:
+    """A layer-skip claim: read from the comparisons (the rank from the per-block Spearman), its own absence."""
+    table = RANK_TABLE if claim is SKIP_RANK else COMPARISONS_TABLE
+    return TestedClaim(claim, rule, (table,), null, absence=skip_absence)
+
+
+# A skip draw reruns the comparisons at k = 1 on simulated questions: at most 40 draws.
+SKIP_NULL = PlantedNull("entropy_lens.verdicts.skip_nulls:skip_planted_rate", keywords=(("ks", (1,)),), max_draws=40)
+SKIP_COLLAPSE_TESTED = _skip_tested(SKIP_COLLAPSE, collapse_rule, SKIP_NULL)
+SKIP_VS_RANDOM_TESTED = _skip_tested(SKIP_VS_RANDOM, comparison_rule, SKIP_NULL)
+SKIP_VS_PRUNING_TESTED = _skip_tested(
+    SKIP_VS_PRUNING,
+    comparison_rule,
+    NoNull("expansion against pruning: each side's row against random blocks is its null"),
+)
+PRUNING_VS_RANDOM_TESTED = _skip_tested(PRUNING_VS_RANDOM, comparison_rule, SKIP_NULL)
+SKIP_RANK_TESTED = _skip_tested(
+    SKIP_RANK, rank_rule, PlantedNull("entropy_lens.verdicts.planted_nulls:planted_zero_mean")
+)
