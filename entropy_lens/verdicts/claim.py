@@ -11,8 +11,8 @@ counted:
   Llama-architecture model of another family, a family the skip claims do not name, model
   identity where each family has one model); reported with its outcome, counted apart.
 
-The records themselves live with their row rules in their topic's module of :mod:`entropy_lens.verdicts.claims`;
-:mod:`entropy_lens.verdicts.registry` lists them in reading order.
+Each record lives in its claim's object (:class:`entropy_lens.verdicts.tested.TestedClaim`) in its topic's module of
+:mod:`entropy_lens.verdicts.claims`; :mod:`entropy_lens.verdicts.registry` lists them in reading order.
 """
 
 from __future__ import annotations

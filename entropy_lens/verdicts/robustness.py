@@ -185,8 +185,8 @@ def dataset_robustness(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The verdicts one dataset's profiles give under the logit lens and under each fitted kind, and where they part.
 
-    Both sides run the same analyses on the same models' profiles of ``dataset``: every paper-table input that
-    its entry (its topic's ``INPUTS``) recomputes from a store (:func:`entropy_lens.verdicts.table.store_tables`:
+    Both sides run the same analyses on the same models' profiles of ``dataset``: every paper-table input whose
+    ``PaperInput`` recomputes it from a store (:func:`entropy_lens.verdicts.table.store_tables`:
     kNN separability in Shannon entropy, ΔH-nucleus Spearman, adjacent-layer overlap, profile shapes; on the blank
     set also the held-out family and the same-family pairs), so each verdict is compared within one scope. The
     logit lens's side is analysed once for every kind.
