@@ -257,6 +257,8 @@ def paper_inputs(wildcards):
             inputs[name] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
     if LENS_PROFILE_PAIRS:
         inputs["robustness"] = "results/tables/lens_robustness.csv"
+    if TWIN_PAIRS:  # the twins' readings: a second null of every learned-structure claim
+        inputs["twins"] = "results/tables/twins.csv"
     return inputs
 
 

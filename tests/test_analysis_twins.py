@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synthetic import combined_dataset
+from synthetic import N_STORIES, combined_dataset, task_store
 
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.analysis.twins import contract as W
@@ -14,28 +14,6 @@ from entropy_lens.core.frames import NULL_CONTRACT
 from entropy_lens.store import schema
 
 FAST = KnnSettings(k=7, n_splits=5, n_repeats=2)
-TASKS = ("continue", "count", "gist")
-N_STORIES = 20
-
-
-def _tasks(effect: float, seed: int, *, jaccard: float = 0.5, equal_nuclei: bool = True) -> object:
-    """20 stories x 3 tasks x 2 phrasings; the task shifts the profile by ``effect``; every adjacent-layer
-    Jaccard is ``jaccard``; with ``equal_nuclei`` every nucleus holds 5 tokens (so containment is ``2 J / (1 + J)``),
-    else ``round(exp(H))`` (so the nucleus change tracks the entropy change)."""
-    rng = np.random.default_rng(seed)
-    task = np.tile(np.repeat(TASKS, 2), N_STORIES)
-    story = np.repeat([f"s{i}" for i in range(N_STORIES)], 6)
-    profiles = rng.normal(size=(task.size, 3, 7)) + 3.0
-    profiles += effect * np.searchsorted(TASKS, task)[:, None, None]
-    nucleus = np.full(profiles.shape, 5, dtype=np.int32)
-    overlap = np.full(profiles.shape, jaccard)
-    overlap[..., -1] = np.nan
-    return combined_dataset(
-        {"m1": profiles},
-        prompt_labels={"task": task, "story_id": story, "scrambled": np.zeros(task.size, bool)},
-        nucleus={"m1": nucleus} if equal_nuclei else None,
-        jaccard={"m1": overlap},
-    )
 
 
 def _row(table, **where):
@@ -47,7 +25,7 @@ def _row(table, **where):
 
 
 def test_a_trained_effect_its_twin_lacks_is_beyond_the_twin():
-    trained, twin = _tasks(2.0, 0, jaccard=0.9), _tasks(0.0, 1, jaccard=0.3)
+    trained, twin = task_store(2.0, 0, jaccard=0.9), task_store(0.0, 1, jaccard=0.3)
     table = twin_table({"tasks": trained}, {"tasks": twin}, twin_seed=5, settings=FAST, n_boot=300)
     assert list(table.columns) == list(W.COLUMNS) and set(NULL_CONTRACT) <= set(table.columns)
     task = _row(table, reading=W.SEPARABILITY, target="task")
@@ -65,7 +43,7 @@ def test_a_trained_effect_its_twin_lacks_is_beyond_the_twin():
 
 
 def test_a_twin_with_the_same_structure_is_not_beyond_it():
-    trained, twin = _tasks(0.4, 0, equal_nuclei=False), _tasks(0.4, 1, equal_nuclei=False)
+    trained, twin = task_store(0.4, 0, equal_nuclei=False), task_store(0.4, 1, equal_nuclei=False)
     table = twin_table({"tasks": trained}, {"tasks": twin}, twin_seed=0, settings=FAST, n_boot=300)
     task = _row(table, reading=W.SEPARABILITY, target="task")
     assert 0.6 < task["null_estimate"] < 0.95 and task["beyond_low"] < 0 < task["beyond_high"]
@@ -75,7 +53,7 @@ def test_a_twin_with_the_same_structure_is_not_beyond_it():
 
 
 def test_identical_sides_differ_by_zero_on_every_reading():
-    trained = _tasks(1.0, 0, equal_nuclei=False)
+    trained = task_store(1.0, 0, equal_nuclei=False)
     table = twin_table({"tasks": trained}, {"tasks": trained}, twin_seed=0, settings=FAST, n_boot=200)
     scored = table[table["beyond"].notna()]
     assert set(scored["reading"]) == {W.SEPARABILITY, W.SPEARMAN, W.OVERLAP, W.SHAPE}
@@ -85,7 +63,7 @@ def test_identical_sides_differ_by_zero_on_every_reading():
 
 
 def test_the_twin_is_paired_by_prompt_id_not_by_position():
-    trained, twin = _tasks(2.0, 0, jaccard=0.9), _tasks(0.0, 1, jaccard=0.3)
+    trained, twin = task_store(2.0, 0, jaccard=0.9), task_store(0.0, 1, jaccard=0.3)
     shuffled = twin.isel({schema.PROMPT: np.random.default_rng(3).permutation(twin.sizes[schema.PROMPT])})
     a = twin_table({"tasks": trained}, {"tasks": twin}, twin_seed=0, settings=FAST, n_boot=200)
     b = twin_table({"tasks": trained}, {"tasks": shuffled}, twin_seed=0, settings=FAST, n_boot=200)
@@ -94,7 +72,7 @@ def test_the_twin_is_paired_by_prompt_id_not_by_position():
 
 
 def test_mmlu_correctness_has_no_twin_reading_and_says_so():
-    trained = _tasks(1.0, 0)
+    trained = task_store(1.0, 0)
     table = twin_table({"tasks": trained}, {"tasks": trained}, twin_seed=0, mmlu=True, settings=FAST, n_boot=200)
     row = _row(table, target="mmlu_correct")
     assert row["note"] == NO_CORRECTNESS and np.isnan(row["beyond"])

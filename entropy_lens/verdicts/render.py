@@ -88,6 +88,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             "n": table["n"],
         }
     )
+    if "beyond_twin_verdict" in table.columns:  # twins: the row against its model's random-init twin
+        view.insert(view.columns.get_loc("beyond its null") + 1, "beyond the twin", table["beyond_twin_verdict"])
     # The verdict under each fitted lens (lens_robustness), beside the logit lens's.
     for column in [c for c in table.columns if c.startswith(UNDER_LENS)][::-1]:
         view.insert(view.columns.get_loc("verdict") + 1, f"under {column[len(UNDER_LENS) :]} lens", table[column])
