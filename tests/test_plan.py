@@ -408,10 +408,14 @@ def test_paper_config_plans_every_model_and_dataset_offline(offline):
     request = result.request(plan.EXTRACT, "gemma-2-9b-it", "mmlu", shard=1)
     assert request.mem_mb > result.request(plan.EXTRACT, "gpt2-small", "blank").mem_mb
     totals = result.totals()
-    # extraction (3 text sets, sharded MMLU, the image set), skipping, 2 lens kinds fitted and 3 sets read under each
-    assert totals.loc["all", "jobs"] == len(result.jobs) == 14 * 3 + 10 * len(shards) + 10 * 2 + 1 + 14 * 2 + 14 * 2 * 3
+    # extraction (3 text sets, sharded MMLU, the image set), skipping, 2 lens kinds fitted and 3 sets read under each,
+    # and each text model's twin on the 3 text sets
+    jobs = 14 * 3 + 10 * len(shards) + 10 * 2 + 1 + 14 * 2 + 14 * 2 * 3 + 14 * 3
+    assert totals.loc["all", "jobs"] == len(result.jobs) == jobs
     lens_sets = {j.dataset for j in result.jobs if j.rule == plan.EXTRACT_LENS}
     assert lens_sets == {f"{kind}/{d}" for kind in ("linear", "tuned") for d in ("tasks", "formats", "blank")}
+    twins = {(j.model, j.dataset) for j in result.jobs if j.rule == plan.EXTRACT_TWIN}
+    assert twins == {(m, d) for m in models for d in ("tasks", "formats", "blank")}
     assert totals.loc["all", "est_s"] == pytest.approx(sum(j.est_s for j in result.jobs))
 
 
@@ -650,7 +654,7 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "job                   model" in printed and "extract_profiles      gemma-2-9b-it" in printed
-    assert printed.count("  total ") == 15 and "TOTAL all models: 285 jobs" in printed
+    assert printed.count("  total ") == 15 and "TOTAL all models: 327 jobs" in printed
     assert "longer than the model's context" not in printed
 
 
