@@ -40,6 +40,8 @@ def test_a_trained_effect_its_twin_lacks_is_beyond_the_twin():
     assert contained["n_sources"] == N_STORIES and contained["beyond_low"] == pytest.approx(contained["beyond"])
     jaccard = _row(table, reading=W.OVERLAP, statistic="jaccard")
     assert jaccard["beyond"] == pytest.approx(0.6, abs=1e-6)
+    changes = _row(table, reading=W.OVERLAP, statistic="containment_size_changes")  # every nucleus holds 5 tokens
+    assert np.isnan(changes["beyond"]) and changes["note"].startswith("no valid cell")
 
 
 def test_a_twin_with_the_same_structure_is_not_beyond_it():

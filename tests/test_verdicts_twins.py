@@ -71,9 +71,14 @@ def test_each_learned_row_gets_its_twin_reading_and_word():
 
 
 def test_a_row_whose_twin_was_not_profiled_says_so():
-    paper = _paper(spearman={"model": "m", "split": "tasks", "measure": "shannon", "unit": "rho"})
+    paper = _paper(
+        spearman={"model": "m", "split": "tasks", "measure": "shannon", "unit": "rho"},
+        overlap={"model": "m", "split": "blank", "measure": "other_statistic", "unit": "containment"},
+    )
     twins = pd.DataFrame([_twin("spearman", "blank", "m", "spearman", (0.7, 0.6, 0.8), (0.0, -0.2, 0.2))])
-    assert W.with_twins(paper, twins).loc[0, "beyond_twin_why"] == W.NOT_PROFILED
+    out = W.with_twins(paper, twins)
+    assert out.loc[0, "beyond_twin_why"] == W.NOT_PROFILED
+    assert out.loc[1, "beyond_twin_why"] == "" and out.loc[1, "beyond_twin_verdict"] == ""  # profiled, not read
 
 
 def test_a_shape_reads_its_weakest_part_in_the_claimed_direction():
@@ -109,6 +114,9 @@ def test_beyond_both_is_the_weaker_word_and_the_headline_names_what_a_random_net
     lines = W.twin_lines(both)
     assert lines[0] == "A random network of the same architecture already shows: adjacent layers share."
     assert lines[1] == "Beyond the twin (2 rows read on the twins): 1 shown, 1 not shown, 0 undecided."
+    assert W.twin_section(both).startswith("\n## Beyond the twin\n\nA random network")
+    assert max(len(line) for line in W.twin_section(both, width=40).splitlines()) <= 40
+    assert W.twin_section(both.assign(beyond_twin_verdict="")) == ""
 
 
 def _task_row(trained, twin) -> pd.Series:

@@ -5,10 +5,10 @@ from pathlib import Path
 from entropy_lens.core.tables import read_csv_table, write_csv, write_table
 from entropy_lens.model.registry import folder_model_type
 from entropy_lens.verdicts.nulls import nulls_table
-from entropy_lens.verdicts.render import display, terminal_table, verdicts_html, verdicts_markdown
+from entropy_lens.verdicts.render import TERMINAL_WIDTH, display, terminal_table, verdicts_html, verdicts_markdown
 from entropy_lens.verdicts.robustness import robustness_lines, with_robustness
 from entropy_lens.verdicts.table import Expected, headline, paper_table_from_files
-from entropy_lens.verdicts.twins import twin_lines, with_both, with_twins
+from entropy_lens.verdicts.twins import twin_section, with_both, with_twins
 from entropy_lens.workflow.jobs import setup_logging
 
 REHEARSAL_WARNING = (
@@ -42,10 +42,9 @@ if robustness:  # fitted_lens.profile_datasets: each verdict under the fitted le
     top = with_robustness(top, changes, snakemake.params.expected["datasets"])
     lines = robustness_lines(changes)
     lens_lines = "\n## Under a fitted lens\n\n" + "\n".join(lines) + " Per row and block: lens_robustness.md.\n"
-twin_text = ""
 if twins:  # "beyond its null" is beyond both the null and the twin; which claims a random network shows
     top = with_both(top)
-    twin_text = "\n## Beyond the twin\n\n" + " ".join(twin_lines(top)) + " Per row: twins.md.\n"
+twin_text = twin_section(top) if twins else ""
 write_csv(top, out.verdicts_csv)
 Path(out.verdicts_md).write_text(
     warning + verdicts_markdown(top, "Verdicts: did each claim hold here?") + lens_lines + twin_text
@@ -53,7 +52,9 @@ Path(out.verdicts_md).write_text(
 Path(out.verdicts_html).write_text(
     (f"<p><strong>{warning.strip()}</strong></p>\n" if warning else "") + verdicts_html(top)
 )
-Path(out.verdicts_txt).write_text(warning + terminal_table(top) + (twin_text.replace("## ", "") if twin_text else ""))
+Path(out.verdicts_txt).write_text(
+    warning + terminal_table(top) + (twin_section(top, width=TERMINAL_WIDTH) if twins else "")
+)
 write_table(
     nulls_table(table),
     out.nulls_csv,

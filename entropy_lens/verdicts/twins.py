@@ -12,6 +12,7 @@ and :func:`twin_lines` names the claims a random network of the same architectur
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -119,20 +120,25 @@ def _twin_values(rec: Mapping[str, Any], twins: pd.DataFrame) -> dict[str, Any]:
     if rule.reading == "separability" and str(rec.get("measure", "")) != SEPARABILITY_MEASURE:
         return {}
     if rule.reading == "shape":
-        return _shape_values(rule, rec, _rows(twins, rule, rec))
+        return _shape_values(rule, rec, _rows(twins, rule, rec), twins)
     found = _rows(twins, rule, rec)
     if found.empty:
-        return {"beyond_twin_why": NOT_PROFILED} if _profiled_elsewhere(twins, rule) else {}
+        return {"beyond_twin_why": NOT_PROFILED} if not _profiled_on(twins, _dataset(rule, rec)) else {}
     return judged(found.iloc[0].to_dict(), margin=rule.margin, bar=rule.bar, unit=str(rec.get("unit", "")))
 
 
-def _profiled_elsewhere(twins: pd.DataFrame, rule: TwinRule) -> bool:
-    return bool((twins["reading"] == rule.reading).any())
+def _dataset(rule: TwinRule, rec: Mapping[str, Any]) -> str:
+    """The dataset of a row's twin reading."""
+    return str(rec.get("split", "")) if rule.split_is_dataset else rule.dataset
+
+
+def _profiled_on(twins: pd.DataFrame, dataset: str) -> bool:
+    """Whether the twins were read on ``dataset`` (a row of the twin table with a value there)."""
+    return bool(((twins["dataset"].astype(str) == dataset) & twins["beyond"].notna()).any())
 
 
 def _rows(twins: pd.DataFrame, rule: TwinRule, rec: Mapping[str, Any]) -> pd.DataFrame:
-    dataset = str(rec.get("split", "")) if rule.split_is_dataset else rule.dataset
-    mask = (twins["reading"] == rule.reading) & (twins["dataset"].astype(str) == dataset)
+    mask = (twins["reading"] == rule.reading) & (twins["dataset"].astype(str) == _dataset(rule, rec))
     mask &= twins["model"].astype(str) == str(rec.get("model", ""))
     if rule.reading == "family_pair":
         mask &= twins["scale"].astype(str) == str(rec.get("measure", ""))
@@ -168,13 +174,13 @@ def judged(rec: Mapping[str, Any], *, margin: float, bar: float, unit: str) -> d
     }
 
 
-def _shape_values(rule: TwinRule, rec: Mapping[str, Any], found: pd.DataFrame) -> dict[str, Any]:
+def _shape_values(rule: TwinRule, rec: Mapping[str, Any], found: pd.DataFrame, twins: pd.DataFrame) -> dict[str, Any]:
     """A shape's twin reading: trained - twin of the weakest part in its claimed direction; the twin shows the
     shape when every part of its own profile lies on the claimed side of its bar."""
     parts = {str(r["statistic"]): r for r in found.to_dict("records")}
     claimed = V.SHAPE_CLAIMS[rule.target]
     if not all(p.statistic in parts for p in claimed):
-        return {"beyond_twin_why": NOT_PROFILED} if not found.empty else {}
+        return {"beyond_twin_why": NOT_PROFILED} if not _profiled_on(twins, _dataset(rule, rec)) else {}
     weakest, shows = None, True
     for part in claimed:
         r = parts[part.statistic]
@@ -226,3 +232,15 @@ def twin_lines(top: pd.DataFrame) -> list[str]:
     tally = read["beyond_twin_verdict"].value_counts()
     words = ", ".join(f"{int(tally.get(w, 0))} {w}" for w in (D.SHOWN, D.NOT_SHOWN, D.UNDECIDED_BEYOND))
     return [first, f"Beyond the twin ({len(read)} rows read on the twins): {words}."]
+
+
+def twin_section(top: pd.DataFrame, *, width: int | None = None) -> str:
+    """The verdicts' "Beyond the twin" section: a Markdown heading and :func:`twin_lines`, or (``width``) a plain
+    heading and the lines wrapped for a terminal; ``""`` where no row was read on the twins."""
+    lines = twin_lines(top)
+    if not lines:
+        return ""
+    body = " ".join(lines) + " Per row: twins.md."
+    if width is None:
+        return f"\n## Beyond the twin\n\n{body}\n"
+    return "\nBeyond the twin\n" + textwrap.fill(body, width) + "\n"

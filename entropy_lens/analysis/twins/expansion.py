@@ -8,8 +8,9 @@ replacement, the same draw for both sides (:func:`~entropy_lens.analysis.twins.c
   of each side's full-sample ranks of ``Delta H`` and ``Delta N`` over every valid (prompt, token, layer pair) cell,
   each replicate the correlation of the drawn sources' cells;
 * **overlap**: as :func:`~entropy_lens.analysis.expansion.overlap.nucleus_overlap`, the mean over valid cells of
-  the containment of adjacent layers' top-p sets (the claim's statistic) and of their Jaccard (the original rule),
-  each replicate the ratio of the drawn sources' sums and counts.
+  the containment of adjacent layers' top-p sets (the claim's statistic; also over the cells whose nucleus size
+  changes) and of their Jaccard (the original rule), each replicate the ratio of the drawn sources' sums and
+  counts.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from entropy_lens.analysis.expansion.overlap import CONTAINMENT, JACCARD, containment_from_jaccard
+from entropy_lens.analysis.expansion.overlap import (
+    CONTAINMENT,
+    CONTAINMENT_SIZE_CHANGES,
+    JACCARD,
+    containment_from_jaccard,
+)
 from entropy_lens.analysis.expansion.spearman import layer_deltas
 from entropy_lens.analysis.features import model_values
 from entropy_lens.analysis.twins.contract import (
@@ -38,7 +44,7 @@ from entropy_lens.core.intervals import DEFAULT_N_BOOT
 from entropy_lens.store import schema
 
 UNIT = "sources (paired cluster bootstrap)"
-OVERLAP_STATISTICS = (CONTAINMENT, JACCARD)
+OVERLAP_STATISTICS = (CONTAINMENT, CONTAINMENT_SIZE_CHANGES, JACCARD)
 
 
 def expansion_rows(
@@ -137,12 +143,20 @@ def overlap_pair(
     n_boot: int,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """Mean containment and Jaccard of adjacent top-p sets on both sides, and trained - twin (sources drawn
-    together); one row per statistic of :data:`OVERLAP_STATISTICS`."""
+    """Mean containment (over every valid cell, and over those whose nucleus size changes) and Jaccard of adjacent
+    top-p sets on both sides, and trained - twin (sources drawn together); one row per statistic of
+    :data:`OVERLAP_STATISTICS`."""
     per_side = []
     for side in (trained, twin):
-        jaccard = side["jaccard"]
-        cells = {CONTAINMENT: containment_from_jaccard(jaccard, side["nucleus"]), JACCARD: jaccard}
+        jaccard, nucleus = side["jaccard"], side["nucleus"]
+        contained = containment_from_jaccard(jaccard, nucleus)
+        changes = np.zeros(nucleus.shape, dtype=bool)
+        changes[..., :-1] = nucleus[..., :-1] != nucleus[..., 1:]
+        cells = {
+            CONTAINMENT: contained,
+            CONTAINMENT_SIZE_CHANGES: np.where(changes, contained, np.nan),
+            JACCARD: jaccard,
+        }
         per_side.append({k: (np.isfinite(v).sum(axis=(1, 2)), np.nansum(v, axis=(1, 2))) for k, v in cells.items()})
     weights = np.stack([w for side in per_side for k in OVERLAP_STATISTICS for w in side[k]]).astype(np.float64)
     draws = paired_source_draws(weights, sources, n_boot=n_boot, seed=seed)
