@@ -83,3 +83,16 @@ def test_twin_leaves_the_global_generator_alone(source, tmp_path):
 def test_twin_refuses_a_bad_seed(source, tmp_path, seed):
     with pytest.raises(ValueError, match="seed must be an int >= 0"):
         build_twin(source, tmp_path / "twin", seed=seed)
+
+
+def test_a_model_that_is_itself_a_seeded_random_init_is_not_its_own_twin(source, tmp_path, monkeypatch):
+    """The tiny source is ``torch.manual_seed(0)``'s init of its config: the seed-0 twin still draws other weights
+    (its generator is seeded from a hash of the seed), and a twin that would equal its source is refused."""
+    from entropy_lens.model import twin as twin_module
+
+    drawn, trained = _weights(build_twin(source, tmp_path / "zero", seed=0)), _weights(source)
+    assert any(not torch.equal(drawn[k], trained[k]) for k in trained)
+    monkeypatch.setattr(twin_module, "generator_seed", lambda seed: seed)  # the plain seed: the source comes back
+    with pytest.raises(ValueError, match=r"has its model's own weights .* set twins\.seed"):
+        build_twin(source, tmp_path / "same", seed=0)
+    assert not (tmp_path / "same").exists()

@@ -6,11 +6,15 @@ initialiser (``from_config`` under a seeded generator: each class's ``_init_weig
 where the config ties them, and saved like any materialized model (safetensors, tokenizer or image processor,
 generation config) with its provenance: ``twin_of``, the seed and ``init: "random init"``. Nothing here
 branches on a model's name; the weights depend on the config and the seed alone, so the same seed writes the
-same bytes.
+same bytes. The generator is seeded from the seed through :func:`generator_seed` (a hash), never with the seed
+itself: a model that is itself a random init from a small seed (the rehearsal's stand-ins, the tests' tiny
+models) must not come back as its own twin, and :func:`build_twin` refuses a twin whose weights are its
+source's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -27,6 +31,13 @@ logger = logging.getLogger(__name__)
 TWIN_INIT = "random init"
 # The provenance keys a twin's folder records beside a materialized model's (source, sha256, family, name).
 TWIN_KEYS = ("twin_of", "twin_of_sha256", "seed", "init")
+
+
+def generator_seed(seed: int) -> int:
+    """The torch generator's seed of the twin drawn from ``seed``: 63 bits of a hash of it, so that no model
+    initialised with ``torch.manual_seed(seed)`` itself is its own twin."""
+    digest = hashlib.sha256(f"entropy-lens twin {int(seed)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
 
 
 def twin_model(source: str | os.PathLike, seed: int):
@@ -57,7 +68,7 @@ def twin_model(source: str | os.PathLike, seed: int):
     image = is_image_classifier(config)
     auto_model = AutoModelForImageClassification if image else AutoModelForCausalLM
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.manual_seed(generator_seed(seed))
         model = auto_model.from_config(config, dtype=torch.float32)
     preprocessor = (AutoImageProcessor if image else AutoTokenizer).from_pretrained(source)
     return model.eval(), preprocessor
@@ -94,6 +105,7 @@ def build_twin(source: str | os.PathLike, out_dir: str | os.PathLike, *, seed: i
         staged = Path(tmp) / "twin"
         model.save_pretrained(staged)
         preprocessor.save_pretrained(staged)
+        _refuse_own_weights(source, staged, seed)
         meta = twin_provenance(source, staged, seed=seed, name=name)
         (staged / SOURCE_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
         if out.exists():
@@ -101,6 +113,17 @@ def build_twin(source: str | os.PathLike, out_dir: str | os.PathLike, *, seed: i
         staged.rename(out)
     logger.info("wrote the seed-%d twin of %s into %s", seed, source, out)
     return out
+
+
+def _refuse_own_weights(source: str | os.PathLike, staged: Path, seed: int) -> None:
+    """Raise where the twin's weight files equal its source's: it would be its model, not a null for it."""
+    weights = sorted(staged.glob("*.safetensors"))
+    theirs = [Path(source) / w.name for w in weights]
+    if weights and all(t.is_file() and t.read_bytes() == w.read_bytes() for w, t in zip(weights, theirs, strict=True)):
+        raise ValueError(
+            f"the seed-{seed} twin of {source} has its model's own weights (the model is itself this random init): "
+            "set twins.seed to another value"
+        )
 
 
 def twin_provenance(source: str | os.PathLike, folder: Path, *, seed: int, name: str | None) -> dict[str, object]:
