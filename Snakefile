@@ -32,6 +32,7 @@ include: "rules/extract.smk"
 include: "rules/analysis.smk"
 include: "rules/layer_skip.smk"
 include: "rules/lenses.smk"
+include: "rules/twins.smk"
 include: "rules/manifest.smk"
 
 

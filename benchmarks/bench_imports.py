@@ -37,6 +37,7 @@ TORCH_JOBS = {
     "layer_skip_select": "runs the model",
     "materialize_model": "saves the model",
     "score_mmlu": "runs the model",
+    "twin_model": "draws the twin's weights",
     "plot_heatmap": "decodes token ids with the model's tokenizer (transformers imports torch)",
     "paper_table": "the planted expansion nulls run the lens's torch metrics",
 }

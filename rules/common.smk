@@ -11,6 +11,8 @@ from entropy_lens.workflow.plan import (
     plan_inputs,
     run_models,
     skip_models,
+    twin_models,
+    twin_pairs,
 )
 from entropy_lens.workflow.settings import check_config, synthetic_stories
 from entropy_lens.workflow.jobs import scaled_threads_line
@@ -67,6 +69,11 @@ LENS_PROFILE_PAIRS = lens_profile_pairs(config)
 # Family analyses compare models: they run only where the blank set has two or more.
 FAMILIES = len(DATASET_MODELS.get("blank", [])) >= 2
 PAIRS = [(m, d) for d in DATASETS for m in DATASET_MODELS[d]]
+# Random-init twins (twins): the (model, dataset) pairs whose model's twin is profiled there, the twinned models and
+# datasets; none unless enabled.
+TWIN_PAIRS = twin_pairs(config)
+TWIN_MODELS = twin_models(config)
+TWIN_DATASETS = list(dict.fromkeys(d for _, d in TWIN_PAIRS))
 SYNTHETIC_STORIES = synthetic_stories(config)
 
 
@@ -115,6 +122,7 @@ def manifest_outputs():
     out += [f"results/profiles/{m}/{d}.zarr" for m, d in PAIRS]
     out += expand("results/datasets/{dataset}.parquet", dataset=DATASETS)
     out += expand("results/scores/{model}/mmlu.parquet", model=MMLU_MODELS)
+    out += [f"results/profiles/twins/{m}/{d}.zarr" for m, d in TWIN_PAIRS]
     return sorted(set(out))
 
 
@@ -157,6 +165,8 @@ def analysis_outputs():
     out += [f"results/figures/heatmap_{m}_{d}.png" for m, d in first_pairs()]
     if FAMILIES:
         out += ["results/tables/family_clustering.csv", "results/figures/dendrogram.png"]
+    if TWIN_PAIRS:
+        out += ["results/tables/twins.csv"]
     return out
 
 
@@ -195,6 +205,25 @@ def per_model_scores(wildcards):
 
 def dataset_models(wildcards):
     return DATASET_MODELS[wildcards.dataset]
+
+
+def twin_dataset_models(wildcards):
+    """The models whose twins are profiled on the dataset, in config order."""
+    return [m for m, d in TWIN_PAIRS if d == wildcards.dataset]
+
+
+def twin_stores(wildcards):
+    """The twins' per-model stores of one dataset."""
+    return [f"results/profiles/twins/{m}/{wildcards.dataset}.zarr" for m in twin_dataset_models(wildcards)]
+
+
+def twin_labels(wildcards):
+    """Family and parameter count of each twinned model of the dataset: its model's, so the twins' combined store
+    reads as the trained one does."""
+    return {
+        m: {"family": config["models"][m]["family"], "n_params": config["models"][m]["n_params"]}
+        for m in twin_dataset_models(wildcards)
+    }
 
 
 def model_labels(wildcards):
@@ -275,6 +304,8 @@ def paper_inputs(wildcards):
         inputs[f"draws_{name}"] = expand(path, dataset=DATASETS) if "{dataset}" in path else path
     if LENS_PROFILE_PAIRS:
         inputs["robustness"] = "results/tables/lens_robustness.csv"
+    if TWIN_PAIRS:  # the twins' readings: a second null of every learned-structure claim
+        inputs["twins"] = "results/tables/twins.csv"
     return inputs
 
 

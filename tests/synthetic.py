@@ -154,3 +154,28 @@ def linear_profiles(n_prompts: int, n_tokens: int, n_layers: int, *, slope: floa
     """``[P, T, L]`` profiles ``offset + slope * depth``, identical for every prompt and token."""
     depth = schema.depth_of(np.arange(n_layers), n_layers).astype(np.float64)
     return np.broadcast_to(offset + slope * depth, (n_prompts, n_tokens, n_layers)).copy()
+
+
+TASKS = ("continue", "count", "gist")
+N_STORIES = 20
+
+
+def task_store(effect: float, seed: int, *, jaccard: float = 0.5, equal_nuclei: bool = True) -> xr.Dataset:
+    """A tasks store of one model ``m1``: 20 stories x 3 tasks x 2 phrasings, 3 tokens, 7 layers; the task shifts
+    the profile by ``effect``; every adjacent-layer Jaccard is ``jaccard``; with ``equal_nuclei`` every nucleus
+    holds 5 tokens (so containment is ``2 J / (1 + J)``), else ``round(exp(H))`` (so the nucleus change tracks
+    the entropy change)."""
+    rng = np.random.default_rng(seed)
+    task = np.tile(np.repeat(TASKS, 2), N_STORIES)
+    story = np.repeat([f"s{i}" for i in range(N_STORIES)], 6)
+    profiles = rng.normal(size=(task.size, 3, 7)) + 3.0
+    profiles += effect * np.searchsorted(TASKS, task)[:, None, None]
+    nucleus = np.full(profiles.shape, 5, dtype=np.int32)
+    overlap = np.full(profiles.shape, jaccard)
+    overlap[..., -1] = np.nan
+    return combined_dataset(
+        {"m1": profiles},
+        prompt_labels={"task": task, "story_id": story, "scrambled": np.zeros(task.size, bool)},
+        nucleus={"m1": nucleus} if equal_nuclei else None,
+        jaccard={"m1": overlap},
+    )

@@ -408,10 +408,14 @@ def test_paper_config_plans_every_model_and_dataset_offline(offline):
     request = result.request(plan.EXTRACT, "gemma-2-9b-it", "mmlu", shard=1)
     assert request.mem_mb > result.request(plan.EXTRACT, "gpt2-small", "blank").mem_mb
     totals = result.totals()
-    # extraction (3 text sets, sharded MMLU, the image set), skipping, 2 lens kinds fitted and 3 sets read under each
-    assert totals.loc["all", "jobs"] == len(result.jobs) == 14 * 3 + 10 * len(shards) + 10 * 2 + 1 + 14 * 2 + 14 * 2 * 3
+    # extraction (3 text sets, sharded MMLU, the image set), skipping, 2 lens kinds fitted and 3 sets read under each,
+    # and each text model's twin on the 3 text sets
+    jobs = 14 * 3 + 10 * len(shards) + 10 * 2 + 1 + 14 * 2 + 14 * 2 * 3 + 14 * 3
+    assert totals.loc["all", "jobs"] == len(result.jobs) == jobs
     lens_sets = {j.dataset for j in result.jobs if j.rule == plan.EXTRACT_LENS}
     assert lens_sets == {f"{kind}/{d}" for kind in ("linear", "tuned") for d in ("tasks", "formats", "blank")}
+    twins = {(j.model, j.dataset) for j in result.jobs if j.rule == plan.EXTRACT_TWIN}
+    assert twins == {(m, d) for m in models for d in ("tasks", "formats", "blank")}
     assert totals.loc["all", "est_s"] == pytest.approx(sum(j.est_s for j in result.jobs))
 
 
@@ -465,7 +469,8 @@ def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
     config["datasets"]["blank"]["models"] = ["gemma3-270m"]
     config["layer_skip"].update(enabled=True, models=["smollm2-135m"])
     result = plan.plan_from_config(config)
-    assert [j.model for j in result.jobs if j.dataset == "blank"] == ["gemma3-270m"]
+    assert [j.model for j in result.jobs if j.dataset == "blank" and j.rule == plan.EXTRACT] == ["gemma3-270m"]
+    assert [j.model for j in result.jobs if j.rule == plan.EXTRACT_TWIN] == ["gemma3-270m"]  # its twin's
     assert [j.model for j in result.jobs if j.rule == plan.SKIP_EVAL] == ["smollm2-135m"]
     assert plan.dataset_models(config)["blank"] == ["gemma3-270m"] and plan.skip_models(config) == ["smollm2-135m"]
     config["layer_skip"]["enabled"] = False
@@ -473,6 +478,31 @@ def test_dataset_and_skip_model_lists_limit_the_jobs(offline):
     config["datasets"]["formats"]["models"] = ["gemma3-270m", "gpt-5"]
     with pytest.raises(ValueError, match=r"datasets.formats.models names \['gpt-5'\], which are not configured models"):
         plan.plan_from_config(config)
+
+
+def test_each_twin_is_planned_as_its_model_on_the_twin_datasets(offline):
+    """twins: one extraction per model of each enabled twin dataset, costed as the model's own extraction of it;
+    a twin dataset an overlay turned off plans nothing, and twins off plan none."""
+    config = load(DEFAULT)
+    config["twins"] = {"enabled": True, "seed": 0, "datasets": ["blank", "formats"]}
+    result = plan.plan_from_config(config)
+    twins = [(j.model, j.dataset) for j in result.jobs if j.rule == plan.EXTRACT_TWIN]
+    assert twins == [(m, "blank") for m in config["models"]] + [("smollm2-135m", "formats")]
+    assert plan.twin_pairs(config) == sorted(twins, key=lambda pair: pair[1] != "blank")
+    for model, dataset in twins:
+        twin, own = result.job(plan.EXTRACT_TWIN, model, dataset), result.job(plan.EXTRACT, model, dataset)
+        assert (twin.prompts, twin.new_tokens, twin.mean_prompt_tokens) == (
+            own.prompts,
+            own.new_tokens,
+            own.mean_prompt_tokens,
+        )
+        assert twin.est_s == pytest.approx(own.est_s) and twin.host_peak_bytes == own.host_peak_bytes
+    assert result.resources(plan.EXTRACT_TWIN)["mem_mb"](SimpleNamespace(model="smollm2-135m", dataset="blank")) > 0
+    config["datasets"]["formats"]["enabled"] = False
+    assert plan.twin_pairs(config) == [(m, "blank") for m in config["models"]]
+    config["twins"]["enabled"] = False
+    assert plan.twin_pairs(config) == [] and plan.twin_models(config) == []
+    assert not [j for j in plan.plan_from_config(config).jobs if j.rule == plan.EXTRACT_TWIN]
 
 
 def test_missing_config_key_is_named():
@@ -624,7 +654,7 @@ def test_cli_plans_the_paper_config_with_totals(tmp_path, capsys, offline):
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "job                   model" in printed and "extract_profiles      gemma-2-9b-it" in printed
-    assert printed.count("  total ") == 15 and "TOTAL all models: 285 jobs" in printed
+    assert printed.count("  total ") == 15 and "TOTAL all models: 327 jobs" in printed
     assert "longer than the model's context" not in printed
 
 

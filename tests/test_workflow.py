@@ -44,6 +44,7 @@ from entropy_lens.store import schema, storage
 from entropy_lens.verdicts import claim, decision
 from entropy_lens.verdicts import registry as claims
 from entropy_lens.verdicts.outcomes import OUTCOMES
+from entropy_lens.verdicts.readings import TWIN
 from entropy_lens.workflow import plan as planning
 from entropy_lens.workflow.settings import load_config
 
@@ -371,6 +372,36 @@ def test_verdicts_are_read_again_under_each_fitted_lens(tiny_run):
     assert top.loc[top["model"] != "tiny-llama", "under_linear"].eq("").all()
 
 
+def test_twins_are_profiled_apart_and_read_beside_their_models(tiny_run):
+    """twins: each blank-set model's random-init twin (its config and tokenizer, new weights from the seed) profiled on
+    the same prompts into its own stores, never the trained models' combined store; the twin table reads both, and
+    the verdicts carry each learned-structure row's twin reading."""
+    for model in TINY_MODELS:
+        twin, trained = tiny_run / f"resources/twins/{model}", tiny_run / f"resources/models/{model}"
+        provenance = yaml.safe_load((twin / "entropy_lens_source.json").read_text())
+        assert provenance["twin_of"] == model and provenance["seed"] == 0 and provenance["init"] == "random init"
+        assert (twin / "config.json").read_text() == (trained / "config.json").read_text()
+        mine = storage.open_profiles(tiny_run / f"{PROFILES}/twins/{model}/blank.zarr")
+        theirs = storage.open_profiles(tiny_run / f"{PROFILES}/{model}/blank.zarr")
+        assert list(mine.indexes["prompt"]) == list(theirs.indexes["prompt"])
+        assert not np.allclose(mine.entropy.values, theirs.entropy.values, equal_nan=True)
+    combined = storage.open_profiles(tiny_run / f"{PROFILES}/twins/blank.zarr", combined=True)
+    assert list(combined.model.values) == list(TINY_MODELS) and list(combined.family.values) == ["llama", "qwen"]
+    assert not (tiny_run / f"{PROFILES}/twins/formats.zarr").exists()  # twins.datasets: blank only
+    table = pd.read_csv(tiny_run / "results/tables/twins.csv", keep_default_na=False)
+    assert set(table["dataset"]) == {"blank", "mmlu"} and table["null_name"].str.startswith("random-init twin").all()
+    assert {"separability", "spearman", "overlap", "shape"} <= set(table["reading"])
+    top = pd.read_csv(tiny_run / "results/tables/paper_comparison.csv", keep_default_na=False)
+    read = top[top[TWIN.word].isin(decision.BEYOND_WORDS)]
+    # on the blank set alone: the expansion rows name it as their split, the separability rows as their dataset
+    assert set(read["claim_id"]) >= {"spearman", "overlap", "model_identity"}
+    assert set(read.loc[read["split"] != "", "split"]) == {"blank"}
+    assert read[TWIN.name].str.startswith("random-init twin").all()
+    nulls = pd.read_csv(tiny_run / "results/tables/nulls.csv", keep_default_na=False)
+    assert len(nulls[nulls["reading"] == TWIN.key]) == len(read)  # the nulls table has a row per twin reading
+    assert "Beyond the twin" in (tiny_run / "results/tables/verdicts.md").read_text()
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_user_mmlu_file_feeds_the_prompt_set_and_the_layer_skip_questions(tmp_path, suffix):
     """datasets.mmlu.source: local with a file in the schema's columns (no mapping), through the workflow."""
@@ -404,13 +435,16 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/paper_comparison.csv", keep_default_na=False)
     assert {"verdict", "why", "ci_low", "ci_high", "study", "study_protocol"} <= set(table.columns)
     claimed = table[table["verdict"] != ""]
+    # every role may also read mechanical (its null cannot be beaten) or cannot test (its design cannot test it)
+    apart = {decision.MECHANICAL, decision.CANNOT_TEST}
     words = {
-        claim.FINDING: set(decision.VERDICTS),
-        claim.PRECONDITION: set(decision.PRECONDITION_WORDS.values()),
+        claim.FINDING: {*decision.VERDICTS, *apart},
+        claim.PRECONDITION: {*decision.PRECONDITION_WORDS.values(), *apart},
         claim.EXTENSION: {
             *decision.EXTENSION_WORDS.values(),
             *OUTCOMES,
             decision.INCONCLUSIVE,
+            *apart,
         },  # inconclusive: not run
     }
     for role, rows in claimed.groupby("role"):

@@ -162,6 +162,7 @@ def tiny_config() -> dict:
             "n_boot": 200,
             "seed": 0,
         },
+        "twins": {"enabled": True, "seed": 0, "datasets": ["blank"]},
     }
 
 
@@ -187,6 +188,7 @@ def moe_vit_config() -> dict:
     }
     config["layer_skip"] = {"enabled": False}
     config["fitted_lens"] = {"enabled": False}
+    config["twins"] = {"enabled": False}
     return config
 
 

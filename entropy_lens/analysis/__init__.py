@@ -39,6 +39,13 @@ Modules:
         pairs        the same-family pairs of a store and their tables (size pairs, gaps with intervals).
         fingerprints everything the family analysis finds on one blank store (Fingerprints).
 
+    twins/           what training put there: each claim on the trained models and on their random-init twins.
+        contract     the twin table's columns, the twin's name, paired resampling over sources.
+        separability the same kNN on the same grouped folds, trained against twin fold by fold.
+        expansion    Spearman, containment and Jaccard, sources drawn together for both sides.
+        families     profile shapes and same-family gaps on the twins' blank store.
+        table        every twin reading of the stores both sides hold.
+
 The verdicts these findings get are in :mod:`entropy_lens.verdicts`, a layer above; nothing here imports it.
 
 Every function reads lazily opened (dask-backed) stores one model slice at a time.

@@ -7,4 +7,5 @@ Modules:
     generation  batched, KV-cached generation handing each step's residuals to a callback.
     hooks       forward hooks undone on exit: recording residuals, skipping blocks.
     devices     one GPU per job, claimed with a lock file.
+    twin        a model's random-init twin: its config and tokenizer, every weight drawn from a fixed seed.
 """

@@ -25,6 +25,8 @@ Modules:
     claim_verdicts  one verdict per claim from its rows (the headline counts claims, not rows).
     nulls           the null-calibration table: per claim, its null, observed and null values, planted-null rates.
     robustness      whether the verdicts survive a lens fitted to the model.
+    twins           beyond the twin: each learned-structure row's twin reading (readings.TWIN's columns) from the
+                    twin table, and the claims a random network already shows.
     render          the table for readers: intervals as text, counts by role, Markdown, HTML, the terminal.
 
 This layer sits above ``entropy_lens.analysis`` (the science); ``analysis`` imports nothing from it.

@@ -21,6 +21,11 @@ the twin) combines the same way: **every** gives the weakest row's word in the o
 shown, negligible < shown, and ``mixed`` where rows are decided both ways; ``not read`` where every row carrying it
 was not read; ``no null`` where no row carries it. The overlap claim's original rule (Jaccard > 0.5) combines as
 the as-stated word does.
+
+**Beyond both its null and its twin** (docs/verdicts.md, "Beyond the twin"): for a claim read on the twin, the
+claim's "beyond its null" word is the weaker of its beyond-chance and beyond-the-twin words (not shown < mixed <
+undecided < shown, negligible < shown; where the twin's is weaker, the why says so and keeps beyond chance alone);
+the claim's beyond-the-twin word stands beside it, and each row keeps its own chance and twin words.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from entropy_lens.verdicts import decision, registry
 from entropy_lens.verdicts.claim import EVERY, EXTENSION, FINDING, POOLED, PRECONDITION
 from entropy_lens.verdicts.decision import CANNOT_TEST, MECHANICAL, NOT_RUN
 from entropy_lens.verdicts.outcomes import CANNOT_BE_READ, UNDECIDED
-from entropy_lens.verdicts.readings import NOT_READ, READINGS, ReadingColumns
+from entropy_lens.verdicts.readings import CHANCE, NOT_READ, READINGS, TWIN, ReadingColumns
 
 MIXED = "mixed"
 NO_NULL = "no null"
@@ -48,6 +53,9 @@ BEYOND_ORDER = (decision.NOT_SHOWN, decision.UNDECIDED_BEYOND, decision.SHOWN_NE
 BEYOND = (decision.SHOWN, decision.SHOWN_NEGLIGIBLE, decision.NOT_SHOWN, decision.UNDECIDED_BEYOND)
 # The words of rows whose design cannot test their claim, whatever the numbers: counted apart, as not-run rows are.
 CANNOT = (CANNOT_TEST, CANNOT_BE_READ)
+# A claim's words from weakest to strongest where two readings combine (beyond its null and beyond its twin): mixed
+# rows include one decided against, so mixed sits below undecided.
+CLAIM_BEYOND_ORDER = (decision.NOT_SHOWN, MIXED, *BEYOND_ORDER[1:])
 # The model of a row pooled over models: the row a `pooled` claim reads.
 POOLED_ROW_MODEL = "all"
 CLAIM_COLUMNS = (
@@ -152,7 +160,21 @@ def _readings(rows: pd.DataFrame) -> dict[str, str]:
         words = list(rows[reading.word].astype(str)) if reading.word in rows.columns else []
         word = combine_beyond(words)
         out[reading.claim_word], out[reading.why] = word, _deciding_why(rows, reading, word)
-    return out
+    return beyond_both(out)
+
+
+def beyond_both(words: dict[str, str]) -> dict[str, str]:
+    """A claim's reading words with "beyond its null" the weaker of its chance word and its twin word, where both
+    are decided words (:data:`CLAIM_BEYOND_ORDER`). Where the twin's is the weaker, the why says so and keeps the
+    chance word alone. Unchanged where the claim has no twin reading, or no chance word to weaken (not read, no
+    null)."""
+    chance, twin = words[CHANCE.claim_word], words[TWIN.claim_word]
+    if chance not in CLAIM_BEYOND_ORDER or twin not in CLAIM_BEYOND_ORDER:
+        return words
+    if CLAIM_BEYOND_ORDER.index(twin) >= CLAIM_BEYOND_ORDER.index(chance):
+        return words
+    why = f"beyond the twin: {twin} ({words[TWIN.why]}); beyond chance alone: {chance} ({words[CHANCE.why]})"
+    return {**words, CHANCE.claim_word: twin, CHANCE.why: why}
 
 
 def _deciding_why(rows: pd.DataFrame, reading: ReadingColumns, word: str) -> str:

@@ -29,10 +29,11 @@ from entropy_lens.verdicts import decision, registry
 from entropy_lens.verdicts.inputs import Built
 from entropy_lens.verdicts.mechanical import PLANTED_TRUE, TRUE_COLUMNS, PlantedTrue, planted_true_columns
 from entropy_lens.verdicts.planted_nulls import SHOWN_WORDS, Planted, shown_excess
-from entropy_lens.verdicts.readings import CHANCE, FEATURE, READINGS, ReadingColumns
+from entropy_lens.verdicts.readings import CHANCE, FEATURE, READINGS, TWIN, ReadingColumns
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS, Expected
 from entropy_lens.verdicts.table import INPUTS, standard_frame
 from entropy_lens.verdicts.tested import NoNull, PlantedNull, resolve
+from entropy_lens.verdicts.twins import SEPARABILITY_CLAIMS
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +84,27 @@ _NULLS = {t.record.id: t.null for t in registry.TESTED}
 _PLANTED = {claim_id: null for claim_id, null in _NULLS.items() if isinstance(null, PlantedNull)}
 # Claim id -> its planted-null simulator.
 PLANTED: dict[str, Planted] = {claim_id: _simulator(null) for claim_id, null in _PLANTED.items()}
+
+
+def _paired_folds(n: int, draws: int, seed: int) -> float:
+    """Two scores of the same samples on one plan of folds, both carrying the same signal, read by the paired fold
+    difference (:func:`~entropy_lens.analysis.separability.nulls.baseline_planted_rate`) at the AUC margin."""
+    return baseline_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC"))
+
+
 # Reading key -> its planted-null simulator, for the readings other than chance (whose simulator is its claim's).
-PLANTED_READINGS: dict[str, Planted] = {
-    FEATURE.key: lambda n, draws, seed: baseline_planted_rate(max(n, 8), draws, seed, shown=_shown("AUC")),
+# The simplest feature and the twin's separability rows share one design: the profile (the trained model's) against
+# a second score (the feature's, the twin's) on identical folds, paired fold by fold.
+PLANTED_READINGS: dict[str, Planted] = {FEATURE.key: _paired_folds, TWIN.key: _paired_folds}
+# A reading whose simulator holds for some claims' rows only: reading key -> (those claims, why the others have
+# none). The twin's Spearman, containment, shape and gap rows pair whole sources drawn together for the trained
+# model and its twin; no simulator of that paired source bootstrap exists yet.
+READING_SCOPE: dict[str, tuple[frozenset[str], str]] = {
+    TWIN.key: (
+        SEPARABILITY_CLAIMS,
+        "no planted null: the twin's paired source bootstrap (Spearman, containment, shapes, gaps) has no simulator "
+        "on its design",
+    ),
 }
 # Claims whose rows carry no null of their own, and why.
 NO_NULL_OF_ITS_OWN = {claim_id: null.reason for claim_id, null in _NULLS.items() if isinstance(null, NoNull)}
@@ -216,23 +235,29 @@ def _simulated(
     """``(shown, draws, units, design, note)`` of simulator ``name`` of ``sims`` at the row's own size (capped by
     :data:`MAX_UNITS`), cached by its parameters; no draws where it has no simulator."""
     found = _simulator_of(name, rec, sims)
-    if found is None:
-        return 0, 0, 0, "", "no planted null"
+    if isinstance(found, str):
+        return 0, 0, 0, "", found
     simulator, params = found
     n_sim = min(n, MAX_UNITS.get(name, n))
-    key = (name, n_sim, params, sims is PLANTED_READINGS)
+    # A reading's simulator is keyed by itself: readings that share a design share its draws.
+    key = (simulator if sims is PLANTED_READINGS else name, n_sim, params, sims is PLANTED_READINGS)
     if key not in cache:
         cache[key] = simulated_rate(simulator, n_sim, settings, cap=MAX_DRAWS.get(name))
     n_shown, used, note = cache[key]
     return n_shown, used, n_sim, f"simulated at the row's {n_sim} units" + (f" (of {n})" if n_sim < n else ""), note
 
 
-def _simulator_of(name: str, rec: Mapping[str, Any], planted: Mapping[str, Planted]) -> tuple[Planted, tuple] | None:
+def _simulator_of(name: str, rec: Mapping[str, Any], planted: Mapping[str, Planted]) -> tuple[Planted, tuple] | str:
     """The simulator of ``name`` (a claim id, or a reading's key) for this row, and the row's parameters it reads
-    (its bar, its styles); None where it has none."""
+    (its bar, its styles); else why it has none (``"no planted null"``, or the reading's reason where its simulator
+    is not on this claim's design, :data:`READING_SCOPE`)."""
     if planted is not PLANTED_READINGS and name in PLANTED_AT_ROW:
         return PLANTED_AT_ROW[name](rec)
-    return (planted[name], ()) if name in planted else None
+    if planted is PLANTED_READINGS and name in READING_SCOPE:
+        claims, reason = READING_SCOPE[name]
+        if registry.claim(str(rec["claim_id"])).id not in claims:
+            return reason
+    return (planted[name], ()) if name in planted else "no planted null"
 
 
 def simulated_rate(

@@ -42,11 +42,14 @@ from entropy_lens.workflow.plan.config import (
     run_models,
     settings_from_config,
     skip_models,
+    twin_models,
+    twin_pairs,
 )
 from entropy_lens.workflow.plan.cost import (
     DISK_BYTES,
     EXTRACT,
     EXTRACT_LENS,
+    EXTRACT_TWIN,
     FIT_LENS,
     RULES,
     SKIP_EVAL,
@@ -73,6 +76,7 @@ __all__ = [
     "DISK_BYTES",
     "EXTRACT",
     "EXTRACT_LENS",
+    "EXTRACT_TWIN",
     "FIT_LENS",
     "MMLU_QUESTIONS",
     "RULES",
@@ -117,5 +121,7 @@ __all__ = [
     "stats_from_table",
     "token_counter",
     "tokenizer_bytes",
+    "twin_models",
+    "twin_pairs",
     "workload_cost",
 ]

@@ -17,6 +17,7 @@ from entropy_lens.workflow.plan.cost import (
     COST_TERMS,
     EXTRACT,
     EXTRACT_LENS,
+    EXTRACT_TWIN,
     FIT_LENS,
     SKIP_EVAL,
     SKIP_SELECT,
@@ -45,6 +46,7 @@ def benchmark_patterns(root: str | os.PathLike, *, sharded: bool, suffix: str = 
         SKIP_EVAL: f"{root}/layer_skip_eval/{{model}}.{suffix}",
         FIT_LENS: f"{root}/fit_lens/{{model}}_{{dataset}}.{suffix}",
         EXTRACT_LENS: f"{root}/extract_lens_profiles/{{model}}/{{dataset}}.{suffix}",  # dataset: "{kind}/{dataset}"
+        EXTRACT_TWIN: f"{root}/extract_twin_profiles/{{model}}/{{dataset}}.{suffix}",
     }
 
 

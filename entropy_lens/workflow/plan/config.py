@@ -15,7 +15,7 @@ from pathlib import Path
 
 from entropy_lens.prompts.counts import prompt_count
 from entropy_lens.workflow.plan.cluster import Plan, plan_jobs
-from entropy_lens.workflow.plan.cost import EXTRACT, EXTRACT_LENS, Job, Workload
+from entropy_lens.workflow.plan.cost import EXTRACT, EXTRACT_LENS, EXTRACT_TWIN, Job, Workload
 from entropy_lens.workflow.plan.model_jobs import layer_skip_jobs, lens_fit_jobs
 from entropy_lens.workflow.plan.prompts import (
     ModelContext,
@@ -59,7 +59,8 @@ def jobs_from_config(
 
     Extraction per enabled dataset x each of its models (``datasets.<name>.models``,
     empty = all) x shard (MMLU letters are read by the extraction itself); layer-skip
-    selection and evaluation for ``layer_skip.models`` when enabled.
+    selection and evaluation for ``layer_skip.models`` when enabled; the fitted lenses; each twin's extraction
+    (:func:`twin_pairs`).
 
     Args:
         config: The workflow config, validated with defaults filled.
@@ -129,6 +130,33 @@ def lens_profile_pairs(config: Mapping) -> list[tuple[str, str]]:
     return [(m, d) for m in lens_fit_models(config) for d in named if m in models.get(d, [])]
 
 
+def twin_pairs(config: Mapping) -> list[tuple[str, str]]:
+    """(model, dataset) pairs whose model's random-init twin is profiled on the dataset: every model of each
+    enabled dataset of ``twins.datasets``, datasets in that order; none unless twins are enabled."""
+    twins, models = config.get("twins", {}), dataset_models(config)
+    if not twins.get("enabled", False):
+        return []
+    return [(m, d) for d in twins.get("datasets", []) for m in models.get(d, [])]
+
+
+def twin_models(config: Mapping) -> list[str]:
+    """The models that get a twin (those of :func:`twin_pairs`), in config order."""
+    twinned = {m for m, _ in twin_pairs(config)}
+    return [name for name in config_value(config, "models") if name in twinned]
+
+
+def _twin_jobs(config: Mapping, model: ModelContext, prompts: PromptLengths) -> list[Job]:
+    """One extraction of the model's twin per twin dataset: the model's own shape, prompts and settings (one
+    job per pair, also in a sharded run)."""
+    n_alphas, batch = len(config_value(config, "lens", "alphas")), config_value(config, "generation", "batch_size")
+    jobs = []
+    for dataset in [d for m, d in twin_pairs(config) if m == model.name]:
+        stats, new = _extraction_stats(config, model, prompts, dataset)
+        work = Workload(stats.prompts, stats.mean_tokens, stats.max_tokens, new, batch, n_alphas)
+        jobs.append(Job(EXTRACT_TWIN, model.name, dataset, 0, 1, model.shape, (work,), stats.source))
+    return jobs
+
+
 def _lens_profile_jobs(config: Mapping, model: ModelContext, prompts: PromptLengths) -> list[Job]:
     """One extraction per kind and profiled dataset, as under the logit lens (the translators' ``d x d`` map
     per block and row is left out: ``d / V`` of the lens's own head, under 2% for the embedded models)."""
@@ -176,6 +204,7 @@ def _per_model_jobs(config: Mapping, model: ModelContext, prompts: PromptLengths
     if model.name in lens_fit_models(config):
         jobs += lens_fit_jobs(config["fitted_lens"], model, prompts, batch, run_from_config(config).dtype_bytes)
         jobs += _lens_profile_jobs(config, model, prompts)
+    jobs += _twin_jobs(config, model, prompts)
     return jobs
 
 

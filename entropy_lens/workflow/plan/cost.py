@@ -58,8 +58,12 @@ SKIP_EVAL = "layer_skip_eval"
 FIT_LENS = "fit_lens"
 # An extraction under a fitted lens; its job's dataset field is "{kind}/{dataset}".
 EXTRACT_LENS = "extract_lens_profiles"
+# An extraction of a model's random-init twin (the same architecture, prompts and settings), priced as the model's own:
+# on a CPU its near-uniform rows' wide top-p sets cost the lens more (measured 2.5-2.9x the model's on 8 prompts),
+# which plan_vs_run shows beside the plan.
+EXTRACT_TWIN = "extract_twin_profiles"
 # score_mmlu is no model job: it reads the letters the extraction pass stored.
-RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL, FIT_LENS, EXTRACT_LENS)
+RULES = (EXTRACT, SKIP_SELECT, SKIP_EVAL, FIT_LENS, EXTRACT_LENS, EXTRACT_TWIN)
 # Bytes per weight in a materialized model folder (safetensors written in float32) that jobs load.
 DISK_BYTES = 4
 # Resident memory of a loaded fast tokenizer: a base plus a share per vocabulary entry (measured RSS after
