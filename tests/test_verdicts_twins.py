@@ -12,6 +12,7 @@ from synthetic import task_store
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.analysis.twins.table import twin_table
 from entropy_lens.verdicts import claim_verdicts, decision, twins
+from entropy_lens.verdicts.claims.separability import NO_CORRECTNESS
 from entropy_lens.verdicts.nulls import PLANTED_READINGS, nulls_table
 from entropy_lens.verdicts.readings import CHANCE, NOT_READ, TWIN
 
@@ -76,7 +77,7 @@ def test_each_learned_row_gets_its_twin_reading_in_the_twin_columns():
     spearman = out.loc["spearmanshannon"]
     assert spearman[TWIN.word] == decision.UNDECIDED_BEYOND and spearman[TWIN.at_bar] == 1.0
     mmlu = out.loc["mmlu_correct"]
-    assert mmlu[TWIN.word] == NOT_READ and mmlu[TWIN.why] == f"{NOT_READ}: {twins.NO_CORRECTNESS}"
+    assert mmlu[TWIN.word] == NOT_READ and mmlu[TWIN.why] == f"{NOT_READ}: {NO_CORRECTNESS.reason}"
     assert out.loc["formatshannon", TWIN.word] == "" and math.isnan(out.loc["formatshannon", TWIN.low])  # not run
     # A negligible excess over the twin reads as the one decision says (margin 5 AUC points).
     small = twin_table_rows.assign(beyond=0.02, beyond_low=0.01, beyond_high=0.03).iloc[[0]]

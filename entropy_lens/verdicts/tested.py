@@ -5,7 +5,8 @@ Each topic's module of :mod:`entropy_lens.verdicts.claims` writes its claims as 
 :mod:`entropy_lens.verdicts.registry` lists them in reading order, and everything keyed by claim is derived from that
 one list: the records (``registry.CLAIMS``), the paper table's inputs and the tables the workflow hands it
 (``verdicts.table.INPUTS``, ``PAPER_TABLES``), the planted-null simulators and their caps (``verdicts.nulls``), the
-planted-true simulations (``verdicts.mechanical``) and each claim's own "not run" reason (``verdicts.absences``).
+planted-true simulations (``verdicts.mechanical``), each claim's own "not run" reason (``verdicts.absences``) and
+its random-init twin's reading (``verdicts.twins``).
 
 A null's simulator is named by its import path (``"package.module:function"``) and imported where it runs: the
 simulators run the lens on random logits, the kNN and the skip comparisons, and some of them read the claim modules
@@ -112,6 +113,33 @@ class NoNull:
             raise ValueError("a claim without a null of its own must say why: NoNull(reason) got an empty reason")
 
 
+# The twin table's readings (entropy_lens.analysis.twins): the kNN scores, a profile's shape, the same-family pairs.
+SEPARABILITY, SHAPE, FAMILY_PAIR = "separability", "shape", "family_pair"
+
+
+@dataclass(frozen=True)
+class TwinRule:
+    """Where a claim's row finds its twin reading, and how it is judged.
+
+    Attributes:
+        reading: The twin table's ``reading``.
+        target: The twin table's ``target`` (separability; the shape's key for shapes), else ``""``.
+        statistic: The twin table's ``statistic`` (``""``: the row's ``measure`` names it).
+        margin: The rule's margin (:data:`~entropy_lens.verdicts.decision.NULL_MARGINS`).
+        bar: The study's bar: the twin shows the claim when its interval lies wholly above it.
+        split_is_dataset: The row's ``split`` names the dataset (expansion, shapes); else ``dataset`` does.
+        dataset: The dataset of the twin row where the row does not name it.
+    """
+
+    reading: str
+    target: str = ""
+    statistic: str = ""
+    margin: float = 0.0
+    bar: float = 0.0
+    split_is_dataset: bool = False
+    dataset: str = ""
+
+
 # A claim's own reason it was not run, where the table's generic ones (a disabled dataset, no rows) do not say it:
 # (its record, what the configuration asked for) -> the reason, or None to leave it to them.
 Absence = Callable[[Claim, Expected], "str | None"]
@@ -131,6 +159,8 @@ class TestedClaim:
         rows: Its rows, where it builds them itself from its inputs' frames (a claim read from a table whose own
             row builder makes other claims' rows); ``None`` where an input's builder makes them.
         absence: Its own "not run" reason (:data:`Absence`); ``None`` for the table's generic ones.
+        twin: Where its rows find their random-init twin's reading (:mod:`entropy_lens.verdicts.twins`), or why a
+            claim of learned structure has none; ``None`` for a claim not about learned structure.
     """
 
     __test__ = False  # a dataclass named Test*, not a test class
@@ -141,6 +171,7 @@ class TestedClaim:
     null: PlantedNull | NoNull
     rows: Callable[[Built], Rows] | None = None
     absence: Absence | None = None
+    twin: TwinRule | NoNull | None = None
 
     def __post_init__(self) -> None:
         if not self.inputs:

@@ -17,70 +17,25 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from entropy_lens.verdicts import decision, rules
+from entropy_lens.verdicts import decision, registry, rules
 from entropy_lens.verdicts.readings import NUMBER_COLUMNS, TWIN, NotRead, reading_values
 from entropy_lens.verdicts.rows import interval, text
+from entropy_lens.verdicts.tested import FAMILY_PAIR, SEPARABILITY, SHAPE, NoNull, TwinRule
 
-NO_CORRECTNESS = "the twin answers at chance, so its correctness labels mean nothing"
 NOT_PROFILED = "the twin was not profiled on this set (twins.datasets)"
 SHOWS_TOO = "a random network of the same architecture shows it too"
 # The separability rows are read on Shannon entropy (the Rényi orders are read against Shannon, not a twin).
 SEPARABILITY_MEASURE = "shannon"
-SEPARABILITY, SHAPE, FAMILY_PAIR = "separability", "shape", "family_pair"
-
-
-@dataclass(frozen=True)
-class TwinRule:
-    """Where a claim's row finds its twin reading, and how it is judged.
-
-    Attributes:
-        reading: The twin table's ``reading``.
-        target: The twin table's ``target`` (separability; the shape's key for shapes), else ``""``.
-        statistic: The twin table's ``statistic`` (``""``: the row's ``measure`` names it).
-        margin: The rule's margin (:data:`~entropy_lens.verdicts.decision.NULL_MARGINS`).
-        bar: The study's bar: the twin shows the claim when its interval lies wholly above it.
-        split_is_dataset: The row's ``split`` names the dataset (expansion, shapes); else ``dataset`` does.
-        dataset: The dataset of the twin row where the row does not name it.
-    """
-
-    reading: str
-    target: str = ""
-    statistic: str = ""
-    margin: float = 0.0
-    bar: float = 0.0
-    split_is_dataset: bool = False
-    dataset: str = ""
-
-
-def _separability(target: str, dataset: str) -> TwinRule:
-    return TwinRule(SEPARABILITY, target, "auc", decision.NULL_MARGINS["AUC"], rules.CHANCE_AUC, dataset=dataset)
-
-
-# Claim id -> its twin rule (docs/verdicts.md, "Beyond the twin").
-TWIN_RULES: Mapping[str, TwinRule] = {
-    "task": _separability("task", "tasks"),
-    "scrambled": _separability("task_scrambled", "tasks"),
-    "format": _separability("format", "formats"),
-    "family": _separability("family", "blank"),
-    "model_identity": _separability("family", "blank"),
-    "spearman": TwinRule("spearman", "", "spearman", decision.NULL_MARGINS["rho"], 0.5, split_is_dataset=True),
-    "overlap": TwinRule("overlap", margin=decision.NULL_MARGINS["containment"], bar=0.5, split_is_dataset=True),
-    "shape_gpt": TwinRule(SHAPE, rules.GPT_SHAPE, margin=decision.NULL_MARGINS["gap"], split_is_dataset=True),
-    "shape_llama": TwinRule(SHAPE, rules.LLAMA_SHAPE, margin=decision.NULL_MARGINS["gap"], split_is_dataset=True),
-    "clustering": TwinRule(FAMILY_PAIR, statistic="family_gap", margin=decision.NULL_MARGINS["gap"], dataset="blank"),
-    "size_resolution": TwinRule(
-        FAMILY_PAIR, statistic="alignment_gap", margin=decision.NULL_MARGINS["gap"], dataset="blank"
-    ),
-}
+# Claim id -> its twin rule (docs/verdicts.md, "Beyond the twin"), as each claim's object says.
+TWIN_RULES: Mapping[str, TwinRule] = {t.record.id: t.twin for t in registry.TESTED if isinstance(t.twin, TwinRule)}
 # The claims whose twin rows are paired kNN scores on identical folds (their planted null: verdicts/nulls.py).
 SEPARABILITY_CLAIMS = frozenset(claim for claim, rule in TWIN_RULES.items() if rule.reading == SEPARABILITY)
-# Claims with no twin reading, and why.
-NO_TWIN = {"mmlu_correct": NO_CORRECTNESS, "mmlu_correct_calibrated": NO_CORRECTNESS}
+# Claims of learned structure with no twin reading, and why.
+NO_TWIN = {t.record.id: t.twin.reason for t in registry.TESTED if isinstance(t.twin, NoNull)}
 
 
 def with_twins(table: pd.DataFrame, twins: pd.DataFrame) -> pd.DataFrame:

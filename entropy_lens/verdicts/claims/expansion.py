@@ -18,7 +18,7 @@ from entropy_lens.verdicts import decision, rules, study
 from entropy_lens.verdicts.claim import CONTAINMENT_STATISTIC, FINDING, Claim, Headline
 from entropy_lens.verdicts.inputs import PaperInput, StoreSettings, given, rule_rows
 from entropy_lens.verdicts.rows import Record, RowRule, interval, rows_of, span
-from entropy_lens.verdicts.tested import PlantedNull, PlantedTrue, TestedClaim
+from entropy_lens.verdicts.tested import PlantedNull, PlantedTrue, TestedClaim, TwinRule
 from entropy_lens.verdicts.units import CONTAINMENT, JACCARD, RHO
 
 SPEARMAN = Claim(
@@ -185,10 +185,12 @@ SPEARMAN_TESTED = TestedClaim(
         max_units=120,
         planted_true=SPEARMAN_TRUE,
     ),
+    twin=TwinRule("spearman", "", "spearman", decision.NULL_MARGINS["rho"], 0.5, split_is_dataset=True),
 )
 OVERLAP_TESTED = TestedClaim(
     OVERLAP,
     OVERLAP_RULE,
     (OVERLAP_TABLE,),
     PlantedNull("entropy_lens.analysis.expansion.planted:overlap_planted_rate", margin="containment", max_units=120),
+    twin=TwinRule("overlap", margin=decision.NULL_MARGINS["containment"], bar=0.5, split_is_dataset=True),
 )

@@ -34,7 +34,7 @@ from entropy_lens.verdicts.rows import (
     rows_of,
     text,
 )
-from entropy_lens.verdicts.tested import PlantedNull, TestedClaim
+from entropy_lens.verdicts.tested import FAMILY_PAIR, SHAPE, PlantedNull, TestedClaim, TwinRule
 from entropy_lens.verdicts.units import LOG_V, NATS
 
 CLUSTERING = Claim(
@@ -306,7 +306,32 @@ SHAPES_TABLE = PaperInput(
 
 # Each family claim's null is no structure (a gap, or a shape's weakest part, of zero).
 ZERO_MEAN = PlantedNull("entropy_lens.verdicts.planted_nulls:planted_zero_mean")
-CLUSTERING_TESTED = TestedClaim(CLUSTERING, _pair_rule, (PAIRS_TABLE, CLUSTERING_TABLE), ZERO_MEAN)
-SIZE_RESOLUTION_TESTED = TestedClaim(SIZE_RESOLUTION, _pair_rule, (PAIRS_TABLE,), ZERO_MEAN)
-SHAPE_GPT_TESTED = TestedClaim(SHAPE_GPT, shape_rule, (SHAPES_TABLE,), ZERO_MEAN)
-SHAPE_LLAMA_TESTED = TestedClaim(SHAPE_LLAMA, shape_rule, (SHAPES_TABLE,), ZERO_MEAN)
+GAP_MARGIN = decision.NULL_MARGINS["gap"]
+CLUSTERING_TESTED = TestedClaim(
+    CLUSTERING,
+    _pair_rule,
+    (PAIRS_TABLE, CLUSTERING_TABLE),
+    ZERO_MEAN,
+    twin=TwinRule(FAMILY_PAIR, statistic=FAMILY_GAP, margin=GAP_MARGIN, dataset="blank"),
+)
+SIZE_RESOLUTION_TESTED = TestedClaim(
+    SIZE_RESOLUTION,
+    _pair_rule,
+    (PAIRS_TABLE,),
+    ZERO_MEAN,
+    twin=TwinRule(FAMILY_PAIR, statistic=ALIGNMENT_GAP, margin=GAP_MARGIN, dataset="blank"),
+)
+SHAPE_GPT_TESTED = TestedClaim(
+    SHAPE_GPT,
+    shape_rule,
+    (SHAPES_TABLE,),
+    ZERO_MEAN,
+    twin=TwinRule(SHAPE, rules.GPT_SHAPE, margin=GAP_MARGIN, split_is_dataset=True),
+)
+SHAPE_LLAMA_TESTED = TestedClaim(
+    SHAPE_LLAMA,
+    shape_rule,
+    (SHAPES_TABLE,),
+    ZERO_MEAN,
+    twin=TwinRule(SHAPE, rules.LLAMA_SHAPE, margin=GAP_MARGIN, split_is_dataset=True),
+)

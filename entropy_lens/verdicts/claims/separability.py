@@ -41,7 +41,7 @@ from entropy_lens.verdicts.rows import (
     table_null,
     text,
 )
-from entropy_lens.verdicts.tested import Absence, PlantedNull, TestedClaim
+from entropy_lens.verdicts.tested import SEPARABILITY, Absence, NoNull, PlantedNull, TestedClaim, TwinRule
 from entropy_lens.verdicts.units import AUC
 
 # --------------------------------------------------------------------------- the claims
@@ -334,17 +334,27 @@ def _one_model_per_family(claim: Claim, expected: Expected) -> str | None:
     return "one model per family: family and model identity coincide, so the model-identity extension reads it"
 
 
-def _knn_tested(claim: Claim, null: PlantedNull, absence: Absence | None = None) -> TestedClaim:
+def _knn_tested(
+    claim: Claim, null: PlantedNull, twin: TwinRule | NoNull | None, absence: Absence | None = None
+) -> TestedClaim:
     """A kNN claim: its rows from the kNN table, read beyond the simplest feature and, for MMLU correctness, only
     where the model answers above chance."""
-    return TestedClaim(claim, knn_rule, (KNN_TABLE, BASELINES_TABLE, ACCURACY_TABLE), null, absence=absence)
+    inputs = (KNN_TABLE, BASELINES_TABLE, ACCURACY_TABLE)
+    return TestedClaim(claim, knn_rule, inputs, null, absence=absence, twin=twin)
 
 
-TASK_TESTED = _knn_tested(TASK, KNN_NULL_CAPPED)
-SCRAMBLED_TESTED = _knn_tested(SCRAMBLED, KNN_NULL_CAPPED)
-FORMAT_TESTED = _knn_tested(FORMAT, KNN_NULL_CAPPED)
-FAMILY_TESTED = _knn_tested(FAMILY, KNN_NULL, absence=_one_model_per_family)
-MODEL_IDENTITY_TESTED = _knn_tested(MODEL_IDENTITY, KNN_NULL)
-IMAGE_CLASS_TESTED = _knn_tested(IMAGE_CLASS, KNN_NULL)
-MMLU_CORRECT_TESTED = _knn_tested(MMLU_CORRECT, KNN_NULL_CAPPED)
-MMLU_CORRECT_CALIBRATED_TESTED = _knn_tested(MMLU_CORRECT_CALIBRATED, KNN_NULL)
+def _twin(target: str, dataset: str) -> TwinRule:
+    """A kNN claim's twin reading: the twin's grouped-fold AUC of ``target`` on ``dataset``, against chance."""
+    return TwinRule(SEPARABILITY, target, "auc", decision.NULL_MARGINS["AUC"], rules.CHANCE_AUC, dataset=dataset)
+
+
+# The twin's correctness labels are its own answers, at chance.
+NO_CORRECTNESS = NoNull("the twin answers at chance, so its correctness labels mean nothing")
+TASK_TESTED = _knn_tested(TASK, KNN_NULL_CAPPED, _twin("task", "tasks"))
+SCRAMBLED_TESTED = _knn_tested(SCRAMBLED, KNN_NULL_CAPPED, _twin("task_scrambled", "tasks"))
+FORMAT_TESTED = _knn_tested(FORMAT, KNN_NULL_CAPPED, _twin("format", "formats"))
+FAMILY_TESTED = _knn_tested(FAMILY, KNN_NULL, _twin("family", "blank"), absence=_one_model_per_family)
+MODEL_IDENTITY_TESTED = _knn_tested(MODEL_IDENTITY, KNN_NULL, _twin("family", "blank"))
+IMAGE_CLASS_TESTED = _knn_tested(IMAGE_CLASS, KNN_NULL, None)
+MMLU_CORRECT_TESTED = _knn_tested(MMLU_CORRECT, KNN_NULL_CAPPED, NO_CORRECTNESS)
+MMLU_CORRECT_CALIBRATED_TESTED = _knn_tested(MMLU_CORRECT_CALIBRATED, KNN_NULL, NO_CORRECTNESS)
