@@ -66,7 +66,7 @@ def test_the_fewest_folds_that_give_an_interval_load():
     assert check_config(config)["analysis"]["knn"]["folds"] == 3
 
 
-@pytest.mark.parametrize("key", ["random_sets", "eval_questions", "set_questions"])
+@pytest.mark.parametrize("key", ["eval_questions", "sweep_questions", "set_questions"])
 def test_layer_skip_counts_too_small_for_an_interval_are_refused(key):
     config = _default()
     config.setdefault("layer_skip", {})[key] = 1

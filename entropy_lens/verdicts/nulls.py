@@ -23,6 +23,7 @@ from entropy_lens.verdicts import decision as D
 from entropy_lens.verdicts import registry as C
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS
 from entropy_lens.verdicts.skip_nulls import planted_null_rate as planted_skip
+from entropy_lens.verdicts.skip_nulls import rank_planted_rate
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ PLANTED: dict[str, Planted] = {
     "skip_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
     "skip_collapse": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
     "pruning_vs_random": lambda n, draws, seed: planted_skip(n, draws, seed, ks=(1,)),
-    "skip_rank": planted_zero_mean,
+    "skip_rank": rank_planted_rate,
     "drop_sets": planted_drop,
     "spearman": spearman_planted_rate,
     "overlap": overlap_planted_rate,
