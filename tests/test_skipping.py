@@ -503,3 +503,36 @@ def test_recorded_residuals_hold_their_own_memory_not_the_block_output(lm):
         lm.model(input_ids=batch[0], attention_mask=batch[1], position_ids=batch[2], use_cache=False)
         for slot in slots:
             assert slot.dim() == 2 and slot.untyped_storage().nbytes() == slot.numel() * slot.element_size()
+
+
+def test_calibration_chooses_blocks_through_each_lens_at_the_answer_position():
+    """With a fitted linear lens the same calibration questions choose blocks through it too; its Delta H is the
+    entropy of each block's translated residual, read as the logit lens's is."""
+    from test_drop_sets import linear_lens
+
+    from entropy_lens.lens.decoding import LensSettings
+    from entropy_lens.skipping.selection import calibrate_skips
+
+    lm = tiny_model("llama", n_layers=5, scale=3.0)
+    table = pd.DataFrame(
+        {
+            "prompt_id": [f"p{i}" for i in range(4)],
+            "question_id": [f"c{i}" for i in range(4)],
+            "prompt_text": [f"question {i} about the cat Answer:" for i in range(4)],
+        }
+    )
+    lens = LensSettings(0.6, (1.0,), 16 << 20)
+    kwargs = {"lens": lens, "chat_template": False, "ks": [1], "seed": 0, "n_boot": 50}
+    alone = calibrate_skips(lm, table, **kwargs)
+    both = calibrate_skips(lm, table, translators=linear_lens(lm), **kwargs)
+    assert {s.lens for s in alone.plan.selections} == {"logit"} and alone.plan.delta_h_linear == ()
+    assert {s.lens for s in both.plan.selections} == {"logit", "linear"}
+    np.testing.assert_array_equal(both.plan.delta_h, alone.plan.delta_h)  # the logit lens reads alike
+    linear = np.array(both.plan.delta_h_linear)
+    assert (
+        math.isnan(linear[0]) and np.isfinite(linear[1:]).all() and not np.allclose(linear[1:], both.plan.delta_h[1:])
+    )
+    for s in both.plan.selections:  # each lens's blocks are its own Delta H's extremes among the eligible blocks
+        values = linear if s.lens == "linear" else np.array(both.plan.delta_h)
+        assert s.expansion == tuple(H.select_layers(values, 1, "expansion", s.variant))
+    assert set(both.per_question["lens"]) == {"logit", "linear"} and set(both.stability["lens"]) == {"logit", "linear"}

@@ -192,18 +192,19 @@ PAIR_KEYS = ["model", "measure", "variant", "k", "lens", "first", "second"]
 def with_accuracy_beside(comparisons: pd.DataFrame) -> pd.DataFrame:
     """``comparisons`` with a ``beside`` column: on each log-probability row, its accuracy comparison's difference
     and raw interval (points), the statistic an extension row quotes beside its primary one."""
-    if comparisons.empty or "lens" not in comparisons:
+    if comparisons.empty:
         return comparisons.assign(beside="")
+    keys = [k for k in PAIR_KEYS if k in comparisons]
     accuracy = comparisons[comparisons["statistic"] == ACCURACY]
     text = {
-        tuple(rec[k] for k in PAIR_KEYS): (
+        tuple(rec[k] for k in keys): (
             f"accuracy beside: {100 * rec['difference']:+.1f} [{100 * rec['ci_low']:+.1f}, "
             f"{100 * rec['ci_high']:+.1f}] points"
         )
         for rec in accuracy.to_dict("records")
     }
     beside = [
-        "" if rec["statistic"] == ACCURACY else text.get(tuple(rec[k] for k in PAIR_KEYS), "")
+        "" if rec["statistic"] == ACCURACY else text.get(tuple(rec[k] for k in keys), "")
         for rec in comparisons.to_dict("records")
     ]
     return comparisons.assign(beside=beside)
