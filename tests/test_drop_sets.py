@@ -364,3 +364,27 @@ def test_drop_rows_reach_the_full_paper_table_but_not_the_headline():
     assert table.loc[table["claim"] == drop_name, "split"].str.match(r"k=\d+ \(\d+% of blocks\)").all()
     top = P.headline(table)
     assert not top.empty and drop_name not in set(top["claim"])
+
+
+def test_the_readme_answer_gains_one_line_on_which_blocks_to_drop(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from entropy_lens.verdicts import table as P
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "readme_answer.py"
+    spec = importlib.util.spec_from_file_location("readme_answer", script)
+    readme_answer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme_answer)
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
+    scores = D.drop_scores(rows, drops, N_LAYERS, n_boot=200, seed=0)
+    expected = P.Expected(datasets={"mmlu": ["m"]}, layer_skip=["m"], families={"m": "qwen"})
+    (tmp_path / "tables").mkdir()
+    P.headline(P.paper_table(drop_scores=scores, expected=expected)).to_csv(tmp_path / "tables" / "verdicts.csv")
+    scores.to_csv(tmp_path / "tables" / "skip_drop_scores.csv", index=False)
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n<!-- answer:study begin -->\nold\n<!-- answer:study end -->\n", encoding="utf-8")
+    assert readme_answer.main([str(tmp_path), "study", "--readme", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert "Which blocks of m can be dropped (60 questions, calibrated letters" in text and "old" not in text
+    assert "drop keeps's blocks 1,2" in text and "skip_drop_scores.md" in text
