@@ -31,6 +31,7 @@ from entropy_lens.skipping.drop_scores import drop_set_planted_rate
 from entropy_lens.verdicts import decision, registry
 from entropy_lens.verdicts.inputs import Built
 from entropy_lens.verdicts.mechanical import PLANTED_TRUE, TRUE_COLUMNS, PlantedTrue, planted_true_columns
+from entropy_lens.verdicts.outcomes import RHO_MARGIN
 from entropy_lens.verdicts.planted_nulls import (
     SHOWN_WORDS,
     planted_accuracy_at_bar,
@@ -42,7 +43,7 @@ from entropy_lens.verdicts.planted_nulls import (
 from entropy_lens.verdicts.readings import CHANCE, FEATURE, READINGS, TWIN, ReadingColumns
 from entropy_lens.verdicts.rows import ROW_NULL_COLUMNS, Expected
 from entropy_lens.verdicts.schedule_nulls import schedule_planted_rate
-from entropy_lens.verdicts.skip_nulls import skip_planted_rate
+from entropy_lens.verdicts.skip_nulls import rank_planted_rate, skip_planted_rate
 from entropy_lens.verdicts.table import INPUTS, standard_frame
 from entropy_lens.verdicts.twins import SEPARABILITY_CLAIMS
 
@@ -82,6 +83,10 @@ def _shown(statistic: str) -> Shown:
     return partial(shown_excess, margin=decision.NULL_MARGINS[statistic])
 
 
+# The rank over blocks' row reads its Spearman against rho 0 at the skip comparisons' rho margin.
+_RANK_SHOWN: Shown = partial(shown_excess, margin=RHO_MARGIN)
+
+
 # Claim id -> its planted-null simulator. Claims read by an analysis with a null of its own register theirs
 # beside it (expansion, kNN, layer skipping).
 PLANTED: dict[str, Planted] = {
@@ -94,7 +99,7 @@ PLANTED: dict[str, Planted] = {
     "skip_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
     "skip_collapse": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
     "pruning_vs_random": lambda n, draws, seed: skip_planted_rate(n, draws, seed, ks=(1,)),
-    "skip_rank": planted_zero_mean,
+    "skip_rank": lambda n, draws, seed: rank_planted_rate(n, draws, seed, shown=_RANK_SHOWN),
     "drop_sets": lambda n, draws, seed: drop_set_planted_rate(n, draws, seed, shown=_shown("accuracy")),
     "schedule_survives": schedule_planted_rate,
     "spearman": lambda n, draws, seed: spearman_planted_rate(n, draws, seed, shown=_shown("rho")),
