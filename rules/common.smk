@@ -252,7 +252,7 @@ def combined_stores(wildcards=None):
 
 
 def skip_lens(wildcards):
-    """The linear lens the layer-skip evaluation reads ΔH through as well, where one is fitted for the model."""
+    """The linear lens the layer-skip selection and evaluation read ΔH through as well, where one is fitted."""
     fitted = wildcards.model in LENS_MODELS and "linear" in LENS_KINDS
     return {"lens": f"results/lenses/{wildcards.model}/linear.safetensors"} if fitted else {}
 
@@ -414,9 +414,9 @@ STORIES = subset("stories", ("max_new_tokens", "temperature", "seed"))
 
 
 SKIP_QUESTIONS = subset("layer_skip", ("calibration_questions", "eval_questions", "style", "seed"))
-SKIP_SELECT = subset("layer_skip", ("ks", "random_sets", "seed", "n_boot", "variants"))
-SKIP_EVAL = subset("layer_skip", ("profile_prompts", "set_questions", "seed"))
-SKIP_DROPS = subset("layer_skip", ("drop_shares", "drop_questions", "random_sets", "variants", "seed"))
+SKIP_SELECT = subset("layer_skip", ("ks", "seed", "n_boot", "variants"))
+SKIP_EVAL = subset("layer_skip", ("profile_prompts", "sweep_questions", "set_questions", "variants", "seed"))
+SKIP_DROPS = subset("layer_skip", ("drop_shares", "drop_questions", "variants", "seed"))
 LENS_CORPUS = subset("fitted_lens", ("fit_prompts", "held_out_prompts", "corpus_split", "seed"))
 LENS_FIT = subset("fitted_lens", ("held_out_positions", "curve_points", "steps", "lr", "n_boot", "seed"))
 # Where MMLU questions come from, for the prompt set and the layer-skip questions alike.

@@ -1,7 +1,8 @@
-# The causal test: skip every block alone (the criticality map), and for k >= 2 the blocks of
-# largest entropy increase (expansion), decrease (pruning) or random sets; score MMLU by letter
-# log-likelihood (raw and calibrated). The blocks are picked at the answer position on
-# calibration questions disjoint from the evaluated ones, before anything is scored.
+# The causal test: the blocks of largest entropy increase (expansion) and decrease (pruning), through the logit
+# lens and a fitted linear lens where one is fitted, each against one random set drawn per question (paired),
+# and every block skipped alone on a subset (the criticality map); score MMLU by letter log-likelihood (raw and
+# calibrated). The blocks are picked at the answer position on calibration questions disjoint from the evaluated
+# ones, before anything is scored.
 
 
 rule prepare_layer_skip:
@@ -23,6 +24,7 @@ rule prepare_layer_skip:
 
 rule layer_skip_select:
     input:
+        unpack(skip_lens),
         model="resources/models/{model}",
         calibration="results/datasets/layer_skip_calibration.parquet",
     output:

@@ -6,7 +6,9 @@ Reads ``RESULTS_DIR/tables/verdicts.csv`` (the headline ``paper_table`` writes) 
 ``<!-- answer:SECTION begin -->`` and ``<!-- answer:SECTION end -->`` with its counts and one line per claim
 (how many rows got each verdict, on which models); every estimate with its 95% interval is in the run's
 ``tables/verdicts.md``, which the section links; where the run read verdicts under a fitted lens
-(``tables/lens_robustness.csv``), a line per lens kind counting those that change.
+(``tables/lens_robustness.csv``), a line per lens kind counting those that change; where it scored drop sets
+(``tables/skip_drop_scores.csv``), a line per model saying which blocks can be dropped, by which criterion, at
+what cost (:func:`entropy_lens.verdicts.claims.drop_sets.drop_line`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from entropy_lens.answers.letters import VERDICT_MEASURE
+from entropy_lens.verdicts.claims.drop_sets import drop_line
 from entropy_lens.verdicts.render import digest_markdown
 from entropy_lens.verdicts.robustness import robustness_lines
 
@@ -49,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         changes = pd.read_csv(robustness, keep_default_na=False)
         lines = robustness_lines(changes)
         body += "\n" + " ".join(lines) + f" Per row and block: `{robustness.with_suffix('.md').as_posix()}`.\n"
+    drops = source.with_name("skip_drop_scores.csv")
+    if drops.is_file():  # layer_skip.drop_shares: which blocks to drop, per model
+        line = drop_line(pd.read_csv(drops, dtype={"layers": str}), VERDICT_MEASURE)
+        body += f"\n{line} Every set: `{drops.with_suffix('.md').as_posix()}`.\n" if line else ""
     readme = Path(args.readme)
     readme.write_text(replace_section(readme.read_text(encoding="utf-8"), args.section, body), encoding="utf-8")
     print(f"wrote the {args.section} answer ({len(table)} rows) into {readme}")

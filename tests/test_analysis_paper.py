@@ -379,7 +379,7 @@ def test_skip_rows_are_findings_only_where_the_study_names_a_direction():
     assert set(ranks.index.get_level_values("model")) == set(families) and (ranks["study"] == NO_RANK_CLAIM).all()
 
 
-def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
+def test_skip_headline_is_k1_accuracy_for_findings_log_p_for_extensions_counted_apart():
     families = {"llama-3.2-1b": "llama", "qwen-1.5b": "qwen"}
     expected = paper.Expected(datasets={"mmlu": list(families)}, layer_skip=list(families), families=families)
     skip = pd.concat([_skip_frame(m) for m in families], ignore_index=True)
@@ -393,7 +393,16 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
         "all blocks eligible",
         "final block excluded",
     }
-    assert units.LOGPROB not in set(skip_rows["unit"])
+    findings = skip_rows[skip_rows["role"] == FINDING]
+    assert units.LOGPROB not in set(findings["unit"])  # the study's statistic: accuracy
+    # an extension row (the study states no statistic) reads the gold letter's log-probability, accuracy beside
+    comparisons = skip_rows[skip_rows["claim_id"].isin(["skip_vs_random", "pruning_vs_random", "skip_vs_pruning"])]
+    extension = comparisons[comparisons["role"] == EXTENSION]
+    assert set(extension["unit"]) == {units.LOGPROB} and set(extension["model"]) == {"qwen-1.5b"}
+    qwen = extension[extension["model"] == "qwen-1.5b"].iloc[0]
+    assert "accuracy beside: -30.0 [-40.0, -20.0] points" in qwen["note"]
+    collapse = skip_rows[skip_rows["claim_id"] == "skip_collapse"]
+    assert units.LOGPROB not in set(collapse["unit"])  # "collapses to chance" keeps accuracy on every model
     lines = render.summary(top)
     # llama: vs random and vs pruning and the collapse under all blocks, the collapse under no_final; the two
     # no_final comparisons went the other way
@@ -401,7 +410,7 @@ def test_skip_headline_is_k1_accuracy_both_variants_extensions_counted_apart():
     # variant and not under the other: mixed
     assert lines[0].startswith("Claims of the study: 1 reproduced, 0 not reproduced, 2 mixed, 0 inconclusive")
     assert lines[1].startswith("Extensions (where the study made no claim; counted apart):")
-    assert "expansion more critical" in lines[1] and "no difference" in lines[1]
+    assert "expansion more critical" in lines[1]  # qwen's log-probability row; its accuracy rows stay in the table
     roles = top["role"].tolist()
     assert roles == sorted(roles, key=[FINDING, EXTENSION, PRECONDITION].index)
 

@@ -81,7 +81,7 @@ def test_the_old_knn_seed_is_refused_naming_the_two_seeds_that_replace_it():
     assert (checked["analysis"]["knn"]["fold_seed"], checked["analysis"]["bootstrap_seed"]) == (0, 0)
 
 
-@pytest.mark.parametrize("key", ["random_sets", "eval_questions", "set_questions"])
+@pytest.mark.parametrize("key", ["eval_questions", "sweep_questions", "set_questions"])
 def test_layer_skip_counts_too_small_for_an_interval_are_refused(key):
     config = _default()
     config.setdefault("layer_skip", {})[key] = 1

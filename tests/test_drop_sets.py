@@ -7,8 +7,8 @@ import torch
 from tiny import tiny_model
 
 from entropy_lens.prompts.datasets import LETTERS
-from entropy_lens.skipping import drop_scores, evaluation, pruning
-from entropy_lens.skipping.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, set_conditions
+from entropy_lens.skipping import drop_scores, evaluation, prefix, pruning
+from entropy_lens.skipping.conditions import ALL_BLOCKS, DROP, INTACT, NO_FINAL, RANDOM, Condition, random_name
 from entropy_lens.skipping.criteria import ACCURACY, GOLD_LOGPROB, criteria_table
 from entropy_lens.skipping.recorder import ReadingRecorder
 from entropy_lens.verdicts.decision import shown_beyond
@@ -46,19 +46,34 @@ def score_rows(conditions: list[Condition], correct: np.ndarray, logprob: np.nda
     return pd.concat(frames, ignore_index=True)
 
 
-def scenario(chosen_keep: dict[str, float], random_keep: float, n: int = 60, n_sets: int = 20, seed: int = 0):
-    """Intact answers all right; each chosen set keeps its share of them, every random set ``random_keep``."""
+def scenario(
+    chosen_keep: dict[str, float], random_keep: float, n: int = 60, n_sets: int = 20, seed: int = 0, variant=ALL_BLOCKS
+):
+    """Intact answers all right; each chosen set keeps its share of them; each question is scored under one random
+    set drawn for it from a population of ``n_sets`` (``random_keep`` of the questions kept, at random)."""
     rng = np.random.default_rng(seed)
     sets = {c: f"{2 * i + 1},{2 * i + 2}" for i, c in enumerate(chosen_keep)}
     conditions = [Condition(INTACT, 0)]
     conditions += [Condition(DROP, 2, tuple(int(v) for v in t.split(",")), i) for i, t in enumerate(sets.values())]
-    drawn = [tuple(sorted(rng.choice(np.arange(1, N_LAYERS - 1), 2, replace=False))) for _ in range(n_sets)]
-    conditions += [Condition(RANDOM, 2, layers, i) for i, layers in enumerate(drawn)]
-    keep = [1.0, *chosen_keep.values(), *[random_keep] * n_sets]
+    keep = [1.0, *chosen_keep.values()]
     correct = np.column_stack([np.arange(n) < round(p * n) for p in keep]).astype(float)
-    for j in range(1 + len(sets), correct.shape[1]):  # random sets lose different questions
-        correct[:, j] = rng.permutation(correct[:, j])
-    return score_rows(conditions, correct), drops_table(sets)
+    population = [f"{a},{a + 1 + i // 8}" for i, a in enumerate(range(n_sets))]
+    drawn = [population[i % n_sets] for i in rng.permutation(n)]
+    kept = rng.permutation(np.arange(n) < round(random_keep * n))
+    random = pd.DataFrame(
+        {
+            "condition": random_name(2, variant),
+            "kind": RANDOM,
+            "k": 2,
+            "replicate": 0,
+            "layers": drawn,
+            "question": [f"q{i}" for i in range(n)],
+            "measure": "calibrated",
+            "correct": kept.astype(np.int8),
+            "gold_logprob": np.log(np.where(kept, 0.9, 0.1)),
+        }
+    )
+    return pd.concat([score_rows(conditions, correct), random], ignore_index=True), drops_table(sets, variant=variant)
 
 
 def scored(rows, drops, statistic=ACCURACY):
@@ -74,8 +89,7 @@ def test_a_set_that_keeps_more_than_every_random_set_is_better_than_random_and_o
     assert got.loc["typical", "reading"] in (drop_scores.UNDECIDED, drop_scores.SAME)
     assert got.loc["keeps", "change"] == pytest.approx(-0.05, abs=0.02)
     assert got.loc["keeps", "null_estimate"] == pytest.approx(-0.4, abs=0.02)
-    assert got.loc["keeps", "beats"] == 1.0 and got.loc["loses", "beats"] == 0.0
-    assert got.loc["keeps", "random_min"] <= got.loc["keeps", "random_median"] <= got.loc["keeps", "random_max"]
+    assert got.loc["keeps", "beyond"] == pytest.approx(0.35, abs=0.02)  # the set minus the draw, per question
     assert set(got["n_sets"]) == {20} and set(got["n"]) == {60}
     assert got.loc["keeps", "best"] and not got.loc["loses", "best"] and not got.loc["typical", "best"]
     assert got.loc["keeps", "margin_low"] > 0 > got.loc["typical", "margin_high"]
@@ -106,12 +120,13 @@ def test_no_difference_inside_the_margins_and_undecided_across_them():
     )  # zero width: every replicate alike decides nothing
 
 
-def test_the_variant_without_the_final_block_reads_only_random_sets_that_avoid_it():
-    rows, drops = scenario({"a": 0.9}, random_keep=0.5)
-    got = drop_scores.drop_scores(rows, drops.assign(variant=NO_FINAL), N_LAYERS, n_boot=200, seed=0)
-    drawn = rows[rows["kind"] == RANDOM].drop_duplicates("condition")
-    avoiding = sum(str(N_LAYERS - 1) not in t.split(",") for t in drawn["layers"])
-    assert set(got["n_sets"]) == {avoiding}
+def test_each_variant_reads_its_own_random_draws():
+    rows, drops = scenario({"a": 0.9}, random_keep=0.5, variant=NO_FINAL)
+    got = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=200, seed=0)
+    assert set(got["n_sets"]) == {20} and (got["beyond_low"] > 0).any()
+    other = drop_scores.drop_scores(rows, drops.assign(variant=ALL_BLOCKS), N_LAYERS, n_boot=200, seed=0)
+    assert set(other["n_sets"]) == {0} and other["beyond"].isna().all()  # no draws of that variant: not read
+    assert set(other["reading"]) == {drop_scores.UNDECIDED}
 
 
 def test_gold_logprob_rows_read_the_letters_probability():
@@ -128,36 +143,28 @@ def test_unscored_sets_and_a_missing_intact_model_are_refused():
         drop_scores.drop_scores(rows, drops.assign(layers="7,8"), N_LAYERS, n_boot=100)
     with pytest.raises(ValueError, match="lack the intact model"):
         drop_scores.drop_scores(rows[rows["kind"] != INTACT], drops, N_LAYERS, n_boot=100)
-    with pytest.raises(ValueError, match=r"need a \[N\] and b \[N, S\]"):
-        drop_scores.one_set_draws(np.ones(3), np.ones((4, 2)), n_boot=10, seed=0)
+    with pytest.raises(ValueError, match="equal-length non-empty 1-D arrays"):
+        drop_scores.beyond_random(np.ones(3), np.ones(4), n_boot=10, seed=0)
 
 
-def test_planted_null_random_sets_relabelled_as_a_criterions_are_rarely_better_than_random():
+def test_planted_null_a_set_as_good_as_the_mean_random_set_is_rarely_better_than_random():
     assert (
         drop_scores.drop_set_planted_rate(36, 100, 0, shown=shown_beyond) <= 0.05
-        and drop_scores.drop_set_planted_rate(90, 100, 1, n_sets=20, shown=shown_beyond) <= 0.05
+        and drop_scores.drop_set_planted_rate(200, 100, 1, n_sets=20, shown=shown_beyond) <= 0.05
     )
 
 
 def test_planted_signal_a_set_that_keeps_everything_is_shown():
     rng = np.random.default_rng(1)
-    know = rng.random(36) < 0.7
-    random_sets = (know[:, None] & (rng.random((36, 20)) < rng.uniform(0.3, 0.8, 20))).astype(float)
-    assert drop_scores.beyond_random(know.astype(float), random_sets, n_boot=400, seed=0)[1] > 0
+    know = rng.random(60) < 0.7
+    drawn = (know & (rng.random(60) < rng.uniform(0.3, 0.8, 60))).astype(float)  # one random set per question
+    assert drop_scores.beyond_random(know.astype(float), drawn, n_boot=400, seed=0)[1] > 0
 
 
-def test_drop_conditions_score_each_chosen_set_once_beside_the_plans_random_sets():
+def test_drop_conditions_score_each_chosen_set_once():
     drops = drops_table({"a": "3,4", "b": "3,4", "c": "5,8"})
-    conditions = pruning.drop_conditions(drops, N_LAYERS, n_random=20, seed=0)
-    chosen = [c for c in conditions if c.kind == DROP]
-    assert [c.layers for c in chosen] == [(3, 4), (5, 8)]
-    drawn = [c.layers for c in conditions if c.kind == RANDOM]
-    assert sum(N_LAYERS - 1 not in s for s in drawn) >= 20 and all(0 not in s for s in drawn)
-    planned = [c.layers for c in set_conditions([], N_LAYERS, 20, 0) if c.kind == RANDOM]
-    assert planned == []  # no selection: no k; the same seed scheme draws the plan's sets where k agrees
-    assert drawn == [
-        c.layers for c in pruning.drop_conditions(drops, N_LAYERS, n_random=20, seed=0) if c.kind == RANDOM
-    ]
+    conditions = pruning.drop_conditions(drops)
+    assert [c.layers for c in conditions] == [(3, 4), (5, 8)] and {c.kind for c in conditions} == {DROP}
     assert len({c.name for c in conditions}) == len(conditions)
 
 
@@ -173,12 +180,15 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
         }
     )
     recorder = ReadingRecorder(lm, len(prompts))
-    evaluation.condition_letter_logprobs(lm, prompts, [Condition(INTACT, 0)], observe=recorder)
+    prefix.condition_letter_logprobs(lm, prompts, [Condition(INTACT, 0)], observe=recorder)
     readings = recorder.result(table["question_id"].tolist())
-    kwargs = {"variants": [ALL_BLOCKS, NO_FINAL], "n_random": 3, "seed": 0, "batch_size": 4, "chat_template": False}
+    kwargs = {"variants": [ALL_BLOCKS, NO_FINAL], "seed": 0, "batch_size": 4, "chat_template": False}
     rows = evaluation.evaluate_drop_sets(lm, table, readings, shares=[0.12, 0.25], n_questions=4, **kwargs)
     assert rows["question"].nunique() == 4
     assert set(rows["kind"]) == {INTACT, DROP, RANDOM} and set(rows["k"]) == {0, 1, 2}
+    random = rows[rows["kind"] == RANDOM]
+    assert set(random["condition"]) == {random_name(k, v) for k in (1, 2) for v in (ALL_BLOCKS, NO_FINAL)}
+    assert (random.groupby("condition")["question"].nunique() == 4).all()  # one draw per question and variant
     drops = pruning.drop_sets(
         criteria_table(readings, lm.name), readings, lm.name, [ALL_BLOCKS, NO_FINAL], [0.12, 0.25]
     )
@@ -188,7 +198,7 @@ def test_evaluate_drop_sets_scores_the_criteria_sets_and_random_sets_on_a_tiny_m
     one = rows[(rows["kind"] == DROP) & (rows["measure"] == "ll")].drop_duplicates("condition").iloc[-1]
     asked = table[table["question_id"].isin(rows["question"])]
     layers = tuple(int(v) for v in one["layers"].split(","))
-    alone = evaluation.score_conditions_shared(lm, asked, [Condition(DROP, int(one["k"]), layers)])
+    alone = prefix.score_conditions_shared(lm, asked, [Condition(DROP, int(one["k"]), layers)])
     alone = alone[alone["measure"] == "ll"].set_index("question")["gold_logprob"]
     shared = rows[(rows["condition"] == one["condition"]) & (rows["measure"] == "ll")].set_index("question")
     np.testing.assert_allclose(shared["gold_logprob"], alone.loc[shared.index], atol=1e-5)
@@ -210,13 +220,15 @@ def test_drop_rows_are_extension_rows_judged_beyond_the_random_sets():
     words = dict(zip(accuracy["split"].str.rsplit(", ", n=1).str[-1], accuracy["verdict"], strict=True))
     assert words == {"keeps": "holds", "loses": "does not hold", "typical": "undecided"}
     assert accuracy["beyond_low"].notna().all() and accuracy["null"].str.startswith("random k-sets").all()
+    logprob = table.xs(drop_sets.LOGPROB, level="unit")
+    assert len(logprob) == len(accuracy)  # the primary statistic, accuracy beside
 
 
 def test_drop_verdict_needs_a_population_and_an_intact_model_above_chance():
     from entropy_lens.verdicts.claims import drop_sets
 
     rec = {"statistic": ACCURACY, "intact": 0.6, "n_sets": 20, "beyond": 0.1, "beyond_low": 0.02,
-           "beyond_high": 0.2, "layers": "3,4", "beats": 1.0, "best": True}  # fmt: skip
+           "beyond_high": 0.2, "layers": "3,4", "n": 60, "best": True}  # fmt: skip
     assert (
         drop_sets.drop_verdict(rec).verdict == "reproduced"
         and "best of the criteria" in drop_sets.drop_verdict(rec).why
@@ -229,10 +241,33 @@ def test_drop_verdict_needs_a_population_and_an_intact_model_above_chance():
     assert flat.verdict == "inconclusive" and "zero width" in flat.why
 
 
-def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_recommended_one(tmp_path, capsys):
+def test_a_set_is_recommended_only_where_it_beats_random_and_every_other_set():
+    from entropy_lens.verdicts.claims import drop_sets
+
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
+    got = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=300, seed=0)
+    logp = got[(got["statistic"] == GOLD_LOGPROB)]
+    assert list(drop_sets.recommended(logp)["criterion"]) == ["keeps"]
+    rows, drops = scenario({"a": 0.9, "b": 0.9}, random_keep=0.6)  # both beat random, neither the other
+    got = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=300, seed=0)
+    assert drop_sets.recommended(got[got["statistic"] == GOLD_LOGPROB]).empty
+    rows, drops = scenario({"a": 0.62, "b": 0.2}, random_keep=0.6)  # a beats b, not random
+    got = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=300, seed=0)
+    logp = got[got["statistic"] == GOLD_LOGPROB].set_index("criterion")
+    assert logp.loc["a", "margin_low"] > 0 and drop_sets.recommended(logp.reset_index()).empty
+    rec = {"statistic": GOLD_LOGPROB, "margin": 0.2, "margin_low": 0.1, "margin_high": 0.3}
+    assert drop_sets.separates(rec).verdict == "reproduced"
+    assert drop_sets.separates(rec | {"margin_low": -0.1}).verdict == "inconclusive"
+    assert drop_sets.separates(rec | {"margin": -0.2, "margin_low": -0.3, "margin_high": -0.1}).verdict == (
+        "not reproduced"
+    )
+
+
+def test_skip_map_prints_each_criterions_set_with_what_it_keeps_and_the_recommended_one(tmp_path, capsys):
     from test_cli import _skip_map_csv
 
     from entropy_lens import cli
+    from entropy_lens.verdicts.claims import drop_sets
 
     model = _skip_map_csv(tmp_path)["model"].iloc[0]
     rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
@@ -240,16 +275,20 @@ def test_skip_map_prints_each_criterions_set_with_the_accuracy_it_keeps_and_the_
     scores.to_csv(tmp_path / "tables" / "skip_drop_scores.csv", index=False)
     assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "all_blocks, k = 2 (60 questions; intact 100.0%; 20 random sets change -40.0 points" in printed
+    assert "all_blocks, k = 2 (60 questions; a random k-set drawn per question: log p -0.879" in printed
     keeps = next(line for line in printed.splitlines() if line.strip().startswith("keeps"))
-    assert "1,2" in keeps and "95.0% (-5.0 [" in keeps and keeps.endswith("of random sets; better than random")
+    assert "1,2" in keeps and "accuracy  95.0% (-5.0 [" in keeps and keeps.endswith("; better than random")
+    assert "log p -0.110 [" in keeps
     assert "recommended: keeps's blocks 1,2" in printed
+    line = drop_sets.drop_line(scores, "calibrated", model_names={model: "Tiny"})
+    assert line.startswith("Which blocks of Tiny can be dropped (60 questions, calibrated letters")
+    assert "drop keeps's blocks 1,2: log p -0.11 [" in line and "accuracy -5.0 points" in line
     rows, drops = scenario({"a": 0.9, "b": 0.9}, random_keep=0.6)
-    drop_scores.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0).to_csv(
-        tmp_path / "tables" / "skip_drop_scores.csv", index=False
-    )
+    scores = drop_scores.drop_scores(rows, drops.assign(model=model), N_LAYERS, n_boot=300, seed=0)
+    scores.to_csv(tmp_path / "tables" / "skip_drop_scores.csv", index=False)
     assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
-    assert "recommended: none (no criterion's set separates from every other's)" in capsys.readouterr().out
+    assert "recommended: none (no set keeps more than random and than every other" in capsys.readouterr().out
+    assert "no set separates from random and from the others (least costly" in drop_sets.drop_line(scores, "calibrated")
 
 
 # --------------------------------------------------------------------------- ΔH read through a linear lens
@@ -278,7 +317,7 @@ def test_the_linear_lens_entropy_is_read_through_each_blocks_translator(tmp_path
     lens = linear_lens(lm)
     recorder = ReadingRecorder(lm, len(prompts), translators=lens)
     states: list = []
-    evaluation.condition_letter_logprobs(
+    prefix.condition_letter_logprobs(
         lm, prompts, [Condition(INTACT, 0)], batch_size=2, observe=lambda *a: (recorder(*a), states.append(a))
     )
     got = recorder.result(["a", "b", "c"])
@@ -307,11 +346,11 @@ def test_without_a_linear_lens_its_criterion_is_nan_and_chooses_nothing():
 
     lm = tiny_model("llama", n_layers=4, scale=3.0)
     recorder = ReadingRecorder(lm, 2)
-    evaluation.condition_letter_logprobs(lm, ["x y Answer:", "z Answer:"], [Condition(INTACT, 0)], observe=recorder)
+    prefix.condition_letter_logprobs(lm, ["x y Answer:", "z Answer:"], [Condition(INTACT, 0)], observe=recorder)
     got = recorder.result(["a", "b"])
     assert got.entropy_linear is None
     table = criteria.criteria_table(got, "m")
-    assert table["delta_h_linear"].isna().all() and criteria.present(table) == criteria.CRITERIA
+    assert table["delta_h_linear"].isna().all() and criteria.present(table) == (*criteria.CRITERIA, criteria.ENTRODROP)
     assert readings.frames_readings(*readings.readings_frames(got)).entropy_linear is None
     assert "delta_h_linear" not in set(pruning.drop_sets(table, got, "m", [ALL_BLOCKS])["criterion"])
 
@@ -329,3 +368,28 @@ def test_drop_rows_reach_the_full_paper_table_but_not_the_headline():
     assert table.loc[table["claim"] == drop_name, "split"].str.match(r"k=\d+ \(\d+% of blocks\)").all()
     top = paper.headline(table)
     assert not top.empty and drop_name not in set(top["claim"])
+
+
+def test_the_readme_answer_gains_one_line_on_which_blocks_to_drop(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from entropy_lens.verdicts import table as paper
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "readme_answer.py"
+    spec = importlib.util.spec_from_file_location("readme_answer", script)
+    readme_answer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme_answer)
+    rows, drops = scenario({"keeps": 0.95, "loses": 0.2}, random_keep=0.6)
+    scores = drop_scores.drop_scores(rows, drops, N_LAYERS, n_boot=200, seed=0)
+    expected = paper.Expected(datasets={"mmlu": ["m"]}, layer_skip=["m"], families={"m": "qwen"})
+    (tmp_path / "tables").mkdir()
+    top = paper.headline(paper.paper_table(drop_scores=scores, expected=expected))
+    top.to_csv(tmp_path / "tables" / "verdicts.csv")
+    scores.to_csv(tmp_path / "tables" / "skip_drop_scores.csv", index=False)
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n<!-- answer:study begin -->\nold\n<!-- answer:study end -->\n", encoding="utf-8")
+    assert readme_answer.main([str(tmp_path), "study", "--readme", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert "Which blocks of m can be dropped (60 questions, calibrated letters" in text and "old" not in text
+    assert "drop keeps's blocks 1,2" in text and "skip_drop_scores.md" in text

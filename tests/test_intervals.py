@@ -97,6 +97,25 @@ def test_the_block_spearman_resamples_units_and_blocks_and_pairs_its_replicates(
         block_spearman_draws(cost, score[:, :5], n_boot=10, seed=0, paired=False)
 
 
+def test_the_block_spearman_with_blocks_fixed_resamples_the_units_alone():
+    from entropy_lens.core.block_spearman import block_spearman_draws, spearman_interval, unit_means
+
+    rng = np.random.default_rng(2)
+    cost = np.where(np.arange(20) > 16, 3.0, 0.0) + rng.normal(0, 0.1, size=(60, 20))  # three costly blocks
+    score = np.linspace(0, 1, 20) + rng.normal(0, 0.1, size=(60, 20))
+    rho, fixed = block_spearman_draws(cost, score, n_boot=300, seed=0, paired=True, blocks_fixed=True)
+    _, resampled = block_spearman_draws(cost, score, n_boot=300, seed=0, paired=True)
+    assert rho == block_spearman_draws(cost, score, n_boot=10, seed=0, paired=True)[0]  # one statistic either way
+    assert spearman_interval(rho, fixed)[1] > 0  # this model's three blocks decide it: the questions' noise alone
+    assert np.nanstd(fixed) < np.nanstd(resampled) / 2  # resampling blocks loses them in some draws
+    # a block every unit scores +inf (never pruned) ranks on top in every replicate, not NaN
+    protected = score.copy()
+    protected[:, :2] = np.inf
+    assert np.isinf(unit_means(protected)[0, :2]).all() and np.isfinite(unit_means(protected)[0, 2:]).all()
+    _, draws = block_spearman_draws(cost, protected, n_boot=50, seed=0, paired=True, blocks_fixed=True)
+    assert np.isfinite(draws).all()
+
+
 def test_the_planted_rate_counts_the_draws_its_decision_shows():
     from entropy_lens.core.planted import planted_rate
 

@@ -822,10 +822,11 @@ def test_the_slurm_profile_and_the_rules_agree_with_the_plan_on_its_model_jobs()
 
 
 def test_the_drop_sets_add_their_passes_to_the_skip_evaluation(offline):
-    from entropy_lens.workflow.plan.model_jobs import drop_ks, drop_passes_of
+    from entropy_lens.workflow.plan.model_jobs import drop_ks, drop_passes_of, paired_passes
 
     assert drop_ks(28, [0.12, 0.25]) == [3, 7] and drop_ks(4, [0.12, 0.25]) == [1] and drop_ks(2, [0.9]) == []
-    assert drop_passes_of(28, 7, 20) == math.ceil(20 * 27 / 25 * 7 / 8 + 10)
+    assert drop_passes_of(28, 7, 2) == math.ceil(1 + 2 * (7 / 8 + 3.5))
+    assert paired_passes(28, 1, 4, 2) == math.ceil(1 + 4 * 2 / 3 + 2 * 0.5)
     config = load(DEFAULT)
     config["layer_skip"].update(enabled=True, models=["smollm2-135m"], drop_questions=0)
     without = plan.plan_from_config(config).job(plan.SKIP_EVAL, "smollm2-135m", "")

@@ -13,7 +13,7 @@ from tiny import tiny_model
 from entropy_lens.lens.choices import rendered_queries
 from entropy_lens.lens.entropy import shannon_entropy
 from entropy_lens.prompts.datasets import LETTERS
-from entropy_lens.skipping import criteria, evaluation, readings
+from entropy_lens.skipping import criteria, prefix, pruning, readings
 from entropy_lens.skipping import exit as early
 from entropy_lens.skipping.conditions import ALL_BLOCKS, NO_FINAL, Condition, sweep_conditions
 from entropy_lens.skipping.readings import BlockReadings
@@ -35,7 +35,7 @@ def lm(request):
 
 def recorded(lm, batch_size: int) -> BlockReadings:
     recorder = ReadingRecorder(lm, len(PROMPTS))
-    evaluation.condition_letter_logprobs(
+    prefix.condition_letter_logprobs(
         lm, PROMPTS, [Condition("intact", 0), Condition("single", 1, (1,))], batch_size=batch_size, observe=recorder
     )
     return recorder.result([f"q{i}" for i in range(len(PROMPTS))])
@@ -88,10 +88,44 @@ def test_block_influence_and_angular_distance_match_plain_hooks(lm):
     assert (1 - got.token_cos).min() > 1e-3
 
 
+def numpy_bucket_entropy(states: np.ndarray, bins: int = 20) -> float:
+    """EntroDrop's bucket estimate written apart: per dimension, NumPy's histogram of the tokens' values over
+    ``bins`` equal-width buckets between their minimum and maximum, its Shannon entropy, summed (nats)."""
+    total = 0.0
+    for column in states.T:  # [S] values of one dimension
+        counts, _ = np.histogram(column, bins=bins, range=(column.min(), column.max()))
+        share = counts[counts > 0] / column.size
+        total -= float((share * np.log(share)).sum())
+    return total
+
+
+def test_entrodrop_hidden_entropy_matches_a_numpy_histogram_per_dimension(lm):
+    got = recorded(lm, batch_size=3)  # padded batches: padding must stay out of the buckets
+    queries, _ = rendered_queries(lm, PROMPTS, LETTERS, chat_template=False)
+    assert got.hidden_entropy.shape == (len(PROMPTS), N_LAYERS + 1)
+    for row, query in enumerate(queries):
+        states = hooked_states(lm, list(query.input_ids))
+        expected = [numpy_bucket_entropy(state) for state in states]
+        np.testing.assert_allclose(got.hidden_entropy[row], expected, rtol=1e-3, atol=0.3)
+    scores = criteria.question_scores(got)[criteria.ENTRODROP]
+    finite = np.isfinite(scores)
+    np.testing.assert_allclose(scores[finite], np.diff(got.hidden_entropy, axis=1)[finite])
+
+
+def test_entrodrop_never_prunes_the_early_entropy_decrease_stage():
+    hidden = np.array([[9.0, 7.0, 5.0, 6.0, 6.5, 8.0], [9.5, 6.5, 5.5, 5.8, 7.0, 7.5]])  # minimum at x_2
+    scores = criteria.entrodrop_scores(hidden, 2, 5)
+    assert np.isinf(scores[:, :2]).all() and np.isfinite(scores[:, 2:]).all()  # blocks 0, 1 lead down to x_2
+    np.testing.assert_allclose(scores[:, 2:], np.diff(hidden, axis=1)[:, 2:])
+    table = pd.DataFrame({"layer": range(5), "entrodrop": scores.mean(axis=0)})
+    assert pruning.least_critical(table, criteria.ENTRODROP, 2, range(1, 5)) == (2, 3)  # least increase first
+    assert np.isnan(criteria.entrodrop_scores(None, 2, 5)).all()
+
+
 def test_last_position_reads_the_models_own_distribution(lm):
     got = recorded(lm, batch_size=2)
     queries, _ = rendered_queries(lm, PROMPTS, LETTERS, chat_template=False)
-    intact = evaluation.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=1)["intact"]
+    intact = prefix.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=1)["intact"]
     np.testing.assert_allclose(got.letters[:, -1, :], intact, atol=1e-4)
     for row, query in enumerate(queries):
         with torch.inference_mode():
@@ -109,13 +143,12 @@ def test_readings_do_not_depend_on_the_batching(lm):
 def test_readings_round_trip_through_their_tables():
     got = recorded(tiny_model("llama", n_layers=N_LAYERS, scale=3.0), batch_size=2)
     frame, angles = readings.readings_frames(got)
-    assert list(frame.columns) == [*readings.READING_COLUMNS, *readings.LINEAR_COLUMNS] and len(frame) == len(
-        PROMPTS
-    ) * (N_LAYERS + 1)
+    columns = [*readings.READING_COLUMNS, *readings.LINEAR_COLUMNS, readings.HIDDEN_COLUMN]
+    assert list(frame.columns) == columns and len(frame) == len(PROMPTS) * (N_LAYERS + 1)
     back = readings.frames_readings(frame.sample(frac=1.0, random_state=0), angles)
     assert sorted(back.questions) == sorted(got.questions) and back.questions != got.questions  # really shuffled
     order = [back.questions.index(q) for q in got.questions]
-    for name in ("token_cos", "angle", "entropy", "letters"):
+    for name in ("token_cos", "angle", "entropy", "letters", "hidden_entropy"):
         np.testing.assert_allclose(getattr(back, name)[order], getattr(got, name), atol=1e-6, err_msg=name)
     with pytest.raises(ValueError, match=r"lacks columns \['angle'\]"):
         readings.frames_readings(frame, angles.drop(columns="angle"))
@@ -129,7 +162,7 @@ def test_linear_letters_are_the_translated_residual_through_the_models_own_head(
     lm = tiny_model("llama", n_layers=N_LAYERS, scale=3.0)
     lens = linear_lens(lm)
     recorder = ReadingRecorder(lm, len(PROMPTS), translators=lens)
-    evaluation.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=3, observe=recorder)
+    prefix.condition_letter_logprobs(lm, PROMPTS, [Condition("intact", 0)], batch_size=3, observe=recorder)
     got = recorder.result([f"q{i}" for i in range(len(PROMPTS))])
     assert got.letters_linear.shape == (len(PROMPTS), N_LAYERS + 1, len(LETTERS))
     assert np.isnan(got.letters_linear[:, 0]).all() and np.isfinite(got.letters_linear[:, 1:]).all()
@@ -243,8 +276,9 @@ def test_margins_name_a_best_criterion_only_where_it_separates():
 
 
 def test_planted_null_costs_shuffled_across_blocks_cover_zero():
-    """A criterion that ranks the blocks perfectly for the true cost, read against costs shuffled across
-    blocks: the interval must cover 0 in at least 95% of draws (it is what no information looks like)."""
+    """A criterion that ranks the blocks perfectly for the true cost, read against costs with no block structure
+    (each question's costs shuffled across blocks): the interval must cover 0 in at least 95% of draws (it is what
+    no information looks like), blocks fixed."""
     rng = np.random.default_rng(2)
     truth = np.linspace(0, 2, 27)
     covered = []
@@ -449,7 +483,7 @@ def test_skip_map_prints_which_criterion_predicts_the_cost_and_the_exit(tmp_path
     curve.to_csv(tmp_path / "tables" / "skip_exit.csv", index=False)
     assert cli.main(["skip-map", "--results", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "cost = drop of gold_logprob, all_blocks (15 blocks, 30 questions):" in printed
+    assert "cost = drop of gold_logprob, all_blocks (15 blocks fixed, 30 questions resampled):" in printed
     section = printed.split("cost = drop of gold_logprob")[1]
     bi = next(line for line in section.splitlines() if line.strip().startswith("block_influence"))
     assert "+1.00" in bi and bi.endswith("predicts")

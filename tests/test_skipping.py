@@ -18,7 +18,7 @@ from entropy_lens.model.batching import left_pad
 from entropy_lens.model.generation import GenerationSettings, generate
 from entropy_lens.model.hooks import capture_block_calls, record_residuals, run_blocks, skip_blocks
 from entropy_lens.model.lens_model import find_lens_parts, wrap_model
-from entropy_lens.skipping import conditions, criticality, evaluation
+from entropy_lens.skipping import conditions, criticality, evaluation, prefix
 from entropy_lens.skipping.conditions import Condition
 from entropy_lens.skipping.delta_h import mean_delta_h, protected_layers, select_layers, selections, top_block_shares
 from entropy_lens.skipping.plan import SkipPlan
@@ -275,20 +275,21 @@ def test_mean_delta_h_on_one_model_of_a_combined_store():
         mean_delta_h(profile_dataset(np.full((1, 1, 3), np.nan)))
 
 
-def test_random_population_gives_each_variant_its_sets():
-    first = conditions.random_population(30, 2, 20, seed=1)
-    assert first == conditions.random_population(30, 2, 20, seed=1)
-    assert first != conditions.random_population(30, 2, 20, seed=2)
-    assert all(len(s) == len(set(s)) == 2 and list(s) == sorted(s) and 0 not in s for s in first)
-    avoiding = [s for s in first if 29 not in s]
-    assert len(avoiding) == 20 and len(first) >= 20  # drawn until 20 avoid the final block
-    assert all(conditions.in_variant(s, 30, "no_final") for s in avoiding)
-    small = conditions.random_population(4, 2, 5, seed=0)  # the no_final pool {1, 2} holds one pair
-    assert len(small) >= 5 and sum(3 not in s for s in small) >= 5
-    tiny = conditions.random_population(3, 2, 4, seed=0)  # no_final pool {1}: no pair, exactly 4 drawn
-    assert tiny == [(1, 2)] * 4
+def test_random_draws_give_each_question_a_set_of_each_variants_pool():
+    first = conditions.random_draws(400, 30, 2, seed=1)
+    assert first == conditions.random_draws(400, 30, 2, seed=1) and first != conditions.random_draws(400, 30, 2, 2)
+    every = first["all_blocks"]
+    assert len(every) == 400 and all(len(set(s)) == 2 and list(s) == sorted(s) and 0 not in s for s in every)
+    assert any(29 in s for s in every) and not any(29 in s for s in first["no_final"])
+    kept = [a == b for a, b in zip(every, first["no_final"], strict=True)]
+    assert all(k == (29 not in a) for k, a in zip(kept, every, strict=True))  # redrawn only where the final was hit
+    assert all(conditions.in_variant(s, 30, "no_final") for s in first["no_final"])
+    # uniform over the pool: every block drawn about equally often (400 x 2 draws over 29 blocks)
+    counts = np.bincount([b for s in every for b in s], minlength=30)[1:]
+    assert counts.min() > 10 and counts.max() < 50
+    assert set(conditions.random_draws(5, 3, 2, seed=0)) == {"all_blocks"}  # no_final pool {1}: no pair
     with pytest.raises(ValueError, match="k=3 exceeds the 2 candidate layers"):
-        conditions.random_population(3, 3, 1, seed=0)
+        conditions.random_draws(4, 3, 3, seed=0)
     with pytest.raises(ValueError, match="has no eligible block"):
         conditions.eligible_layers(1)
 
@@ -320,41 +321,67 @@ def test_conditions_have_names_that_are_never_parsed_back():
     sweep = conditions.sweep_conditions(len(delta_h))
     assert [c.name for c in sweep] == ["intact", *(f"skip_{layer}" for layer in range(7))]
     chosen = selections(delta_h, [1, 2])
-    made = conditions.set_conditions(chosen, len(delta_h), n_random=2, seed=0)
-    names = [c.name for c in made]
-    # k = 2: expansion (1, 3) for both variants alike, pruning (2, 4) alike, then the random sets
-    assert names[:3] == ["intact", "expansion_k2", "pruning_k2"] and all(n.startswith("random_k2_r") for n in names[3:])
-    assert made[1] == Condition("expansion", 2, (1, 3)) and made[2].layers == (2, 4)
+    made = conditions.selected_conditions(chosen)
+    # k = 1: blocks 3 (expansion) and 2 (pruning), the sweep's own conditions; k = 2: (1, 3) and (2, 4)
+    assert [c.name for c in made] == ["skip_3", "skip_2", "expansion_k2_1-3", "pruning_k2_2-4"]
     assert all(Condition.from_dict(json.loads(json.dumps(c.to_dict()))) == c for c in made)
-    more = conditions.set_conditions(selections(delta_h, [1, 2, 3]), len(delta_h), n_random=2, seed=0)
-    k2 = [c for c in more if c.k == 2]
-    assert k2 == made[1:]  # adding k = 3 leaves k = 2 unchanged
-    differ = conditions.set_conditions(selections(delta_h, [3]), len(delta_h), n_random=2, seed=0)
-    tags = {(c.kind, c.tag) for c in differ if c.kind == "expansion"}
-    assert tags == {("expansion", "all_blocks"), ("expansion", "no_final")}  # (1, 3, 6) against (1, 3, 5)
+    linear = selections(-delta_h, [1, 2], lens="linear")  # the linear lens swaps them: nothing scored twice
+    assert conditions.selected_conditions(chosen + linear) == made
+    assert conditions.random_name(2, "no_final") == "random_k2_no_final"
     with pytest.raises(ValueError, match="needs k=2 layers"):
         Condition("random", 2, (1,))
     with pytest.raises(ValueError, match="needs k=2 layers"):
         Condition("single", 2, (1, 2))
     with pytest.raises(ValueError, match="kind must be one of"):
         Condition("shrink", 1, (1,))
+    with pytest.raises(ValueError, match="hold sets of another size"):
+        conditions.Draws("random_k2_all_blocks", "random", 2, ((1, 2), (3,)))
+    with pytest.raises(ValueError, match="lens must be one of"):
+        conditions.Selection("all_blocks", 1, (1,), (2,), lens="tuned")
 
 
 def test_skip_plan_round_trips_and_names_what_to_profile():
     delta_h = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
-    chosen = selections(delta_h, [1, 2])
-    plan = SkipPlan("m", 7, tuple(delta_h), tuple(chosen), tuple(conditions.set_conditions(chosen, 7, 3, 0)), 8)
+    chosen = selections(delta_h, [1, 2]) + selections(delta_h[::-1].copy(), [1], lens="linear")
+    plan = SkipPlan("m", 7, tuple(delta_h), tuple(chosen), 8, tuple(delta_h[::-1]))
     back = SkipPlan.from_dict(json.loads(json.dumps(plan.to_dict(), allow_nan=False)))
-    assert back.to_dict() == plan.to_dict() and math.isnan(back.delta_h[0])
-    assert [c.name for c in plan.profiled()] == [
-        "intact",
-        "skip_2",
-        "skip_3",
-        "expansion_k2",
-        "pruning_k2",
-        "random_k2_r0",
-    ]
+    assert back == plan or back.to_dict() == plan.to_dict()
+    assert math.isnan(back.delta_h[0]) and back.lenses == ("logit", "linear")
+    names = [c.name for c in plan.profiled()]
+    assert names[:3] == ["intact", "skip_3", "skip_2"] and {"expansion_k2_1-3", "pruning_k2_2-4"} <= set(names)
+    assert len(names) == len(set(names))  # each selected block once, whichever lens chose it
     assert len(plan.sweep) == 8
+
+
+def test_paired_conditions_score_the_sweep_the_selections_and_one_random_block_per_question():
+    delta_h = np.array([math.nan, 0.5, -1.0, 2.0, -0.2, 0.1, 0.5])
+    plan = SkipPlan("m", 7, tuple(delta_h), tuple(selections(delta_h, [1, 2])), 8)
+    ids = [f"q{i}" for i in range(10)]
+    made = evaluation.paired_conditions(
+        plan, ids, sweep={"q0", "q1"}, sets={"q0", "q1", "q2"}, variants=["all_blocks", "no_final"], seed=0
+    )
+    by = {c.name: c for c in made}
+    assert by["skip_5"].layers[:3] == ((5,), (5,), None)  # the sweep's block: its questions only
+    assert all(v == (3,) for v in by["skip_3"].layers)  # a selected block: every question
+    assert by["expansion_k2_1-3"].layers[:4] == ((1, 3),) * 3 + (None,)  # the sets: the set questions
+    assert all(v is not None for v in by["random_k1_all_blocks"].layers)
+    assert [v is not None for v in by["random_k2_no_final"].layers] == [True] * 3 + [False] * 7
+    assert evaluation.set_question_ids(ids, 3, 0) == [q for q in ids if q in evaluation.question_order(ids, 0)[:3]]
+
+
+def test_shared_prefix_scores_draws_per_question_as_each_alone(lm):
+    """A condition whose blocks differ per question (and leaves some out) scores each question as that
+    question's skip scored alone: the sub-batches rerun from their own rows of the recorded calls."""
+    draws = conditions.Draws("random_k1_all_blocks", "random", 1, ((1,), (2,), None, (1,), (0,)))
+    fixed = Condition("expansion", 2, (1, 2))
+    got = prefix.condition_letter_logprobs(lm, MMLU_PROMPTS, [fixed, draws], batch_size=5)
+    assert np.isnan(got[draws.name][2]).all() and np.isfinite(got[draws.name][[0, 1, 3, 4]]).all()
+    for row, layers in enumerate(draws.layers):
+        if layers is None:
+            continue
+        with skip_blocks(lm, layers):
+            want = scoring.letter_logprobs(lm, [MMLU_PROMPTS[row]], batch_size=1)
+        np.testing.assert_allclose(got[draws.name][row], want[0], atol=ATOL, err_msg=f"row {row}")
 
 
 def test_score_conditions_scores_each_condition_on_one_model():
@@ -372,12 +399,12 @@ def test_score_conditions_scores_each_condition_on_one_model():
 
     correct = evaluation.score_conditions(lm, chosen, score, answers, questions=[f"q{i}" for i in range(6)])
     assert len(calls) == 3 and all(m is lm for m in calls)
-    assert list(correct.columns) == list(evaluation.CORRECT_COLUMNS) and len(correct) == 3 * 2 * 6
+    assert list(correct.columns) == list(conditions.CORRECT_COLUMNS) and len(correct) == 3 * 2 * 6
     table = criticality.condition_table(correct).set_index(["measure", "condition"])
     assert table.loc[("raw", "intact"), "accuracy"] == 0.5
     assert table.loc[("raw", "random_k2_r0"), "layers"] == "0,2" and table.loc[("raw", "random_k2_r0"), "k"] == 2
     assert (table["chance"] == 0.25).all() and (table["n"] == 6).all()
-    expected = evaluation.answer_indices(answers, 4)
+    expected = prefix.answer_indices(answers, 4)
     for condition in chosen:
         with skip_blocks(lm, condition.layers):
             acc = float((word_scorer(lm, prompts).argmax(1) == expected).mean())
@@ -424,7 +451,7 @@ SHARED_CONDITIONS = [
 
 
 def test_shared_prefix_equals_the_plain_skip(lm):
-    got = evaluation.condition_letter_logprobs(lm, MMLU_PROMPTS, SHARED_CONDITIONS, batch_size=2)
+    got = prefix.condition_letter_logprobs(lm, MMLU_PROMPTS, SHARED_CONDITIONS, batch_size=2)
     assert set(got) == {c.name for c in SHARED_CONDITIONS}
     for condition in SHARED_CONDITIONS:
         with skip_blocks(lm, condition.layers):
@@ -451,7 +478,7 @@ def test_shared_prefix_scores_equal_scoring_under_skip_blocks():
     table = pd.DataFrame(
         {"prompt_text": MMLU_PROMPTS, "style": "base", "answer": list("ABCDA"), "question_id": questions}
     )
-    shared = evaluation.score_conditions_shared(lm, table, SHARED_CONDITIONS, batch_size=3)
+    shared = prefix.score_conditions_shared(lm, table, SHARED_CONDITIONS, batch_size=3)
     score = _letter_scorer(table["prompt_text"].tolist(), table["style"].tolist(), batch_size=3)
     plain = evaluation.score_conditions(lm, SHARED_CONDITIONS, score, table["answer"].tolist(), questions)
     pd.testing.assert_frame_equal(shared, plain)
@@ -476,3 +503,36 @@ def test_recorded_residuals_hold_their_own_memory_not_the_block_output(lm):
         lm.model(input_ids=batch[0], attention_mask=batch[1], position_ids=batch[2], use_cache=False)
         for slot in slots:
             assert slot.dim() == 2 and slot.untyped_storage().nbytes() == slot.numel() * slot.element_size()
+
+
+def test_calibration_chooses_blocks_through_each_lens_at_the_answer_position():
+    """With a fitted linear lens the same calibration questions choose blocks through it too; its Delta H is the
+    entropy of each block's translated residual, read as the logit lens's is."""
+    from test_drop_sets import linear_lens
+
+    from entropy_lens.lens.decoding import LensSettings
+    from entropy_lens.skipping.selection import calibrate_skips
+
+    lm = tiny_model("llama", n_layers=5, scale=3.0)
+    table = pd.DataFrame(
+        {
+            "prompt_id": [f"p{i}" for i in range(4)],
+            "question_id": [f"c{i}" for i in range(4)],
+            "prompt_text": [f"question {i} about the cat Answer:" for i in range(4)],
+        }
+    )
+    lens = LensSettings(0.6, (1.0,), 16 << 20)
+    kwargs = {"lens": lens, "chat_template": False, "ks": [1], "seed": 0, "n_boot": 50}
+    alone = calibrate_skips(lm, table, **kwargs)
+    both = calibrate_skips(lm, table, translators=linear_lens(lm), **kwargs)
+    assert {s.lens for s in alone.plan.selections} == {"logit"} and alone.plan.delta_h_linear == ()
+    assert {s.lens for s in both.plan.selections} == {"logit", "linear"}
+    np.testing.assert_array_equal(both.plan.delta_h, alone.plan.delta_h)  # the logit lens reads alike
+    linear = np.array(both.plan.delta_h_linear)
+    assert (
+        math.isnan(linear[0]) and np.isfinite(linear[1:]).all() and not np.allclose(linear[1:], both.plan.delta_h[1:])
+    )
+    for s in both.plan.selections:  # each lens's blocks are its own Delta H's extremes among the eligible blocks
+        values = linear if s.lens == "linear" else np.array(both.plan.delta_h)
+        assert s.expansion == tuple(select_layers(values, 1, "expansion", s.variant))
+    assert set(both.per_question["lens"]) == {"logit", "linear"} and set(both.stability["lens"]) == {"logit", "linear"}

@@ -1,6 +1,7 @@
-"""Rule layer_skip_eval: each question's answer under every block skipped alone and every k >= 2 set,
-what the intact pass shows at every block (the pruning criteria's readings), and the drop set each
-criterion chooses from those readings scored beside random sets of its size."""
+"""Rule layer_skip_eval: each question's answer under the paired design (the selected blocks and one random
+block drawn per question), every block skipped alone on the sweep's questions and every k >= 2 set, what the
+intact pass shows at every block (the pruning criteria's readings), and the drop set each criterion chooses from
+those readings scored beside one random set of its size per question."""
 
 from entropy_lens.core.tables import write_csv
 from entropy_lens.lens.translators import Translators
@@ -27,7 +28,9 @@ with job_model(snakemake) as lm:
         batch_size=params.batch_size,
         chat_template=params.chat_template,
         profile_prompts=params.skip["profile_prompts"],
+        sweep_questions=params.skip["sweep_questions"],
         set_questions=params.skip["set_questions"],
+        variants=params.skip["variants"],
         seed=params.skip["seed"],
         observe=recorder,
     )
@@ -39,7 +42,6 @@ with job_model(snakemake) as lm:
         variants=drop["variants"],
         shares=drop["drop_shares"] if drop["drop_questions"] > 0 else [],
         n_questions=max(drop["drop_questions"], 1),
-        n_random=drop["random_sets"],
         seed=drop["seed"],
         batch_size=params.batch_size,
         chat_template=params.chat_template,

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from entropy_lens.analysis.schedule import CANNOT_BE_READ, LOGIT, MIN_BLOCKS, checked_reading, cluster_draws
+from entropy_lens.core.block_spearman import rank_rows, row_correlation
 from entropy_lens.core.frames import Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, percentile_interval
 from entropy_lens.skipping.conditions import ALL_BLOCKS, EXPANSION, PRUNING, eligible_layers
@@ -56,16 +56,10 @@ AGREEMENT_COLUMNS = (
 AGREEMENT_READING = Reading("rho", sources="n_prompts", split="lens", measure="blocks")
 
 
-def _rank_rows(values: np.ndarray) -> np.ndarray:
-    return stats.rankdata(values, axis=-1)
-
-
 def _row_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman of matching rows of ``[R, B]`` arrays (NaN for a constant row)."""
-    x, y = _rank_rows(x), _rank_rows(y)
-    x, y = x - x.mean(-1, keepdims=True), y - y.mean(-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (x * y).sum(-1) / np.sqrt((x * x).sum(-1) * (y * y).sum(-1))
+    """Spearman of matching rows of ``[R, B]`` arrays, or of two ``[B]`` vectors (NaN for a constant row)."""
+    rho = row_correlation(rank_rows(np.atleast_2d(x)), rank_rows(np.atleast_2d(y)))
+    return rho if np.ndim(x) > 1 else rho[0]
 
 
 def permutation_agreement(

@@ -13,7 +13,9 @@ import pandas as pd
 from entropy_lens.cli.lens_schedule import schedule_text
 from entropy_lens.cli.profile import sparkline
 from entropy_lens.core.tables import read_csv_table
+from entropy_lens.skipping.criteria import ACCURACY
 from entropy_lens.skipping.exit import LOGIT
+from entropy_lens.verdicts.claims.drop_sets import RECOMMEND_STATISTIC, recommended
 
 SKIP_MAP_PATH = "{results}/tables/skip_map.csv"
 
@@ -61,31 +63,50 @@ DROP_SCORES_PATH = "{results}/tables/skip_drop_scores.csv"
 
 
 def render_drop_scores(rows: pd.DataFrame) -> str:
-    """Each criterion's drop set with the accuracy it keeps, against random sets of its size, and the recommended
-    set per variant and k: the best criterion's, named only where its paired interval separates it from every other.
+    """Per variant and ``k``, each criterion's drop set with what it keeps (accuracy and the gold letter's
+    log-probability, each against the intact model with its interval), against one random ``k``-set drawn per
+    question, and the set recommended by the rule fixed before any set was scored
+    (:func:`entropy_lens.verdicts.claims.drop_sets.recommended`: better than random and than every other set).
 
     Args:
-        rows: One model's and measure's accuracy rows of :func:`entropy_lens.skipping.drop_scores.drop_scores`.
+        rows: One model's and measure's rows of :func:`entropy_lens.skipping.drop_scores.drop_scores`, both
+            statistics.
     """
-    lines = ["drop sets (the k least critical blocks by each criterion, skipped together; accuracy kept):"]
-    for (variant, k), group in rows.groupby(["variant", "k"], sort=False):
+    lines = ["drop sets (the k least critical blocks by each criterion, skipped together; kept against intact):"]
+    primary = rows[rows["statistic"] == RECOMMEND_STATISTIC]
+    accuracy = rows[rows["statistic"] == ACCURACY].set_index(["variant", "k", "criterion"])
+    for (variant, k), group in primary.groupby(["variant", "k"], sort=False):
         first = group.iloc[0]
         lines.append(
-            f"  {variant}, k = {int(k)} ({int(first['n'])} questions; intact {100 * first['intact']:.1f}%; "
-            f"{int(first['n_sets'])} random sets change {100 * first['random_median']:+.1f} points, "
-            f"range [{100 * first['random_min']:+.1f}, {100 * first['random_max']:+.1f}]):"
+            f"  {variant}, k = {int(k)} ({int(first['n'])} questions; a random k-set drawn per question: log p "
+            f"{first['null_estimate']:+.3f} [{first['null_low']:+.3f}, {first['null_high']:+.3f}] nats; "
+            f"{int(first['n_sets'])} distinct sets):"
         )
         for rec in group.sort_values("change", ascending=False).to_dict("records"):
-            change = _interval_text(100 * rec["change"], 100 * rec["ci_low"], 100 * rec["ci_high"], 1)
-            lines.append(
-                f"    {rec['criterion']:18s} {rec['layers']:>14s}  {100 * rec['value']:5.1f}% ({change} points); "
-                f"keeps more than {100 * rec['beats']:.0f}% of random sets; {rec['reading']}"
+            logp = _interval_text(rec["change"], rec["ci_low"], rec["ci_high"], 3)
+            beyond = _interval_text(rec["beyond"], rec["beyond_low"], rec["beyond_high"], 3)
+            acc = (
+                accuracy.loc[(variant, k, rec["criterion"])]
+                if (variant, k, rec["criterion"]) in accuracy.index
+                else None
             )
-        best = group[group["best"].astype(str).str.lower() == "true"]
+            kept = (
+                ""
+                if acc is None
+                else (
+                    f"accuracy {100 * acc['value']:5.1f}% "
+                    f"({_interval_text(100 * acc['change'], 100 * acc['ci_low'], 100 * acc['ci_high'], 1)} points); "
+                )
+            )
+            lines.append(
+                f"    {rec['criterion']:18s} {rec['layers']:>14s}  {kept}log p {logp} nats; "
+                f"beyond random {beyond}; {rec['reading']}"
+            )
+        chosen = recommended(group)
         lines.append(
-            f"    recommended: {best.iloc[0]['criterion']}'s blocks {best.iloc[0]['layers']}"
-            if len(best)
-            else "    recommended: none (no criterion's set separates from every other's)"
+            f"    recommended: {' and '.join(chosen['criterion'])}'s blocks {chosen.iloc[0]['layers']}"
+            if len(chosen)
+            else "    recommended: none (no set keeps more than random and than every other criterion's set)"
         )
     return "\n".join(lines)
 
@@ -100,7 +121,7 @@ def render_criteria(rows: pd.DataFrame) -> str:
     lines = []
     for (statistic, variant), group in rows.groupby(["statistic", "variant"], sort=False):
         n_blocks, n = int(group["n_blocks"].iloc[0]), int(group["n"].iloc[0])
-        lines.append(f"cost = drop of {statistic}, {variant} ({n_blocks} blocks, {n} questions):")
+        lines.append(f"cost = drop of {statistic}, {variant} ({n_blocks} blocks fixed, {n} questions resampled):")
         if group["rho"].isna().all():
             lines.append("  too few blocks or questions to rank (a Spearman needs 3 blocks)")
             continue
@@ -184,7 +205,7 @@ def _drops_text(results: str, model: str, measure: str) -> str:
     scores, drops = (Path(t.format(results=results)) for t in (DROP_SCORES_PATH, DROP_SETS_PATH))
     found = read_csv_table(scores, dtype={"layers": str}) if scores.is_file() else pd.DataFrame()
     if len(found):
-        found = found.query("model == @model and measure == @measure and statistic == 'accuracy'")
+        found = found.query("model == @model and measure == @measure")
     if len(found):
         return render_drop_scores(found) + "\n"
     found = read_csv_table(drops, keep_default_na=False).query("model == @model") if drops.is_file() else found

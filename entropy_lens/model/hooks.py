@@ -7,7 +7,8 @@
 * :func:`skip_blocks` makes chosen blocks pass their input through unchanged (layer
   skipping, with or without a KV cache);
 * :func:`capture_block_calls` keeps how chosen blocks were called, so that
-  :func:`run_blocks` can rerun the model from there (layer skipping with a shared prefix).
+  :func:`run_blocks` can rerun the model from there (layer skipping with a shared prefix), for the
+  whole batch or some of its prompts (:func:`calls_of_rows`).
 
 Both are context managers that remove their hooks in ``finally``, also on error.
 Skipping is not trained early exit: the skipped blocks are simply bypassed in a model
@@ -19,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,6 +211,34 @@ def capture_block_calls(lm: LensModel, starts: Iterable[int]) -> Iterator[dict[i
     finally:
         for handle in handles:
             handle.remove()
+
+
+def calls_of_rows(calls: dict[int, BlockCall], rows: Sequence[int], batch: int) -> dict[int, BlockCall]:
+    """The recorded calls of a sub-batch: the prompts ``rows`` of a batch of ``batch`` (to rerun them alone).
+
+    Every tensor argument whose first dimension is the batch's and that has at least two dimensions (the
+    residual input, attention masks ``[B, 1, S, S]``, per-prompt rotary tables ``[B, S, d]``, positions
+    ``[B, S]``) keeps only ``rows``; the rest (shared tables ``[1, S, d]``, cache positions ``[S]``, flags)
+    pass as they are.  Rerunning the sub-batch from these calls equals the full batch's rerun on those rows
+    (tested on six architectures).
+    """
+    index = torch.as_tensor(list(rows), dtype=torch.long)
+
+    def pick(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[0] == batch:
+            return value.index_select(0, index.to(value.device))
+        if isinstance(value, tuple):
+            return tuple(pick(v) for v in value)
+        if isinstance(value, list):
+            return [pick(v) for v in value]
+        if isinstance(value, dict):
+            return {k: pick(v) for k, v in value.items()}
+        return value
+
+    return {
+        i: BlockCall(None if c.hidden is None else pick(c.hidden), pick(c.args), pick(c.kwargs))
+        for i, c in calls.items()
+    }
 
 
 def run_blocks(lm: LensModel, calls: dict[int, BlockCall], start: int, skip: Iterable[int] = ()) -> torch.Tensor:

@@ -5,7 +5,8 @@ Modules:
     delta_h      the entropy change that chooses the blocks to skip, and the blocks the study's advice protects.
     plan         the skip plan a calibration fixes and the evaluation reads (JSON; no model).
     selection    Delta H at the answer position on calibration questions -> the plan and its stability.
-    evaluation   scoring one model under every skip (shared intact prefix), and profiles under skip.
+    evaluation   the parts of the experiment on one model (paired design, sweep, sets, drop sets), profiles under skip.
+    prefix       scoring skips (fixed, or drawn per question) on the shared intact prefix, each distinct skip once.
     criticality  what skipping each block costs: the per-block map and the rank over blocks.
     comparisons  the study's comparisons: expansion, pruning and random blocks skipped, first minus second.
     corrections  a skip comparison's Holm correction within its claim, and its random-block null.

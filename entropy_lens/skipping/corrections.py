@@ -1,11 +1,12 @@
 """What a skip comparison is judged against: its claim's other comparisons (Holm) and the random blocks (its null).
 
 One claim of the layer-skip experiment (expansion vs random, pruning vs random, expansion vs
-pruning) has a comparison row per ``k``, variant, letter measure and statistic: up to 48 on one
-model.  Read one by one at 95%, some row decides an outcome by chance alone; so the rows of one
-claim on one model (:data:`FAMILY`) are corrected together by Holm's step-down procedure
-(:mod:`entropy_lens.core.multiplicity`), each row's p-value taken from its own paired bootstrap.
-The raw 95% interval stays beside the corrected one.
+pruning) has a comparison row per ``k``, variant, lens, letter measure and statistic.  Read one by one
+at 95%, some row decides an outcome by chance alone; so the rows of one claim and one statistic on one
+model (:data:`FAMILY`: the headline reads one statistic per claim, so its rows are one family; the other
+statistic's rows, shown beside, are corrected among themselves) are corrected together by Holm's
+step-down procedure (:mod:`entropy_lens.core.multiplicity`), each row's p-value taken from its own paired
+bootstrap.  The raw 95% interval stays beside the corrected one.
 
 The null of a comparison against random blocks is the random blocks themselves: what skipping
 them costs (:func:`random_null`), computed in the same run on the same questions, and the first
@@ -18,13 +19,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from entropy_lens.core.intervals import paired_bootstrap, paired_bootstrap_sets
+from entropy_lens.core.intervals import paired_bootstrap
 from entropy_lens.core.multiplicity import FAMILY_ALPHA, holm, holm_levels, normal_interval
 from entropy_lens.skipping.conditions import RANDOM
 
 # The family a comparison's p-value is corrected within (Holm): one claim (first vs second) of one model.
-FAMILY = ("model", "first", "second")
-RANDOM_NULL = "random blocks (the mean cost of skipping the eligible blocks at k = 1, the random sets at k >= 2)"
+FAMILY = ("model", "first", "second", "statistic")
+RANDOM_NULL = "random blocks (one random set of k eligible blocks drawn per question, paired)"
 HOLM_COLUMNS = ("n_family", "p_holm", "holm_level", "holm_low", "holm_high", "beyond", "beyond_low", "beyond_high")
 
 
@@ -64,22 +65,17 @@ def with_holm(table: pd.DataFrame, *, alpha: float = FAMILY_ALPHA) -> pd.DataFra
     return out
 
 
-def random_null(intact: np.ndarray, b: np.ndarray, k: int, boot: dict, level: float) -> dict[str, float | str]:
-    """What skipping the random blocks costs: the intact score minus their mean, per question.
+def random_null(intact: np.ndarray, b: np.ndarray, boot: dict, level: float) -> dict[str, float | str]:
+    """What skipping the random blocks costs: the intact score minus the random draw's, paired per question.
 
     Args:
         intact: ``[N]`` per-question scores of the intact model.
-        b: ``[N, S]`` per-question scores under each random block (``k = 1``) or set (``k >= 2``).
-        k: Blocks per set; at ``k >= 2`` the interval also resamples the sets.
+        b: ``[N]`` per-question scores under the random set drawn for each question.
         boot: ``n_boot`` and ``seed`` of the bootstrap.
         level: Coverage.
 
     Returns:
         ``null_name, null_estimate, null_low, null_high`` (the statistic's unit: accuracy 0-1 or nats).
     """
-    drop = (
-        paired_bootstrap_sets(intact, b, **boot, level=level)
-        if k >= 2
-        else paired_bootstrap(intact, b.mean(axis=1), **boot, level=level)
-    )
+    drop = paired_bootstrap(intact, b, **boot, level=level)
     return {"null_name": RANDOM_NULL, "null_estimate": drop[0], "null_low": drop[1], "null_high": drop[2]}

@@ -14,12 +14,19 @@ a higher score says "more critical, keep it":
   deepest blocks);
 * ``delta_h_linear``, where a linear lens is fitted: ``delta_h`` read through it, since the logit lens
   reads the first blocks far from the model's own distribution and may rank them on its bias (NaN, and
-  left out of every ranking, without one; block 0 reads the embeddings, which have no translator).
+  left out of every ranking, without one; block 0 reads the embeddings, which have no translator);
+* ``entrodrop``: EntroDrop's (Yang et al. 2025, arXiv 2504.03794) entropy increase of the hidden states
+  across the block, ``H(Z^l) - H(Z^{l-1})`` (the bucket estimate of
+  :attr:`~entropy_lens.skipping.readings.BlockReadings.hidden_entropy`, nats), with its two stages: the
+  blocks of the early stage, where the mean hidden-state entropy falls to its minimum, are never pruned
+  (score ``+inf``); after it, the blocks of least entropy increase are pruned first (:func:`entrodrop_scores`).
 
 :func:`criteria_table` is one row per block; :func:`criteria_spearman` the Spearman of each criterion
-with the cost of skipping the block alone, its interval resampling questions (jointly for the criterion
-and the cost: both are read off the same questions) and blocks, and a planted null read by the same code
-on costs shuffled across blocks.
+with the cost of skipping the block alone, over the model's eligible blocks (**blocks fixed**: for a user
+choosing which blocks of *this* model to drop, its blocks are the whole population), its interval
+resampling questions only (jointly for the criterion and the cost: both are read off the same questions),
+and a null read by the same code on costs with no block structure (each question's costs shuffled across
+the blocks).
 """
 
 from __future__ import annotations
@@ -41,14 +48,19 @@ DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION = "delta_h", "block_influence", "ang
 CRITERIA = (DELTA_H, BLOCK_INFLUENCE, ANGULAR, POSITION)
 # Read only where a linear lens is fitted for the model: its column is NaN elsewhere.
 DELTA_H_LINEAR = "delta_h_linear"
-ALL_CRITERIA = (*CRITERIA, DELTA_H_LINEAR)
+# Read only where the hidden states' entropy was recorded: its column is NaN elsewhere.
+ENTRODROP = "entrodrop"
+ALL_CRITERIA = (*CRITERIA, DELTA_H_LINEAR, ENTRODROP)
 CRITERION_TEXT = {
     DELTA_H: "ΔH (logit lens)",
     DELTA_H_LINEAR: "ΔH (linear lens)",
     BLOCK_INFLUENCE: "Block Influence",
     ANGULAR: "angular distance",
     POSITION: "position from the end",
+    ENTRODROP: "EntroDrop (hidden-state entropy increase)",
 }
+# What a criterion Spearman's interval resamples: the questions, the model's blocks fixed.
+RESAMPLED = "questions (blocks fixed)"
 ACCURACY, GOLD_LOGPROB = "accuracy", "gold_logprob"
 COSTS = (ACCURACY, GOLD_LOGPROB)
 PREDICTS, CONTRARY, UNDECIDED = "predicts", "contrary", "undecided"
@@ -70,6 +82,7 @@ SPEARMAN_COLUMNS = (
     "margin_low",
     "margin_high",
     "reading",
+    "resampled",
 )
 # The table as a standard frame (entropy_lens.core.frames): each criterion's Spearman with the cost.
 CRITERIA_SPEARMAN_READING = Reading("rho")
@@ -86,12 +99,31 @@ def question_scores(readings: BlockReadings) -> dict[str, np.ndarray]:
         ANGULAR: readings.angle[:, blocks, blocks + 1],
         POSITION: np.broadcast_to((n_layers - 1 - blocks).astype(float), (n, n_layers)).copy(),
         DELTA_H_LINEAR: np.full((n, n_layers), np.nan) if linear is None else np.diff(linear, axis=1),
+        ENTRODROP: entrodrop_scores(readings.hidden_entropy, n, n_layers),
     }
 
 
+def entrodrop_scores(hidden: np.ndarray | None, n: int, n_layers: int) -> np.ndarray:
+    """``[N, L]`` EntroDrop's score of each block per question: the hidden states' entropy increase across it,
+    ``+inf`` for the blocks of the early entropy-decrease stage (never pruned).
+
+    The early stage ends where the mean (over the questions) hidden-state entropy of ``x_0 .. x_L`` reaches its
+    minimum, at position ``p*``: blocks ``0 .. p* - 1`` (whose outputs lead down to it) are protected.  NaN
+    throughout where the hidden entropy was not recorded (``hidden`` ``None``).
+    """
+    if hidden is None or not np.isfinite(hidden).any():
+        return np.full((n, n_layers), np.nan)
+    values = np.asarray(hidden, dtype=np.float64)
+    scores = np.diff(values, axis=1)  # [N, L]: block l reads x_l, writes x_{l+1}
+    lowest = int(np.nanargmin(np.nanmean(values, axis=0)))
+    scores[:, :lowest] = np.inf
+    return scores
+
+
 def present(scores: dict[str, np.ndarray] | pd.DataFrame, blocks: Sequence[int] | None = None) -> tuple[str, ...]:
-    """The criteria of ``scores`` (per-question arrays, or a :func:`criteria_table`) with a finite score on
-    ``blocks`` (default every block): the four always, ``delta_h_linear`` where a linear lens was read."""
+    """The criteria of ``scores`` (per-question arrays, or a :func:`criteria_table`) with a score on ``blocks``
+    (default every block) that is not NaN: the four always, ``delta_h_linear`` where a linear lens was read,
+    ``entrodrop`` where the hidden states' entropy was (its protected blocks read ``+inf``)."""
     values = {c: np.asarray(scores[c], dtype=np.float64) for c in ALL_CRITERIA if c in scores}
     index = slice(None) if blocks is None else list(blocks)
     return tuple(c for c, v in values.items() if np.isfinite(v[..., index]).any())
@@ -168,6 +200,7 @@ def sweep_costs(correct: pd.DataFrame, measure: str, statistic: str, blocks: Seq
     absent = [w for w in ["", *wanted] if w not in wide]
     if absent:
         raise ValueError(f"the sweep of measure {measure!r} lacks conditions {absent} ('' is intact); score them")
+    wide = wide[["", *wanted]].dropna()  # the sweep's questions: every block skipped alone on them
     return pd.DataFrame(
         wide[[""]].to_numpy(float) - wide[wanted].to_numpy(float), index=wide.index.astype(str), columns=list(blocks)
     )
@@ -176,11 +209,12 @@ def sweep_costs(correct: pd.DataFrame, measure: str, statistic: str, blocks: Seq
 def paired_block_spearman(
     cost: np.ndarray, score: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
 ) -> tuple[float, float, float]:
-    """Spearman across blocks of the mean score with the mean cost, bootstrapped over questions and blocks.
+    """Spearman across blocks of the mean score with the mean cost, bootstrapped over questions, blocks fixed.
 
-    Each replicate resamples the questions (the same ones for the cost and the score: both are read
-    off them) and, independently, the blocks, all with replacement
-    (:func:`~entropy_lens.core.block_spearman.block_spearman_draws`, paired).
+    Each replicate resamples the questions with replacement (the same ones for the cost and the score: both
+    are read off them); the blocks are the model's own, the population the statement is about
+    (:func:`~entropy_lens.core.block_spearman.block_spearman_draws`, paired, blocks fixed).  A block the
+    criterion never prunes (``+inf``, EntroDrop's early stage) ranks above every other in each replicate.
 
     Args:
         cost: ``[N, B]`` each question's cost of skipping each block.
@@ -198,7 +232,7 @@ def paired_block_spearman(
 def criterion_draws(cost: np.ndarray, score: np.ndarray, *, n_boot: int, seed: int) -> tuple[float, np.ndarray]:
     """The Spearman of :func:`paired_block_spearman` and its ``[n_boot]`` replicates: two criteria read against one
     cost with one seed are resampled alike, so their replicates pair."""
-    return block_spearman_draws(cost, score, n_boot=n_boot, seed=seed, paired=True)
+    return block_spearman_draws(cost, score, n_boot=n_boot, seed=seed, paired=True, blocks_fixed=True)
 
 
 def margins(draws: dict[str, np.ndarray], level: float = DEFAULT_LEVEL) -> dict[str, tuple[float, float]]:
@@ -220,9 +254,13 @@ def margins(draws: dict[str, np.ndarray], level: float = DEFAULT_LEVEL) -> dict[
 
 
 def shuffled_blocks(cost: np.ndarray, seed: int) -> np.ndarray:
-    """The planted null: ``cost`` with its block columns permuted (one seeded permutation)."""
+    """The null: ``cost`` ``[N, B]`` with no block structure, each question's costs shuffled across the blocks
+    (one seeded permutation per question): every block then costs alike in expectation, and each question keeps
+    its own spread of costs."""
     values = np.asarray(cost)
-    return values[:, np.random.default_rng(seed).permutation(values.shape[1])]
+    rng = np.random.default_rng(seed)
+    order = np.argsort(rng.random(values.shape), axis=1)
+    return np.take_along_axis(values, order, axis=1)
 
 
 def spearman_reading(low: float, high: float) -> str:
@@ -246,7 +284,7 @@ def criteria_spearman(
 
     The blocks are each variant's eligible ones (:func:`~entropy_lens.skipping.conditions.eligible_layers`);
     the questions those both the sweep and the readings hold.  ``null_*`` is the same statistic on the
-    costs shuffled across blocks (:func:`shuffled_blocks`): an interval around 0 is what no information looks like;
+    costs without block structure (:func:`shuffled_blocks`): an interval around 0 is what no information looks like;
     ``margin_*`` the interval of its Spearman minus the best other criterion's (:func:`margins`), above 0 where
     it separates from every other.
 
@@ -297,6 +335,7 @@ def _criterion_rows(
                 "margin_low": margin[criterion][0],
                 "margin_high": margin[criterion][1],
                 "reading": spearman_reading(low, high),
+                "resampled": RESAMPLED,
             }
         )
     return rows

@@ -4,14 +4,15 @@ Pure NumPy/pandas over the score rows of the layer-skip experiment
 (:data:`~entropy_lens.skipping.conditions.CORRECT_COLUMNS`) and its
 :class:`~entropy_lens.skipping.selection.SkipPlan`:
 
-* :func:`skip_map`: per block skipped alone, the paired change of accuracy and of the gold
-  letter's log-probability (among the four letters) against the intact model, each with a
-  bootstrap interval over questions, beside the block's mean Delta H; and the "safe to skip"
-  reading a user can act on (:func:`skip_reading`);
+* :func:`skip_map`: per block skipped alone, on the sweep's questions (those every block was skipped
+  on), the paired change of accuracy and of the gold letter's log-probability (among the four letters)
+  against the intact model, each with a bootstrap interval over questions, beside the block's mean
+  Delta H; and the "safe to skip" reading a user can act on (:func:`skip_reading`);
 * :func:`criticality_spearman`: across the eligible blocks, the Spearman correlation of mean
-  Delta H with the cost of skipping the block (the drop of the gold letter's log-probability),
-  with an interval from a bootstrap over evaluation questions, calibration questions and blocks:
-  the rank statement "the more a block expands, the more its skip costs".
+  Delta H (logit lens) with the cost of skipping the block (the drop of the gold letter's
+  log-probability), with an interval from a bootstrap over evaluation and calibration questions,
+  **blocks fixed**: for this model its blocks are the whole population, so the rank statement "the
+  more a block expands, the more its skip costs" is read for this model.
 
 The comparisons the study makes (expansion, pruning and random blocks) are
 :mod:`entropy_lens.skipping.comparisons`.
@@ -33,6 +34,8 @@ from entropy_lens.core.intervals import (
 from entropy_lens.skipping.conditions import (
     EXPANSION,
     INTACT,
+    LENS_TEXT,
+    LOGIT,
     PRUNING,
     RANDOM,
     SINGLE,
@@ -121,9 +124,19 @@ def skip_reading(low: float, high: float) -> str:
     return SAFE if low > -MIN_SKIP_EFFECT else UNCLEAR
 
 
+def sweep_questions(rows: pd.DataFrame, n_layers: int) -> pd.Index:
+    """The questions every block was skipped alone on (and the intact model scored): the sweep's."""
+    names = by_layers(rows[rows["kind"].isin([INTACT, SINGLE])])
+    wanted = [names.get(t) for t in ["", *(layer_text([b]) for b in range(n_layers))]]
+    if any(w is None for w in wanted):
+        return pd.Index([])
+    counts = rows[rows["condition"].isin(wanted)].groupby("question")["condition"].nunique()
+    return counts.index[counts == len(wanted)]
+
+
 def _marks(plan: SkipPlan, layer: int) -> str:
     marks = [
-        f"{kind} ({VARIANT_SHORT[s.variant]})"
+        f"{kind} ({VARIANT_SHORT[s.variant]}{'' if s.lens == LOGIT else ', ' + LENS_TEXT[s.lens]})"
         for s in plan.selections
         if s.k == 1
         for kind in (EXPANSION, PRUNING)
@@ -156,7 +169,8 @@ def skip_map(
     sweep = correct[correct["kind"].isin([INTACT, SINGLE])]
     names = by_layers(sweep)
     for measure, by_measure in sweep.groupby("measure", sort=False):
-        hits, logp = by_question(by_measure, "correct"), by_question(by_measure, GOLD_LOGPROB)
+        asked = by_measure[by_measure["question"].isin(sweep_questions(by_measure, plan.n_layers))]
+        hits, logp = by_question(asked, "correct"), by_question(asked, GOLD_LOGPROB)
         for layer in range(plan.n_layers):
             key = names.get(layer_text([layer]))
             if key is None or key not in hits or names.get("") not in hits:
@@ -208,13 +222,14 @@ def _map_row(
 def spearman_over_blocks(
     cost: np.ndarray, delta_h: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, level: float = DEFAULT_LEVEL
 ) -> tuple[float, float, float]:
-    """Spearman correlation across blocks of mean Delta H with mean cost, bootstrapped over questions and blocks.
+    """Spearman correlation across blocks of mean Delta H with mean cost, bootstrapped over questions, blocks fixed.
 
-    Each replicate resamples the evaluation questions, the calibration questions and the blocks
-    (all with replacement, independently: :func:`~entropy_lens.core.block_spearman.block_spearman_draws`,
-    unpaired): the questions carry the measurement noise, the blocks the chance that a handful of blocks
-    decides a rank correlation (costs shuffled across blocks give an interval around 0, not a spurious
-    direction).
+    Each replicate resamples the evaluation questions and the calibration questions (with replacement,
+    independently: :func:`~entropy_lens.core.block_spearman.block_spearman_draws`, unpaired, blocks fixed); the
+    blocks are the model's own, the whole population the statement is about, so they are not resampled: the
+    interval says how well this model's blocks' costs follow their Delta H, given the questions' noise.  Costs
+    with no block structure (every block's skip drawn from one distribution) show a relation at the
+    planted-null rate (:func:`entropy_lens.verdicts.skip_nulls.rank_planted_rate`).
 
     Args:
         cost: ``[N, B]`` per evaluation question, the cost of skipping each block (nats; larger: worse).
@@ -226,7 +241,7 @@ def spearman_over_blocks(
     Returns:
         ``(rho, low, high)``; NaN where it is undefined (fewer than 3 blocks, a constant mean).
     """
-    draws = block_spearman_draws(cost, delta_h, n_boot=n_boot, seed=seed, paired=False)
+    draws = block_spearman_draws(cost, delta_h, n_boot=n_boot, seed=seed, paired=False, blocks_fixed=True)
     return spearman_interval(*draws, level)
 
 
@@ -246,17 +261,19 @@ def criticality_spearman(
 
     Args:
         correct: Score rows of one model (the sweep's are used).
-        per_question: ``question_id, layer, delta_h`` of the calibration questions.
+        per_question: ``question_id, layer, delta_h[, lens]`` of the calibration questions (the logit lens's read).
         plan: The model's skip plan.
 
     Returns:
         :data:`SPEARMAN_COLUMNS`; ``most_costly`` and ``largest_delta_h`` name the blocks at the top of each ranking.
     """
-    dh = per_question.pivot_table(index="question_id", columns="layer", values="delta_h", aggfunc="first")
+    logit = per_question[per_question["lens"] == LOGIT] if "lens" in per_question else per_question
+    dh = logit.pivot_table(index="question_id", columns="layer", values="delta_h", aggfunc="first")
     sweep = correct[correct["kind"].isin([INTACT, SINGLE])]
     rows = []
     for measure, by_measure in sweep.groupby("measure", sort=False):
-        logp, names = by_question(by_measure, GOLD_LOGPROB).dropna(), by_layers(by_measure)
+        asked = by_measure[by_measure["question"].isin(sweep_questions(by_measure, plan.n_layers))]
+        logp, names = by_question(asked, GOLD_LOGPROB).dropna(), by_layers(by_measure)
         for variant in dict.fromkeys(s.variant for s in plan.selections):
             blocks = [b for b in eligible_layers(plan.n_layers, variant) if layer_text([b]) in names and b in dh]
             cost = logp[[names[""]]].to_numpy() - logp[[names[layer_text([b])] for b in blocks]].to_numpy()  # [N, B]

@@ -21,6 +21,7 @@ from entropy_lens.core.checks import check_positive_int
 from entropy_lens.skipping.conditions import (
     ALL_BLOCKS,
     EXPANSION,
+    LOGIT,
     SELECTION_KINDS,
     VARIANTS,
     Selection,
@@ -126,8 +127,11 @@ def select_layers(delta_h: np.ndarray, k: int, kind: str, variant: str = ALL_BLO
     return sorted(int(layer) for layer in candidates[order[:k]])
 
 
-def selections(delta_h: np.ndarray, ks: Sequence[int], variants: Sequence[str] = VARIANTS) -> list[Selection]:
-    """Expansion and pruning blocks for every variant and ``k`` (a ``k`` beyond the eligible blocks is left out)."""
+def selections(
+    delta_h: np.ndarray, ks: Sequence[int], variants: Sequence[str] = VARIANTS, lens: str = LOGIT
+) -> list[Selection]:
+    """Expansion and pruning blocks for every variant and ``k`` of Delta H read through ``lens`` (a ``k`` beyond
+    the eligible blocks is left out)."""
     values = _check_delta_h(delta_h)
     out = []
     for variant in variants:
@@ -135,7 +139,7 @@ def selections(delta_h: np.ndarray, ks: Sequence[int], variants: Sequence[str] =
         for k in ks:
             if k <= n_candidates:
                 picks = [tuple(select_layers(values, k, kind, variant)) for kind in SELECTION_KINDS]
-                out.append(Selection(variant, int(k), *picks))
+                out.append(Selection(variant, int(k), *picks, lens=lens))
     return out
 
 

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from entropy_lens.skipping.conditions import INTACT, RANDOM, SINGLE, Condition, Selection, sweep_conditions
+from entropy_lens.skipping.conditions import INTACT, LOGIT, Condition, Selection, selected_conditions, sweep_conditions
 
 
 @dataclass(frozen=True)
@@ -23,33 +23,37 @@ class SkipPlan:
     Attributes:
         model: The model's name.
         n_layers: Its blocks.
-        delta_h: ``L`` mean Delta H at the answer position (nats; NaN at layer 0).
-        selections: Expansion and pruning blocks per variant and ``k``.
-        sets: ``intact`` and the ``k >= 2`` conditions (selected sets and random populations).
+        delta_h: ``L`` mean Delta H at the answer position under the logit lens (nats; NaN at layer 0).
+        selections: Expansion and pruning blocks per lens, variant and ``k``.
         n_calibration: Calibration questions behind ``delta_h``.
+        delta_h_linear: The same under the fitted linear lens (empty without one).
     """
 
     model: str
     n_layers: int
     delta_h: tuple[float, ...]
     selections: tuple[Selection, ...]
-    sets: tuple[Condition, ...]
     n_calibration: int
+    delta_h_linear: tuple[float, ...] = ()
 
     @property
     def sweep(self) -> list[Condition]:
-        """``intact`` and every block skipped alone (scored on every evaluation question)."""
+        """``intact`` and every block skipped alone (scored on the sweep's questions)."""
         return sweep_conditions(self.n_layers)
 
+    @property
+    def chosen(self) -> list[Condition]:
+        """Each block or set a selection chose, once (:func:`~entropy_lens.skipping.conditions.selected_conditions`)."""
+        return selected_conditions(self.selections)
+
+    @property
+    def lenses(self) -> tuple[str, ...]:
+        """The lenses the selections read Delta H through, the logit lens first."""
+        return tuple(dict.fromkeys([LOGIT, *(s.lens for s in self.selections)]))
+
     def profiled(self) -> list[Condition]:
-        """The conditions worth a profile: intact, each selected block or set, the first random set per ``k``."""
-        singles = sorted(
-            {s.expansion[0] for s in self.selections if s.k == 1} | {s.pruning[0] for s in self.selections if s.k == 1}
-        )
-        chosen = [Condition(INTACT, 0), *(Condition(SINGLE, 1, (layer,)) for layer in singles)]
-        return chosen + [
-            c for c in self.sets if c.kind not in (INTACT, RANDOM) or (c.kind == RANDOM and c.replicate == 0)
-        ]
+        """The conditions worth a profile: intact and each selected block or set."""
+        return [Condition(INTACT, 0), *self.chosen]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (NaN as ``None``)."""
@@ -57,9 +61,9 @@ class SkipPlan:
             "model": self.model,
             "n_layers": self.n_layers,
             "n_calibration": self.n_calibration,
-            "delta_h": [v if math.isfinite(v) else None for v in self.delta_h],
+            "delta_h": _json(self.delta_h),
+            "delta_h_linear": _json(self.delta_h_linear),
             "selections": [s.to_dict() for s in self.selections],
-            "sets": [c.to_dict() for c in self.sets],
         }
 
     @classmethod
@@ -68,11 +72,19 @@ class SkipPlan:
         return cls(
             str(record["model"]),
             int(record["n_layers"]),
-            tuple(math.nan if v is None else float(v) for v in record["delta_h"]),
+            _floats(record["delta_h"]),
             tuple(Selection.from_dict(s) for s in record["selections"]),
-            tuple(Condition.from_dict(c) for c in record["sets"]),
             int(record["n_calibration"]),
+            _floats(record.get("delta_h_linear", [])),
         )
+
+
+def _json(values: tuple[float, ...]) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values]
+
+
+def _floats(values: list[float | None]) -> tuple[float, ...]:
+    return tuple(math.nan if v is None else float(v) for v in values)
 
 
 def write_plan(plan: SkipPlan, path: str | os.PathLike) -> None:

@@ -3,19 +3,19 @@
 Pure NumPy/pandas over a :func:`~entropy_lens.skipping.criteria.criteria_table` (one model) and its
 :class:`~entropy_lens.skipping.readings.BlockReadings`.  ``k`` is a share of the model's blocks
 (:data:`DEFAULT_SHARES`: about 12% and 25%, 3 and 7 of 28), rounded, at least 1.  The sets are what a
-researcher pruning by each criterion would drop.  :func:`drop_conditions` turns them, with at least
-``n_random`` random sets of each ``k`` drawn from the eligible blocks, into skip conditions the evaluation
-job scores on the shared intact prefix; :mod:`entropy_lens.skipping.drop_scores` reads the scores.
+researcher pruning by each criterion would drop.  :func:`drop_conditions` turns them into skip conditions
+the evaluation job scores on the shared intact prefix beside one random ``k``-set drawn per question
+(:func:`entropy_lens.skipping.evaluation.evaluate_drop_sets`); :mod:`entropy_lens.skipping.drop_scores`
+reads the scores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
-from entropy_lens.skipping.conditions import DROP, RANDOM, Condition, eligible_layers, random_population
+from entropy_lens.skipping.conditions import DROP, Condition, eligible_layers
 from entropy_lens.skipping.criteria import ALL_CRITERIA, gromov_choice, present
 from entropy_lens.skipping.readings import BlockReadings
 
@@ -85,21 +85,15 @@ def _text(blocks: Sequence[int]) -> str:
     return ",".join(str(int(b)) for b in sorted(blocks))
 
 
-def drop_conditions(drops: pd.DataFrame, n_layers: int, n_random: int, seed: int) -> list[Condition]:
-    """The skip conditions that score a :func:`drop_sets` table: each distinct chosen set once (kind ``drop``),
-    and per ``k`` the random population of :func:`~entropy_lens.skipping.conditions.random_population`.
+def drop_conditions(drops: pd.DataFrame) -> list[Condition]:
+    """The skip conditions that score a :func:`drop_sets` table: each distinct chosen set once (kind ``drop``).
 
-    Random sets of ``k`` are drawn with seed ``(seed, k)``, as the ``k >= 2`` sets of the sweep's plan
-    (:func:`~entropy_lens.skipping.conditions.set_conditions`), so a ``k`` both ask for draws the same sets.
     The scores are found again by their blocks, never by a condition's name.
     """
     conditions: list[Condition] = []
     for k in sorted({int(v) for v in drops["k"]}):
         chosen = dict.fromkeys(str(t) for t in drops.loc[drops["k"] == k, "layers"])
         conditions += [Condition(DROP, k, _blocks(t), i) for i, t in enumerate(chosen)]
-        state = int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
-        drawn = random_population(n_layers, k, n_random, state)
-        conditions += [Condition(RANDOM, k, layers, i) for i, layers in enumerate(drawn)]
     return conditions
 
 

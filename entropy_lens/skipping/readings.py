@@ -18,7 +18,12 @@ reads those inputs, batch by batch, before they are dropped, and keeps per quest
   lens's, which reads the first blocks far from the model's own distribution;
 * ``letters_linear`` ``[N, L+1, C]`` where a linear lens is fitted: the letters' log-probabilities
   through it (NaN at position 0), so the exit curve is read through both lenses; from the same logits
-  as ``entropy_linear``.
+  as ``entropy_linear``;
+* ``hidden_entropy`` ``[N, L+1]``: the entropy of the hidden states themselves (not of a lens's
+  distribution), EntroDrop's (Yang et al. 2025) bucket estimate over the prompt's tokens: per hidden
+  dimension, the tokens' values binned into :data:`HIDDEN_BINS` equal-width buckets between that
+  dimension's minimum and maximum, the Shannon entropy of the bucket shares (nats), summed over the
+  dimensions (:func:`entropy_lens.skipping.recorder.bucket_entropy`).
 
 This module is the record and its tables, NumPy and pandas only (the table and figure jobs read it
 without torch): :func:`readings_frames` turns the record into two tidy tables (the per-position
@@ -41,6 +46,10 @@ LINEAR_COLUMN = "entropy_linear"
 LINEAR_LETTER_COLUMNS = tuple(f"logprob_linear_{c}" for c in LETTERS)
 LINEAR_COLUMNS = (LINEAR_COLUMN, *LINEAR_LETTER_COLUMNS)
 ANGLE_COLUMNS = ("question", "start", "end", "angle")
+# Written beside READING_COLUMNS (NaN where not recorded); a table without it reads as none.
+HIDDEN_COLUMN = "hidden_entropy"
+# Buckets per hidden dimension of the hidden states' entropy (EntroDrop's bucket estimator).
+HIDDEN_BINS = 20
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ class BlockReadings:
     letters: np.ndarray  # [N, L+1, C]
     entropy_linear: np.ndarray | None = None  # [N, L+1], NaN at 0; None without a linear lens
     letters_linear: np.ndarray | None = None  # [N, L+1, C], NaN at 0; None without a linear lens
+    hidden_entropy: np.ndarray | None = None  # [N, L+1], nats; None where not recorded
 
     @property
     def n_layers(self) -> int:
@@ -64,12 +74,13 @@ def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame
     """Two tidy tables of a record: :data:`READING_COLUMNS` (one row per question and position ``0..L``;
     ``token_cos`` of the block whose input the position is, NaN at ``L``) and :data:`ANGLE_COLUMNS`
     (one row per question and pair ``start < end``); beside the first, :data:`LINEAR_COLUMNS` (NaN without a
-    linear lens)."""
+    linear lens) and :data:`HIDDEN_COLUMN`."""
     n, positions = readings.entropy.shape
     token_cos = np.concatenate([readings.token_cos, np.full((n, 1), np.nan)], axis=1)
     linear = np.full((n, positions), np.nan) if readings.entropy_linear is None else readings.entropy_linear
     shape = (n, positions, len(LETTERS))
     letters_linear = np.full(shape, np.nan) if readings.letters_linear is None else readings.letters_linear
+    hidden = np.full((n, positions), np.nan) if readings.hidden_entropy is None else readings.hidden_entropy
     frame = pd.DataFrame(
         {
             "question": np.repeat(readings.questions, positions),
@@ -79,6 +90,7 @@ def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame
             "token_cos": token_cos.ravel(),
             LINEAR_COLUMN: linear.ravel(),
             **{column: letters_linear[:, :, i].ravel() for i, column in enumerate(LINEAR_LETTER_COLUMNS)},
+            HIDDEN_COLUMN: hidden.ravel(),
         }
     )
     start, end = np.triu_indices(positions, k=1)
@@ -90,14 +102,14 @@ def readings_frames(readings: BlockReadings) -> tuple[pd.DataFrame, pd.DataFrame
             "angle": readings.angle[:, start, end].ravel(),
         }
     )
-    return frame[[*READING_COLUMNS, *LINEAR_COLUMNS]], angles[list(ANGLE_COLUMNS)]
+    return frame[[*READING_COLUMNS, *LINEAR_COLUMNS, HIDDEN_COLUMN]], angles[list(ANGLE_COLUMNS)]
 
 
 def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
     """The :class:`BlockReadings` back from :func:`readings_frames`'s tables.
 
-    The linear lens's entropy and letters each read as ``None`` where their columns are absent (a table
-    written before they were) or hold no value (no linear lens fitted).
+    The linear lens's entropy and letters, and the hidden states' entropy, each read as ``None`` where their
+    columns are absent (a table written before they were) or hold no value (no linear lens fitted).
 
     Raises:
         ValueError: for a table without its columns or a question without every position.
@@ -120,6 +132,7 @@ def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
     angle[qi, a, b] = value
     angle[qi, b, a] = value
     linear = _present(ordered, [LINEAR_COLUMN], shape)
+    hidden = _present(ordered, [HIDDEN_COLUMN], shape)
     return BlockReadings(
         questions,
         ordered["token_cos"].to_numpy(float).reshape(shape)[:, :-1],
@@ -128,6 +141,7 @@ def frames_readings(frame: pd.DataFrame, angles: pd.DataFrame) -> BlockReadings:
         _stacked(ordered, [f"logprob_{c}" for c in LETTERS], shape),
         None if linear is None else linear[:, :, 0],
         _present(ordered, LINEAR_LETTER_COLUMNS, shape),
+        None if hidden is None else hidden[:, :, 0],
     )
 
 

@@ -3,8 +3,9 @@
 :class:`ReadingRecorder` is the ``observe`` hook of
 :func:`~entropy_lens.skipping.evaluation.condition_letter_logprobs`: per batch it reads the kept input of
 every block (and reruns the last block for its output: one block per batch), the block-to-block token
-cosines, the last token's pairwise angles and the head's reading at every position (through the logit
-lens and, where fitted, the linear lens).  What each array means is in :mod:`entropy_lens.skipping.readings`.
+cosines, the last token's pairwise angles, the hidden states' bucket entropy (:func:`bucket_entropy`)
+and the head's reading at every position (through the logit lens and, where fitted, the linear lens).  What
+each array means is in :mod:`entropy_lens.skipping.readings`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from entropy_lens.lens.translators import Translators
 from entropy_lens.model.hooks import BlockCall, run_blocks
 from entropy_lens.model.lens_model import LensModel
 from entropy_lens.prompts.datasets import LETTERS
-from entropy_lens.skipping.readings import BlockReadings
+from entropy_lens.skipping.readings import HIDDEN_BINS, BlockReadings
 
 
 class ReadingRecorder:
@@ -48,6 +49,7 @@ class ReadingRecorder:
         self._angle = np.full((n, positions, positions), np.nan)
         self._entropy = np.full((n, positions), np.nan)
         self._letters = np.full((n, positions, n_choices), np.nan)
+        self._hidden = np.full((n, positions), np.nan)
 
     @torch.inference_mode()
     def __call__(
@@ -63,6 +65,7 @@ class ReadingRecorder:
         states.append(run_blocks(lm, calls, lm.n_layers - 1))  # x_L: the last block's output
         index = np.asarray(rows)
         self._token_cos[index] = token_cosines(states, mask).cpu().numpy()
+        self._hidden[index] = torch.stack([bucket_entropy(s, mask) for s in states], dim=1).cpu().numpy()
         last = torch.stack([s[:, -1, :] for s in states], dim=1)  # [B, L+1, d]
         self._angle[index] = pairwise_angles(last).cpu().numpy()
         self._entropy[index], self._letters[index] = head_reading(lm, last, ids)
@@ -89,6 +92,7 @@ class ReadingRecorder:
             self._letters,
             self._linear,
             self._letters_linear,
+            self._hidden,
         )
 
 
@@ -110,6 +114,28 @@ def token_cosines(states: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.T
         cos = torch.nn.functional.cosine_similarity(before.float(), after.float(), dim=-1)  # [B, S]
         out.append((cos * weights).sum(-1) / weights.sum(-1))
     return torch.stack(out, dim=1)
+
+
+def bucket_entropy(states: torch.Tensor, mask: torch.Tensor, bins: int = HIDDEN_BINS) -> torch.Tensor:
+    """``[B]`` EntroDrop's bucket estimate of the entropy of each prompt's hidden states ``[B, S, d]`` (nats).
+
+    Per prompt and hidden dimension, its unmasked tokens' values (``mask`` ``[B, S]``) fall into ``bins``
+    equal-width buckets between that dimension's minimum and maximum over those tokens (the maximum in the last
+    bucket; a constant dimension in one bucket); the entropy of the bucket shares (``0 log 0 = 0``) is summed
+    over the dimensions.
+    """
+    real = mask.to(torch.bool)[:, :, None]  # [B, S, 1]
+    x = states.float()
+    low = torch.where(real, x, torch.inf).amin(dim=1, keepdim=True)  # [B, 1, d]
+    high = torch.where(real, x, -torch.inf).amax(dim=1, keepdim=True)
+    width = (high - low).clamp_min(torch.finfo(torch.float32).tiny)
+    bucket = ((x - low) / width * bins).floor().clamp(0, bins - 1).long()  # [B, S, d]
+    batch, _, d = x.shape
+    slot = bucket + torch.arange(d, device=x.device) * bins  # [B, S, d]: dimension j's buckets at j*bins ..
+    counts = torch.zeros(batch, d * bins, device=x.device)
+    counts.scatter_add_(1, slot.reshape(batch, -1), real.expand_as(x).reshape(batch, -1).float())
+    share = counts / mask.to(torch.float32).sum(dim=1, keepdim=True)  # [B, d * bins]
+    return -torch.special.xlogy(share, share).sum(dim=1)
 
 
 def pairwise_angles(last: torch.Tensor) -> torch.Tensor:

@@ -53,6 +53,8 @@ class Headline:
         styles: :data:`POOLED`: the row pooled over MMLU styles where the claim and model have one;
             :data:`PER_STYLE`: the per-style rows where they have them (the pooled row only where not); ``""``: both.
         shown: ``False``: none of its rows (they stay in the full table, in their section).
+        extension_units: Where set, the units shown for extension rows instead (their primary statistic;
+            ``hidden_units`` then applies to findings only).
     """
 
     measures: tuple[str, ...] | None = None
@@ -61,12 +63,18 @@ class Headline:
     smallest_k: bool = False
     styles: str = ""
     shown: bool = True
+    extension_units: tuple[str, ...] | None = None
 
 
 # Separability on Shannon entropy (the Rényi orders are the renyi claim's); the skip experiment at its smallest k,
 # on the verdict measure's accuracy (the study's statistic; log p of the gold letter stays in the full table).
 SHANNON_ROWS = Headline(measures=(SHANNON, ""))
 SKIP_ROWS = Headline(measures=(VERDICT_MEASURE, ""), hidden_units=(LOGPROB,), smallest_k=True)
+# The skip comparisons: a finding reads the study's statistic (accuracy); an extension row (the study states no
+# statistic for its model) reads the gold letter's log-probability, paired over questions, accuracy beside it.
+SKIP_COMPARISON_ROWS = Headline(
+    measures=(VERDICT_MEASURE, ""), hidden_units=(LOGPROB,), smallest_k=True, extension_units=(LOGPROB,)
+)
 
 
 @dataclass(frozen=True)

@@ -63,15 +63,16 @@ NULLS_COLUMNS = (
 )
 
 
-def _shown(statistic: str) -> Shown:
-    """The one decision on an excess over the null, at the statistic's margin."""
-    return partial(shown_excess, margin=decision.NULL_MARGINS[statistic])
+def _shown(statistic: str | float) -> Shown:
+    """The one decision on an excess over the null, at the statistic's margin (or at the margin given)."""
+    margin = decision.NULL_MARGINS[statistic] if isinstance(statistic, str) else statistic
+    return partial(shown_excess, margin=margin)
 
 
 def _simulator(null: PlantedNull) -> Planted:
     """A claim's planted-null simulator as ``(units, draws, seed) -> share``: at its fewest units, with its keywords,
     deciding each draw at its statistic's margin."""
-    keywords = dict(null.keywords) | ({"shown": _shown(null.margin)} if null.margin else {})
+    keywords = dict(null.keywords) | ({"shown": _shown(null.margin)} if null.margin != "" else {})
 
     def simulate(n: int, draws: int, seed: int) -> float:
         return resolve(null.simulator)(max(n, null.min_units), draws, seed, **keywords)

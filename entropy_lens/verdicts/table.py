@@ -168,8 +168,11 @@ def _selected(table: pd.DataFrame, rule: Headline) -> pd.Series:
         selected &= table["measure"].isin(rule.measures)
     if rule.splits is not None:
         selected &= split.isin(rule.splits)
+    extension = table["role"].eq(EXTENSION) if rule.extension_units is not None else pd.Series(False, table.index)
     if rule.hidden_units:
-        selected &= ~table["unit"].isin(rule.hidden_units)
+        selected &= extension | ~table["unit"].isin(rule.hidden_units)
+    if rule.extension_units is not None:
+        selected &= ~extension | table["unit"].isin(rule.extension_units)
     if rule.styles == POOLED:
         selected &= split.isin([ALL_STYLES, ""]) | ~_has_pooled(table)
     elif rule.styles == PER_STYLE:

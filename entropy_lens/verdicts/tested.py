@@ -76,9 +76,9 @@ class PlantedNull:
 
     Attributes:
         simulator: Import path of ``(units, draws, seed, **keywords) -> share``.
-        margin: The statistic (a key of :data:`~entropy_lens.verdicts.decision.NULL_MARGINS`) at whose margin the
-            table's one decision reads each draw's excess, handed to the simulator as ``shown``; ``""`` for a
-            simulator that decides itself.
+        margin: The statistic (a key of :data:`~entropy_lens.verdicts.decision.NULL_MARGINS`), or the margin itself,
+            at which the table's one decision reads each draw's excess, handed to the simulator as ``shown``; ``""``
+            for a simulator that decides itself.
         min_units: The fewest units simulated (a kNN needs folds of a few samples).
         keywords: Further keyword arguments of the simulator, as ``(name, value)`` pairs.
         at_row: Import path of ``row -> (simulator, its parameters)`` for a simulator that reads the row itself (its
@@ -89,7 +89,7 @@ class PlantedNull:
     """
 
     simulator: Simulator
-    margin: str = ""
+    margin: str | float = ""
     min_units: int = 0
     keywords: tuple[tuple[str, Any], ...] = ()
     at_row: Simulator = ""

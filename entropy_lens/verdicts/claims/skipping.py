@@ -2,7 +2,10 @@
 
 Each comparison gets its outcome first (:mod:`entropy_lens.verdicts.outcomes`); it becomes a
 finding's verdict only where the study names a direction for the model
-(:data:`entropy_lens.verdicts.study.SKIP_EXPECTED`), and is an extension row elsewhere.
+(:data:`entropy_lens.verdicts.study.SKIP_EXPECTED`), and is an extension row elsewhere.  A finding reads the
+study's statistic (accuracy); an extension row reads the gold letter's log-probability among the four letters,
+paired over questions, with the accuracy comparison quoted beside it
+(:data:`~entropy_lens.verdicts.claim.SKIP_COMPARISON_ROWS`).
 Each claim as one object: its record, its row rule, the paper-table input its rows come from, its planted null
 and why it was not run.
 """
@@ -15,13 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 import pandas as pd
 
 from entropy_lens.core.frames import ESTIMATE, HIGH, LOW
-from entropy_lens.skipping.comparisons import COMPARISON_COLUMNS, COMPARISON_READING
-from entropy_lens.skipping.conditions import EXPANSION, PRUNING, RANDOM, VARIANT_TEXT
+from entropy_lens.skipping.comparisons import COMPARISON_COLUMNS, COMPARISON_READING, LENS_JOIN
+from entropy_lens.skipping.conditions import EXPANSION, LENS_TEXT, LOGIT, PRUNING, RANDOM, VARIANT_TEXT
 from entropy_lens.skipping.criticality import ACCURACY
 from entropy_lens.skipping.criticality import SPEARMAN_COLUMNS as RANK_COLUMNS
 from entropy_lens.skipping.criticality import SPEARMAN_READING as RANK_READING
 from entropy_lens.verdicts import decision, outcomes, study
-from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_ROWS, Claim
+from entropy_lens.verdicts.claim import EXTENSION, FINDING, SKIP_COMPARISON_ROWS, SKIP_ROWS, Claim
 from entropy_lens.verdicts.inputs import FROM_ANSWERS, WITH_LAYER_SKIP, PaperInput, given
 from entropy_lens.verdicts.rows import Expected, Record, RowRule, interval, rows_of, table_null
 from entropy_lens.verdicts.tested import NoNull, PlantedNull, TestedClaim
@@ -48,7 +51,7 @@ SKIP_VS_RANDOM = Claim(
     dataset="layer_skip_eval",
     rule=outcomes.skip_outcome,
     figure="skip_llama",
-    headline=SKIP_ROWS,
+    headline=SKIP_COMPARISON_ROWS,
 )
 
 SKIP_VS_PRUNING = Claim(
@@ -60,7 +63,7 @@ SKIP_VS_PRUNING = Claim(
     dataset="layer_skip_eval",
     rule=outcomes.skip_outcome,
     figure="skip_llama",
-    headline=SKIP_ROWS,
+    headline=SKIP_COMPARISON_ROWS,
 )
 
 PRUNING_VS_RANDOM = Claim(
@@ -71,7 +74,7 @@ PRUNING_VS_RANDOM = Claim(
     unit="questions (and random sets)",
     dataset="layer_skip_eval",
     rule=outcomes.skip_outcome,
-    headline=SKIP_ROWS,
+    headline=SKIP_COMPARISON_ROWS,
 )
 
 SKIP_RANK = Claim(
@@ -113,7 +116,17 @@ def _is_accuracy(rec: Record) -> bool:
 
 
 def _split(rec: Record) -> str:
-    return f"k={int(rec['k'])}, {VARIANT_TEXT[str(rec['variant'])]}"
+    return f"k={int(rec['k'])}, {VARIANT_TEXT[str(rec['variant'])]}" + _lens_text(rec)
+
+
+def _lens_text(rec: Record) -> str:
+    """``", ΔH under the linear lens"`` (nothing for the logit lens alone); both lenses where they chose alike."""
+    lenses = str(rec.get("lens") or LOGIT).split(LENS_JOIN)
+    if lenses == [LOGIT]:
+        return ""
+    if len(lenses) > 1:
+        return ", ΔH under both lenses (the same blocks)"
+    return f", ΔH under the {LENS_TEXT[lenses[0]]}"
 
 
 def _intact(rec: Record) -> decision.Interval:
@@ -135,7 +148,7 @@ def comparison_rule(scopes: Mapping[str, str | None]) -> RowRule:
         study=lambda rec: judged(rec)[2],
         note=lambda rec: (
             f"{rec['first']} {rec['first_layers']} vs {rec['second']} {rec['second_layers']}; "
-            "baseline = intact accuracy"
+            "baseline = intact accuracy" + (f"; {rec['beside']}" if rec.get("beside") else "")
         ),
         split=_split,
         extra=lambda rec: {"baseline": _intact(rec)},
@@ -181,9 +194,35 @@ def collapse_rule(scopes: Mapping[str, str | None]) -> RowRule:
     )
 
 
+# The keys that pair a log-probability comparison with its accuracy comparison.
+PAIR_KEYS = ["model", "measure", "variant", "k", "lens", "first", "second"]
+
+
+def with_accuracy_beside(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """``comparisons`` with a ``beside`` column: on each log-probability row, its accuracy comparison's difference
+    and raw interval (points), the statistic an extension row quotes beside its primary one."""
+    if comparisons.empty:
+        return comparisons.assign(beside="")
+    keys = [k for k in PAIR_KEYS if k in comparisons]
+    accuracy = comparisons[comparisons["statistic"] == ACCURACY]
+    text = {
+        tuple(rec[k] for k in keys): (
+            f"accuracy beside: {100 * rec['difference']:+.1f} [{100 * rec['ci_low']:+.1f}, "
+            f"{100 * rec['ci_high']:+.1f}] points"
+        )
+        for rec in accuracy.to_dict("records")
+    }
+    beside = [
+        "" if rec["statistic"] == ACCURACY else text.get(tuple(rec[k] for k in keys), "")
+        for rec in comparisons.to_dict("records")
+    ]
+    return comparisons.assign(beside=beside)
+
+
 def comparison_rows(comparisons: pd.DataFrame, scopes: Mapping[str, str | None]) -> list[dict]:
-    """A row per comparison (model, measure, statistic, variant, k), and the collapse row of each
+    """A row per comparison (model, measure, statistic, variant, k, lens), and the collapse row of each
     expansion block at ``k = 1`` (accuracy statistic)."""
+    comparisons = with_accuracy_beside(comparisons)
     skipped = comparisons.assign(
         **{ESTIMATE: comparisons["skipped"], LOW: comparisons["skipped_low"], HIGH: comparisons["skipped_high"]}
     )
@@ -213,12 +252,13 @@ def rank_rule(scopes: Mapping[str, str | None]) -> RowRule:
         role=EXTENSION,
         study=NO_RANK_CLAIM,
         note=lambda rec: (
-            f"{int(rec['n_blocks'])} blocks; cost = drop of the gold letter's log-probability; most costly "
+            f"{int(rec['n_blocks'])} blocks, fixed (questions resampled); cost = drop of the gold letter's "
+            "log-probability; most costly "
             f"block {int(rec['most_costly'])}, largest ΔH block {int(rec['largest_delta_h'])}; "
             f"{int(rec['n_calibration'])} calibration questions"
         ),
         split=lambda rec: VARIANT_TEXT[str(rec["variant"])],
-        # costs shuffled across blocks give an interval around 0 (the bootstrap resamples blocks)
+        # for this model its blocks are the population: costs with no block structure read around 0
         null=lambda rec: decision.fixed_null(
             "no relation (rho 0)", interval(rec, ESTIMATE, LOW, HIGH), 0.0, margin=outcomes.RHO_MARGIN
         ),
@@ -286,6 +326,7 @@ SKIP_VS_PRUNING_TESTED = _skip_tested(
     NoNull("expansion against pruning: each side's row against random blocks is its null"),
 )
 PRUNING_VS_RANDOM_TESTED = _skip_tested(PRUNING_VS_RANDOM, comparison_rule, SKIP_NULL)
+# The rank over blocks reads its Spearman against rho 0 at the skip comparisons' rho margin.
 SKIP_RANK_TESTED = _skip_tested(
-    SKIP_RANK, rank_rule, PlantedNull("entropy_lens.verdicts.planted_nulls:planted_zero_mean")
+    SKIP_RANK, rank_rule, PlantedNull("entropy_lens.verdicts.skip_nulls:rank_planted_rate", margin=outcomes.RHO_MARGIN)
 )

@@ -200,7 +200,8 @@ def _per_model_jobs(config: Mapping, model: ModelContext, prompts: PromptLengths
     jobs = []
     batch = config_value(config, "generation", "batch_size")
     if model.name in skip_models(config):
-        jobs += layer_skip_jobs(config["layer_skip"], model, prompts, batch)
+        fitted = model.name in lens_fit_models(config) and "linear" in config_value(config, "fitted_lens", "kinds")
+        jobs += layer_skip_jobs(config["layer_skip"], model, prompts, batch, fitted=fitted)
     if model.name in lens_fit_models(config):
         jobs += lens_fit_jobs(config["fitted_lens"], model, prompts, batch, run_from_config(config).dtype_bytes)
         jobs += _lens_profile_jobs(config, model, prompts)

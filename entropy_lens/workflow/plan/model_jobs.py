@@ -78,30 +78,43 @@ def _scoring(stats: PromptStats, batch: int, repeats: int = 1) -> Workload:
     return Workload(stats.prompts, stats.mean_tokens + 1, stats.max_tokens + 1, 0, batch, 0, repeats)
 
 
-def layer_skip_jobs(skip: Mapping, model: ModelContext, prompts: PromptLengths, batch: int) -> list[Job]:
+def layer_skip_jobs(
+    skip: Mapping, model: ModelContext, prompts: PromptLengths, batch: int, *, fitted: bool = False
+) -> list[Job]:
+    """The selection and evaluation jobs of one model's layer-skip experiment (``fitted``: a linear lens is fitted
+    for the model, so the selection reads the calibration questions through it too and chooses twice as many
+    blocks)."""
     chat, ks, style = model.chat_template, config_value(skip, "ks"), config_value(skip, "style")
     spec = {"styles": [style], "n_shot": 0}  # prepare_layer_skip builds zero-shot prompts in one style
     n_cal, n_eval = config_value(skip, "calibration_questions"), config_value(skip, "eval_questions")
+    lenses, variants = 2 if fitted else 1, len(config_value(skip, "variants"))
     cal = prompts.stats(model, "layer_skip_calibration", chat=chat, spec={**spec, "n_questions": n_cal})
-    # Calibration reads the answer position: one generated token.
-    select = Workload(n_cal, cal.mean_tokens, cal.max_tokens, 1, LIBRARY_BATCH_SIZE, 1)
+    # Calibration reads the answer position (one generated token), through each lens.
+    select = Workload(n_cal, cal.mean_tokens, cal.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, lenses)
     ev = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_eval})
-    n_sets = min(config_value(skip, "set_questions"), n_eval)
-    sets = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_sets})
+    n_layers = model.shape.n_layers
+    n_sweep = min(config_value(skip, "sweep_questions"), n_eval)
+    sweep = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_sweep})
+    scoring: tuple[Workload, ...] = (_scoring(sweep, batch, sweep_passes(n_layers)),)
+    if n_eval > n_sweep:  # the paired design's other questions (on the sweep's, the sweep holds every block)
+        paired = paired_passes(n_layers, 1, 2 * lenses * variants, variants)
+        scoring += (Workload(n_eval - n_sweep, ev.mean_tokens + 1, ev.max_tokens + 1, 0, batch, 0, paired),)
+    # The readings of every block (the criteria): the lens at every position, as one generated token decoded.
+    scoring += (Workload(n_eval, ev.mean_tokens, ev.max_tokens, 1, batch, 1, lenses),)
     n_profiled = min(config_value(skip, "profile_prompts"), n_eval)
-    # Profiles read the answer position only: one generated token.
-    profile = Workload(n_profiled, ev.mean_tokens, ev.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, 1 + 4 * len(ks))
-    scoring = (_scoring(ev, batch, sweep_passes(model.shape.n_layers)), profile)
+    # Profiles read the answer position only: one generated token, intact and each selected block or set.
+    chosen = 1 + 2 * lenses * variants * len(ks)
+    scoring += (Workload(n_profiled, ev.mean_tokens, ev.max_tokens, 1, LIBRARY_BATCH_SIZE, 1, chosen),)
     if any(k >= 2 for k in ks):
-        set_passes = sum(
-            set_passes_of(model.shape.n_layers, k, config_value(skip, "random_sets")) for k in ks if k >= 2
-        )
-        scoring += (_scoring(sets, batch, set_passes),)
+        n_sets = min(config_value(skip, "set_questions"), n_eval)
+        sets = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_sets})
+        passes = sum(paired_passes(n_layers, k, 2 * lenses * variants, variants) - 1 for k in ks if k >= 2)
+        scoring += (_scoring(sets, batch, max(1, passes)),)
     n_drop = min(config_value(skip, "drop_questions"), n_eval)
-    ks_drop = drop_ks(model.shape.n_layers, config_value(skip, "drop_shares"))
+    ks_drop = drop_ks(n_layers, config_value(skip, "drop_shares"))
     if n_drop and ks_drop:
         drop = prompts.stats(model, "layer_skip_eval", chat=chat, spec={**spec, "n_questions": n_drop})
-        passes = sum(drop_passes_of(model.shape.n_layers, k, config_value(skip, "random_sets")) for k in ks_drop)
+        passes = sum(drop_passes_of(n_layers, k, variants) for k in ks_drop)
         scoring += (_scoring(drop, batch, passes),)
     return [
         Job(SKIP_SELECT, model.name, "", 0, 1, model.shape, (select,), cal.source),
@@ -118,15 +131,16 @@ def sweep_passes(n_layers: int) -> int:
     return math.ceil((n_layers + 1) / 2)
 
 
-def set_passes_of(n_layers: int, k: int, n_random: int) -> int:
-    """Whole forward passes the ``k``-block sets cost per question on the shared prefix (an estimate).
+def paired_passes(n_layers: int, k: int, n_chosen: int, n_variants: int) -> int:
+    """Whole forward passes the paired design of one ``k`` costs per question on the shared prefix (an estimate).
 
-    About ``n_random (L-1)/(L-3)`` random sets (drawn until ``n_random`` avoid the final block)
-    and up to four selected sets; a set whose first block is ``f`` reruns ``L - 1 - f`` blocks,
-    and the first of ``k`` random blocks sits near depth ``1 / (k + 1)``.
+    The intact pass; up to ``n_chosen`` selected sets (expansion and pruning per lens and variant), each counted
+    as two thirds of a pass (the blocks after its first: an expansion block sits early, a pruning block late);
+    and one random set per variant, whose first of ``k`` random blocks sits near depth ``1 / (k + 1)``, so it
+    reruns about ``k / (k + 1)`` of the blocks.
     """
-    drawn = n_random * (n_layers - 1) / max(n_layers - 3, 1)
-    return max(1, math.ceil((drawn + 4) * k / (k + 1)))
+    del n_layers  # the shares above are of the model's depth, whatever its blocks
+    return max(1, math.ceil(1 + n_chosen * 2 / 3 + n_variants * k / (k + 1)))
 
 
 def drop_ks(n_layers: int, shares: Sequence[float]) -> list[int]:
@@ -135,9 +149,10 @@ def drop_ks(n_layers: int, shares: Sequence[float]) -> list[int]:
     return sorted({k for k in (max(1, round(s * n_layers)) for s in shares) if k <= n_layers - 1})
 
 
-def drop_passes_of(n_layers: int, k: int, n_random: int) -> int:
-    """Whole forward passes the ``k``-block drop sets cost per question on the shared prefix (an estimate):
-    the random sets as :func:`set_passes_of`, and up to ten chosen sets (five criteria, two variants) counted
-    as whole passes, since a criterion may drop an early block; the intact pass is shared with them."""
-    drawn = n_random * (n_layers - 1) / max(n_layers - 3, 1)
-    return max(1, math.ceil(drawn * k / (k + 1) + 10))
+def drop_passes_of(n_layers: int, k: int, n_variants: int) -> int:
+    """Whole forward passes the ``k``-block drop sets cost per question on the shared prefix (an estimate): the
+    intact pass, one random set per variant (its first block near depth ``1 / (k + 1)``) and up to seven chosen
+    sets per variant (six criteria and Gromov's span) counted as half a pass each (most criteria drop late blocks,
+    a criterion may drop an early one)."""
+    del n_layers
+    return max(1, math.ceil(1 + n_variants * (k / (k + 1) + 7 * 0.5)))
