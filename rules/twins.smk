@@ -45,7 +45,7 @@ rule extract_twin_profiles:
         gpu=1 if GPU else 0,
     params:
         generation=extract_params,
-        lens=config["lens"],
+        lens=LENS,
         device=config["compute"]["device"],
         dtype=config["compute"]["dtype"],
         shard=None,

@@ -462,8 +462,12 @@ def test_the_run_ends_with_the_verdicts(tiny_run):
     assert "task separability (intact prompts)" in headline and "Spearman" in headline
     # one model per family in the tiny run: the same-family pair claims are listed, saying why they cannot run
     assert claims.claim("clustering").name in headline and claims.claim("size_resolution").name in headline
-    pairs = table[table["claim_id"].isin(["clustering", "size_resolution", "family_heldout"])]
-    assert len(pairs) == 3 and pairs["why"].str.startswith("not run: one model per family").all(), pairs["why"]
+    # the pair claims: the design cannot test them (no family has two sizes); the held-out family: not run
+    pairs = table[table["claim_id"].isin(["clustering", "size_resolution"])]
+    assert len(pairs) == 2 and pairs["why"].str.startswith("cannot test: no family has two sizes").all(), pairs["why"]
+    assert pairs["why"].str.contains("one model per family").all() and (pairs["verdict"] == decision.CANNOT_TEST).all()
+    heldout = table[table["claim_id"] == "family_heldout"]
+    assert len(heldout) == 1 and heldout["why"].str.startswith("not run: one model per family").all(), heldout["why"]
     pooled = table[table["claim_id"].isin(["family", "model_identity"])]  # two one-model families
     identity = pooled[pooled["claim_id"] == "model_identity"]
     assert len(identity) > 0 and set(identity["role"]) == {claim.EXTENSION}
