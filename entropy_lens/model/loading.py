@@ -126,8 +126,7 @@ def load_model(
     kind = source_kind(name)
     if kind == REGISTRY_SOURCE:
         folder = Path(cache_dir or default_cache_dir()) / name
-        if not (folder / SOURCE_FILE).exists():
-            materialize_model(name, folder)
+        _materialize_once(name, folder)
         return _load_folder(folder, name, device, torch_dtype, family)
     path = Path(name).expanduser()
     if kind == GGUF_SOURCE:
@@ -281,6 +280,18 @@ def gguf_from_registry(spec: ModelSpec, workdir: Path) -> Path:
         return target
     except (metadata.PackageNotFoundError, ModuleNotFoundError, FileNotFoundError) as err:
         raise ValueError(f"model {spec.name!r} needs its PyPI package: {spec.install} ({err})") from err
+
+
+def _materialize_once(name: str, folder: Path) -> None:
+    """Materialize registry model ``name`` into ``folder`` unless it is there, under a file lock beside it: processes
+    sharing one cache (parallel test workers, jobs on one node) wait for the first instead of replacing its copy
+    while they read it."""
+    from filelock import FileLock
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.parent / f".{folder.name}.lock")):
+        if not (folder / SOURCE_FILE).exists():
+            materialize_model(name, folder)
 
 
 def materialize_model(name_or_path: str, out_dir: str | os.PathLike, *, family: str | None = None) -> Path:
