@@ -18,7 +18,7 @@ import pandas as pd
 
 from entropy_lens.analysis.schedule import CANNOT_BE_READ, LOGIT, MIN_BLOCKS, checked_reading, cluster_draws
 from entropy_lens.core.block_spearman import rank_rows, row_correlation
-from entropy_lens.core.frames import Reading
+from entropy_lens.core.frames import NULL_CONTRACT, Reading
 from entropy_lens.core.intervals import DEFAULT_LEVEL, percentile_interval
 from entropy_lens.skipping.conditions import ALL_BLOCKS, EXPANSION, PRUNING, eligible_layers
 
@@ -37,13 +37,7 @@ AGREEMENT_COLUMNS = (
     "rho",
     "ci_low",
     "ci_high",
-    "null_name",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
+    *NULL_CONTRACT,
     "p_permutation",
     "depth_rho_logit",
     "depth_rho_fitted",

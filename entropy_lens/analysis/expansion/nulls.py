@@ -38,6 +38,7 @@ import xarray as xr
 from scipy import stats
 
 from entropy_lens.analysis.features import model_values, prompt_sources, source_coordinate
+from entropy_lens.core.frames import NULL_CONTRACT
 from entropy_lens.core.intervals import cluster_sums, expanded_percentile_interval
 from entropy_lens.model.batching import batch_partners
 from entropy_lens.store import schema
@@ -48,13 +49,7 @@ JACCARD, CONTAINMENT, CONTAINMENT_SIZE_CHANGES = "jaccard", "containment", "cont
 # Containment derived from a float32 Jaccard is off by ~1e-7; beyond this the Jaccard and sizes disagree.
 CONTAINMENT_TOLERANCE = 1e-5
 NULL_COLUMNS = (
-    "null_name",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
+    *NULL_CONTRACT,
     "null_n",
     "null_unpartnered",
 )

@@ -44,7 +44,7 @@ from threadpoolctl import threadpool_limits
 
 from entropy_lens.analysis.features import FeatureSettings, metric_label
 from entropy_lens.analysis.separability.folds import GROUPED, FoldPlan, plan_folds
-from entropy_lens.analysis.separability.knn import AucResult, capped_note, fold_auc
+from entropy_lens.analysis.separability.knn import TABLE_COLUMNS, AucResult, capped_note, fold_auc
 from entropy_lens.analysis.separability.settings import KnnSettings
 from entropy_lens.analysis.separability.targets import STUDY_TARGETS, Samples, Target, table_measures, target_samples
 from entropy_lens.core.draws import DrawSettings, Shown, adaptive_draws
@@ -53,33 +53,9 @@ from entropy_lens.core.folds import paired_p_value
 log = logging.getLogger(__name__)
 
 ACROSS, WITHIN, BOTH = "across sources", "within sources", "across and within sources"
-KEYS = ("dataset", "target", "split", "model", "protocol", "metric", "alpha", "measure")
-SCORE_COLUMNS = (
-    "n_samples",
-    "n_groups",
-    "n_classes",
-    "k",
-    "n_splits",
-    "n_repeats",
-    "auc_mean",
-    "auc_std",
-    "auc_low",
-    "auc_high",
-    "dummy_mean",
-    "dummy_std",
-    "dummy_low",
-    "dummy_high",
-    "null_name",
-    "null_estimate",
-    "null_low",
-    "null_high",
-    "beyond",
-    "beyond_low",
-    "beyond_high",
-    "p_value",
-    "test",
-    "note",
-)
+# A draw's row keys and scores are the kNN table's: its keys up to the mode, its scores from the sample counts on.
+KEYS = TABLE_COLUMNS[: TABLE_COLUMNS.index("mode")]
+SCORE_COLUMNS = TABLE_COLUMNS[TABLE_COLUMNS.index("n_samples") :]
 DRAW_COLUMNS = (*KEYS, "permutation", "draw", *SCORE_COLUMNS)
 
 
