@@ -15,6 +15,13 @@ drop-set questions) are chosen from this pilot, before the study's own questions
    the raw 95% interval and, for the comparisons, at the row's Holm level); write the tables to ``--out``.
 
     python benchmarks/pilot_skip.py --model PATH [--lens linear.safetensors] [--questions 80] [--out DIR]
+    python benchmarks/pilot_skip.py --sizes-from DIR    # the study's sizes by the rule below, from a pilot's tables
+
+The rule (docs/verdicts.md, "Sample sizes"), on the primary statistic (the gold letter's log-probability) of the
+calibrated letters: the evaluation questions (the k = 1 paired design) cover every k = 1 "vs random" row's Holm
+questions-to-decide, rounded up to a multiple of 50; the k >= 2 set questions are the median of the k >= 2 "vs
+random" rows' Holm questions-to-decide, the sweep questions the median of the criteria Spearmans', the drop-set
+questions the 75th percentile of the drop sets' (most rows), each rounded up to a multiple of 10.
 """
 
 from __future__ import annotations
@@ -110,9 +117,50 @@ def drop_sizes(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def spearman_sizes(spearman: pd.DataFrame) -> pd.Series:
+    """Per criterion Spearman, the sweep questions that decide its sign at the measured spread."""
+    return pd.Series(
+        [
+            decision.units_to_decide(
+                decision.Interval(r["rho"], r["ci_low"], r["ci_high"]), int(r["n"]), [(0.0, True), (0.0, False)]
+            )
+            for r in spearman.to_dict("records")
+        ],
+        index=spearman.index,
+        dtype=float,
+    )
+
+
+def chosen_sizes(comparisons: pd.DataFrame, spearman: pd.DataFrame, drops: pd.DataFrame) -> dict[str, int]:
+    """The study's layer-skip sizes by the rule of the module docstring, from a pilot's written tables."""
+
+    def primary(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[(frame["measure"] == "calibrated") & (frame["statistic"] == "gold_logprob")]
+
+    def up(value: float, step: int) -> int:
+        return int(math.ceil(value / step) * step)
+
+    vs_random = primary(comparisons)[primary(comparisons)["second"] == "random"]
+    k1, sets = vs_random[vs_random["k"] == 1], vs_random[vs_random["k"] >= 2]
+    return {
+        "eval_questions": up(k1["needed_holm"].max(), 50),
+        "set_questions": up(sets["needed_holm"].median(), 10),
+        "sweep_questions": up(spearman_sizes(primary(spearman)).median(), 10),
+        "drop_questions": up(primary(drops)["needed"].quantile(0.75), 10),
+    }
+
+
+def print_sizes(folder: Path) -> None:
+    """Print the sizes the rule gives from the tables a pilot wrote to ``folder``."""
+    tables = [pd.read_csv(folder / f"{name}.csv") for name in ("comparisons", "criteria_spearman", "drop_scores")]
+    for key, value in chosen_sizes(*tables).items():
+        print(f"{key}: {value}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="a model folder or registry name")
+    parser.add_argument("--sizes-from", type=Path, help="print the sizes the rule gives from this pilot's tables")
+    parser.add_argument("--model", help="a model folder or registry name")
     parser.add_argument("--lens", help="a fitted linear lens (translators' safetensors) for the model")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--calibration", type=int, default=32)
@@ -126,6 +174,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--out", type=Path, default=Path("pilot_skip"))
     args = parser.parse_args()
+    if args.sizes_from:
+        print_sizes(args.sizes_from)
+        return
+    if not args.model:
+        parser.error("--model is required (or --sizes-from DIR to read a pilot's tables)")
     args.out.mkdir(parents=True, exist_ok=True)
 
     calibration, evaluation = pilot_tables(args.calibration, args.questions, args.max_eval)
