@@ -140,7 +140,8 @@ def chosen_sizes(comparisons: pd.DataFrame, spearman: pd.DataFrame, drops: pd.Da
     def up(value: float, step: int) -> int:
         return int(math.ceil(value / step) * step)
 
-    vs_random = primary(comparisons)[primary(comparisons)["second"] == "random"]
+    compared = primary(comparisons)
+    vs_random = compared[compared["second"] == "random"]
     k1, sets = vs_random[vs_random["k"] == 1], vs_random[vs_random["k"] >= 2]
     return {
         "eval_questions": up(k1["needed_holm"].max(), 50),
@@ -253,12 +254,12 @@ def main() -> None:
         )
     spearman = criteria_spearman(correct, readings, lm.name, VARIANTS)
     spearman.to_csv(args.out / "criteria_spearman.csv", index=False)
-    for rec in spearman[spearman["measure"] == "calibrated"].to_dict("records"):
+    sized = spearman.assign(needed=spearman_sizes(spearman))
+    for rec in sized[sized["measure"] == "calibrated"].to_dict("records"):
         rho = decision.Interval(rec["rho"], rec["ci_low"], rec["ci_high"])
-        bars = [(0.0, True), (0.0, False)]
         print(
             f"criterion {rec['criterion']:16s} {rec['statistic']:12s} {rec['variant']}: rho {rho.text(1.0, 2)} on "
-            f"{rec['n']}; decided at about {_n(decision.units_to_decide(rho, int(rec['n']), bars))} sweep questions"
+            f"{rec['n']}; decided at about {_n(rec['needed'])} sweep questions"
         )
     criteria = criteria_table(readings, lm.name)
     criteria.to_csv(args.out / "criteria.csv", index=False)
